@@ -1,0 +1,59 @@
+"""harvester: find every URL a site publishes in its sitemaps, fast, politely, safely.
+
+Public API (everything else is internal)::
+
+    from harvester import SitemapReader, load_config
+    reader = SitemapReader("https://example.com/sitemap.xml.gz", load_config().reader)
+    for chunk in chunks:
+        for entry in reader.feed(chunk):
+            ...
+    last_entries = reader.finish()
+    result = reader.result()
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from harvester.config import Config, load_config
+from harvester.errors import (
+    ConfigError,
+    DecodeError,
+    DecompressedTooLarge,
+    FetchError,
+    ForbiddenConstruct,
+    HarvesterError,
+    NotASitemap,
+    ParseError,
+)
+from harvester.models import (
+    Entry,
+    Kind,
+    ReadResult,
+    ReadStats,
+    SitemapChild,
+    UrlEntry,
+)
+from harvester.reader import SitemapReader, read_bytes
+
+__all__ = [
+    "Config",
+    "ConfigError",
+    "DecodeError",
+    "DecompressedTooLarge",
+    "Entry",
+    "FetchError",
+    "ForbiddenConstruct",
+    "HarvesterError",
+    "Kind",
+    "NotASitemap",
+    "ParseError",
+    "ReadResult",
+    "ReadStats",
+    "SitemapChild",
+    "SitemapReader",
+    "UrlEntry",
+    "__version__",
+    "load_config",
+    "read_bytes",
+]

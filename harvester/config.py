@@ -1,0 +1,272 @@
+"""Configuration: one frozen ``Config`` built once from defaults < TOML file < CLI flags.
+
+In: an optional TOML path and a flat ``{"section.key": value}`` override dict.
+Out: a frozen, validated ``Config``. The dataclass defaults below are the only
+defaults in the code base; ``config.example.toml`` mirrors them (a test keeps
+the two equal). Unknown keys and ill-typed values raise ``ConfigError`` naming
+the dotted key.
+
+Example::
+
+    cfg = load_config("harvester.toml", {"fetch.user_agent": "mybot/1.0"})
+    cfg.reader.max_decompressed_bytes  # 52428800
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+import types
+import typing
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Literal
+
+from harvester import __version__
+from harvester.errors import ConfigError
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+__all__ = [
+    "Config",
+    "DiscoveryConfig",
+    "FetchConfig",
+    "HostPolicy",
+    "LimitsConfig",
+    "OutputConfig",
+    "PolitenessConfig",
+    "ReaderConfig",
+    "RunConfig",
+    "load_config",
+]
+
+PROTOCOL_MAX_BYTES = 52_428_800  # sitemaps.org: 50 MiB uncompressed
+PROTOCOL_MAX_ENTRIES = 50_000
+PROTOCOL_MAX_LOC = 2_048
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReaderConfig:
+    """Caps of the streaming reader (decompress + parse), per document."""
+
+    max_decompressed_bytes: int = PROTOCOL_MAX_BYTES
+    max_entries_per_file: int = 1_000_000
+    max_url_length: int = 8_192
+
+    def __post_init__(self) -> None:
+        _positive(self, "reader")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FetchConfig:
+    """HTTP client settings (one aiohttp session per worker process)."""
+
+    user_agent: str = f"harvester/{__version__} (+https://github.com/harvester/harvester)"
+    connect_timeout: float = 10.0
+    read_timeout: float = 30.0  # longest silence while reading a body
+    total_timeout: float = 300.0  # per file, including retries' waits
+    max_redirects: int = 5
+    max_body_bytes: int = PROTOCOL_MAX_BYTES  # compressed bytes on the wire
+    max_robots_bytes: int = 512_000
+    retries: int = 3
+    backoff_base: float = 0.5
+    backoff_max: float = 30.0
+    retry_after_max: float = 120.0
+    proxy: str | None = None
+    max_connections: int = 256
+    dns_cache_ttl: int = 300
+    chunk_size: int = 65_536
+    allow_private: bool = True
+
+    def __post_init__(self) -> None:
+        _positive(self, "fetch")
+
+    def __repr__(self) -> str:
+        # Proxy URLs may carry credentials: never print them.
+        proxy = "'***'" if self.proxy else "None"
+        return f"FetchConfig(user_agent={self.user_agent!r}, proxy={proxy}, ...)"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HostPolicy:
+    """Politeness for one host: concurrent requests and requests per second."""
+
+    concurrency: int = 2
+    rate: float = 2.0  # requests per second (aiolimiter leaky bucket)
+    burst: int = 1
+
+    def __post_init__(self) -> None:
+        _positive(self, "politeness")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PolitenessConfig:
+    """Default per-host policy plus per-host overrides (keyed by host name)."""
+
+    default: HostPolicy = field(default_factory=HostPolicy)
+    hosts: MappingProxyType[str, HostPolicy] = field(default_factory=lambda: MappingProxyType({}))
+    respect_crawl_delay: bool = True
+
+    def policy_for(self, host: str) -> HostPolicy:
+        """Return the override for ``host`` if any, else the default policy."""
+        return self.hosts.get(host, self.default)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DiscoveryConfig:
+    """Where to look for sitemaps and which children to follow."""
+
+    fallback_paths: tuple[str, ...] = ("/sitemap.xml", "/sitemap_index.xml", "/sitemap.txt")
+    cross_host: Literal["same-host", "same-site", "any"] = "same-site"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LimitsConfig:
+    """Per-host caps on the sitemap tree."""
+
+    max_depth: int = 5
+    max_sitemaps_per_host: int = 1_000
+    max_urls_per_host: int = 10_000_000
+    max_host_seconds: float = 3_600.0
+
+    def __post_init__(self) -> None:
+        _positive(self, "limits")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunConfig:
+    """Process and concurrency shape of a run."""
+
+    workers: int = 0  # 0 = one per CPU
+    hosts_in_flight: int = 64  # per worker
+    queue_size: int = 256
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OutputConfig:
+    """Where records and the report go."""
+
+    format: Literal["jsonl"] = "jsonl"
+    report: str | None = None  # default: <output>.report.json
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Config:
+    """The whole configuration; frozen after ``load_config``."""
+
+    reader: ReaderConfig = field(default_factory=ReaderConfig)
+    fetch: FetchConfig = field(default_factory=FetchConfig)
+    politeness: PolitenessConfig = field(default_factory=PolitenessConfig)
+    discovery: DiscoveryConfig = field(default_factory=DiscoveryConfig)
+    limits: LimitsConfig = field(default_factory=LimitsConfig)
+    run: RunConfig = field(default_factory=RunConfig)
+    output: OutputConfig = field(default_factory=OutputConfig)
+
+
+def _positive(obj: object, section: str) -> None:
+    """Reject negative numbers in any numeric field of a config section.
+
+    The key names the field within ``section``; ``load_config`` replaces it
+    with the full dotted path (e.g. ``politeness.hosts.'a.com'.rate``).
+    """
+    for f in dataclasses.fields(obj):  # type: ignore[arg-type]
+        value = getattr(obj, f.name)
+        if isinstance(value, int | float) and not isinstance(value, bool) and value < 0:
+            raise ConfigError("must be >= 0", key=f"{section}.{f.name}")
+
+
+def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> Config:
+    """Build the frozen ``Config``: defaults < TOML at ``path`` < ``overrides``.
+
+    ``overrides`` maps dotted keys (``"fetch.user_agent"``) to already-typed
+    values, as the CLI produces them. Raises ``ConfigError`` naming the key.
+    """
+    data: dict[str, Any] = {}
+    if path is not None:
+        try:
+            with open(path, "rb") as fh:
+                data = tomllib.load(fh)
+        except OSError as exc:
+            raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from exc
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"invalid TOML in {path}: {exc}") from exc
+    for dotted, value in (overrides or {}).items():
+        *parents, leaf = dotted.split(".")
+        node = data
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = value
+    cfg: Config = _build(Config, data, "")
+    return cfg
+
+
+def _build(cls: type[Any], data: Any, prefix: str) -> Any:
+    """Instantiate dataclass ``cls`` from a TOML table, checking keys and types."""
+    if not isinstance(data, dict):
+        raise ConfigError("must be a table", key=prefix or "<root>")
+    hints = typing.get_type_hints(cls)
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - names)
+    if unknown:
+        key = f"{prefix}.{unknown[0]}" if prefix else unknown[0]
+        raise ConfigError(f"unknown key (known: {', '.join(sorted(names))})", key=key)
+    kwargs: dict[str, Any] = {}
+    for name, raw in data.items():
+        key = f"{prefix}.{name}" if prefix else name
+        kwargs[name] = _coerce(hints[name], raw, key)
+    try:
+        return cls(**kwargs)
+    except ConfigError as exc:
+        field_name = (exc.key or "").rpartition(".")[2]
+        full = f"{prefix}.{field_name}" if prefix else field_name
+        raise ConfigError(exc.message.partition(": ")[2] or exc.message, key=full) from None
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(str(exc), key=prefix or "<root>") from exc
+
+
+def _coerce(tp: Any, raw: Any, key: str) -> Any:
+    """Check/convert one TOML value against the annotated type ``tp``."""
+    origin = typing.get_origin(tp)
+    if dataclasses.is_dataclass(tp):
+        return _build(tp, raw, key)  # type: ignore[arg-type]
+    if origin is MappingProxyType:
+        _, value_tp = typing.get_args(tp)
+        if not isinstance(raw, dict):
+            raise ConfigError("must be a table", key=key)
+        return MappingProxyType(
+            {str(k): _coerce(value_tp, v, f"{key}.{k!r}") for k, v in raw.items()}
+        )
+    if origin in (types.UnionType, typing.Union):
+        args = typing.get_args(tp)
+        if raw is None and type(None) in args:
+            return None
+        non_none = [a for a in args if a is not type(None)]
+        return _coerce(non_none[0], raw, key)
+    if origin is Literal:
+        allowed = typing.get_args(tp)
+        if raw not in allowed:
+            raise ConfigError(f"must be one of {', '.join(map(repr, allowed))}", key=key)
+        return raw
+    if origin is tuple:
+        (item_tp, *_) = typing.get_args(tp)
+        if not isinstance(raw, list | tuple):
+            raise ConfigError("must be a list", key=key)
+        return tuple(_coerce(item_tp, v, f"{key}[{i}]") for i, v in enumerate(raw))
+    if tp is bool:
+        if not isinstance(raw, bool):
+            raise ConfigError("must be true or false", key=key)
+        return raw
+    if tp is int:
+        if isinstance(raw, bool) or not isinstance(raw, int):
+            raise ConfigError("must be an integer", key=key)
+        return raw
+    if tp is float:
+        if isinstance(raw, bool) or not isinstance(raw, int | float):
+            raise ConfigError("must be a number", key=key)
+        return float(raw)
+    if tp is str:
+        if not isinstance(raw, str):
+            raise ConfigError("must be a string", key=key)
+        return raw
+    raise ConfigError(f"unsupported type {tp!r}", key=key)  # pragma: no cover

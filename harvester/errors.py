@@ -1,0 +1,211 @@
+"""Every error harvester raises, in one tree.
+
+Each class carries a short machine-readable ``kind`` (the "class" column of the
+per-host report) and, when known, the ``url`` it concerns::
+
+    HarvesterError                         kind
+    ├── ConfigError                        config              bad TOML, unknown key, bad value
+    ├── InputError                         input               a domains line that is no host/URL
+    ├── FetchError                         fetch               failed to get a body (has url)
+    │   ├── DNSError                       dns
+    │   ├── ConnectError                   connect
+    │   ├── FetchTimeout (+TimeoutError)   timeout
+    │   ├── HTTPStatusError                http_status         (status, retry_after)
+    │   ├── TooManyRedirects               redirects
+    │   ├── ForbiddenAddress               forbidden_address   SSRF guard refused the peer
+    │   └── BodyTooLarge                   too_large           compressed body over the cap
+    ├── DecodeError                        bad_gzip            zlib error, truncated gzip
+    │   └── DecompressedTooLarge           too_large           decompressed over the cap (bomb)
+    ├── ParseError                         bad_xml             lxml error (line, column when known)
+    │   ├── TruncatedDocument              truncated           the document ended inside an element
+    │   ├── ForbiddenConstruct             forbidden_construct DOCTYPE declaring entities
+    │   ├── NotASitemap                    not_a_sitemap       HTML page, unknown root, empty body
+    │   └── LimitExceeded                  limit               a configured per-document cap was hit
+    └── StateError                         state               sqlite
+
+Errors are translated at the boundary where a third-party exception first
+appears (``raise ... from exc``), once. Expected outcomes (a duplicate URL, a
+dropped relative loc) are counted in stats, not raised.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+__all__ = [
+    "BodyTooLarge",
+    "ConfigError",
+    "ConnectError",
+    "DNSError",
+    "DecodeError",
+    "DecompressedTooLarge",
+    "FetchError",
+    "FetchTimeout",
+    "ForbiddenAddress",
+    "ForbiddenConstruct",
+    "HTTPStatusError",
+    "HarvesterError",
+    "InputError",
+    "LimitExceeded",
+    "NotASitemap",
+    "ParseError",
+    "StateError",
+    "TooManyRedirects",
+    "TruncatedDocument",
+]
+
+
+class HarvesterError(Exception):
+    """Base of every error harvester raises on purpose."""
+
+    kind: ClassVar[str] = "error"
+
+    def __init__(self, message: str, *, url: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.url = url
+
+    def __str__(self) -> str:
+        if self.url:
+            return f"{self.kind}: {self.message} ({self.url})"
+        return f"{self.kind}: {self.message}"
+
+    def as_dict(self) -> dict[str, str | None]:
+        """Return the JSON shape used in reports: ``{"class", "message", "url"}``."""
+        return {"class": self.kind, "message": self.message, "url": self.url}
+
+
+class ConfigError(HarvesterError):
+    """A config file or flag is invalid; ``key`` is the dotted key path when known."""
+
+    kind = "config"
+
+    def __init__(self, message: str, *, key: str | None = None) -> None:
+        super().__init__(f"{key}: {message}" if key else message)
+        self.key = key
+
+
+class InputError(HarvesterError):
+    """A line of the domains input is neither a host nor an http(s) URL."""
+
+    kind = "input"
+
+    def __init__(self, message: str, *, line: int | None = None) -> None:
+        super().__init__(f"line {line}: {message}" if line is not None else message)
+        self.line = line
+
+
+class FetchError(HarvesterError):
+    """A body could not be fetched."""
+
+    kind = "fetch"
+
+
+class DNSError(FetchError):
+    """The host name did not resolve."""
+
+    kind = "dns"
+
+
+class ConnectError(FetchError):
+    """The TCP/TLS connection failed or was reset."""
+
+    kind = "connect"
+
+
+class FetchTimeout(FetchError, TimeoutError):
+    """Connect, read-stall or total-time limit exceeded."""
+
+    kind = "timeout"
+
+
+class HTTPStatusError(FetchError):
+    """The server answered with a status that is not 2xx (after redirects)."""
+
+    kind = "http_status"
+
+    def __init__(
+        self, message: str, *, url: str | None = None, status: int, retry_after: float | None = None
+    ) -> None:
+        super().__init__(message, url=url)
+        self.status = status
+        self.retry_after = retry_after
+
+
+class TooManyRedirects(FetchError):
+    """More redirects than the configured maximum, or a redirect loop."""
+
+    kind = "redirects"
+
+
+class ForbiddenAddress(FetchError):
+    """The SSRF guard refused to connect to the resolved address."""
+
+    kind = "forbidden_address"
+
+
+class BodyTooLarge(FetchError):
+    """The (compressed) response body exceeded its size cap."""
+
+    kind = "too_large"
+
+
+class DecodeError(HarvesterError):
+    """The gzip stream is corrupt or truncated."""
+
+    kind = "bad_gzip"
+
+
+class DecompressedTooLarge(DecodeError):
+    """Decompressed output exceeded the cap (the gzip-bomb guard)."""
+
+    kind = "too_large"
+
+
+class ParseError(HarvesterError):
+    """The document is not well-formed XML; ``line``/``column`` locate the fault."""
+
+    kind = "bad_xml"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        url: str | None = None,
+        line: int | None = None,
+        column: int | None = None,
+    ) -> None:
+        where = f" at line {line}, column {column}" if line is not None else ""
+        super().__init__(message + where, url=url)
+        self.line = line
+        self.column = column
+
+
+class TruncatedDocument(ParseError):
+    """The document ended before its root element was closed."""
+
+    kind = "truncated"
+
+
+class ForbiddenConstruct(ParseError):
+    """The document uses a construct we refuse to process (entity declarations)."""
+
+    kind = "forbidden_construct"
+
+
+class NotASitemap(ParseError):
+    """The body is not a sitemap (HTML page, unknown XML root, empty body)."""
+
+    kind = "not_a_sitemap"
+
+
+class LimitExceeded(ParseError):
+    """A configured per-document cap (entries per file) was reached; the rest was skipped."""
+
+    kind = "limit"
+
+
+class StateError(HarvesterError):
+    """The state database failed or is incompatible."""
+
+    kind = "state"

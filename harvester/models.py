@@ -1,0 +1,163 @@
+"""Values that cross stage boundaries: what the reader yields and reports.
+
+In: nothing (plain data). Out: frozen slots dataclasses used by ``parse``,
+``decompress``, the pipeline and the sinks.
+
+* ``UrlEntry``: one ``<url>`` (or feed item, or text line) with its extension data.
+* ``SitemapChild``: one ``<sitemap>`` of an index, to be fetched next.
+* ``ReadStats`` / ``ReadResult``: what one document amounted to (kind, counts, error).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    from harvester.errors import HarvesterError
+
+__all__ = [
+    "Entry",
+    "Image",
+    "Kind",
+    "News",
+    "ReadResult",
+    "ReadStats",
+    "SitemapChild",
+    "UrlEntry",
+    "Video",
+]
+
+
+class Kind(StrEnum):
+    """What a document turned out to be, sniffed from its content."""
+
+    URLSET = "urlset"
+    SITEMAPINDEX = "sitemapindex"
+    RSS = "rss"
+    ATOM = "atom"
+    TEXT = "text"
+
+
+@dataclass(frozen=True, slots=True)
+class Image:
+    """One ``image:image`` of a ``<url>`` (Google image extension)."""
+
+    loc: str
+    caption: str | None = None
+    title: str | None = None
+    geo_location: str | None = None
+    license: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Video:
+    """One ``video:video`` of a ``<url>``; only the commonly used fields, as published (trimmed)."""
+
+    thumbnail_loc: str | None = None
+    title: str | None = None
+    description: str | None = None
+    content_loc: str | None = None
+    player_loc: str | None = None
+    duration: str | None = None
+    publication_date: str | None = None
+    expiration_date: str | None = None
+    family_friendly: str | None = None
+    live: str | None = None
+    tags: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class News:
+    """The ``news:news`` block of a ``<url>`` (Google News extension)."""
+
+    name: str | None = None
+    language: str | None = None
+    publication_date: datetime | None = None
+    publication_date_raw: str | None = None
+    title: str | None = None
+    keywords: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class UrlEntry:
+    """One page URL as listed by a sitemap, feed or text sitemap.
+
+    ``loc`` is exactly as published (XML-decoded and trimmed, nothing else).
+    ``lastmod`` is timezone-aware UTC or None; ``lastmod_raw`` keeps the text.
+    ``alternates`` holds ``(hreflang, href)`` pairs from ``xhtml:link rel=alternate``.
+    """
+
+    loc: str
+    lastmod: datetime | None = None
+    lastmod_raw: str | None = None
+    changefreq: str | None = None
+    priority: float | None = None
+    images: tuple[Image, ...] = ()
+    alternates: tuple[tuple[str, str], ...] = ()
+    videos: tuple[Video, ...] = ()
+    news: News | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SitemapChild:
+    """One ``<sitemap>`` of a sitemap index: a sitemap to fetch next."""
+
+    loc: str
+    lastmod: datetime | None = None
+    lastmod_raw: str | None = None
+
+
+Entry = UrlEntry | SitemapChild
+
+
+@dataclass(slots=True)
+class ReadStats:
+    """Counters for one document; mutated only by the reader that owns it."""
+
+    bytes_in: int = 0  # bytes fed to the reader (after HTTP content-encoding)
+    bytes_out: int = 0  # bytes after gunzip, i.e. what the parser saw
+    gzip_layers: int = 0
+    entries: int = 0  # UrlEntry yielded
+    children: int = 0  # SitemapChild yielded
+    dropped_invalid_loc: int = 0  # missing, empty, relative or non-http(s) loc
+    dropped_duplicate: int = 0  # same loc earlier in this document
+    dropped_too_long: int = 0  # loc over the hard URL-length cap
+    lastmod_nonstandard: int = 0  # parsed, but not strict W3C Datetime
+    lastmod_invalid: int = 0  # present but unparseable: lastmod is None
+    changefreq_invalid: int = 0
+    priority_invalid: int = 0
+    # Protocol limits (50,000 entries, 50 MiB, 2,048-char loc): flagged, not enforced.
+    violations: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, object]:
+        """Return the counters as a JSON-ready dict."""
+        return {name: getattr(self, name) for name in self.__slots__}
+
+
+@dataclass(frozen=True, slots=True)
+class ReadResult:
+    """What one document amounted to, returned by ``SitemapReader.close()``.
+
+    ``status`` is ``ok`` (no error), ``partial`` (an error, but complete entries
+    before it were yielded and stay valid) or ``error`` (nothing usable).
+    """
+
+    url: str | None
+    kind: Kind | None
+    stats: ReadStats
+    error: HarvesterError | None = None
+    channel_lastmod: datetime | None = None
+
+    @property
+    def status(self) -> str:
+        """``ok``, ``partial`` or ``error`` (see the class docstring)."""
+        if self.error is None:
+            return "ok"
+        if self.stats.entries or self.stats.children:
+            return "partial"
+        return "error"

@@ -1,0 +1,466 @@
+"""Parse stage: turn decoded sitemap bytes into entries, chunk by chunk.
+
+In: decoded (gunzipped) bytes of one document, fed in any split, plus the
+``Kind`` that ``sniff`` decided. Out: lists of ``UrlEntry`` / ``SitemapChild``
+as soon as each element closes. Errors are ``HarvesterError``s; entries
+returned before an error stay valid (the reader marks the document partial).
+
+XML goes through lxml's ``XMLPullParser`` with entity resolution, network,
+DTD loading and huge trees off, listening only to the end of the entry
+elements (``{*}url``, ``{*}sitemap``, ``{*}item``, ``{*}entry``), so libxml2
+does the walking in C and Python touches each entry once. Each finished entry
+is cleared and its already-handled siblings are deleted, so the tree never
+holds more than the entry being parsed: memory does not grow with the file.
+
+Namespaces vary in the wild; core elements match on local name, extension
+elements (image, video, news, xhtml:link) by their namespace.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+from typing import TYPE_CHECKING
+
+from lxml import etree
+
+from harvester.dates import DateQuality, parse_lastmod, parse_rfc822
+from harvester.errors import LimitExceeded, ParseError, TruncatedDocument
+from harvester.extensions import parse_image, parse_news, parse_video
+from harvester.models import Kind, SitemapChild, UrlEntry
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    from harvester.config import ReaderConfig
+    from harvester.models import Entry, Image, News, ReadStats, Video
+
+__all__ = ["EntrySink", "TextSitemapParser", "XmlSitemapParser"]
+
+PROTOCOL_MAX_ENTRIES = 50_000
+PROTOCOL_MAX_LOC = 2_048
+
+NS_IMAGE = "http://www.google.com/schemas/sitemap-image/1.1"
+NS_VIDEO = "http://www.google.com/schemas/sitemap-video/1.1"
+NS_NEWS = "http://www.google.com/schemas/sitemap-news/0.9"
+NS_XHTML = "http://www.w3.org/1999/xhtml"
+
+# Codes for the children of an entry element; the per-parser tag cache maps a
+# full "{ns}local" tag to one of these so the hot loop does one dict lookup.
+_IGNORE, _LOC, _LASTMOD, _CHANGEFREQ, _PRIORITY = 0, 1, 2, 3, 4
+_IMAGE, _VIDEO, _NEWS, _XLINK, _LINK, _PUBDATE, _DATE = 5, 6, 7, 8, 9, 10, 11
+
+_CORE = {"loc": _LOC, "lastmod": _LASTMOD, "changefreq": _CHANGEFREQ, "priority": _PRIORITY}
+_EXTENSION = {
+    (NS_IMAGE, "image"): _IMAGE,
+    (NS_VIDEO, "video"): _VIDEO,
+    (NS_NEWS, "news"): _NEWS,
+    (NS_XHTML, "link"): _XLINK,
+}
+_FEED = {
+    "link": _LINK,
+    "pubDate": _PUBDATE,  # RSS 2.0 (RFC 822)
+    "date": _DATE,  # RSS 1.0 dc:date (W3C)
+    "updated": _DATE,  # Atom 1.0
+    "modified": _DATE,  # Atom 0.3
+    "issued": _DATE,  # Atom 0.3
+    "published": _DATE,
+}
+_ENTRY_TAG = {
+    Kind.URLSET: "{*}url",
+    Kind.SITEMAPINDEX: "{*}sitemap",
+    Kind.RSS: "{*}item",
+    Kind.ATOM: "{*}entry",
+}
+_CHANGEFREQS = frozenset(("always", "hourly", "daily", "weekly", "monthly", "yearly", "never"))
+_DECIMAL = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)\Z")
+_POSITION_SUFFIX = re.compile(r",? line \d+, column \d+\Z")
+_HTTP_URL = re.compile(r"https?://[^/?#\s]", re.IGNORECASE).match
+
+
+class EntrySink:
+    """Shared per-document bookkeeping: loc validation, in-document dedup, counters, caps.
+
+    In: raw text of a loc (or text line). Out: the trimmed loc, or None when
+    it must be dropped (counted in ``stats``).
+    """
+
+    __slots__ = ("_cap", "_max_url", "_seen", "stats")
+
+    def __init__(self, stats: ReadStats, cfg: ReaderConfig) -> None:
+        self.stats = stats
+        self._cap = cfg.max_entries_per_file
+        self._max_url = cfg.max_url_length
+        # hash() of each loc: 8 bytes of key per entry instead of the whole string.
+        self._seen: set[int] = set()
+
+    def accept(self, raw: str | None) -> str | None:
+        """Validate one loc: trimmed, absolute http(s), not too long, not seen before."""
+        stats = self.stats
+        if raw is None:
+            stats.dropped_invalid_loc += 1
+            return None
+        # str.strip() also removes Unicode blanks (NBSP, EN QUAD) found around CDATA.
+        loc = raw.strip()
+        if not loc or _HTTP_URL(loc) is None:
+            stats.dropped_invalid_loc += 1
+            return None
+        n = len(loc)
+        if n > PROTOCOL_MAX_LOC:
+            if n > self._max_url:
+                stats.dropped_too_long += 1
+                return None
+            _flag(stats, f"loc longer than {PROTOCOL_MAX_LOC} characters")
+        key = hash(loc)
+        seen = self._seen
+        if key in seen:
+            stats.dropped_duplicate += 1
+            return None
+        seen.add(key)
+        return loc
+
+    def count(self, child: bool = False) -> None:
+        """Count one yielded entry; raise ``LimitExceeded`` past the configured cap."""
+        stats = self.stats
+        total = stats.entries + stats.children
+        if total >= self._cap:
+            raise LimitExceeded(
+                f"more than {self._cap} entries in one file (reader.max_entries_per_file)"
+            )
+        if child:
+            stats.children += 1
+        else:
+            stats.entries += 1
+        if total == PROTOCOL_MAX_ENTRIES:
+            _flag(stats, f"more than {PROTOCOL_MAX_ENTRIES} entries")
+
+    def lastmod(self, raw: str | None) -> tuple[datetime | None, str | None]:
+        """Parse a lastmod: (UTC datetime or None, trimmed raw or None); counts its quality."""
+        if raw is None:
+            return None, None
+        raw = raw.strip()
+        if not raw:
+            return None, None
+        value, quality = parse_lastmod(raw)
+        if quality is not DateQuality.W3C:
+            if quality is DateQuality.NONSTANDARD:
+                self.stats.lastmod_nonstandard += 1
+            else:
+                self.stats.lastmod_invalid += 1
+        return value, raw
+
+
+def _flag(stats: ReadStats, violation: str) -> None:
+    if violation not in stats.violations:
+        stats.violations.append(violation)
+
+
+def _text(el: etree._Element) -> str | None:
+    """The string value of an element: its text, or all descendant text when it has children."""
+    if len(el):
+        return "".join(el.itertext())
+    return el.text
+
+
+class XmlSitemapParser:
+    """Incremental parser for urlset, sitemapindex, RSS and Atom documents.
+
+    Usage::
+
+        p = XmlSitemapParser(Kind.URLSET, sink)
+        for chunk in chunks:
+            entries = p.feed(chunk)
+        entries = p.close()
+    """
+
+    def __init__(self, kind: Kind, sink: EntrySink, *, encoding: str | None = None) -> None:
+        self.kind = kind
+        self.channel_lastmod: datetime | None = None
+        self._sink = sink
+        self._parser = etree.XMLPullParser(
+            events=("end",),
+            tag=_ENTRY_TAG[kind],
+            # Hardened settings: nothing external, nothing expanded, no giant nodes.
+            resolve_entities=False,
+            no_network=True,
+            load_dtd=False,
+            dtd_validation=False,
+            attribute_defaults=False,
+            huge_tree=False,
+            remove_comments=True,
+            remove_pis=True,
+            encoding=encoding,
+        )
+        self._events = self._parser.read_events()
+        self._tags: dict[object, int] = {}  # tag cache, see _classify
+        self._feed_head_done = False  # channel/feed-level date captured (feeds only)
+        self._handle = {
+            Kind.URLSET: self._url,
+            Kind.SITEMAPINDEX: self._sitemap,
+            Kind.RSS: self._item,
+            Kind.ATOM: self._item,
+        }[kind]
+
+    def feed(self, data: bytes, out: list[Entry]) -> None:
+        """Feed decoded bytes; append the entries completed by them to ``out``.
+
+        Entries go into the caller's list rather than a return value so that
+        those completed before an error survive the raise.
+        """
+        try:
+            self._parser.feed(data)
+        except etree.XMLSyntaxError as exc:
+            self._drain(out)  # entries that closed before the error are still queued
+            raise _syntax_error(exc, truncated=False) from exc
+        self._drain(out)
+
+    def close(self, out: list[Entry]) -> None:
+        """Signal end of input; append the last entries, or raise if the document is incomplete."""
+        try:
+            self._parser.close()
+        except etree.XMLSyntaxError as exc:
+            self._drain(out)
+            raise _syntax_error(exc, truncated=True) from exc
+        self._drain(out)
+
+    def _drain(self, out: list[Entry]) -> None:
+        handle = self._handle
+        for _, el in self._events:
+            parent = el.getparent()
+            if parent is None:
+                continue
+            if self.kind is Kind.URLSET or self.kind is Kind.SITEMAPINDEX:
+                # Only direct children of the root: a <url> nested inside <loc>
+                # is part of the loc's string value, not an entry.
+                if parent.getparent() is not None:
+                    continue
+            elif not self._feed_head_done:
+                self._feed_head(parent)
+            handle(el, out)
+            # Free what is done: this element's content and every finished sibling before it.
+            el.clear(keep_tail=False)
+            while el.getprevious() is not None:
+                del parent[0]
+
+    def _classify(self, tag: object) -> int:
+        """Map a child tag to a handler code once per distinct tag (cached in self._tags)."""
+        code = _IGNORE
+        if isinstance(tag, str):
+            ns, _, local = tag[1:].partition("}") if tag[:1] == "{" else ("", "", tag)
+            ext = _EXTENSION.get((ns, local))
+            if ext is not None:
+                code = ext
+            elif ns not in (NS_IMAGE, NS_VIDEO, NS_NEWS, NS_XHTML):
+                table = _CORE if self.kind in (Kind.URLSET, Kind.SITEMAPINDEX) else _FEED
+                code = table.get(local, _IGNORE)
+        self._tags[tag] = code
+        return code
+
+    def _url(self, el: etree._Element, out: list[Entry]) -> None:
+        sink = self._sink
+        tags = self._tags
+        loc = lastmod = changefreq = priority = None
+        images: list[Image] | None = None
+        videos: list[Video] | None = None
+        alternates: list[tuple[str, str]] | None = None
+        news: News | None = None
+        for child in el:
+            code = tags.get(child.tag)
+            if code is None:
+                code = self._classify(child.tag)
+            if code == _LOC:
+                if loc is None:
+                    loc = _text(child)
+            elif code == _LASTMOD:
+                lastmod = _text(child)
+            elif code == _CHANGEFREQ:
+                changefreq = child.text
+            elif code == _PRIORITY:
+                priority = child.text
+            elif code == _IMAGE:
+                image = parse_image(child)
+                if image is not None:
+                    (images := images or []).append(image)
+            elif code == _XLINK:
+                href = child.get("href")
+                lang = child.get("hreflang")
+                if href and lang and child.get("rel") == "alternate":
+                    (alternates := alternates or []).append((lang.strip(), href.strip()))
+            elif code == _VIDEO:
+                (videos := videos or []).append(parse_video(child))
+            elif code == _NEWS:
+                news = parse_news(child)
+        loc = sink.accept(loc)
+        if loc is None:
+            return
+        sink.count()
+        when, raw = sink.lastmod(lastmod)
+        out.append(
+            UrlEntry(
+                loc,
+                when,
+                raw,
+                self._changefreq(changefreq) if changefreq is not None else None,
+                self._priority(priority) if priority is not None else None,
+                tuple(images) if images else (),
+                tuple(alternates) if alternates else (),
+                tuple(videos) if videos else (),
+                news,
+            )
+        )
+
+    def _sitemap(self, el: etree._Element, out: list[Entry]) -> None:
+        # Several <loc> in one <sitemap> (an unclosed-element generator bug) are
+        # separate children; a lastmod belongs to the loc it follows, never leaks on.
+        loc: str | None = None
+        lastmod: str | None = None
+        found = False
+        tags = self._tags
+        for child in el:
+            code = tags.get(child.tag)
+            if code is None:
+                code = self._classify(child.tag)
+            if code == _LOC:
+                if found:
+                    self._child(loc, lastmod, out)
+                loc, lastmod, found = _text(child), None, True
+            elif code == _LASTMOD:
+                lastmod = _text(child)
+        if found:
+            self._child(loc, lastmod, out)
+        else:
+            self._sink.stats.dropped_invalid_loc += 1
+
+    def _child(self, raw_loc: str | None, raw_lastmod: str | None, out: list[Entry]) -> None:
+        sink = self._sink
+        loc = sink.accept(raw_loc)
+        if loc is None:
+            return
+        sink.count(child=True)
+        when, raw = sink.lastmod(raw_lastmod)
+        out.append(SitemapChild(loc, when, raw))
+
+    def _item(self, el: etree._Element, out: list[Entry]) -> None:
+        """RSS <item> / Atom <entry>: URL from <link>, date from pubDate/updated/..."""
+        sink = self._sink
+        tags = self._tags
+        loc: str | None = None
+        when: datetime | None = None
+        raw: str | None = None
+        for child in el:
+            code = tags.get(child.tag)
+            if code is None:
+                code = self._classify(child.tag)
+            if code == _LINK and loc is None:
+                if self.kind is Kind.ATOM:
+                    # Atom: the first link with no rel or rel="alternate" is the page.
+                    if child.get("rel", "alternate") == "alternate":
+                        loc = child.get("href")
+                else:
+                    loc = _text(child)
+            elif code == _PUBDATE and raw is None:
+                text = (child.text or "").strip()
+                if text:
+                    raw, when = text, parse_rfc822(text)
+                    if when is None:
+                        # Some feeds put ISO dates in pubDate: read them as a lastmod would be.
+                        when = sink.lastmod(text)[0]
+            elif code == _DATE and raw is None:
+                when, raw = sink.lastmod(_text(child))
+        loc = sink.accept(loc)
+        if loc is None:
+            return
+        sink.count()
+        out.append(UrlEntry(loc, when, raw))
+
+    def _feed_head(self, channel: etree._Element) -> None:
+        """Capture the feed-level date before the siblings holding it are deleted."""
+        self._feed_head_done = True
+        for child in channel:
+            local = child.tag.rpartition("}")[2] if isinstance(child.tag, str) else ""
+            text = (child.text or "").strip()
+            if not text:
+                continue
+            if local in ("pubDate", "lastBuildDate"):
+                self.channel_lastmod = parse_rfc822(text)
+            elif local in ("updated", "modified"):
+                self.channel_lastmod = parse_lastmod(text)[0]
+            if self.channel_lastmod is not None:
+                return
+
+    def _changefreq(self, raw: str) -> str | None:
+        value = raw.strip().lower()
+        if value in _CHANGEFREQS:
+            return value
+        if value:
+            self._sink.stats.changefreq_invalid += 1
+        return None
+
+    def _priority(self, raw: str) -> float | None:
+        value = raw.strip()
+        if not value:
+            return None
+        if _DECIMAL.match(value):
+            number = float(value)
+            if 0.0 <= number <= 1.0:
+                return number
+        self._sink.stats.priority_invalid += 1
+        return None
+
+
+def _syntax_error(exc: etree.XMLSyntaxError, *, truncated: bool) -> ParseError:
+    """Translate an lxml error once, keeping its message and position."""
+    line, column = exc.position
+    # libxml2 appends ", line N, column M"; ParseError adds the position itself.
+    message = _POSITION_SUFFIX.sub("", str(exc.msg or exc).strip())
+    if truncated and ("Premature end" in message or "not found" in message):
+        return TruncatedDocument(f"document ended early: {message}", line=line, column=column)
+    return ParseError(f"malformed XML: {message}", line=line, column=column)
+
+
+class TextSitemapParser:
+    """Plain-text sitemap: one URL per line; blank, comment and junk lines skipped.
+
+    Lines may end in LF, CRLF or CR. A line longer than the URL cap is dropped
+    without buffering it whole.
+    """
+
+    def __init__(self, sink: EntrySink, max_line: int, *, encoding: str | None = None) -> None:
+        self._sink = sink
+        self._max_line = max_line
+        self._decoder = codecs.getincrementaldecoder(encoding or "utf-8-sig")(errors="replace")
+        self._pending = ""  # the unfinished last line
+        self._skipping = False  # inside an over-long line: drop until its end
+
+    def feed(self, data: bytes, out: list[Entry]) -> None:
+        """Feed bytes; append the URLs on the lines completed by them to ``out``."""
+        self._lines(self._decoder.decode(data), out, final=False)
+
+    def close(self, out: list[Entry]) -> None:
+        """Signal end of input; append the URL on the last line, if any."""
+        self._lines(self._decoder.decode(b"", final=True), out, final=True)
+
+    def _lines(self, text: str, out: list[Entry], *, final: bool) -> None:
+        lines = (self._pending + text).splitlines()
+        if not final and lines and not text.endswith(("\n", "\r")):
+            self._pending = lines.pop()
+        else:
+            self._pending = ""
+        sink = self._sink
+        for line in lines:
+            if self._skipping:
+                self._skipping = False
+                continue
+            stripped = line.strip()
+            if not stripped or stripped.startswith("#"):
+                continue
+            loc = sink.accept(stripped)
+            if loc is not None:
+                sink.count()
+                out.append(UrlEntry(loc))
+        if len(self._pending) > self._max_line:
+            # Do not buffer a runaway line: drop it now and skip its remainder.
+            self._pending = ""
+            if not self._skipping:
+                sink.stats.dropped_too_long += 1
+            self._skipping = True

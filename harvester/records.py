@@ -1,0 +1,78 @@
+"""Sink stage, shape: the output record of one URL (or one index child).
+
+In: an entry from the reader plus the sitemap it came from. Out: the JSON-ready
+dict whose field names are a contract (DESIGN.md, "Output record"):
+
+``loc`` exactly as published; ``url`` its canonical form (the dedup key);
+``host`` the site being harvested (whose sitemaps listed the URL; it differs
+from the URL's own host for cross-host entries); ``sitemap`` the sitemap that
+listed it; ``lastmod`` ISO-8601 UTC or null; ``changefreq``; ``priority``;
+then extension fields only when present: ``images``, ``alternates``,
+``videos``, ``news``. Index children carry ``"is_sitemap": true`` and no
+changefreq/priority.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from harvester.dates import format_utc
+from harvester.models import SitemapChild
+from harvester.normalize import canonical, host_of
+
+if TYPE_CHECKING:
+    from harvester.models import Entry, Image, News, Video
+
+__all__ = ["record"]
+
+
+def record(entry: Entry, sitemap: str | None, host: str | None = None) -> dict[str, Any]:
+    """Build the output record for ``entry`` listed in ``sitemap`` while harvesting ``host``.
+
+    ``host`` defaults to the URL's own host (the pipeline always passes the harvested host).
+    """
+    url = canonical(entry.loc)
+    out: dict[str, Any] = {
+        "loc": entry.loc,
+        "url": url,
+        "host": host if host is not None else host_of(url),
+        "sitemap": sitemap,
+        "lastmod": format_utc(entry.lastmod) if entry.lastmod is not None else None,
+    }
+    if isinstance(entry, SitemapChild):
+        out["is_sitemap"] = True
+        return out
+    out["changefreq"] = entry.changefreq
+    out["priority"] = entry.priority
+    if entry.images:
+        out["images"] = [_image(i) for i in entry.images]
+    if entry.alternates:
+        out["alternates"] = [{"hreflang": lang, "href": href} for lang, href in entry.alternates]
+    if entry.videos:
+        out["videos"] = [_video(v) for v in entry.videos]
+    if entry.news is not None:
+        out["news"] = _news(entry.news)
+    return out
+
+
+def _image(image: Image) -> dict[str, Any]:
+    return {k: getattr(image, k) for k in image.__slots__ if getattr(image, k) is not None}
+
+
+def _video(video: Video) -> dict[str, Any]:
+    out = {k: getattr(video, k) for k in video.__slots__ if getattr(video, k) not in (None, ())}
+    if video.tags:
+        out["tags"] = list(video.tags)
+    return out
+
+
+def _news(news: News) -> dict[str, Any]:
+    return {
+        "name": news.name,
+        "language": news.language,
+        "publication_date": (
+            format_utc(news.publication_date) if news.publication_date is not None else None
+        ),
+        "title": news.title,
+        **({"keywords": news.keywords} if news.keywords else {}),
+    }

@@ -1,0 +1,233 @@
+"""Parse stage, step 1: decide what a document is from its first bytes.
+
+In: the first decoded bytes of a document (the caller buffers until
+``sniff()`` stops returning ``None``). Out: a ``Sniffed`` telling the kind,
+the offset where the parser should start (past a BOM, leading whitespace, or
+junk before the XML declaration), and the encoding to force, if any.
+
+Never looks at Content-Type or file names. Refuses documents whose DOCTYPE
+declares entities (defusedxml's ``forbid_entities`` rule) before any parser
+sees them, and names what it found when a body is not a sitemap.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from harvester.errors import ForbiddenConstruct, NotASitemap
+from harvester.models import Kind
+
+__all__ = ["MAX_PROLOG", "Sniffed", "sniff"]
+
+# A prolog (declaration, comments, PIs, DOCTYPE) longer than this is hostile or not a sitemap.
+MAX_PROLOG = 1 << 20
+
+_UTF8_BOM = b"\xef\xbb\xbf"
+_WS = " \t\r\n"
+_NAME_END = re.compile(r"[\s/>]")
+_ROOT_KINDS = {
+    "urlset": Kind.URLSET,
+    "sitemapindex": Kind.SITEMAPINDEX,
+    "rss": Kind.RSS,
+    "RDF": Kind.RSS,  # RSS 1.0 is an rdf:RDF document with <item>s
+    "feed": Kind.ATOM,  # Atom 1.0 and 0.3
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Sniffed:
+    """The verdict on a document's first bytes.
+
+    ``start`` is the byte offset the parser must be fed from; ``encoding``
+    is set when the parser must be told the encoding (UTF-8 text with a BOM
+    we skipped is still UTF-8, so it stays None); ``warnings`` say what was
+    skipped.
+    """
+
+    kind: Kind
+    start: int
+    encoding: str | None = None
+    root: str | None = None
+    warnings: tuple[str, ...] = ()
+
+
+def sniff(head: bytes, *, final: bool = False) -> Sniffed | None:
+    """Classify a document from its first bytes.
+
+    Returns None when ``head`` is too short to decide and more may come
+    (``final`` False). Raises ``NotASitemap`` (empty body, HTML, unknown
+    root) or ``ForbiddenConstruct`` (entity declarations).
+    """
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return _sniff_utf16(head, final=final)
+    if head[:2] in (b"<\x00", b"\x00<"):
+        return _sniff_utf16(head, final=final, bom=False)
+    offset = 3 if head.startswith(_UTF8_BOM) else 0
+    if not final and len(head) < 3 and _UTF8_BOM.startswith(head):
+        return None
+    # latin-1 maps bytes 1:1 to code points, so string offsets are byte offsets.
+    text = head.decode("latin-1")
+    pos = _skip_ws(text, offset)
+    if pos >= len(text):
+        if final:
+            raise NotASitemap("empty body" if not text.strip() else "body is only whitespace")
+        return None
+    if text[pos] != "<":
+        return Sniffed(Kind.TEXT, offset)
+    result = _scan_prolog(text, pos, final=final)
+    if result is None:
+        return None
+    root, start, warnings = result
+    encoding = None if _declares_encoding(text, start) else _fallback_encoding(head[start:])
+    return Sniffed(_root_kind(root), start, encoding, root, warnings)
+
+
+def _sniff_utf16(head: bytes, *, final: bool, bom: bool = True) -> Sniffed | None:
+    """UTF-16 documents are fed to lxml untouched (it reads the BOM); only classify them."""
+    codec = "utf-16" if bom else ("utf-16-le" if head[:2] == b"<\x00" else "utf-16-be")
+    usable = len(head) - (len(head) % 2)
+    text = head[:usable].decode(codec, errors="replace").lstrip("\ufeff")
+    pos = _skip_ws(text, 0)
+    if pos >= len(text):
+        if final:
+            raise NotASitemap("empty body")
+        return None
+    if text[pos] != "<":
+        return Sniffed(Kind.TEXT, 0, codec)
+    result = _scan_prolog(text, pos, final=final)
+    if result is None:
+        return None
+    root, _, warnings = result
+    return Sniffed(_root_kind(root), 0, None, root, warnings)
+
+
+def _skip_ws(text: str, pos: int) -> int:
+    n = len(text)
+    while pos < n and text[pos] in _WS:
+        pos += 1
+    return pos
+
+
+def _scan_prolog(text: str, pos: int, *, final: bool) -> tuple[str, int, tuple[str, ...]] | None:
+    """Walk declaration, comments, PIs and DOCTYPE up to the root start tag.
+
+    Returns (root qname, offset to feed from, warnings), or None if more bytes
+    are needed. Junk before a late ``<?xml`` declaration (a cache plugin's
+    comment, whitespace) is skipped so the declaration comes first, as
+    libxml2 requires.
+    """
+    start = pos
+    warnings: list[str] = []
+    seen_markup = False
+    while True:
+        pos = _skip_ws(text, pos)
+        if pos >= len(text):
+            _need_more(final, "document has no root element")
+            return None
+        if pos > MAX_PROLOG:
+            raise NotASitemap(f"no root element in the first {MAX_PROLOG} bytes")
+        if text.startswith("<?xml", pos) and text[pos + 5 : pos + 6] in ("", " ", "\t", "\r", "\n"):
+            if len(text) < pos + 6:
+                _need_more(final, "truncated XML declaration")
+                return None
+            if seen_markup:
+                warnings.append("content before the XML declaration was skipped")
+            start = pos  # the declaration must be the first thing libxml2 sees
+            end = text.find("?>", pos)
+            if end < 0:
+                _need_more(final, "unterminated XML declaration")
+                return None
+            pos = end + 2
+        elif text.startswith("<?", pos):
+            end = text.find("?>", pos)
+            if end < 0:
+                _need_more(final, "unterminated processing instruction")
+                return None
+            pos = end + 2
+        elif text.startswith("<!--", pos):
+            end = text.find("-->", pos + 4)
+            if end < 0:
+                _need_more(final, "unterminated comment")
+                return None
+            pos = end + 3
+        elif text.startswith("<!DOCTYPE", pos) or text.startswith("<!doctype", pos):
+            end = _doctype_end(text, pos)
+            if end < 0:
+                _need_more(final, "unterminated DOCTYPE")
+                return None
+            doctype = text[pos:end]
+            if "<!ENTITY" in doctype:
+                raise ForbiddenConstruct("DOCTYPE declares entities (refused before parsing)")
+            if re.match(r"<!doctype\s+html", doctype, re.IGNORECASE):
+                raise NotASitemap("found an HTML page (<!DOCTYPE html>), not a sitemap")
+            warnings.append("DOCTYPE ignored (never loaded)")
+            pos = end
+        elif text.startswith("<", pos) and len(text) > pos + 1 and text[pos + 1] == "!":
+            if len(text) < pos + 9:
+                _need_more(final, "truncated markup declaration")
+                return None
+            raise NotASitemap(f"unexpected markup {text[pos : pos + 12]!r} before the root element")
+        elif text.startswith("<", pos):
+            m = _NAME_END.search(text, pos + 1)
+            if m is None:
+                _need_more(final, "truncated root element")
+                return None
+            return text[pos + 1 : m.start()], start, tuple(warnings)
+        else:
+            raise NotASitemap(f"unexpected text {text[pos : pos + 20]!r} before the root element")
+        seen_markup = True
+
+
+def _need_more(final: bool, reason: str) -> None:
+    """More bytes could decide; at the end of input there are none, so ``reason`` is the verdict."""
+    if final:
+        raise NotASitemap(reason)
+
+
+def _doctype_end(text: str, pos: int) -> int:
+    """Offset just past the DOCTYPE starting at ``pos`` (internal subset aware), or -1."""
+    bracket = text.find("[", pos)
+    close = text.find(">", pos)
+    if close < 0:
+        return -1
+    if 0 <= bracket < close:
+        end = text.find("]", bracket)
+        if end < 0:
+            return -1
+        close = text.find(">", end)
+        if close < 0:
+            return -1
+    return close + 1
+
+
+def _root_kind(root: str) -> Kind:
+    local = root.rpartition(":")[2]
+    kind = _ROOT_KINDS.get(local)
+    if kind is not None:
+        return kind
+    if local.lower() == "html":
+        raise NotASitemap(f"found an HTML page (<{root}>), not a sitemap")
+    # Element names are case-sensitive: <URLSET> is not a sitemap root.
+    raise NotASitemap(f"unknown root element <{root}>")
+
+
+def _declares_encoding(text: str, start: int) -> bool:
+    if not text.startswith("<?xml", start):
+        return False
+    end = text.find("?>", start)
+    return "encoding" in text[start:end]
+
+
+def _fallback_encoding(head: bytes) -> str | None:
+    """Undeclared documents are UTF-8 by rule; if the first bytes are not, read them as cp1252.
+
+    A lone trailing partial UTF-8 sequence is not evidence, so only errors
+    before the last 4 bytes count.
+    """
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.start < len(head) - 4:
+            return "windows-1252"
+    return None

@@ -1,0 +1,270 @@
+"""The streaming reader end to end on bytes: hostile input, caps, partial documents, memory."""
+
+from __future__ import annotations
+
+import gzip
+import time
+import tracemalloc
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from harvester.config import ReaderConfig
+from harvester.models import Kind, SitemapChild, UrlEntry
+from harvester.reader import SitemapReader, read_bytes
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+HOSTILE = Path(__file__).parent.parent / "data" / "hostile"
+NS = "http://www.sitemaps.org/schemas/sitemap/0.9"
+
+
+def urlset(n: int, *, extra: str = "", start: int = 0) -> bytes:
+    body = "".join(
+        f"<url><loc>https://example.com/p/{i}</loc><lastmod>2024-01-02</lastmod>{extra}</url>"
+        for i in range(start, start + n)
+    )
+    return f'<?xml version="1.0" encoding="UTF-8"?><urlset xmlns="{NS}">{body}</urlset>'.encode()
+
+
+def locs(entries: Sequence[object]) -> list[str]:
+    return [e.loc for e in entries if isinstance(e, UrlEntry | SitemapChild)]
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["xxe_file.xml", "xxe_http.xml", "billion_laughs.xml", "parameter_entity.xml"],
+)
+def test_entity_declarations_are_refused_before_parsing(name: str) -> None:
+    start = time.perf_counter()
+    entries, result = read_bytes((HOSTILE / name).read_bytes(), f"http://example.com/{name}")
+    assert entries == []
+    assert result.status == "error"
+    assert result.error is not None
+    assert result.error.kind == "forbidden_construct"
+    assert result.error.url == f"http://example.com/{name}"
+    assert time.perf_counter() - start < 2
+
+
+@pytest.mark.parametrize("name", ["doctype_plain.xml", "doctype_external_dtd.xml"])
+def test_doctype_without_entities_is_ignored_not_loaded(name: str) -> None:
+    entries, result = read_bytes((HOSTILE / name).read_bytes())
+    assert locs(entries) == ["http://example.com/a"]
+    assert result.status == "ok"
+    assert "DOCTYPE ignored (never loaded)" in result.stats.warnings
+
+
+def test_html_page_is_not_a_sitemap() -> None:
+    entries, result = read_bytes((HOSTILE / "html_page.html").read_bytes(), "http://e.com/s.xml")
+    assert entries == []
+    assert result.error is not None
+    assert result.error.kind == "not_a_sitemap"
+    assert "HTML" in result.error.message
+
+
+def test_utf16_with_bom() -> None:
+    data = (HOSTILE / "utf16_bom.xml").read_bytes()
+    entries, result = read_bytes([data[i : i + 5] for i in range(0, len(data), 5)])
+    assert result.status == "ok", result.error
+    assert locs(entries) == ["http://example.com/été"]
+
+
+def test_undeclared_latin1_falls_back_to_cp1252() -> None:
+    entries, result = read_bytes((HOSTILE / "undeclared_latin1.xml").read_bytes())
+    assert result.status == "ok", result.error
+    assert locs(entries) == ["http://example.com/café"]
+
+
+def test_two_roots_keeps_the_first_and_flags() -> None:
+    entries, result = read_bytes((HOSTILE / "two_roots.xml").read_bytes())
+    assert locs(entries) == ["http://example.com/a"]
+    assert result.status == "partial"
+    assert result.error is not None
+    assert result.error.kind == "bad_xml"
+
+
+def test_truncated_document_keeps_complete_entries_only() -> None:
+    data = urlset(10)
+    cut = data.index(b"/p/7</loc>") + 3  # inside the 8th loc
+    entries, result = read_bytes(data[:cut])
+    assert locs(entries) == [f"https://example.com/p/{i}" for i in range(7)]
+    assert result.status == "partial"
+    assert result.error is not None
+    assert result.error.kind == "truncated"
+
+
+def test_truncated_gzip_keeps_what_was_decoded() -> None:
+    gz = gzip.compress(urlset(2000))
+    entries, result = read_bytes(gz[: len(gz) // 2])
+    assert 0 < len(entries) < 2000
+    assert locs(entries) == [f"https://example.com/p/{i}" for i in range(len(entries))]
+    assert result.status == "partial"
+    assert result.error is not None
+    assert result.error.kind == "bad_gzip"
+
+
+def test_gzip_inside_gzip() -> None:
+    entries, result = read_bytes(gzip.compress(gzip.compress(urlset(3))))
+    assert len(entries) == 3
+    assert result.stats.gzip_layers == 2
+
+
+def test_decompressed_cap_stops_a_bomb_quickly() -> None:
+    # 200 MB of whitespace inside a urlset compresses to ~200 KB.
+    payload = urlset(5)[:-9] + b" " * 200_000_000 + b"</urlset>"
+    gz = gzip.compress(payload, compresslevel=1)
+    cfg = ReaderConfig(max_decompressed_bytes=1_000_000)
+    start = time.perf_counter()
+    reader = SitemapReader("http://e.com/bomb.xml.gz", cfg)
+    entries = []
+    for i in range(0, len(gz), 65536):
+        entries += reader.feed(gz[i : i + 65536])
+        if reader.failed:
+            break
+    entries += reader.finish()
+    result = reader.result()
+    assert time.perf_counter() - start < 2
+    assert len(entries) == 5
+    assert result.status == "partial"
+    assert result.error is not None
+    assert result.error.kind == "too_large"
+    assert result.stats.bytes_out <= 1_000_000
+
+
+def test_entries_per_file_cap() -> None:
+    entries, result = read_bytes(urlset(20), cfg=ReaderConfig(max_entries_per_file=5))
+    assert len(entries) == 5
+    assert result.error is not None
+    assert result.error.kind == "limit"
+    assert result.status == "partial"
+
+
+def test_protocol_limits_are_flagged_not_enforced() -> None:
+    long_loc = "https://example.com/" + "a" * 2100
+    doc = f'<urlset xmlns="{NS}"><url><loc>{long_loc}</loc></url></urlset>'.encode()
+    entries, result = read_bytes(doc)
+    assert locs(entries) == [long_loc]
+    assert result.stats.violations == ["loc longer than 2048 characters"]
+    entries, result = read_bytes(urlset(50_001))
+    assert len(entries) == 50_001
+    assert result.stats.violations == ["more than 50000 entries"]
+
+
+def test_over_long_loc_dropped_and_counted() -> None:
+    doc = f'<urlset xmlns="{NS}"><url><loc>https://e.com/{"a" * 9000}</loc></url></urlset>'
+    entries, result = read_bytes(doc.encode())
+    assert entries == []
+    assert result.stats.dropped_too_long == 1
+    assert result.status == "ok"
+
+
+def test_non_http_locs_dropped_and_counted() -> None:
+    doc = (
+        f'<urlset xmlns="{NS}"><url><loc>javascript:alert(1)</loc></url>'
+        "<url><loc>file:///etc/passwd</loc></url><url><loc>/relative</loc></url>"
+        "<url><loc>https://ok.example/</loc></url></urlset>"
+    )
+    entries, result = read_bytes(doc.encode())
+    assert locs(entries) == ["https://ok.example/"]
+    assert result.stats.dropped_invalid_loc == 3
+
+
+def test_deep_nesting_is_an_error_not_a_crash() -> None:
+    doc = f'<urlset xmlns="{NS}"><url><loc>https://e.com/a</loc></url>' + "<x>" * 100_000
+    start = time.perf_counter()
+    entries, result = read_bytes(doc.encode())
+    assert time.perf_counter() - start < 2
+    assert locs(entries) == ["https://e.com/a"]
+    assert result.status == "partial"
+
+
+def test_nul_bytes_are_an_xml_error() -> None:
+    entries, result = read_bytes(urlset(2)[:-9] + b"\x00\x00</urlset>")
+    assert len(entries) == 2
+    assert result.status == "partial"
+
+
+def test_empty_body() -> None:
+    entries, result = read_bytes(b"")
+    assert entries == []
+    assert result.error is not None
+    assert result.error.kind == "not_a_sitemap"
+
+
+def test_index_children_and_kind() -> None:
+    doc = (
+        f'<sitemapindex xmlns="{NS}"><sitemap><loc>https://e.com/a.xml</loc>'
+        "<lastmod>2024-05-01T10:00:00+02:00</lastmod></sitemap></sitemapindex>"
+    )
+    entries, result = read_bytes(doc.encode())
+    assert result.kind is Kind.SITEMAPINDEX
+    (child,) = entries
+    assert isinstance(child, SitemapChild)
+    assert child.lastmod is not None
+    assert child.lastmod.isoformat() == "2024-05-01T08:00:00+00:00"
+    assert result.stats.children == 1
+
+
+def test_text_sitemap_long_line_without_newline_is_bounded() -> None:
+    reader = SitemapReader(cfg=ReaderConfig(max_url_length=100))
+    reader.feed(b"https://e.com/a\n")
+    for _ in range(100):
+        reader.feed(b"x" * 1000)
+    entries = reader.feed(b"\nhttps://e.com/b\n") + reader.finish()
+    assert locs(entries) == ["https://e.com/b"]
+    assert reader.result().stats.dropped_too_long == 1
+
+
+def test_feed_after_failure_is_ignored() -> None:
+    reader = SitemapReader()
+    reader.feed(b"<html><body>")
+    assert reader.failed
+    assert reader.feed(urlset(3)) == []
+
+
+def _peak_growth(data: bytes) -> int:
+    reader = SitemapReader(cfg=ReaderConfig(max_decompressed_bytes=1 << 30))
+    tracemalloc.start()
+    count = 0
+    for i in range(0, len(data), 65536):
+        count += len(reader.feed(data[i : i + 65536]))
+    count += len(reader.finish())
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert reader.result().status == "ok"
+    return peak
+
+
+def test_memory_does_not_grow_with_document_size() -> None:
+    """A 10x larger document must not need 10x the memory (entries are freed as we go).
+
+    Each entry carries ~520 bytes of XML. The only thing allowed to grow is the
+    in-document dedup set (an int per loc: ~100-160 bytes with the set's slack).
+    """
+    extra = (
+        "<changefreq>daily</changefreq>"
+        + "<image:x xmlns:image='urn:i'>"
+        + "z" * 400
+        + "</image:x>"
+    )
+    small = gzip.compress(urlset(2_000, extra=extra), 1)
+    large = gzip.compress(urlset(20_000, extra=extra), 1)
+    small_peak, large_peak = _peak_growth(small), _peak_growth(large)
+    assert large_peak < small_peak + 18_000 * 200
+
+
+def test_rss_pubdate_in_iso_form_is_read_and_counted() -> None:
+    doc = (
+        b"<rss><channel><item><link>https://e.com/a</link>"
+        b"<pubDate>2024-03-01T10:00:00Z</pubDate></item>"
+        b"<item><link>https://e.com/b</link><pubDate>garbage</pubDate></item></channel></rss>"
+    )
+    entries, result = read_bytes(doc)
+    assert [e.lastmod.isoformat() if e.lastmod else None for e in entries] == [
+        "2024-03-01T10:00:00+00:00",
+        None,
+    ]
+    assert result.stats.lastmod_invalid == 1
