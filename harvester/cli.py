@@ -5,7 +5,8 @@ exit status cron users rely on: 0 done (per-item failures are in the report),
 1 the job itself failed, 2 usage or config error.
 
 Verbs:
-  parse FILE|-   read one local sitemap file (gzip or not) and print its entries as JSON Lines
+  run [DOMAIN ...] [-i FILE|-]   harvest every URL the hosts' sitemaps publish
+  parse FILE|-                   read one local sitemap file and print its entries as JSON Lines
 """
 
 from __future__ import annotations
@@ -21,17 +22,18 @@ from harvester.errors import ConfigError
 from harvester.normalize import host_of
 from harvester.reader import SitemapReader
 from harvester.records import record
+from harvester.report import summary_table
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
-    from typing import BinaryIO, TextIO
+    from typing import Any, BinaryIO, TextIO
 
-    from harvester.config import ReaderConfig
+    from harvester.config import Config, ReaderConfig
     from harvester.models import Entry
 
 __all__ = ["main"]
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 _READ_SIZE = 1 << 16
 
 
@@ -42,6 +44,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     ap.add_argument("--version", action="version", version=f"harvester {__version__}")
     sub = ap.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    _run_parser(sub)
 
     p = sub.add_parser(
         "parse",
@@ -76,6 +79,64 @@ def _parser() -> argparse.ArgumentParser:
     return ap
 
 
+def _run_parser(sub: Any) -> None:
+    r = sub.add_parser(
+        "run",
+        help="harvest the sitemaps of a list of hosts",
+        description=(
+            "Harvest every URL the given hosts publish in their sitemaps. Each input entry is a"
+            " bare domain, an origin (https://example.com), a robots.txt URL, or a sitemap URL"
+            " (discovery is then skipped). robots.txt Sitemap: lines are used first, then"
+            " /sitemap.xml and the other discovery.fallback_paths. Records (JSON Lines) go to"
+            " --output; a per-host report and a run report go beside it. Exit status: 0 all"
+            " hosts processed (per-host failures are in the report), 1 the run itself failed,"
+            " 2 usage or config error, 130 interrupted."
+        ),
+    )
+    r.add_argument("domains", nargs="*", metavar="DOMAIN", help="hosts or URLs to harvest")
+    r.add_argument("-i", "--input", help="file with one entry a line ('-' = stdin); read lazily")
+    r.add_argument(
+        "-o", "--output", default="-", help="JSON Lines output file ('-' = stdout, the default)"
+    )
+    r.add_argument("--config", help="TOML config file (see config.example.toml)")
+    r.add_argument(
+        "--report",
+        help="run report path (default: OUTPUT.report.json; per-host lines in OUTPUT.hosts.jsonl)",
+    )
+    progress = r.add_mutually_exclusive_group()
+    progress.add_argument(
+        "--progress", action="store_true", default=None, help="always show progress on stderr"
+    )
+    progress.add_argument(
+        "--no-progress", dest="progress", action="store_false", help="never show progress"
+    )
+    flags: list[tuple[str, str, type, str]] = [
+        ("--workers", "run.workers", int, "worker processes (default: one per CPU)"),
+        ("--hosts-in-flight", "run.hosts_in_flight", int, "hosts harvested at once per worker"),
+        ("--user-agent", "fetch.user_agent", str, "User-Agent header"),
+        ("--proxy", "fetch.proxy", str, "HTTP proxy URL"),
+        ("--connections", "fetch.max_connections", int, "open connections per worker"),
+        ("--timeout", "fetch.total_timeout", float, "seconds per file, retries included"),
+        ("--retries", "fetch.retries", int, "retries on connection errors, 5xx and 429"),
+        ("--rate", "politeness.default.rate", float, "requests per second per host"),
+        ("--concurrency", "politeness.default.concurrency", int, "requests at once per host"),
+        ("--max-depth", "limits.max_depth", int, "deepest sitemap-index nesting followed"),
+        ("--max-sitemaps", "limits.max_sitemaps_per_host", int, "sitemap files per host"),
+        ("--max-urls", "limits.max_urls_per_host", int, "URLs emitted per host"),
+        ("--host-timeout", "limits.max_host_seconds", float, "seconds spent on one host"),
+        ("--cross-host", "discovery.cross_host", str, "same-host | same-site | any"),
+    ]
+    for flag, dest, typ, text in flags:
+        r.add_argument(flag, dest=dest, type=typ, help=f"{text} (config: {dest})")
+    r.add_argument(
+        "--allow-private",
+        dest="fetch.allow_private",
+        action="store_const",
+        const=True,
+        help="allow private and loopback addresses (config: fetch.allow_private)",
+    )
+
+
 def _overrides(ns: argparse.Namespace) -> dict[str, object]:
     """Flags whose dest is a dotted config key and that the user actually set."""
     return {k: v for k, v in vars(ns).items() if "." in k and v is not None}
@@ -91,7 +152,42 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     if ns.command == "parse":
         return _parse_command(ns.file, ns.url, ns.output, cfg.reader)
+    if ns.command == "run":
+        return _run_command(ns, cfg)
     return EXIT_USAGE  # pragma: no cover - argparse enforces the choices
+
+
+def _run_command(ns: argparse.Namespace, cfg: Config) -> int:
+    from harvester.seeds import open_lines
+    from harvester.shards import RunFailed, run_job
+
+    if not ns.domains and not ns.input:
+        print(
+            "harvester run: give DOMAIN arguments or -i FILE (or -i - for stdin)", file=sys.stderr
+        )
+        return EXIT_USAGE
+    report = ns.report
+    if report is None and ns.output != "-":
+        report = f"{ns.output}.report.json"
+    try:
+        run = run_job(
+            cfg,
+            open_lines(ns.domains, ns.input),
+            ns.output,
+            report_path=report,
+            progress=ns.progress,
+        )
+    except KeyboardInterrupt:
+        print(
+            "harvester: interrupted; output left as .part, report marked interrupted",
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED
+    except (RunFailed, OSError) as exc:
+        print(f"harvester: run failed: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    print(summary_table(run), file=sys.stderr)
+    return EXIT_OK
 
 
 def _parse_command(path: str, url: str | None, output: str, cfg: ReaderConfig) -> int:

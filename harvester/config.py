@@ -14,6 +14,7 @@ Example::
 
 from __future__ import annotations
 
+import copyreg
 import dataclasses
 import tomllib
 import types
@@ -40,6 +41,16 @@ __all__ = [
     "RunConfig",
     "load_config",
 ]
+
+
+def _frozen_mapping(items: dict[str, Any]) -> MappingProxyType[str, Any]:
+    """Rebuild a pickled MappingProxyType (see the copyreg registration below)."""
+    return MappingProxyType(items)
+
+
+# MappingProxyType (our frozen per-host overrides) cannot be pickled by default, and
+# the config travels to worker processes: pickle it as the dict it wraps.
+copyreg.pickle(MappingProxyType, lambda m: (_frozen_mapping, (dict(m),)))
 
 PROTOCOL_MAX_BYTES = 52_428_800  # sitemaps.org: 50 MiB uncompressed
 PROTOCOL_MAX_ENTRIES = 50_000
@@ -97,7 +108,9 @@ class HostPolicy:
     burst: int = 1
 
     def __post_init__(self) -> None:
-        _positive(self, "politeness")
+        for name in ("concurrency", "rate", "burst"):
+            if getattr(self, name) <= 0:
+                raise ConfigError("must be > 0", key=f"politeness.{name}")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -107,6 +120,10 @@ class PolitenessConfig:
     default: HostPolicy = field(default_factory=HostPolicy)
     hosts: MappingProxyType[str, HostPolicy] = field(default_factory=lambda: MappingProxyType({}))
     respect_crawl_delay: bool = True
+    max_crawl_delay: float = 60.0  # a larger robots.txt Crawl-delay is capped to this
+
+    def __post_init__(self) -> None:
+        _positive(self, "politeness")
 
     def policy_for(self, host: str) -> HostPolicy:
         """Return the override for ``host`` if any, else the default policy."""
@@ -141,6 +158,7 @@ class RunConfig:
     workers: int = 0  # 0 = one per CPU
     hosts_in_flight: int = 64  # per worker
     queue_size: int = 256
+    uvloop: bool = True  # use uvloop when installed
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

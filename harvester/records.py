@@ -26,12 +26,16 @@ if TYPE_CHECKING:
 __all__ = ["record"]
 
 
-def record(entry: Entry, sitemap: str | None, host: str | None = None) -> dict[str, Any]:
+def record(
+    entry: Entry, sitemap: str | None, host: str | None = None, *, url: str | None = None
+) -> dict[str, Any]:
     """Build the output record for ``entry`` listed in ``sitemap`` while harvesting ``host``.
 
-    ``host`` defaults to the URL's own host (the pipeline always passes the harvested host).
+    ``host`` defaults to the URL's own host (the pipeline always passes the harvested host);
+    ``url`` is the canonical form when the caller already computed it for dedup.
     """
-    url = canonical(entry.loc)
+    if url is None:
+        url = canonical(entry.loc)
     out: dict[str, Any] = {
         "loc": entry.loc,
         "url": url,

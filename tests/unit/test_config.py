@@ -55,6 +55,7 @@ def test_per_host_policy(tmp_path: Path) -> None:
         ("[reader]\nmax_decompressed_bytes = true\n", "reader.max_decompressed_bytes"),
         ("[discovery]\ncross_host = 'sometimes'\n", "discovery.cross_host"),
         ("[politeness.hosts.'a.com']\nrate = -2\n", "politeness.hosts.'a.com'.rate"),
+        ("[politeness.default]\nconcurrency = 0\n", "politeness.default.concurrency"),
     ],
 )
 def test_bad_values_name_the_key(tmp_path: Path, toml: str, key: str) -> None:

@@ -1,0 +1,133 @@
+"""Discovery stage: a seed → the host's first sitemaps, its robots rules, and the child policy.
+
+In: a ``Seed`` (domain, origin, robots.txt URL or sitemap URL). Out: a
+``Discovered`` with the sitemap refs to start the frontier with (robots.txt
+``Sitemap:`` lines, else the first fallback location with the rest queued
+behind it), the parsed robots.txt and the origin after redirects.
+
+robots.txt outcomes follow RFC 9309: 4xx means "no robots.txt" (everything
+allowed, probe the usual locations); 5xx or an unreachable server means
+"assume complete disallow", so the host stops with that failure reported.
+A bare domain whose https origin cannot be reached is retried once over http.
+
+``child_allowed`` is the cross-host policy for index children and robots
+sitemaps (DESIGN.md: report violations instead of dropping them silently).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+import tldextract
+
+from harvester.errors import ConnectError, FetchTimeout, HTTPStatusError
+from harvester.frontier import SitemapRef
+from harvester.robots import RobotsTxt, parse_robots
+from harvester.scheduler import host_key
+
+if TYPE_CHECKING:
+    from harvester.config import Config
+    from harvester.fetch import Fetcher
+    from harvester.scheduler import HostSlot
+    from harvester.seeds import Seed
+
+__all__ = ["Discovered", "child_allowed", "discover", "registrable_domain"]
+
+# The bundled public-suffix snapshot only: tldextract would otherwise download the
+# list at first use, and harvester never makes requests it was not asked to make.
+_EXTRACT = tldextract.TLDExtract(suffix_list_urls=(), cache_dir=None)
+
+
+@dataclass(slots=True)
+class Discovered:
+    """What discovery found for one host."""
+
+    refs: list[SitemapRef]
+    robots: RobotsTxt = field(default_factory=RobotsTxt)
+    origin: str = ""
+    source: str = "none"  # robots | fallback | seed | none
+    robots_status: int | None = None  # HTTP status of robots.txt (None: not fetched)
+
+
+def registrable_domain(host: str) -> str:
+    """The registrable domain of a host (``cdn.example.co.uk`` → ``example.co.uk``).
+
+    IP addresses and single-label names are their own registrable domain.
+    """
+    hostname = host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+    result = _EXTRACT(hostname)
+    return result.top_domain_under_public_suffix or hostname
+
+
+def child_allowed(child_url: str, host: str, policy: str, declared: frozenset[str]) -> bool:
+    """May a sitemap listed while harvesting ``host`` be followed?
+
+    ``same-host``: only the host itself. ``same-site`` (default): also hosts on
+    the same registrable domain, and any sitemap the host's own robots.txt
+    declared (cross-submission). ``any``: everything.
+    """
+    child_host = host_key(child_url)
+    if child_host == host or policy == "any":
+        return True
+    if policy == "same-host":
+        return False
+    return child_url in declared or registrable_domain(child_host) == registrable_domain(host)
+
+
+async def discover(seed: Seed, fetcher: Fetcher, slot: HostSlot, cfg: Config) -> Discovered:
+    """Find the host's first sitemaps. Raises the classified ``FetchError`` that ended it."""
+    if seed.sitemap is not None:
+        return Discovered(
+            [SitemapRef(seed.sitemap, source="seed")], origin=seed.origin, source="seed"
+        )
+    robots_url = seed.robots or f"{seed.origin}/robots.txt"
+    try:
+        robots, origin, status = await _fetch_robots(robots_url, fetcher, slot, cfg)
+    except (ConnectError, FetchTimeout):
+        if seed.explicit_scheme or not seed.origin.startswith("https://"):
+            raise
+        # A bare domain: many small sites still serve only plain http.
+        http_origin = "http://" + seed.origin.removeprefix("https://")
+        robots, origin, status = await _fetch_robots(
+            f"{http_origin}/robots.txt", fetcher, slot, cfg
+        )
+    if robots.crawl_delay and cfg.politeness.respect_crawl_delay:
+        slot.slow_down(min(robots.crawl_delay, cfg.politeness.max_crawl_delay))
+    if robots.sitemaps:
+        refs = [SitemapRef(url, source="robots") for url in robots.sitemaps]
+        return Discovered(refs, robots, origin, "robots", status)
+    probes = [f"{origin}{path}" for path in cfg.discovery.fallback_paths]
+    if not probes:
+        return Discovered([], robots, origin, "none", status)
+    first = SitemapRef(probes[0], source="fallback", fallbacks=tuple(probes[1:]))
+    return Discovered([first], robots, origin, "fallback", status)
+
+
+async def _fetch_robots(
+    url: str, fetcher: Fetcher, slot: HostSlot, cfg: Config
+) -> tuple[RobotsTxt, str, int]:
+    """Fetch and parse robots.txt; return it, the origin it was finally served from, the status."""
+    cap = cfg.fetch.max_robots_bytes
+    try:
+        async with fetcher.stream(url, slot) as body:
+            parts: list[bytes] = []
+            size = 0
+            async for chunk in body.chunks():
+                parts.append(chunk)
+                size += len(chunk)
+                if size >= cap:
+                    break  # like Google: read the first max_robots_bytes, ignore the rest
+            final, status = body.url, body.status
+    except HTTPStatusError as exc:
+        if 400 <= exc.status < 500:
+            return RobotsTxt(), _origin(url), exc.status  # no robots.txt: everything allowed
+        raise
+    data = b"".join(parts)[:cap]
+    return parse_robots(data, final, cfg.fetch.user_agent), _origin(final), status
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"

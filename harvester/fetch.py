@@ -1,0 +1,406 @@
+"""Fetch stage: the HTTP client. Owns the one aiohttp ``ClientSession`` of this process.
+
+In: a URL, the host's ``HostSlot`` (politeness) and optional request headers
+(conditional GETs). Out: a ``Body`` (final URL, status, headers, redirects,
+attempts) whose ``chunks()`` stream the payload with the size cap, the
+read-stall timeout and the per-file deadline enforced while streaming.
+
+Content-Encoding (gzip, deflate) is undone by aiohttp; a ``.xml.gz`` *file*
+arrives as the gzip bytes it is (the reader sniffs magic bytes). Every failure
+leaves as a ``FetchError`` subclass carrying the URL, translated once, here.
+
+Example::
+
+    async with Fetcher(cfg.fetch) as fetcher:
+        async with fetcher.stream(url, slot) as body:
+            async for chunk in body.chunks():
+                reader.feed(chunk)
+
+Retries (``cfg.retries`` after the first attempt) happen before the body is
+handed over: on connection errors, timeouts, 408, 429 and 5xx, with
+exponential backoff and full jitter, or the server's Retry-After on 429/503.
+Once ``stream`` has yielded, errors are final.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime
+import email.utils
+import logging
+import random
+import re
+import socket
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import aiohttp
+
+from harvester.errors import (
+    BodyTooLarge,
+    ConnectError,
+    DNSError,
+    FetchError,
+    FetchTimeout,
+    HTTPStatusError,
+    TooManyRedirects,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+    from contextlib import AbstractAsyncContextManager
+    from types import TracebackType
+
+    from harvester.config import FetchConfig
+    from harvester.scheduler import HostSlot
+
+__all__ = ["Body", "Fetcher", "retry_after_seconds"]
+
+logger = logging.getLogger(__name__)
+
+_USERINFO = re.compile(r"(?<=//)[^/@\s]*@")  # "user:pass@" right after a scheme's "//"
+_DELTA_SECONDS = re.compile(r"\d+(?:\.\d+)?")
+_HONOUR_RETRY_AFTER = frozenset({429, 503})
+
+
+def retry_after_seconds(value: str | None, *, now: float | None = None) -> float | None:
+    """Seconds to wait per a Retry-After header: delta-seconds or an HTTP-date.
+
+    ``now`` is the wall-clock time (``time.time()`` by default) an HTTP-date is
+    measured from; a date in the past means 0. Returns None when the header is
+    absent or unreadable (the caller then falls back to its own backoff).
+
+    >>> retry_after_seconds("120")
+    120.0
+    >>> retry_after_seconds("Wed, 21 Oct 2015 07:28:00 GMT", now=1445412470.0)
+    10.0
+    """
+    if value is None:
+        return None
+    value = value.strip()
+    if _DELTA_SECONDS.fullmatch(value):
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:  # "-0000" or no zone: not quite HTTP-date; read it as GMT
+        when = when.replace(tzinfo=datetime.UTC)
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+def _redact(text: str) -> str:
+    """Drop credentials from every URL in ``text`` (proxy URLs carry them)."""
+    return _USERINFO.sub("***@", text)
+
+
+def _map_error(exc: BaseException, url: str, cfg: FetchConfig) -> FetchError:
+    """Translate one aiohttp/asyncio exception into our tree; the only place that does."""
+    detail = _redact(str(exc)) or type(exc).__name__
+    # Order matters: several aiohttp classes subclass each other (and TimeoutError).
+    if isinstance(exc, aiohttp.TooManyRedirects):
+        return TooManyRedirects(f"more than {cfg.max_redirects} redirects", url=url)
+    if isinstance(exc, aiohttp.ClientResponseError):
+        return HTTPStatusError(f"HTTP {exc.status} {exc.message}", url=url, status=exc.status)
+    if isinstance(exc, aiohttp.ClientConnectorDNSError) or (
+        isinstance(exc, aiohttp.ClientConnectorError) and isinstance(exc.os_error, socket.gaierror)
+    ):
+        return DNSError(detail, url=url)
+    if isinstance(exc, TimeoutError):  # asyncio.TimeoutError, aiohttp.ServerTimeoutError
+        return FetchTimeout(detail, url=url)
+    if isinstance(exc, aiohttp.ClientConnectionError | aiohttp.ClientPayloadError):
+        return ConnectError(detail, url=url)
+    return FetchError(detail, url=url)  # InvalidURL and any other ClientError
+
+
+def _retryable(error: FetchError) -> bool:
+    # Transient by nature: resets, stalls, overload. A missing name (DNSError),
+    # a redirect loop or a bad URL will not change in the next few seconds.
+    if isinstance(error, HTTPStatusError):
+        return error.status in (408, 429) or error.status >= 500
+    return isinstance(error, ConnectError | FetchTimeout)
+
+
+@dataclass(frozen=True, slots=True)
+class Body:
+    """One response, handed over while its connection and host slot are held.
+
+    ``url`` is the final URL; ``redirects`` lists, in order, every URL that
+    answered with a redirect on the way there (empty when none). ``attempts``
+    counts requests made, retries included. Status 304 is a Body with an
+    empty payload, not an error.
+    """
+
+    url: str
+    status: int
+    headers: Mapping[str, str]
+    redirects: tuple[str, ...]
+    attempts: int
+    _stream: _BodyStream = field(repr=False, compare=False)
+
+    def chunks(self) -> AsyncIterator[bytes]:
+        """Stream the payload (one pass) as the decoded bytes of the response.
+
+        Raises ``BodyTooLarge`` *before* yielding the chunk that would cross
+        the cap, so everything yielded fits; ``FetchTimeout`` when the server
+        stalls longer than ``read_timeout`` or the file's total deadline
+        passes; ``ConnectError`` when the connection breaks mid-body.
+        """
+        return self._stream
+
+
+class _BodyStream:
+    """Async iterator over one response's payload, with the caps applied."""
+
+    def __init__(
+        self,
+        response: aiohttp.ClientResponse,
+        url: str,
+        cfg: FetchConfig,
+        cap: int,
+        deadline: float,
+    ) -> None:
+        self._response = response
+        self._url = url  # the URL asked for: errors name what the caller knows, pre-redirect
+        self._cfg = cfg
+        self._cap = cap  # max bytes yielded in total
+        self._deadline = deadline  # loop time at which the file's total budget ends
+        self._received = 0  # bytes yielded so far
+        self._closed = False  # set when stream() exits: the connection is gone
+
+    def __aiter__(self) -> _BodyStream:
+        return self
+
+    async def __anext__(self) -> bytes:
+        if self._closed:
+            raise RuntimeError("Body.chunks() used after its stream() context exited")
+        url = self._url
+        # Never yield inside the timeout block: the deadline must not reach
+        # into the consumer's code between two chunks.
+        budget = asyncio.timeout_at(self._deadline)
+        try:
+            async with budget:
+                chunk = await self._response.content.read(self._cfg.chunk_size)
+        except TimeoutError as exc:
+            if budget.expired():
+                raise FetchTimeout(
+                    f"total deadline of {self._cfg.total_timeout:g}s passed while reading",
+                    url=url,
+                ) from exc
+            raise FetchTimeout(
+                f"no data for {self._cfg.read_timeout:g}s while reading the body", url=url
+            ) from exc
+        except aiohttp.ClientError as exc:
+            raise _map_error(exc, url, self._cfg) from exc
+        if not chunk:
+            raise StopAsyncIteration
+        # These are bytes after Content-Encoding was undone, so an encoded body
+        # is capped on its decoded size: stricter than the wire, never looser.
+        self._received += len(chunk)
+        if self._received > self._cap:
+            raise BodyTooLarge(f"body larger than {self._cap} bytes", url=url)
+        return chunk
+
+    def close(self) -> None:
+        self._closed = True
+
+
+class Fetcher:
+    """The HTTP client stage: one aiohttp session, streaming bodies with retries.
+
+    Create it with ``async with`` inside the running loop (the session and its
+    connector are loop-bound). ``resolver`` replaces aiohttp's threaded
+    resolver (tests map names to loopback); the caller owns and closes it.
+    ``sleep`` and ``rng`` drive the retry backoff, so tests can record delays.
+
+    Example::
+
+        async with Fetcher(cfg.fetch) as fetcher:
+            async with fetcher.stream(url, slot, max_bytes=cfg.fetch.max_robots_bytes) as body:
+                data = b"".join([chunk async for chunk in body.chunks()])
+    """
+
+    def __init__(
+        self,
+        cfg: FetchConfig,
+        *,
+        resolver: aiohttp.abc.AbstractResolver | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        rng: random.Random | None = None,
+    ) -> None:
+        self._cfg = cfg
+        self._resolver = resolver  # None: aiohttp's ThreadedResolver, owned by the connector
+        self._sleep = sleep  # waits between attempts; injected so tests need not wait
+        self._rng = rng or random.Random()  # noqa: S311 - jitter, not cryptography
+        self._session: aiohttp.ClientSession | None = None  # set by __aenter__ only
+
+    async def __aenter__(self) -> Fetcher:
+        if self._session is not None:
+            raise RuntimeError("Fetcher is already open")
+        cfg = self._cfg
+        connector = aiohttp.TCPConnector(
+            limit=cfg.max_connections,
+            ttl_dns_cache=cfg.dns_cache_ttl,
+            use_dns_cache=True,
+            resolver=self._resolver or aiohttp.ThreadedResolver(),
+        )
+        self._session = aiohttp.ClientSession(
+            connector=connector,
+            headers={"User-Agent": cfg.user_agent},
+            # No total: the per-file deadline spans retries and body, see stream().
+            timeout=aiohttp.ClientTimeout(
+                total=None, sock_connect=cfg.connect_timeout, sock_read=cfg.read_timeout
+            ),
+            auto_decompress=True,
+            trust_env=False,  # proxies come from config only, never from the environment
+        )
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        session, self._session = self._session, None
+        if session is not None:
+            await session.close()
+
+    def stream(
+        self,
+        url: str,
+        slot: HostSlot,
+        *,
+        max_bytes: int | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> AbstractAsyncContextManager[Body]:
+        """Request ``url`` under ``slot``; yield the ``Body`` once a usable response arrived.
+
+        ``max_bytes`` caps the payload (default ``cfg.max_body_bytes``); a
+        larger declared Content-Length fails before any byte is read.
+        ``headers`` are added to the request (e.g. If-None-Match). The slot
+        and the connection stay held until the context exits.
+
+        The total deadline (``cfg.total_timeout``) starts when the slot first
+        admits the request and covers retries, their waits and the body.
+        Raises a ``FetchError`` subclass; ``HTTPStatusError`` for statuses
+        other than 2xx/304 (4xx except 408/429 at once, without retry).
+        """
+        if self._session is None:
+            raise RuntimeError("use 'async with Fetcher(...)' before stream()")
+        cap = self._cfg.max_body_bytes if max_bytes is None else max_bytes
+        return self._stream(self._session, url, slot, cap, headers)
+
+    @contextlib.asynccontextmanager
+    async def _stream(
+        self,
+        session: aiohttp.ClientSession,
+        url: str,
+        slot: HostSlot,
+        cap: int,
+        headers: Mapping[str, str] | None,
+    ) -> AsyncIterator[Body]:
+        cfg = self._cfg
+        loop = asyncio.get_running_loop()
+        deadline: float | None = None  # loop time; fixed when the slot first admits us
+        attempt = 0
+        while True:
+            attempt += 1
+            # The stack holds the slot and the response; leaving it releases
+            # both, so backoff sleeps between attempts hold neither.
+            async with contextlib.AsyncExitStack() as stack:
+                budget = asyncio.timeout_at(deadline)
+                cause: BaseException | None = None
+                try:
+                    async with budget:
+                        await stack.enter_async_context(slot.request())
+                        if deadline is None:
+                            deadline = loop.time() + cfg.total_timeout
+                            budget.reschedule(deadline)
+                        response = await stack.enter_async_context(
+                            session.get(
+                                url,
+                                headers=headers,
+                                proxy=cfg.proxy,
+                                # aiohttp raises on reaching its max, i.e. follows
+                                # one fewer; +1 also keeps 0 from meaning "unlimited".
+                                max_redirects=cfg.max_redirects + 1,
+                            )
+                        )
+                except TimeoutError as exc:
+                    if budget.expired():
+                        msg = f"total deadline of {cfg.total_timeout:g}s passed"
+                        raise FetchTimeout(msg, url=url) from exc
+                    error, cause = _map_error(exc, url, cfg), exc
+                except aiohttp.ClientError as exc:
+                    error, cause = _map_error(exc, url, cfg), exc
+                else:
+                    assert deadline is not None  # set before the request was sent
+                    outcome = self._check_response(response, url, cap)
+                    if outcome is None:
+                        body_stream = _BodyStream(response, url, cfg, cap, deadline)
+                        try:
+                            yield Body(
+                                url=str(response.url),
+                                status=response.status,
+                                headers=response.headers,
+                                redirects=tuple(str(r.url) for r in response.history),
+                                attempts=attempt,
+                                _stream=body_stream,
+                            )
+                        finally:
+                            body_stream.close()
+                        return
+                    error = outcome
+                    if outcome.retry_after is not None:
+                        # The whole host waits, not just this file.
+                        slot.back_off(outcome.retry_after)
+            # Slot and connection are released here; decide whether to try again.
+            assert deadline is not None  # any error after admission left it set
+            delay = self._retry_delay(error, attempt)
+            # Give up now rather than sleep into a FetchTimeout: the last real
+            # error (say, the 429 and its Retry-After) says more to the report.
+            if delay is None or loop.time() + delay >= deadline:
+                raise error from cause
+            logger.debug(
+                "retrying %s in %.2fs after attempt %d: %s",
+                _redact(url),
+                delay,
+                attempt,
+                error.message,
+            )
+            await self._sleep(delay)
+
+    def _check_response(
+        self, response: aiohttp.ClientResponse, url: str, cap: int
+    ) -> HTTPStatusError | None:
+        """None if the body may be handed over; the status error to retry or raise otherwise."""
+        status = response.status
+        if 200 <= status < 300 or status == 304:
+            # Content-Length is the size on the wire; refusing here saves the
+            # download. A 304 may repeat the length of the body it stands for.
+            declared = response.content_length
+            if declared is not None and declared > cap and status != 304:
+                raise BodyTooLarge(f"Content-Length {declared} is larger than {cap} bytes", url=url)
+            return None
+        retry_after = None
+        if status in _HONOUR_RETRY_AFTER:
+            seconds = retry_after_seconds(response.headers.get("Retry-After"))
+            if seconds is not None:
+                retry_after = min(seconds, self._cfg.retry_after_max)
+        reason = response.reason or ""
+        return HTTPStatusError(
+            f"HTTP {status} {reason}".rstrip(), url=url, status=status, retry_after=retry_after
+        )
+
+    def _retry_delay(self, error: FetchError, attempt: int) -> float | None:
+        """Seconds to wait before attempt ``attempt + 1``, or None to give up."""
+        if attempt > self._cfg.retries or not _retryable(error):
+            return None
+        if isinstance(error, HTTPStatusError) and error.retry_after is not None:
+            return error.retry_after  # the server said when; already capped
+        # Full jitter (AWS architecture blog): uniform over [0, capped exponential].
+        ceiling = min(self._cfg.backoff_max, self._cfg.backoff_base * 2 ** min(attempt - 1, 62))
+        return self._rng.uniform(0.0, ceiling)

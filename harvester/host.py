@@ -1,0 +1,213 @@
+"""Host worker: harvest one host end to end (discovery → frontier → fetch → read → records).
+
+In: a ``Seed`` and the shard's shared parts (``Fetcher``, ``Scheduler``, config).
+Out: batches of output records (dicts) through ``emit``, then the host's
+``HostReport``. Nothing here raises for a bad host or file: every failure is
+classified into the report, and what was harvested before it is kept.
+
+The frontier is local to the worker, so a worker that discovers index children
+never waits on a queue that only workers drain: the only queue it waits on is
+the output, which the writer drains unconditionally. That is why the pipeline
+cannot deadlock (see ``pipeline.py``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import TYPE_CHECKING
+
+from harvester.discovery import child_allowed, discover
+from harvester.errors import FetchError, HTTPStatusError, NotASitemap
+from harvester.frontier import Admission, Frontier, SitemapRef
+from harvester.models import SitemapChild, UrlEntry
+from harvester.normalize import canonical
+from harvester.reader import SitemapReader
+from harvester.records import record
+from harvester.report import HostReport
+from harvester.scheduler import host_key
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+    from typing import Any
+
+    from harvester.config import Config
+    from harvester.fetch import Fetcher
+    from harvester.models import Entry, ReadResult
+    from harvester.scheduler import Scheduler
+    from harvester.seeds import Seed
+
+    Emit = Callable[[list[dict[str, Any]]], Awaitable[None]]
+
+__all__ = ["HostWorker"]
+
+_BATCH = 1024  # records per emitted batch: amortises queue and IPC overhead
+
+
+class HostWorker:
+    """Harvests one host; create one per seed and ``await run()``.
+
+    Usage::
+
+        report = await HostWorker(seed, cfg, fetcher, scheduler, emit).run()
+    """
+
+    def __init__(
+        self, seed: Seed, cfg: Config, fetcher: Fetcher, scheduler: Scheduler, emit: Emit
+    ) -> None:
+        self.seed = seed
+        self.host = seed.host
+        self.report = HostReport(seed.host)
+        self._cfg = cfg
+        self._fetcher = fetcher
+        self._scheduler = scheduler
+        self._emit = emit
+        self._frontier = Frontier(cfg.limits)
+        self._declared: frozenset[str] = frozenset()  # sitemaps the host's robots.txt lists
+        self._seen_urls: set[int] = set()  # hash of each canonical URL emitted for this host
+        self._batch: list[dict[str, Any]] = []
+        self._url_cap_hit = False
+
+    async def run(self) -> HostReport:
+        """Harvest the host; return its report (never raises for host-level failures)."""
+        started = time.monotonic()
+        slot = self._scheduler.acquire(self.host)
+        try:
+            async with asyncio.timeout(self._cfg.limits.max_host_seconds):
+                await self._run(slot)
+        except TimeoutError:
+            self.report.limit("max_host_seconds")
+        finally:
+            self._scheduler.release(self.host)
+            self.report.seconds = round(time.monotonic() - started, 3)
+        # Emitted outside the timeout so records harvested before it are never lost.
+        await self._flush()
+        return self.report
+
+    async def _run(self, slot: Any) -> None:
+        try:
+            found = await discover(self.seed, self._fetcher, slot, self._cfg)
+        except FetchError as exc:
+            self.report.fail(exc, status=getattr(exc, "status", None))
+            self.report.discovery = "failed"
+            return
+        # "fallback" becomes "fallback:<url>" when a probe hits; until then nothing was found.
+        self.report.discovery = "none" if found.source == "fallback" else found.source
+        self.report.robots_status = found.robots_status
+        self._declared = frozenset(found.robots.sitemaps)
+        for ref in found.refs:
+            self._admit(ref)
+        while (nxt := self._frontier.pop()) is not None:
+            if self._url_cap_hit:
+                break
+            await self._sitemap(nxt)
+
+    def _admit(self, ref: SitemapRef) -> None:
+        if not child_allowed(ref.url, self.host, self._cfg.discovery.cross_host, self._declared):
+            self.report.skip_cross_host(ref.url)
+            return
+        admission = self._frontier.push(ref)
+        if admission is Admission.QUEUED:
+            if ref.source != "fallback":
+                self.report.sitemaps_found += 1
+        elif admission is not Admission.SEEN:
+            self.report.limit(admission.value)
+
+    async def _sitemap(self, ref: SitemapRef) -> None:
+        """Fetch one sitemap and stream it through the reader into records and children."""
+        ref_host = host_key(ref.url)
+        # A child on another host (a CDN subdomain) is paced by that host's own slot.
+        slot = self._scheduler.acquire(ref_host)
+        reader = SitemapReader(ref.url, self._cfg.reader)
+        status: int | None = None
+        try:
+            async with self._fetcher.stream(
+                ref.url, slot, max_bytes=self._cfg.fetch.max_body_bytes
+            ) as body:
+                status = body.status
+                if body.url != ref.url:
+                    self._frontier.mark_seen(body.url)
+                async for chunk in body.chunks():
+                    self.report.bytes += len(chunk)
+                    entries = reader.feed(chunk)
+                    if entries:
+                        await self._entries(entries, ref)
+                    if reader.failed:
+                        break
+            await self._entries(reader.finish(), ref)
+        except HTTPStatusError as exc:
+            if ref.fallbacks and 400 <= exc.status < 500:
+                self._next_probe(ref)
+                return
+            self._failed(exc, status=exc.status)
+            return
+        except FetchError as exc:
+            # Entries read before the failure were already emitted; keep them.
+            self._failed(exc, status=status)
+            return
+        finally:
+            self._scheduler.release(ref_host)
+        self._done(ref, reader.result())
+
+    def _done(self, ref: SitemapRef, result: ReadResult) -> None:
+        report = self.report
+        if ref.source == "fallback":
+            if isinstance(result.error, NotASitemap):
+                # A guess that found an HTML page or an empty body: a miss, not a failure.
+                if ref.fallbacks:
+                    self._next_probe(ref)
+                return
+            report.discovery = f"fallback:{ref.url}"
+            report.sitemaps_found += 1
+        report.sitemaps_fetched += 1
+        report.add_read(result.stats)
+        if result.error is not None:
+            report.sitemaps_failed += 1
+            report.fail(result.error, bytes_read=result.stats.bytes_in)
+
+    def _next_probe(self, ref: SitemapRef) -> None:
+        nxt, *rest = ref.fallbacks
+        self._frontier.push(SitemapRef(nxt, source="fallback", fallbacks=tuple(rest)))
+
+    def _failed(self, exc: FetchError, *, status: int | None) -> None:
+        self.report.sitemaps_failed += 1
+        self.report.fail(exc, status=status, attempts=getattr(exc, "attempts", None))
+
+    async def _entries(self, entries: list[Entry], ref: SitemapRef) -> None:
+        """Turn reader entries into records (deduplicated per host) and frontier refs."""
+        if not entries:
+            return
+        seen = self._seen_urls
+        batch = self._batch
+        host = self.host
+        sitemap = ref.url
+        cap = self._cfg.limits.max_urls_per_host
+        report = self.report
+        for entry in entries:
+            if type(entry) is UrlEntry:
+                if self._url_cap_hit:
+                    continue
+                url = canonical(entry.loc)
+                key = hash(url)
+                if key in seen:
+                    report.duplicates += 1
+                    continue
+                if report.urls >= cap:
+                    self._url_cap_hit = True
+                    self.report.limit("max_urls_per_host")
+                    continue
+                seen.add(key)
+                report.urls += 1
+                batch.append(record(entry, sitemap, host, url=url))
+            elif isinstance(entry, SitemapChild):
+                self._admit(
+                    SitemapRef(entry.loc, ref.depth + 1, "index", entry.lastmod, parent=sitemap)
+                )
+        if len(batch) >= _BATCH:
+            await self._flush()
+
+    async def _flush(self) -> None:
+        if self._batch:
+            batch, self._batch = self._batch, []
+            await self._emit(batch)
+

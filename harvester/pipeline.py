@@ -1,0 +1,150 @@
+"""Pipeline wiring for one shard: a set of hosts harvested by one event loop.
+
+Data flow (one shard = one process = one loop; ``shards.py`` runs N of them):
+
+1. seeds (an async iterator, read lazily) → the feeder task puts each ``Seed``
+   into the **host queue** (``asyncio.Queue[Seed | None]``, bound
+   ``run.hosts_in_flight``), then one ``None`` per worker.
+2. ``run.hosts_in_flight`` host workers each take a seed and run ``HostWorker``:
+   discovery (robots.txt) → per-host frontier → fetch (``Fetcher``, paced by the
+   host's ``HostSlot`` from the ``Scheduler``) → decompress → sniff → parse →
+   normalize → per-host dedupe → records.
+3. Record batches (``RecordBatch``, up to 1,024 records) and finished hosts'
+   reports (``HostDone``) go to ``send``, the shard's only way out: the CLI
+   encodes and writes them, the Python API yields them.
+
+Bounds: hosts in flight (the worker count), the host queue, the global
+connection limit (``fetch.max_connections``) and per-host concurrency and rate.
+Why it cannot deadlock: a worker's frontier is its own (index children never go
+back through a shared queue), the feeder waits only on the host queue, which
+workers drain unconditionally, and workers wait only on ``send``, whose consumer
+never waits on workers. The first unexpected exception (a bug, not a
+``HarvesterError``) cancels the whole TaskGroup.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from harvester.config import Config
+from harvester.errors import InputError
+from harvester.fetch import Fetcher
+from harvester.host import HostWorker
+from harvester.scheduler import Scheduler
+from harvester.seeds import Seed, iter_seeds
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+
+    from aiohttp.abc import AbstractResolver
+
+__all__ = ["HostDone", "RecordBatch", "harvest", "run_shard"]
+
+
+@dataclass(frozen=True, slots=True)
+class RecordBatch:
+    """Output records of one host, in emission order."""
+
+    records: list[dict[str, Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class HostDone:
+    """A host finished; ``report`` is its ``HostReport.as_dict()``."""
+
+    report: dict[str, Any]
+
+
+OutputItem = RecordBatch | HostDone
+
+
+async def run_shard(
+    seeds: AsyncIterator[Seed],
+    cfg: Config,
+    send: Callable[[OutputItem], Awaitable[None]],
+    *,
+    resolver: AbstractResolver | None = None,
+) -> None:
+    """Harvest every seed of ``seeds``; deliver records and host reports through ``send``."""
+    workers = max(1, cfg.run.hosts_in_flight)
+    hosts: asyncio.Queue[Seed | None] = asyncio.Queue(maxsize=workers)
+    scheduler = Scheduler(cfg.politeness)
+
+    async def emit(batch: list[dict[str, Any]]) -> None:
+        await send(RecordBatch(batch))
+
+    async def feeder() -> None:
+        async for seed in seeds:
+            await hosts.put(seed)
+        for _ in range(workers):
+            await hosts.put(None)  # one end marker per worker
+
+    async def worker(fetcher: Fetcher) -> None:
+        while (seed := await hosts.get()) is not None:
+            report = await HostWorker(seed, cfg, fetcher, scheduler, emit).run()
+            await send(HostDone(report.as_dict()))
+
+    async with Fetcher(cfg.fetch, resolver=resolver) as fetcher, asyncio.TaskGroup() as tg:
+        tg.create_task(feeder())
+        for _ in range(workers):
+            tg.create_task(worker(fetcher))
+
+
+async def aiter_seeds(
+    lines: Iterable[str], on_invalid: Callable[[InputError], None] | None = None
+) -> AsyncIterator[Seed]:
+    """Seeds from input lines, lazily; invalid lines go to ``on_invalid`` (never fatal)."""
+    for item in iter_seeds(lines):
+        if isinstance(item, InputError):
+            if on_invalid is not None:
+                on_invalid(item)
+            continue
+        yield item
+        await asyncio.sleep(0)  # a long run of seeds must not starve the workers
+
+
+async def harvest(
+    domains: Iterable[str],
+    config: Config | None = None,
+    *,
+    resolver: AbstractResolver | None = None,
+    on_host: Callable[[dict[str, Any]], None] | None = None,
+    on_invalid: Callable[[InputError], None] | None = None,
+) -> AsyncIterator[dict[str, Any]]:
+    """Harvest ``domains`` in this process; yield one record (dict) per URL.
+
+    ``domains`` are input lines as in a domains file (domain, origin, robots.txt
+    or sitemap URL). ``on_host`` receives each finished host's report.
+
+    Example::
+
+        async for record in harvest(["example.com"], load_config()):
+            print(record["loc"], record["lastmod"])
+    """
+    cfg = config or Config()
+    out: asyncio.Queue[OutputItem | None] = asyncio.Queue(maxsize=max(1, cfg.run.queue_size))
+
+    async def produce() -> None:
+        try:
+            await run_shard(aiter_seeds(domains, on_invalid), cfg, out.put, resolver=resolver)
+        except Exception:
+            await out.put(None)  # wake the consumer; it re-raises via `await task`
+            raise
+        await out.put(None)
+
+    task = asyncio.create_task(produce())
+    try:
+        while (item := await out.get()) is not None:
+            if isinstance(item, RecordBatch):
+                for rec in item.records:
+                    yield rec
+            elif on_host is not None:
+                on_host(item.report)
+        await task  # re-raise a bug in the pipeline, if any
+    finally:
+        if not task.done():
+            # The consumer stopped early (break, cancellation): stop the producer too.
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)

@@ -1,0 +1,369 @@
+"""Report stage: what happened per host and per run, and live progress on stderr.
+
+In: each host worker fills a ``HostReport`` (counts, failures as
+``HarvesterError`` values, policy skips) and hands over ``as_dict()``, since
+reports cross process boundaries as plain dicts. The main process aggregates
+them into one ``RunReport``. Out: the run report as JSON (``write_report``),
+one JSON line per host in a separate file (written during the run, so millions
+of hosts are never held in memory), a progress line on a terminal
+(``Progress``) and a short summary at the end (``summary_table``).
+
+Failure classes are the ``kind`` of the classes in ``harvester.errors``.
+
+Example::
+
+    run = RunReport(workers=4)
+    progress = Progress()
+    with JsonlSink("out.hosts.jsonl") as hosts:
+        for host_dict in finished_hosts:
+            hosts.write(encode_record(host_dict))
+            run.add_host(host_dict)
+            progress.update(run)
+        hosts.close(complete=True)
+    progress.close()
+    run.finish(complete=True)
+    write_report("out.report.json", run, "out.hosts.jsonl")
+    print(summary_table(run), file=sys.stderr)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import tempfile
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
+from rich.progress import BarColumn, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
+from rich.progress import Progress as RichProgress
+from rich.table import Table
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from harvester.errors import HarvesterError
+    from harvester.models import ReadStats
+
+__all__ = ["Failure", "HostReport", "Progress", "RunReport", "summary_table", "write_report"]
+
+KEEP = 100  # failures and cross-host URLs kept per host; the totals count all of them
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+@dataclass(slots=True)
+class Failure:
+    """One failed fetch or read: its class (``HarvesterError.kind``), URL and message."""
+
+    kind: str
+    url: str | None
+    message: str
+    status: int | None = None
+    attempts: int | None = None
+    bytes_read: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON shape: ``{"class", "url", "message"}`` plus the optional fields that are set."""
+        out: dict[str, Any] = {"class": self.kind, "url": self.url, "message": self.message}
+        for name in ("status", "attempts", "bytes_read"):
+            if (value := getattr(self, name)) is not None:
+                out[name] = value
+        return out
+
+
+@dataclass(slots=True)
+class HostReport:
+    """What harvesting one host amounted to; owned and mutated by its host worker only.
+
+    Lists are capped: ``failures`` and ``cross_host`` keep the first ``KEEP``
+    (100) entries, ``failures_total``/``cross_host_total`` count all, and
+    ``failures_by_class`` counts all by class. ``violations`` and
+    ``limits_hit`` are deduplicated (violations capped at ``KEEP`` too).
+    """
+
+    host: str
+    sitemaps_found: int = 0  # discovered: robots lines, fallback hits, index children accepted
+    sitemaps_fetched: int = 0
+    sitemaps_failed: int = 0
+    urls: int = 0  # records emitted
+    duplicates: int = 0  # URLs already emitted for this host
+    dropped: int = 0  # invalid/relative/too long locs (reader stats)
+    bytes: int = 0  # bytes downloaded
+    seconds: float = 0.0
+    discovery: str = ""  # "robots" | "fallback:/sitemap.xml" | "seed" | "none"
+    robots_status: int | None = None
+    cross_host: list[str] = field(default_factory=list)
+    cross_host_total: int = 0
+    violations: list[str] = field(default_factory=list)
+    limits_hit: list[str] = field(default_factory=list)
+    failures: list[Failure] = field(default_factory=list)
+    failures_total: int = 0
+    failures_by_class: dict[str, int] = field(default_factory=dict)
+
+    def fail(
+        self,
+        exc: HarvesterError,
+        *,
+        status: int | None = None,
+        attempts: int | None = None,
+        bytes_read: int | None = None,
+    ) -> None:
+        """Record a failure; ``status`` defaults to the error's own (``HTTPStatusError``)."""
+        if status is None:
+            status = getattr(exc, "status", None)
+        self.failures_total += 1
+        self.failures_by_class[exc.kind] = self.failures_by_class.get(exc.kind, 0) + 1
+        if len(self.failures) < KEEP:
+            self.failures.append(
+                Failure(exc.kind, exc.url, exc.message, status, attempts, bytes_read)
+            )
+
+    def skip_cross_host(self, url: str) -> None:
+        """Record a child sitemap skipped by the cross-host policy."""
+        self.cross_host_total += 1
+        if len(self.cross_host) < KEEP:
+            self.cross_host.append(url)
+
+    def violation(self, text: str) -> None:
+        """Record a protocol violation (once per distinct text)."""
+        if text not in self.violations and len(self.violations) < KEEP:
+            self.violations.append(text)
+
+    def limit(self, name: str) -> None:
+        """Record that a cap (``"max_depth"``, ``"max_sitemaps_per_host"``, ...) was reached."""
+        if name not in self.limits_hit:
+            self.limits_hit.append(name)
+
+    def add_read(self, stats: ReadStats) -> None:
+        """Fold in one document's reader stats: dropped locs and protocol violations."""
+        self.dropped += stats.dropped_invalid_loc + stats.dropped_too_long
+        for text in stats.violations:
+            self.violation(text)
+
+    def as_dict(self) -> dict[str, Any]:
+        """Return the JSON-ready form (one line of the per-host report file)."""
+        out: dict[str, Any] = {name: getattr(self, name) for name in self.__slots__}
+        out["seconds"] = round(self.seconds, 3)
+        out["failures"] = [f.as_dict() for f in self.failures]
+        out["cross_host"] = list(self.cross_host)
+        out["violations"] = list(self.violations)
+        out["limits_hit"] = list(self.limits_hit)
+        out["failures_by_class"] = dict(self.failures_by_class)
+        return out
+
+
+@dataclass(slots=True)
+class RunReport:
+    """Totals of a run, aggregated in the main process from finished hosts' dicts.
+
+    ``hosts_total`` is None until the whole input has been read. A host counts
+    in ``hosts_failed`` when it produced no URL and had at least one failure.
+    """
+
+    started: str = field(default_factory=_now)  # ISO-8601 UTC
+    finished: str | None = None
+    complete: bool = False
+    interrupted: bool = False
+    hosts_total: int | None = None
+    hosts_done: int = 0
+    hosts_failed: int = 0
+    urls: int = 0
+    bytes: int = 0
+    sitemaps_fetched: int = 0
+    sitemaps_failed: int = 0
+    failures_by_class: dict[str, int] = field(default_factory=dict)
+    input_invalid: int = 0
+    input_duplicates: int = 0
+    workers: int = 0
+    seconds: float = 0.0
+    _t0: float = field(default_factory=time.monotonic, init=False, repr=False, compare=False)
+
+    def add_host(self, host: Mapping[str, Any]) -> None:
+        """Aggregate one finished host, given in its ``HostReport.as_dict()`` form."""
+        self.hosts_done += 1
+        urls = int(host.get("urls", 0))
+        self.urls += urls
+        self.bytes += int(host.get("bytes", 0))
+        self.sitemaps_fetched += int(host.get("sitemaps_fetched", 0))
+        self.sitemaps_failed += int(host.get("sitemaps_failed", 0))
+        by_class: Mapping[str, int] | None = host.get("failures_by_class")
+        if by_class is None:  # a dict without the counts: the kept failures are all we have
+            by_class = {}
+            for failure in host.get("failures", ()):
+                by_class[failure["class"]] = by_class.get(failure["class"], 0) + 1
+        for kind, count in by_class.items():
+            self.failures_by_class[kind] = self.failures_by_class.get(kind, 0) + count
+        if urls == 0 and sum(by_class.values()) > 0:
+            self.hosts_failed += 1
+
+    @property
+    def errors(self) -> int:
+        """All failures of all hosts so far."""
+        return sum(self.failures_by_class.values())
+
+    def elapsed(self) -> float:
+        """Seconds since the report was created (the run's start)."""
+        return time.monotonic() - self._t0
+
+    def finish(self, *, complete: bool, interrupted: bool = False) -> None:
+        """Stamp the end of the run: ``finished``, ``seconds``, ``complete``, ``interrupted``."""
+        self.finished = _now()
+        self.seconds = self.elapsed()
+        self.complete = complete
+        self.interrupted = interrupted
+
+    def as_dict(self) -> dict[str, Any]:
+        """Return the JSON-ready form of the run report."""
+        out: dict[str, Any] = {
+            name: getattr(self, name) for name in self.__slots__ if not name.startswith("_")
+        }
+        out["seconds"] = round(self.seconds, 3)
+        out["failures_by_class"] = dict(sorted(self.failures_by_class.items()))
+        return out
+
+
+def write_report(path: str, run: RunReport, hosts_jsonl_path: str | None) -> None:
+    """Write the run report as JSON to ``path`` atomically (temp file, fsync, rename).
+
+    The per-host reports are not in it: they go, one JSON line per finished
+    host, to ``hosts_jsonl_path`` during the run (a ``JsonlSink`` fed
+    ``encode_record(host.as_dict())``), and the run report names that file
+    under ``"hosts_report"``.
+    """
+    data = run.as_dict()
+    data["hosts_report"] = hosts_jsonl_path
+    text = json.dumps(data, ensure_ascii=False, indent=2) + "\n"
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, temp = tempfile.mkstemp(dir=directory, prefix=os.path.basename(path) + ".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp)
+        raise
+
+
+class Progress:
+    """A live progress line on stderr: hosts done/total, URLs, URLs/s, errors.
+
+    Shown only when stderr is a terminal (``enabled=None``) or when forced
+    (``enabled=True``); otherwise every method is a no-op and nothing is
+    written. ``update`` is cheap and throttled (``min_interval`` seconds), so it
+    may be called for every finished host. stdout is never touched (records
+    may be streaming there).
+    """
+
+    __slots__ = ("_last", "_progress", "_run", "_task", "enabled", "min_interval")
+
+    def __init__(
+        self,
+        *,
+        enabled: bool | None = None,
+        console: Console | None = None,
+        min_interval: float = 0.2,
+    ) -> None:
+        if console is None:
+            console = Console(stderr=True, force_terminal=True if enabled else None)
+        self.enabled = console.is_terminal if enabled is None else enabled
+        self.min_interval = min_interval
+        self._last = float("-inf")  # monotonic time of the last refresh
+        self._run: RunReport | None = None  # the latest state, drawn once more on close()
+        self._progress: RichProgress | None = None
+        self._task = TaskID(0)
+        if self.enabled:
+            self._progress = RichProgress(
+                SpinnerColumn(),
+                TextColumn("hosts {task.completed:,.0f}/{task.fields[of]}"),
+                BarColumn(),
+                TextColumn("{task.fields[urls]:,} URLs  {task.fields[rate]:,.0f} URLs/s"),
+                TextColumn("{task.fields[errors]:,} errors"),
+                TimeElapsedColumn(),
+                console=console,
+                refresh_per_second=2,
+                # Records may stream to stdout: never wrap or redirect it.
+                redirect_stdout=False,
+                redirect_stderr=False,
+            )
+            self._task = self._progress.add_task("harvest", total=None, **_fields(None))
+            self._progress.start()
+
+    def update(self, run: RunReport, *, force: bool = False) -> None:
+        """Show the state of ``run`` (at most every ``min_interval`` seconds unless ``force``)."""
+        if self._progress is None:
+            return
+        self._run = run
+        now = time.monotonic()
+        if not force and now - self._last < self.min_interval:
+            return
+        self._last = now
+        total = None if run.hosts_total is None else float(run.hosts_total)
+        self._progress.update(
+            self._task, completed=run.hosts_done, total=total, **_fields(run), refresh=force
+        )
+
+    def close(self) -> None:
+        """Draw the last state and stop the live display."""
+        if self._progress is None:
+            return
+        if self._run is not None:
+            self.update(self._run, force=True)
+        self._progress.stop()
+        self._progress = None
+
+
+def _fields(run: RunReport | None) -> dict[str, Any]:
+    if run is None:
+        return {"of": "?", "urls": 0, "rate": 0.0, "errors": 0}
+    elapsed = run.elapsed()
+    return {
+        "of": "?" if run.hosts_total is None else f"{run.hosts_total:,}",
+        "urls": run.urls,
+        "rate": run.urls / elapsed if elapsed > 0 else 0.0,
+        "errors": run.errors,
+    }
+
+
+def summary_table(run: RunReport) -> str:
+    """Render a short human summary of ``run`` as plain text (for stderr at the end of a run)."""
+    seconds = run.seconds or run.elapsed()
+    status = "complete" if run.complete else "interrupted" if run.interrupted else "incomplete"
+    table = Table(title=f"harvester run: {status}", show_header=False, title_justify="left")
+    table.add_column("what", style="bold")
+    table.add_column("value")
+    total = "?" if run.hosts_total is None else f"{run.hosts_total:,}"
+    table.add_row("hosts", f"{run.hosts_done:,} / {total} ({run.hosts_failed:,} failed)")
+    table.add_row("URLs", f"{run.urls:,}")
+    table.add_row("sitemaps", f"{run.sitemaps_fetched:,} fetched, {run.sitemaps_failed:,} failed")
+    table.add_row("downloaded", _human_bytes(run.bytes))
+    rate = f"{run.urls / seconds:,.0f} URLs/s, " if seconds >= 1 else ""  # noise below 1 s
+    table.add_row("time", f"{seconds:,.1f} s ({rate}{run.workers} workers)")
+    if run.input_invalid or run.input_duplicates:
+        table.add_row(
+            "input", f"{run.input_invalid:,} invalid, {run.input_duplicates:,} duplicate lines"
+        )
+    if run.failures_by_class:
+        ranked = sorted(run.failures_by_class.items(), key=lambda kv: (-kv[1], kv[0]))
+        table.add_row("failures", ", ".join(f"{kind} {count:,}" for kind, count in ranked))
+    buffer = io.StringIO()
+    Console(file=buffer, width=100, color_system=None, force_terminal=False).print(table)
+    return buffer.getvalue()
+
+
+def _human_bytes(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if size < 1024 or unit == "TiB":
+            return f"{size:,.0f} {unit}" if unit == "B" else f"{size:,.1f} {unit}"
+        size /= 1024
+    return f"{n} B"  # pragma: no cover - the loop always returns

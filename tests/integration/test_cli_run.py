@@ -1,0 +1,100 @@
+"""`harvester run` as a user runs it: a subprocess, real servers on loopback, files on disk."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from tests.integration.conftest import free_port
+from tests.integration.test_end_to_end import site_with_tree
+
+if TYPE_CHECKING:
+    from tests.integration.conftest import Sites
+
+CONFIG = """
+[fetch]
+allow_private = true
+retries = 0
+connect_timeout = 2.0
+[politeness.default]
+rate = 1000.0
+[run]
+uvloop = false
+"""
+
+
+async def run_cli(*args: str, stdin: bytes | None = None) -> tuple[int, str, str]:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "harvester",
+        "run",
+        *args,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(proc.communicate(stdin), timeout=60)
+    assert proc.returncode is not None
+    return proc.returncode, out.decode(), err.decode()
+
+
+async def test_run_with_two_workers_writes_output_and_reports(sites: Sites, tmp_path: Path) -> None:
+    hosts = [await site_with_tree(sites, f"127.0.0.{40 + i}") for i in range(4)]
+    dead = f"http://127.0.0.50:{free_port('127.0.0.50')}"
+    domains = tmp_path / "domains.txt"
+    lines = ["# my hosts", "", *(h.origin for h in hosts), dead, "ftp://nope", hosts[0].origin]
+    domains.write_text("\n".join(lines) + "\n")
+    config = tmp_path / "harvester.toml"
+    config.write_text(CONFIG)
+    out = tmp_path / "urls.jsonl"
+
+    code, _, err = await run_cli(
+        "-i", str(domains), "-o", str(out), "--config", str(config), "--workers", "2"
+    )
+    assert code == 0, err
+    assert not Path(f"{out}.part").exists()  # noqa: ASYNC240 - the run is over
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    by_host: dict[str, list[str]] = {}
+    for rec in records:
+        by_host.setdefault(rec["host"], []).append(rec["loc"])
+    assert len(records) == 12
+    for h in hosts:
+        assert sorted(by_host[f"127.0.0.{h.host.rsplit('.', 1)[1]}:{h.port}"]) == sorted(
+            [h.url("/p/1"), h.url("/p/2"), h.url("/p/3")]
+        )
+    report = json.loads(Path(f"{out}.report.json").read_text())  # noqa: ASYNC240
+    assert report["complete"] is True
+    assert report["hosts_done"] == 5
+    assert report["urls"] == 12
+    assert report["input_invalid"] == 1
+    assert report["input_duplicates"] == 1
+    assert report["failures_by_class"]["connect"] == 1
+    assert report["failures_by_class"]["http_status"] == 4
+    host_lines = Path(f"{out}.hosts.jsonl").read_text().splitlines()  # noqa: ASYNC240
+    assert len(host_lines) == 5
+    assert "line 8" in err  # the invalid line is reported with its number
+
+
+async def test_run_from_stdin_to_stdout(sites: Sites) -> None:
+    site = await site_with_tree(sites, "127.0.0.51")
+    code, out, err = await run_cli(
+        "-i", "-", "--workers", "1", "--allow-private", "--rate", "1000", stdin=site.origin.encode()
+    )
+    assert code == 0, err
+    locs = sorted(json.loads(line)["loc"] for line in out.splitlines())
+    assert locs == sorted([site.url("/p/1"), site.url("/p/2"), site.url("/p/3")])
+
+
+async def test_usage_and_config_errors_exit_2(tmp_path: Path) -> None:
+    code, _, err = await run_cli()
+    assert code == 2
+    assert "DOMAIN" in err
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[fetch]\nretries = 'x'\n")
+    code, _, err = await run_cli("example.com", "--config", str(bad))
+    assert code == 2
+    assert "fetch.retries" in err

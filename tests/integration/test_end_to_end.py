@@ -1,0 +1,223 @@
+"""The harvest pipeline against real aiohttp servers on loopback addresses (one per host)."""
+
+from __future__ import annotations
+
+import gzip
+from typing import TYPE_CHECKING, Any
+
+from harvester.pipeline import harvest
+from tests.integration.conftest import LoopbackResolver, Reply, fast_config, free_port
+
+if TYPE_CHECKING:
+    from tests.integration.conftest import Site, Sites
+
+NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
+
+
+def urlset(*locs: str, lastmod: str | None = None) -> bytes:
+    mod = f"<lastmod>{lastmod}</lastmod>" if lastmod else ""
+    body = "".join(f"<url><loc>{loc}</loc>{mod}</url>" for loc in locs)
+    return f'<?xml version="1.0" encoding="UTF-8"?><urlset {NS}>{body}</urlset>'.encode()
+
+
+def index(*children: str | tuple[str, str]) -> bytes:
+    parts = []
+    for child in children:
+        loc, mod = (child, None) if isinstance(child, str) else child
+        lastmod = f"<lastmod>{mod}</lastmod>" if mod else ""
+        parts.append(f"<sitemap><loc>{loc}</loc>{lastmod}</sitemap>")
+    return f"<sitemapindex {NS}>{''.join(parts)}</sitemapindex>".encode()
+
+
+def robots(*sitemaps: str) -> bytes:
+    lines = ["User-agent: *", "Disallow: /private"] + [f"Sitemap: {s}" for s in sitemaps]
+    return "\n".join(lines).encode()
+
+
+async def collect(domains: list[str], **cfg: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    resolver = cfg.pop("resolver", None)
+    records: list[dict[str, Any]] = []
+    hosts: dict[str, Any] = {}
+    async for rec in harvest(
+        domains,
+        fast_config(**cfg),
+        resolver=resolver,
+        on_host=lambda r: hosts.update({r["host"]: r}),
+    ):
+        records.append(rec)
+    return records, hosts
+
+
+async def site_with_tree(sites: Sites, host: str = "127.0.0.2") -> Site:
+    """robots.txt → index → three children: plain, .xml.gz (gzip file), and a 404."""
+    routes: dict[str, Any] = {}
+    site = await sites.start(host, routes)
+    u = site.url
+    routes.update(
+        {
+            "/robots.txt": robots(u("/sitemap_index.xml")),
+            "/sitemap_index.xml": index(
+                (u("/a.xml"), "2024-01-01"), (u("/b.xml.gz"), "2024-06-01"), u("/missing.xml")
+            ),
+            "/a.xml": urlset(u("/p/1"), u("/p/2"), lastmod="2024-01-01T10:00:00+02:00"),
+            "/b.xml.gz": Reply(
+                gzip.compress(urlset(u("/p/3"), u("/p/2"))),
+                headers={"Content-Type": "application/gzip"},
+            ),
+        }
+    )
+    return site
+
+
+async def test_robots_index_children_gzip_and_a_failing_child(sites: Sites) -> None:
+    site = await site_with_tree(sites)
+    records, hosts = await collect([site.origin])
+    u = site.url
+    # Newest child first (b.xml.gz, 2024-06), then a.xml; /p/2 is listed twice, emitted once.
+    assert [r["loc"] for r in records] == [u("/p/3"), u("/p/2"), u("/p/1")]
+    first = records[2]
+    assert first == {
+        "loc": u("/p/1"),
+        "url": u("/p/1"),
+        "host": f"127.0.0.2:{site.port}",
+        "sitemap": u("/a.xml"),
+        "lastmod": "2024-01-01T08:00:00Z",
+        "changefreq": None,
+        "priority": None,
+    }
+    report = hosts[f"127.0.0.2:{site.port}"]
+    assert report["urls"] == 3
+    assert report["duplicates"] == 1
+    assert report["discovery"] == "robots"
+    assert report["sitemaps_fetched"] == 3
+    assert report["sitemaps_failed"] == 1
+    (failure,) = report["failures"]
+    assert failure["class"] == "http_status"
+    assert failure["status"] == 404
+    assert failure["url"] == u("/missing.xml")
+    assert site.hits("/missing.xml") == 1  # 404 is not retried
+
+
+async def test_fallback_when_robots_lists_no_sitemap(sites: Sites) -> None:
+    routes: dict[str, Any] = {}
+    site = await sites.start("127.0.0.3", routes)
+    routes.update(
+        {
+            "/robots.txt": b"User-agent: *\nDisallow:\n",
+            # /sitemap.xml is an HTML soft-404 page, /sitemap_index.xml a 404: both misses.
+            "/sitemap.xml": Reply(b"<!DOCTYPE html><html><body>nope</body></html>"),
+            "/sitemap.txt": Reply(f"{site.url('/t/1')}\n{site.url('/t/2')}\n".encode()),
+        }
+    )
+    records, hosts = await collect([site.origin])
+    assert [r["loc"] for r in records] == [site.url("/t/1"), site.url("/t/2")]
+    report = hosts[site.origin.removeprefix("http://")]
+    assert report["discovery"] == f"fallback:{site.url('/sitemap.txt')}"
+    assert report["failures"] == []
+    assert [h.path for h in site.log] == [
+        "/robots.txt",
+        "/sitemap.xml",
+        "/sitemap_index.xml",
+        "/sitemap.txt",
+    ]
+
+
+async def test_fallback_stops_at_first_hit_and_robots_404(sites: Sites) -> None:
+    routes: dict[str, Any] = {}
+    site = await sites.start("127.0.0.4", routes)
+    routes["/sitemap.xml"] = urlset(site.url("/x"))
+    records, hosts = await collect([site.origin])
+    assert [r["loc"] for r in records] == [site.url("/x")]
+    assert [h.path for h in site.log] == ["/robots.txt", "/sitemap.xml"]
+    assert hosts[site.origin.removeprefix("http://")]["robots_status"] == 404
+
+
+async def test_index_loops_and_shared_children_are_fetched_once(sites: Sites) -> None:
+    routes: dict[str, Any] = {}
+    site = await sites.start("127.0.0.5", routes)
+    u = site.url
+    routes.update(
+        {
+            "/robots.txt": robots(u("/root.xml"), u("/other.xml")),
+            "/root.xml": index(u("/root.xml"), u("/other.xml"), u("/leaf.xml")),
+            "/other.xml": index(u("/root.xml"), u("/leaf.xml"), u("/leaf.xml?x=1")),
+            "/leaf.xml": urlset(u("/1")),
+            "/leaf.xml?x=1": urlset(u("/1"), u("/2")),
+        }
+    )
+    records, _ = await collect([site.origin])
+    assert sorted(r["loc"] for r in records) == [u("/1"), u("/2")]
+    for path in ("/root.xml", "/other.xml", "/leaf.xml", "/leaf.xml?x=1"):
+        assert site.hits(path) == 1, path
+
+
+async def test_depth_cap_is_reported(sites: Sites) -> None:
+    routes: dict[str, Any] = {}
+    site = await sites.start("127.0.0.6", routes)
+    u = site.url
+    routes["/robots.txt"] = robots(u("/i0.xml"))
+    for depth in range(10):
+        routes[f"/i{depth}.xml"] = index(u(f"/i{depth + 1}.xml"))
+    routes["/i10.xml"] = urlset(u("/deep"))
+    _, hosts = await collect([site.origin], **{"limits.max_depth": 3})
+    report = hosts[site.origin.removeprefix("http://")]
+    assert "max_depth" in report["limits_hit"]
+    assert site.hits("/i3.xml") == 1
+    assert site.hits("/i4.xml") == 0
+
+
+async def test_dead_host_and_dns_failure_do_not_stop_the_run(sites: Sites) -> None:
+    good = await site_with_tree(sites, "127.0.0.7")
+    dead = f"http://127.0.0.8:{free_port('127.0.0.8')}"
+    resolver = LoopbackResolver({})  # every name fails to resolve
+    records, hosts = await collect(
+        [dead, "http://no-such-host.test", good.origin], resolver=resolver
+    )
+    assert len(records) == 3
+    dead_report = hosts[dead.removeprefix("http://")]
+    assert dead_report["urls"] == 0
+    assert [f["class"] for f in dead_report["failures"]] == ["connect"]
+    dns_report = hosts["no-such-host.test"]
+    assert [f["class"] for f in dns_report["failures"]] == ["dns"]
+    assert resolver.queries == ["no-such-host.test"] * len(resolver.queries)
+
+
+async def test_cross_host_child_policy(sites: Sites) -> None:
+    routes: dict[str, Any] = {}
+    other_routes: dict[str, Any] = {}
+    site = await sites.start("127.0.0.9", routes)
+    other = await sites.start("127.0.0.10", other_routes)
+    other_routes["/declared.xml"] = urlset(other.url("/d"))
+    other_routes["/undeclared.xml"] = urlset(other.url("/u"))
+    routes["/robots.txt"] = robots(site.url("/index.xml"), other.url("/declared.xml"))
+    routes["/index.xml"] = index(other.url("/undeclared.xml"))
+    records, hosts = await collect([site.origin])
+    # Declared in robots.txt: followed (cross-submission). Only in an index: skipped, reported.
+    assert [r["loc"] for r in records] == [other.url("/d")]
+    assert records[0]["host"] == site.origin.removeprefix("http://")
+    report = hosts[site.origin.removeprefix("http://")]
+    assert report["cross_host"] == [other.url("/undeclared.xml")]
+    assert other.hits("/undeclared.xml") == 0
+
+
+async def test_sitemap_seed_skips_discovery(sites: Sites) -> None:
+    routes: dict[str, Any] = {}
+    site = await sites.start("127.0.0.11", routes)
+    routes["/deep/sm.xml"] = urlset(site.url("/a"))
+    records, _ = await collect([site.url("/deep/sm.xml")])
+    assert [r["loc"] for r in records] == [site.url("/a")]
+    assert [h.path for h in site.log] == ["/deep/sm.xml"]
+
+
+async def test_broken_child_keeps_entries_before_the_fault(sites: Sites) -> None:
+    routes: dict[str, Any] = {}
+    site = await sites.start("127.0.0.12", routes)
+    u = site.url
+    whole = gzip.compress(urlset(*(u(f"/{i}") for i in range(3000))))
+    routes["/robots.txt"] = robots(u("/cut.xml.gz"))
+    routes["/cut.xml.gz"] = Reply(whole[: len(whole) // 2])
+    records, hosts = await collect([site.origin])
+    assert 0 < len(records) < 3000
+    report = hosts[site.origin.removeprefix("http://")]
+    assert [f["class"] for f in report["failures"]] == ["bad_gzip"]
+    assert report["urls"] == len(records)

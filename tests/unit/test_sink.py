@@ -1,0 +1,189 @@
+"""Sink stage: encode_record and JsonlSink (.part while writing, rename on completion)."""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+import pytest
+
+from harvester.models import Image, UrlEntry
+from harvester.records import record
+from harvester.sink import JsonlSink, encode_record
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+
+def _record(i: int = 0) -> dict[str, object]:
+    entry = UrlEntry(
+        loc=f'https://example.de/bücher/{i}?a=1&b="2"',
+        lastmod=datetime(2024, 5, 1, 12, 30, tzinfo=UTC),
+        changefreq="daily",
+        priority=0.5,
+        images=(Image(loc="https://cdn.example.de/1.jpg", caption="line\nbreak"),),
+    )
+    return record(entry, "https://example.de/sitemap.xml", "example.de")
+
+
+# -- encode_record -------------------------------------------------------------------------------
+
+
+def test_encode_record_is_one_utf8_json_line_in_field_order() -> None:
+    rec = _record()
+    line = encode_record(rec)
+    assert line.endswith(b"\n")
+    assert line.count(b"\n") == 1  # the newline in the caption is escaped
+    assert "bücher".encode() in line  # no \u escapes
+    assert json.loads(line) == rec
+    assert list(json.loads(line)) == list(rec)
+    assert line.startswith(b'{"loc":"https://example.de/b')
+
+
+def test_encode_record_same_as_json_module() -> None:
+    rec = _record()
+    expected = json.dumps(rec, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+    assert encode_record(rec) == expected
+
+
+def test_encode_record_nan_is_null() -> None:
+    assert encode_record({"priority": float("nan")}) == b'{"priority":null}\n'
+
+
+def test_encode_record_lone_surrogate_falls_back_to_escapes() -> None:
+    line = encode_record({"loc": "https://example.com/\udcff", "n": 1})
+    assert line == b'{"loc":"https://example.com/\\udcff","n":1}\n'
+    assert json.loads(line)["loc"] == "https://example.com/\udcff"
+
+
+# -- JsonlSink -----------------------------------------------------------------------------------
+
+
+def test_writes_to_part_then_renames_on_complete(tmp_path: Path) -> None:
+    path = str(tmp_path / "out.jsonl")
+    sink = JsonlSink(path)
+    data = b"".join(encode_record(_record(i)) for i in range(3))
+    sink.write(data)
+    sink.write(encode_record(_record(3)))
+    assert os.path.exists(path + ".part")
+    assert not os.path.exists(path)
+    assert (sink.records, sink.bytes) == (4, len(data) + len(encode_record(_record(3))))
+    sink.close(complete=True)
+    assert not os.path.exists(path + ".part")
+    with open(path, "rb") as fh:
+        lines = fh.read().splitlines()
+    assert [json.loads(x)["loc"] for x in lines] == [_record(i)["loc"] for i in range(4)]
+    assert sink.closed
+
+
+def test_incomplete_close_leaves_part_with_whole_lines(tmp_path: Path) -> None:
+    path = str(tmp_path / "out.jsonl")
+    sink = JsonlSink(path)
+    sink.write(encode_record(_record()))
+    sink.close(complete=False)
+    assert not os.path.exists(path)
+    with open(path + ".part", "rb") as fh:
+        content = fh.read()
+    assert content == encode_record(_record())
+
+
+def test_incomplete_close_does_not_touch_an_existing_output(tmp_path: Path) -> None:
+    out = tmp_path / "out.jsonl"
+    out.write_bytes(b'{"old":1}\n')
+    sink = JsonlSink(str(out))
+    sink.write(b'{"new":1}\n')
+    sink.close(complete=False)
+    assert out.read_bytes() == b'{"old":1}\n'
+    sink = JsonlSink(str(out))  # a new run starts a fresh .part
+    sink.write(b'{"new":2}\n')
+    sink.close(complete=True)
+    assert out.read_bytes() == b'{"new":2}\n'
+
+
+def test_context_manager_exception_leaves_part(tmp_path: Path) -> None:
+    path = str(tmp_path / "out.jsonl")
+
+    def fail() -> None:
+        with JsonlSink(path) as sink:
+            sink.write(b'{"a":1}\n')
+            raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError):
+        fail()
+    assert not os.path.exists(path)
+    assert os.path.exists(path + ".part")
+
+
+def test_context_manager_needs_explicit_completion(tmp_path: Path) -> None:
+    path = str(tmp_path / "out.jsonl")
+    with JsonlSink(path) as sink:
+        sink.write(b'{"a":1}\n')
+    assert not os.path.exists(path)  # left without close(complete=True): still partial
+    with JsonlSink(path) as sink:
+        sink.write(b'{"a":1}\n')
+        sink.close(complete=True)
+    assert os.path.exists(path)
+    assert not os.path.exists(path + ".part")
+
+
+def test_close_is_idempotent_and_write_after_close_fails(tmp_path: Path) -> None:
+    sink = JsonlSink(str(tmp_path / "out.jsonl"))
+    sink.close(complete=True)
+    sink.close(complete=False)  # no effect: the completed file stays
+    assert os.path.exists(tmp_path / "out.jsonl")
+    with pytest.raises(ValueError, match="closed"):
+        sink.write(b"{}\n")
+
+
+def test_write_refuses_half_lines(tmp_path: Path) -> None:
+    sink = JsonlSink(str(tmp_path / "out.jsonl"))
+    with pytest.raises(ValueError, match="whole lines"):
+        sink.write(b'{"a":1}\n{"b":')
+    sink.write(b"")  # an empty batch is fine
+    sink.close(complete=True)
+    assert (tmp_path / "out.jsonl").read_bytes() == b""
+    assert sink.records == 0
+
+
+def test_buffered_until_close(tmp_path: Path) -> None:
+    """Small batches stay in the 1 MiB buffer: the .part file grows in big steps."""
+    path = str(tmp_path / "out.jsonl")
+    sink = JsonlSink(path)
+    sink.write(b'{"a":1}\n' * 1000)
+    assert os.path.getsize(path + ".part") == 0
+    sink.write(b'{"a":1}\n' * (1 << 17))  # 1 MiB more
+    assert os.path.getsize(path + ".part") > 0
+    sink.close(complete=True)
+    assert os.path.getsize(path) == 8 * (1000 + (1 << 17))
+
+
+def test_missing_directory_fails_at_open(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError):
+        JsonlSink(str(tmp_path / "nope" / "out.jsonl"))
+
+
+def test_stdout_mode(capsysbinary: pytest.CaptureFixture[bytes]) -> None:
+    sink = JsonlSink("-")
+    sink.write(encode_record({"loc": "https://example.com/ü"}))
+    sink.write(b'{"b":2}\n')
+    sink.close(complete=True)
+    sink.close(complete=True)
+    out = capsysbinary.readouterr().out
+    assert out == '{"loc":"https://example.com/ü"}\n{"b":2}\n'.encode()
+    assert sink.records == 2
+    assert not os.path.exists("-.part")
+
+
+def test_stdout_mode_is_not_closed_on_error(capsysbinary: pytest.CaptureFixture[bytes]) -> None:
+    def fail() -> None:
+        with JsonlSink("-") as sink:
+            sink.write(b'{"a":1}\n')
+            raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError):
+        fail()
+    print("still open")
+    captured = capsysbinary.readouterr().out
+    assert captured == b'{"a":1}\nstill open\n'
