@@ -1,5 +1,5 @@
 # Each target does its own set-up (scripts/setup creates .venv and installs).
-.PHONY: setup test check bench-parse parse-demo clean
+.PHONY: setup test check demo bench-parse bench-pipeline parse-demo clean
 
 setup:
 	scripts/setup
@@ -7,8 +7,14 @@ setup:
 test: ## format, lint, types and the whole test suite
 	scripts/check
 
+demo: setup ## the main job, offline: a small synthetic web on loopback, harvested by `harvester run`
+	.venv/bin/python scripts/demo.py
+
 bench-parse: setup
 	.venv/bin/python -m benchmarks.bench_parse
+
+bench-pipeline: setup ## 2,000 hosts, ~3.2M URLs on loopback, vs the network and CPU limits
+	.venv/bin/python -m benchmarks.bench_pipeline --hosts 2000 --workers 2
 
 clean:
 	rm -rf .venv .mypy_cache .ruff_cache .pytest_cache .hypothesis benchmarks/.corpus

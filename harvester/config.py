@@ -64,6 +64,7 @@ class ReaderConfig:
     max_decompressed_bytes: int = PROTOCOL_MAX_BYTES
     max_entries_per_file: int = 1_000_000
     max_url_length: int = 8_192
+    extensions: bool = True  # read image/video/news/hreflang data (False: URLs and dates only)
 
     def __post_init__(self) -> None:
         _positive(self, "reader")

@@ -1,9 +1,10 @@
-"""Parse stage helpers: Google sitemap extensions (image, video, news) of one ``<url>``.
+"""Parse stage helpers: Google sitemap extensions (video, news) of one ``<url>``.
 
-In: the ``image:image`` / ``video:video`` / ``news:news`` element (already
-complete). Out: frozen ``Image`` / ``Video`` / ``News`` values with trimmed
-text, empty values as None. Sub-elements match on local name: they live in
-the extension's namespace, whatever prefix the document chose.
+In: the ``video:video`` / ``news:news`` element (already complete). Out: frozen
+``Video`` / ``News`` values with trimmed text, empty values as None. (Images,
+far commoner, are read inline in ``parse.XmlSitemapParser._url`` for speed.)
+Sub-elements match on local name: they live in the extension's namespace,
+whatever prefix the document chose.
 """
 
 from __future__ import annotations
@@ -11,14 +12,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from harvester.dates import parse_lastmod
-from harvester.models import Image, News, Video
+from harvester.models import News, Video
 
 if TYPE_CHECKING:
     from lxml import etree
 
-__all__ = ["parse_image", "parse_news", "parse_video"]
+__all__ = ["parse_news", "parse_video"]
 
-_IMAGE_FIELDS = frozenset(("loc", "caption", "title", "geo_location", "license"))
 _VIDEO_FIELDS = frozenset(
     (
         "thumbnail_loc",
@@ -48,15 +48,6 @@ def _fields(el: etree._Element, wanted: frozenset[str]) -> dict[str, str]:
             if text:
                 found[local] = text
     return found
-
-
-def parse_image(el: etree._Element) -> Image | None:
-    """One ``image:image``; None when it has no ``image:loc``."""
-    f = _fields(el, _IMAGE_FIELDS)
-    loc = f.get("loc")
-    if loc is None:
-        return None
-    return Image(loc, f.get("caption"), f.get("title"), f.get("geo_location"), f.get("license"))
 
 
 def parse_video(el: etree._Element) -> Video:

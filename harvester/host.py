@@ -210,4 +210,3 @@ class HostWorker:
         if self._batch:
             batch, self._batch = self._batch, []
             await self._emit(batch)
-

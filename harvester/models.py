@@ -11,12 +11,11 @@ In: nothing (plain data). Out: frozen slots dataclasses used by ``parse``,
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime  # noqa: TC003 - NamedTuple fields are evaluated at runtime
 from enum import StrEnum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
-    from datetime import datetime
-
     from harvester.errors import HarvesterError
 
 __all__ = [
@@ -42,8 +41,7 @@ class Kind(StrEnum):
     TEXT = "text"
 
 
-@dataclass(frozen=True, slots=True)
-class Image:
+class Image(NamedTuple):
     """One ``image:image`` of a ``<url>`` (Google image extension)."""
 
     loc: str
@@ -82,13 +80,16 @@ class News:
     keywords: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class UrlEntry:
+class UrlEntry(NamedTuple):
     """One page URL as listed by a sitemap, feed or text sitemap.
 
     ``loc`` is exactly as published (XML-decoded and trimmed, nothing else).
     ``lastmod`` is timezone-aware UTC or None; ``lastmod_raw`` keeps the text.
     ``alternates`` holds ``(hreflang, href)`` pairs from ``xhtml:link rel=alternate``.
+
+    A NamedTuple rather than a frozen dataclass: one is built per URL on the
+    hot path, and a tuple builds in a fifth of the time (frozen dataclasses set
+    each field through ``object.__setattr__``). It is just as immutable.
     """
 
     loc: str
@@ -102,8 +103,7 @@ class UrlEntry:
     news: News | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class SitemapChild:
+class SitemapChild(NamedTuple):
     """One ``<sitemap>`` of a sitemap index: a sitemap to fetch next."""
 
     loc: str

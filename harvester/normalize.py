@@ -9,11 +9,22 @@ order and tracking parameters are the full normalization issue's business.
 
 from __future__ import annotations
 
+import re
 from urllib.parse import urlsplit, urlunsplit
 
 __all__ = ["canonical", "host_of"]
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
+
+# Most published URLs are already canonical: lower-case scheme and host, no
+# userinfo, no default port, a path, no fragment, nothing urlsplit would strip.
+# Recognising them with one regex skips urlsplit/urlunsplit (~6 µs a URL on the
+# hot path); anything else takes the general route below.
+_ALREADY_CANONICAL = re.compile(
+    r"(?:http://[a-z0-9-]+(?:\.[a-z0-9-]+)*(?::(?!80/)[1-9][0-9]{0,4})?"
+    r"|https://[a-z0-9-]+(?:\.[a-z0-9-]+)*(?::(?!443/)[1-9][0-9]{0,4})?)"
+    r"/[^#\t\r\n\x00-\x20]*",
+).fullmatch
 
 
 def canonical(loc: str) -> str:
@@ -22,6 +33,8 @@ def canonical(loc: str) -> str:
     >>> canonical("HTTPS://Example.COM:443/a?b=1#top")
     'https://example.com/a?b=1'
     """
+    if _ALREADY_CANONICAL(loc) is not None:
+        return loc
     try:
         parts = urlsplit(loc)
         port = parts.port

@@ -26,14 +26,14 @@ from lxml import etree
 
 from harvester.dates import DateQuality, parse_lastmod, parse_rfc822
 from harvester.errors import LimitExceeded, ParseError, TruncatedDocument
-from harvester.extensions import parse_image, parse_news, parse_video
-from harvester.models import Kind, SitemapChild, UrlEntry
+from harvester.extensions import parse_news, parse_video
+from harvester.models import Image, Kind, SitemapChild, UrlEntry
 
 if TYPE_CHECKING:
     from datetime import datetime
 
     from harvester.config import ReaderConfig
-    from harvester.models import Entry, Image, News, ReadStats, Video
+    from harvester.models import Entry, News, ReadStats, Video
 
 __all__ = ["EntrySink", "TextSitemapParser", "XmlSitemapParser"]
 
@@ -173,8 +173,11 @@ class XmlSitemapParser:
         entries = p.close()
     """
 
-    def __init__(self, kind: Kind, sink: EntrySink, *, encoding: str | None = None) -> None:
+    def __init__(
+        self, kind: Kind, sink: EntrySink, *, encoding: str | None = None, extensions: bool = True
+    ) -> None:
         self.kind = kind
+        self._extensions = extensions  # False: image/video/news/xhtml children are skipped
         self.channel_lastmod: datetime | None = None
         self._sink = sink
         self._parser = etree.XMLPullParser(
@@ -193,7 +196,11 @@ class XmlSitemapParser:
         )
         self._events = self._parser.read_events()
         self._tags: dict[object, int] = {}  # tag cache, see _classify
+        self._image_tags: dict[object, int] = {}  # image child tag -> Image field index
+        self._changefreqs: dict[str, str | None] = {}  # raw text -> valid value or None
+        self._priorities: dict[str, float | None] = {}
         self._feed_head_done = False  # channel/feed-level date captured (feeds only)
+        self._root: etree._Element | None = None  # the urlset/sitemapindex, once seen
         self._handle = {
             Kind.URLSET: self._url,
             Kind.SITEMAPINDEX: self._sitemap,
@@ -225,14 +232,19 @@ class XmlSitemapParser:
 
     def _drain(self, out: list[Entry]) -> None:
         handle = self._handle
+        sitemap = self.kind is Kind.URLSET or self.kind is Kind.SITEMAPINDEX
         for _, el in self._events:
-            parent = el.getparent()
-            if parent is None:
+            found = el.getparent()
+            if found is None:
                 continue
-            if self.kind is Kind.URLSET or self.kind is Kind.SITEMAPINDEX:
+            parent: etree._Element = found  # typed once: the identity test below would widen it
+            if sitemap:
                 # Only direct children of the root: a <url> nested inside <loc>
                 # is part of the loc's string value, not an entry.
-                if parent.getparent() is not None:
+                root = self._root
+                if root is None and parent.getparent() is None:
+                    self._root = root = parent
+                if parent is not root:
                     continue
             elif not self._feed_head_done:
                 self._feed_head(parent)
@@ -249,7 +261,7 @@ class XmlSitemapParser:
             ns, _, local = tag[1:].partition("}") if tag[:1] == "{" else ("", "", tag)
             ext = _EXTENSION.get((ns, local))
             if ext is not None:
-                code = ext
+                code = ext if self._extensions else _IGNORE
             elif ns not in (NS_IMAGE, NS_VIDEO, NS_NEWS, NS_XHTML):
                 table = _CORE if self.kind in (Kind.URLSET, Kind.SITEMAPINDEX) else _FEED
                 code = table.get(local, _IGNORE)
@@ -259,6 +271,7 @@ class XmlSitemapParser:
     def _url(self, el: etree._Element, out: list[Entry]) -> None:
         sink = self._sink
         tags = self._tags
+        image_tags = self._image_tags
         loc = lastmod = changefreq = priority = None
         images: list[Image] | None = None
         videos: list[Video] | None = None
@@ -278,9 +291,19 @@ class XmlSitemapParser:
             elif code == _PRIORITY:
                 priority = child.text
             elif code == _IMAGE:
-                image = parse_image(child)
-                if image is not None:
-                    (images := images or []).append(image)
+                # Inline rather than a helper call: images are the commonest extension
+                # and this runs for each of them (see benchmarks/bench_parse.py).
+                fields: list[str | None] = [None, None, None, None, None]
+                for sub in child:
+                    index = image_tags.get(sub.tag)
+                    if index is None:
+                        index = self._image_field(sub.tag)
+                    if index >= 0 and fields[index] is None:
+                        text = _text(sub)
+                        if text:
+                            fields[index] = text.strip() or None
+                if fields[0] is not None:
+                    (images := images or []).append(Image._make(fields))
             elif code == _XLINK:
                 href = child.get("href")
                 lang = child.get("hreflang")
@@ -389,23 +412,44 @@ class XmlSitemapParser:
                 return
 
     def _changefreq(self, raw: str) -> str | None:
-        value = raw.strip().lower()
-        if value in _CHANGEFREQS:
-            return value
-        if value:
+        # Memoised per distinct text (a file repeats a handful); invalid ones still count.
+        try:
+            value = self._changefreqs[raw]
+        except KeyError:
+            text = raw.strip().lower()
+            value = self._changefreqs[raw] = text if text in _CHANGEFREQS else None
+        if value is None and raw.strip():
             self._sink.stats.changefreq_invalid += 1
-        return None
+        return value
 
     def _priority(self, raw: str) -> float | None:
-        value = raw.strip()
-        if not value:
-            return None
-        if _DECIMAL.match(value):
-            number = float(value)
-            if 0.0 <= number <= 1.0:
-                return number
-        self._sink.stats.priority_invalid += 1
-        return None
+        try:
+            value = self._priorities[raw]
+        except KeyError:
+            value = self._priorities[raw] = _parse_priority(raw)
+        if value is None and raw.strip():
+            self._sink.stats.priority_invalid += 1
+        return value
+
+    def _image_field(self, tag: object) -> int:
+        """Index of an image:image child in ``Image`` fields (-1: not one), cached per tag."""
+        index = -1
+        if isinstance(tag, str) and tag.startswith("{" + NS_IMAGE + "}"):
+            local = tag.rpartition("}")[2]
+            if local in Image._fields:
+                index = Image._fields.index(local)
+        self._image_tags[tag] = index
+        return index
+
+
+def _parse_priority(raw: str) -> float | None:
+    """A priority in [0.0, 1.0] written as an xsd:decimal; anything else is None."""
+    value = raw.strip()
+    if _DECIMAL.match(value):
+        number = float(value)
+        if 0.0 <= number <= 1.0:
+            return number
+    return None
 
 
 def _syntax_error(exc: etree.XMLSyntaxError, *, truncated: bool) -> ParseError:

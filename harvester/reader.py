@@ -50,6 +50,7 @@ class SitemapReader:
         self._gzip = GzipStream(cfg.max_decompressed_bytes)
         self._sink = EntrySink(self.stats, cfg)
         self._max_url_length = cfg.max_url_length
+        self._extensions = cfg.extensions
         self._head = b""  # bytes held until sniff() can decide the kind
         self._parser: XmlSitemapParser | TextSitemapParser | None = None
         self._start_at = 0  # offset in _head where the parser starts (past BOM/junk)
@@ -146,7 +147,9 @@ class SitemapReader:
                 self._sink, self._max_url_length, encoding=sniffed.encoding
             )
         else:
-            self._parser = XmlSitemapParser(sniffed.kind, self._sink, encoding=sniffed.encoding)
+            self._parser = XmlSitemapParser(
+                sniffed.kind, self._sink, encoding=sniffed.encoding, extensions=self._extensions
+            )
         return self._parser
 
     def _fail(self, exc: HarvesterError) -> None:

@@ -14,6 +14,7 @@ changefreq/priority.
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Any
 
 from harvester.dates import format_utc
@@ -24,6 +25,9 @@ if TYPE_CHECKING:
     from harvester.models import Entry, Image, News, Video
 
 __all__ = ["record"]
+
+# Sitemaps repeat a handful of timestamps thousands of times: format each once.
+_iso = functools.lru_cache(maxsize=8192)(format_utc)
 
 
 def record(
@@ -41,7 +45,7 @@ def record(
         "url": url,
         "host": host if host is not None else host_of(url),
         "sitemap": sitemap,
-        "lastmod": format_utc(entry.lastmod) if entry.lastmod is not None else None,
+        "lastmod": _iso(entry.lastmod) if entry.lastmod is not None else None,
     }
     if isinstance(entry, SitemapChild):
         out["is_sitemap"] = True
@@ -60,7 +64,7 @@ def record(
 
 
 def _image(image: Image) -> dict[str, Any]:
-    return {k: getattr(image, k) for k in image.__slots__ if getattr(image, k) is not None}
+    return {k: v for k, v in image._asdict().items() if v is not None}
 
 
 def _video(video: Video) -> dict[str, Any]:

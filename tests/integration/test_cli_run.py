@@ -68,6 +68,7 @@ async def test_run_with_two_workers_writes_output_and_reports(sites: Sites, tmp_
         )
     report = json.loads(Path(f"{out}.report.json").read_text())  # noqa: ASYNC240
     assert report["complete"] is True
+    assert report["finished"] is not None
     assert report["hosts_done"] == 5
     assert report["urls"] == 12
     assert report["input_invalid"] == 1

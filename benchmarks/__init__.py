@@ -1,0 +1,1 @@
+"""Benchmarks for harvester (run them as ``python -m benchmarks.<name>``)."""

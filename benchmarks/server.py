@@ -1,0 +1,216 @@
+"""Serve a ``benchmarks.webgen`` corpus on loopback: one listening socket per host address.
+
+One aiohttp application, one ``web.TCPSite`` per host address of the manifest (``127.1.x.y``,
+all on the manifest's port; hosts marked ``dead`` are not bound, so connecting to them is
+refused). The handler maps (local address the request arrived on, path) to a file. Every
+body is read into memory at start, so serving is a dict lookup and a write: the server is
+never the bottleneck (it runs on uvloop when installed, with the access log off). Keep-alive
+is on (aiohttp's default, 75 s).
+
+* Content-Type by suffix: ``.xml`` application/xml, ``.gz`` application/gzip (the bytes are
+  a gzip file, never a ``Content-Encoding``), ``.txt`` text/plain, or the manifest's value
+  (the demo's HTML page at ``/sitemap.xml`` is text/html).
+* Anything not in the manifest (a missing robots.txt, a listed-but-absent child) is a 404.
+* ``latency``: seconds slept before each response (a real network's round trip).
+* ``seeds.txt`` (one origin a line, dead hosts included) is (re)written beside the manifest.
+
+Library::
+
+    async with serve(Path(corpus), latency=0.05) as running:
+        ...  # running.seeds_path, running.addresses, running.requests
+
+CLI (prints ``ready <seeds path>`` on stdout once every site is bound, then serves until
+SIGINT or SIGTERM; details on stderr)::
+
+    python -m benchmarks.server --corpus benchmarks/.corpus/web-many-h2000-s1-p8765
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import signal
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Final
+
+from aiohttp import web
+
+if __package__ in (None, ""):  # run as a script: make ``benchmarks`` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.webgen import load_manifest, write_seeds
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Callable
+
+BACKLOG: Final = 1024
+
+
+@dataclass(frozen=True, slots=True)
+class _File:
+    body: bytes
+    content_type: str
+
+
+@dataclass(slots=True)
+class Running:
+    """A started server: what it serves and counters (updated while it runs)."""
+
+    corpus: Path
+    port: int
+    addresses: list[str]  # bound addresses (dead hosts excluded)
+    seeds_path: Path
+    files: int
+    bytes: int
+    load_seconds: float  # reading the files into memory
+    bind_seconds: float  # starting every TCPSite
+    latency: float
+    requests: int = 0
+    not_found: int = 0
+    bytes_sent: int = 0
+    status: dict[int, int] = field(default_factory=dict)
+
+
+def _load(corpus: Path) -> tuple[Path, dict[str, dict[str, _File]], list[str], int, int]:
+    """Read the manifest and every file: (dir, {address: {path: file}}, addresses, port, bytes).
+
+    Blocking, at start-up only (before any site is bound).
+    """
+    corpus = Path(corpus).resolve()
+    manifest = load_manifest(corpus)
+    table: dict[str, dict[str, _File]] = {}
+    live: list[str] = []
+    total = 0
+    for host in manifest["hosts"]:
+        files: dict[str, _File] = {}
+        for f in host["files"]:
+            body = (corpus / f["file"]).read_bytes()
+            total += len(body)
+            files[f["path"]] = _File(body, f["content_type"])
+        table[host["address"]] = files
+        if not host.get("dead"):
+            live.append(host["address"])
+    return corpus, table, live, int(manifest["port"]), total
+
+
+def _handler(
+    table: dict[str, dict[str, _File]], running: Running
+) -> Callable[[web.Request], object]:
+    latency = running.latency
+    empty: dict[str, _File] = {}
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        transport = request.transport
+        sockname = transport.get_extra_info("sockname") if transport is not None else None
+        address = sockname[0] if sockname else (request.host.rsplit(":", 1)[0])
+        found = table.get(address, empty).get(request.path)
+        running.requests += 1
+        if latency > 0:
+            await asyncio.sleep(latency)
+        if found is None:
+            running.not_found += 1
+            return web.Response(status=404, text="404 not found\n")
+        running.bytes_sent += len(found.body)
+        return web.Response(body=found.body, content_type=found.content_type)
+
+    return handle
+
+
+@contextlib.asynccontextmanager
+async def serve(
+    corpus: Path, *, port: int | None = None, latency: float = 0.0
+) -> AsyncIterator[Running]:
+    """Serve ``corpus`` until the block exits. ``port`` must be the manifest's (the default).
+
+    Raises ``ValueError`` when ``port`` differs from the port the corpus's URLs name, and
+    ``OSError`` when an address cannot be bound (e.g. the port is taken).
+    """
+    started = time.perf_counter()
+    corpus, table, live, corpus_port, total = _load(corpus)
+    if port is not None and port != corpus_port:
+        raise ValueError(f"the corpus names port {corpus_port} in its URLs; cannot serve on {port}")
+    loaded = time.perf_counter()
+    running = Running(
+        corpus=corpus,
+        port=corpus_port,
+        addresses=live,
+        seeds_path=write_seeds(corpus, load_manifest(corpus)),
+        files=sum(len(files) for files in table.values()),
+        bytes=total,
+        load_seconds=loaded - started,
+        bind_seconds=0.0,
+        latency=latency,
+    )
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", _handler(table, running))  # type: ignore[arg-type]
+    runner = web.AppRunner(app, access_log=None, handle_signals=False)
+    await runner.setup()
+    try:
+        for address in live:
+            site = web.TCPSite(runner, address, corpus_port, backlog=BACKLOG, reuse_address=True)
+            await site.start()
+        running.bind_seconds = time.perf_counter() - loaded
+        yield running
+    finally:
+        await runner.cleanup()
+
+
+async def _main(corpus: Path, port: int | None, latency: float) -> int:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    async with serve(corpus, port=port, latency=latency) as running:
+        print(
+            f"# serving {running.files} files ({running.bytes / 1e6:.1f} MB) of"
+            f" {len(running.addresses)} hosts on port {running.port}; loaded in"
+            f" {running.load_seconds:.2f} s, bound in {running.bind_seconds:.2f} s;"
+            f" latency {latency * 1000:.0f} ms",
+            file=sys.stderr,
+            flush=True,
+        )
+        print(f"ready {running.seeds_path}", flush=True)
+        await stop.wait()
+        print(
+            f"# served {running.requests} requests ({running.not_found} 404),"
+            f" {running.bytes_sent / 1e6:.1f} MB",
+            file=sys.stderr,
+            flush=True,
+        )
+    return 0
+
+
+def new_event_loop() -> asyncio.AbstractEventLoop:
+    """uvloop's loop when installed, else asyncio's."""
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover - uvloop is a dependency on Linux
+        return asyncio.new_event_loop()
+    return uvloop.new_event_loop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        prog="python -m benchmarks.server",
+        description="Serve a benchmarks.webgen corpus on its loopback addresses until signalled.",
+    )
+    ap.add_argument("--corpus", type=Path, required=True, help="directory with manifest.json")
+    ap.add_argument("--port", type=int, help="must equal the corpus's port (the default)")
+    ap.add_argument("--latency", type=float, default=0.0, help="seconds before each response")
+    args = ap.parse_args(argv)
+    if args.latency < 0:
+        ap.error("--latency must be >= 0")
+    try:
+        with asyncio.Runner(loop_factory=new_event_loop) as runner:
+            return runner.run(_main(args.corpus, args.port, args.latency))
+    except (ValueError, OSError) as exc:
+        print(f"server: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
