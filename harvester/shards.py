@@ -163,7 +163,8 @@ def _run_inline(
     async def main() -> None:
         await run_shard(_aiter(seeds), cfg, send, resolver=resolver)
 
-    _event_loop_runner(cfg)(main())  # the CLI calls tune_gc(); a library caller's process is not ours
+    # No tune_gc() here: the CLI calls it; a library caller's process is not ours.
+    _event_loop_runner(cfg)(main())
 
 
 async def _aiter(seeds: Iterable[Seed | HarvesterError]) -> AsyncIterator[Seed]:
