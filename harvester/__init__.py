@@ -1,6 +1,17 @@
 """harvester: find every URL a site publishes in its sitemaps, fast, politely, safely.
 
-Public API (everything else is internal)::
+Public API (everything else is internal). Harvest hosts::
+
+    import asyncio
+    from harvester import harvest, load_config
+
+    async def main() -> None:
+        async for record in harvest(["example.com"], load_config()):
+            print(record["loc"], record["lastmod"])
+
+    asyncio.run(main())
+
+Read one sitemap from bytes::
 
     from harvester import SitemapReader, load_config
     reader = SitemapReader("https://example.com/sitemap.xml.gz", load_config().reader)
@@ -34,6 +45,7 @@ from harvester.models import (
     SitemapChild,
     UrlEntry,
 )
+from harvester.pipeline import harvest
 from harvester.reader import SitemapReader, read_bytes
 
 __all__ = [
@@ -54,6 +66,7 @@ __all__ = [
     "SitemapReader",
     "UrlEntry",
     "__version__",
+    "harvest",
     "load_config",
     "read_bytes",
 ]

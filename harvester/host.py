@@ -118,7 +118,8 @@ class HostWorker:
         ref_host = host_key(ref.url)
         # A child on another host (a CDN subdomain) is paced by that host's own slot.
         slot = self._scheduler.acquire(ref_host)
-        reader = SitemapReader(ref.url, self._cfg.reader)
+        # The host dedupes by canonical URL below; a second per-document set would be waste.
+        reader = SitemapReader(ref.url, self._cfg.reader, dedupe=False)
         status: int | None = None
         try:
             async with self._fetcher.stream(

@@ -87,12 +87,13 @@ class EntrySink:
 
     __slots__ = ("_cap", "_max_url", "_seen", "stats")
 
-    def __init__(self, stats: ReadStats, cfg: ReaderConfig) -> None:
+    def __init__(self, stats: ReadStats, cfg: ReaderConfig, *, dedupe: bool = True) -> None:
         self.stats = stats
         self._cap = cfg.max_entries_per_file
         self._max_url = cfg.max_url_length
-        # hash() of each loc: 8 bytes of key per entry instead of the whole string.
-        self._seen: set[int] = set()
+        # hash() of each loc: an int per entry instead of the whole string. None when
+        # the caller deduplicates anyway (the pipeline does, per host, by canonical URL).
+        self._seen: set[int] | None = set() if dedupe else None
 
     def accept(self, raw: str | None) -> str | None:
         """Validate one loc: trimmed, absolute http(s), not too long, not seen before."""
@@ -111,12 +112,13 @@ class EntrySink:
                 stats.dropped_too_long += 1
                 return None
             _flag(stats, f"loc longer than {PROTOCOL_MAX_LOC} characters")
-        key = hash(loc)
         seen = self._seen
-        if key in seen:
-            stats.dropped_duplicate += 1
-            return None
-        seen.add(key)
+        if seen is not None:
+            key = hash(loc)
+            if key in seen:
+                stats.dropped_duplicate += 1
+                return None
+            seen.add(key)
         return loc
 
     def count(self, child: bool = False) -> None:

@@ -43,12 +43,15 @@ __all__ = ["SitemapReader", "read_bytes"]
 class SitemapReader:
     """Incremental reader for one sitemap document (any kind, gzip or not)."""
 
-    def __init__(self, url: str | None = None, cfg: ReaderConfig | None = None) -> None:
+    def __init__(
+        self, url: str | None = None, cfg: ReaderConfig | None = None, *, dedupe: bool = True
+    ) -> None:
+        """``dedupe=False`` keeps repeated locs (for callers that deduplicate themselves)."""
         self.url = url
         cfg = cfg or ReaderConfig()
         self.stats = ReadStats()
         self._gzip = GzipStream(cfg.max_decompressed_bytes)
-        self._sink = EntrySink(self.stats, cfg)
+        self._sink = EntrySink(self.stats, cfg, dedupe=dedupe)
         self._max_url_length = cfg.max_url_length
         self._extensions = cfg.extensions
         self._head = b""  # bytes held until sniff() can decide the kind
