@@ -24,6 +24,8 @@ Read one sitemap from bytes::
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
 
 from harvester.config import Config, load_config
@@ -45,8 +47,30 @@ from harvester.models import (
     SitemapChild,
     UrlEntry,
 )
-from harvester.pipeline import harvest
-from harvester.reader import SitemapReader, read_bytes
+
+if TYPE_CHECKING:
+    from harvester.pipeline import harvest
+    from harvester.reader import SitemapReader, read_bytes
+
+# The network and parsing layers (aiohttp, lxml: ~30 MB) load on first use, so
+# processes that only dispatch and write (the run's parent) stay small.
+_LAZY = {
+    "harvest": "harvester.pipeline",
+    "SitemapReader": "harvester.reader",
+    "read_bytes": "harvester.reader",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'harvester' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "Config",

@@ -20,10 +20,6 @@ from harvester import __version__
 from harvester.config import load_config
 from harvester.errors import ConfigError
 from harvester.normalize import host_of
-from harvester.reader import SitemapReader
-from harvester.records import record
-from harvester.report import summary_table
-from harvester.sink import encode_record
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -159,6 +155,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run_command(ns: argparse.Namespace, cfg: Config) -> int:
+    from harvester.report import summary_table
     from harvester.seeds import open_lines
     from harvester.shards import RunFailed, run_job, tune_gc
 
@@ -193,6 +190,8 @@ def _run_command(ns: argparse.Namespace, cfg: Config) -> int:
 
 
 def _parse_command(path: str, url: str | None, output: str, cfg: ReaderConfig) -> int:
+    from harvester.reader import SitemapReader
+
     try:
         src: BinaryIO = sys.stdin.buffer if path == "-" else open(path, "rb")  # noqa: SIM115
     except OSError as exc:
@@ -228,6 +227,9 @@ def _parse_command(path: str, url: str | None, output: str, cfg: ReaderConfig) -
 
 
 def _write(out: BinaryIO, entries: list[Entry], sitemap: str | None, host: str | None) -> None:
+    from harvester.records import record
+    from harvester.sink import encode_record
+
     if entries:
         # The same encoder as `harvester run`, so both verbs print identical records.
         out.write(b"".join(encode_record(record(e, sitemap, host)) for e in entries))

@@ -17,10 +17,8 @@ sitemaps (DESIGN.md: report violations instead of dropping them silently).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
-
-import tldextract
 
 from harvester.errors import ConnectError, FetchTimeout, HTTPStatusError
 from harvester.frontier import SitemapRef
@@ -35,9 +33,23 @@ if TYPE_CHECKING:
 
 __all__ = ["Discovered", "child_allowed", "discover", "registrable_domain"]
 
-# The bundled public-suffix snapshot only: tldextract would otherwise download the
-# list at first use, and harvester never makes requests it was not asked to make.
-_EXTRACT = tldextract.TLDExtract(suffix_list_urls=(), cache_dir=None)
+_EXTRACT: Any = None  # the tldextract instance, built on first use (see _extractor)
+
+
+def _extractor() -> Any:
+    """The public-suffix matcher, built on first cross-host question.
+
+    Lazily, because it costs ~19 MB per process and most hosts never list a
+    child on another host. The bundled snapshot only (``suffix_list_urls=()``):
+    tldextract would otherwise download the list, and harvester never makes
+    requests it was not asked to make.
+    """
+    global _EXTRACT
+    if _EXTRACT is None:
+        import tldextract
+
+        _EXTRACT = tldextract.TLDExtract(suffix_list_urls=(), cache_dir=None)
+    return _EXTRACT
 
 
 @dataclass(slots=True)
@@ -57,8 +69,9 @@ def registrable_domain(host: str) -> str:
     IP addresses and single-label names are their own registrable domain.
     """
     hostname = host.rsplit(":", 1)[0] if host.count(":") == 1 else host
-    result = _EXTRACT(hostname)
-    return result.top_domain_under_public_suffix or hostname
+    result = _extractor()(hostname)
+    domain: str = result.top_domain_under_public_suffix
+    return domain or hostname
 
 
 def child_allowed(child_url: str, host: str, policy: str, declared: frozenset[str]) -> bool:

@@ -35,7 +35,6 @@ import traceback
 from typing import TYPE_CHECKING, Any
 
 from harvester.errors import HarvesterError
-from harvester.pipeline import HostDone, RecordBatch, run_shard
 from harvester.report import Progress, RunReport, write_report
 from harvester.seeds import Seed, SeedReader
 from harvester.sink import JsonlSink, encode_record
@@ -47,6 +46,9 @@ if TYPE_CHECKING:
 
     from harvester.config import Config
     from harvester.pipeline import OutputItem
+
+# harvester.pipeline (aiohttp, lxml: ~30 MB) is imported inside the functions that
+# run shards, so the parent process, which only dispatches and writes, stays small.
 
 __all__ = ["RunFailed", "run_job", "shard_of", "tune_gc"]
 
@@ -154,6 +156,8 @@ def run_job(
 def _run_inline(
     cfg: Config, seeds: SeedReader, writer: _Writer, resolver: AbstractResolver | None
 ) -> None:
+    from harvester.pipeline import RecordBatch, run_shard
+
     async def send(item: OutputItem) -> None:
         if isinstance(item, RecordBatch):
             writer.records(b"".join(map(encode_record, item.records)), len(item.records))
@@ -297,6 +301,8 @@ def _worker_main(index: int, cfg: Config, seeds: Any, results: Any) -> None:
 
 
 async def _worker(index: int, cfg: Config, seeds: Any, results: Any) -> None:
+    from harvester.pipeline import HostDone, RecordBatch, run_shard
+
     loop = asyncio.get_running_loop()
     buffer: list[bytes] = []
     size = 0
