@@ -12,7 +12,10 @@ Verbs:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
+import signal
 import sys
 from typing import TYPE_CHECKING
 
@@ -22,15 +25,18 @@ from harvester.errors import ConfigError
 from harvester.normalize import host_of
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterator, Sequence
+    from types import FrameType
     from typing import Any, BinaryIO
 
     from harvester.config import Config, ReaderConfig
     from harvester.models import Entry
+    from harvester.shutdown import Stop
 
 __all__ = ["main"]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_TERMINATED = 143  # 128 + SIGTERM, as a shell reports a process killed by it
 _READ_SIZE = 1 << 16
 
 
@@ -87,7 +93,10 @@ def _run_parser(sub: Any) -> None:
             " /sitemap.xml and the other discovery.fallback_paths. Records (JSON Lines) go to"
             " --output; a per-host report and a run report go beside it. Exit status: 0 all"
             " hosts processed (per-host failures are in the report), 1 the run itself failed,"
-            " 2 usage or config error, 130 interrupted."
+            " 2 usage or config error, 130 interrupted (SIGINT), 143 terminated (SIGTERM)."
+            " On SIGINT/SIGTERM no new host is started, hosts in flight get"
+            " run.shutdown_grace seconds to finish, then the output is flushed and left as"
+            " OUTPUT.part and the report is marked interrupted; a second signal stops at once."
         ),
     )
     r.add_argument("domains", nargs="*", metavar="DOMAIN", help="hosts or URLs to harvest")
@@ -158,6 +167,7 @@ def _run_command(ns: argparse.Namespace, cfg: Config) -> int:
     from harvester.report import summary_table
     from harvester.seeds import open_lines
     from harvester.shards import RunFailed, run_job, tune_gc
+    from harvester.shutdown import Stop
 
     if not ns.domains and not ns.input:
         print(
@@ -168,25 +178,55 @@ def _run_command(ns: argparse.Namespace, cfg: Config) -> int:
     report = ns.report
     if report is None and ns.output != "-":
         report = f"{ns.output}.report.json"
-    try:
-        run = run_job(
-            cfg,
-            open_lines(ns.domains, ns.input),
-            ns.output,
-            report_path=report,
-            progress=ns.progress,
-        )
-    except KeyboardInterrupt:
+    stop = Stop()
+    with _graceful_signals(stop):
+        try:
+            run = run_job(
+                cfg,
+                open_lines(ns.domains, ns.input),
+                ns.output,
+                report_path=report,
+                progress=ns.progress,
+                stop=stop,
+            )
+        except KeyboardInterrupt:
+            run = None
+        except (RunFailed, OSError) as exc:
+            print(f"harvester: run failed: {exc}", file=sys.stderr)
+            return EXIT_FAILED
+    if run is None or run.interrupted:
+        if run is not None:
+            print(summary_table(run), file=sys.stderr)
         print(
             "harvester: interrupted; output left as .part, report marked interrupted",
             file=sys.stderr,
         )
-        return EXIT_INTERRUPTED
-    except (RunFailed, OSError) as exc:
-        print(f"harvester: run failed: {exc}", file=sys.stderr)
-        return EXIT_FAILED
+        return EXIT_TERMINATED if stop.signum == signal.SIGTERM else EXIT_INTERRUPTED
     print(summary_table(run), file=sys.stderr)
     return EXIT_OK
+
+
+@contextlib.contextmanager
+def _graceful_signals(stop: Stop) -> Iterator[None]:
+    """SIGINT/SIGTERM set ``stop`` (a graceful stop); a second one interrupts at once."""
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        if stop.is_set():
+            raise KeyboardInterrupt  # the user insists: stop now (output still .part)
+        stop.set(signum)
+        # os.write, not print: the handler may interrupt a print to stderr (reentrancy).
+        os.write(
+            2,
+            f"\nharvester: {signal.Signals(signum).name}: finishing the hosts in flight;"
+            " send it again to stop at once\n".encode(),
+        )
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
 
 
 def _parse_command(path: str, url: str | None, output: str, cfg: ReaderConfig) -> int:

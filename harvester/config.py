@@ -25,16 +25,21 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from harvester import __version__
 from harvester.errors import ConfigError
+from harvester.guard import parse_allow
 
 if TYPE_CHECKING:
     from pathlib import Path
 
 __all__ = [
     "Config",
+    "DedupeConfig",
     "DiscoveryConfig",
     "FetchConfig",
     "HostPolicy",
     "LimitsConfig",
+    "NormalizeConfig",
+    "NormalizeOverride",
+    "NormalizeRules",
     "OutputConfig",
     "PolitenessConfig",
     "ReaderConfig",
@@ -89,10 +94,17 @@ class FetchConfig:
     max_connections: int = 256
     dns_cache_ttl: int = 300
     chunk_size: int = 65_536
-    allow_private: bool = True
+    # SSRF guard (harvester.guard): refuse non-public peers unless allowed here.
+    allow_private: bool = False
+    allow: tuple[str, ...] = ()  # CIDR networks and host names allowed even when private
 
     def __post_init__(self) -> None:
         _positive(self, "fetch")
+        for i, entry in enumerate(self.allow):
+            try:
+                parse_allow((entry,))
+            except ValueError as exc:
+                raise ConfigError(str(exc), key=f"fetch.allow[{i}]") from None
 
     def __repr__(self) -> str:
         # Proxy URLs may carry credentials: never print them.
@@ -147,9 +159,81 @@ class LimitsConfig:
     max_sitemaps_per_host: int = 1_000
     max_urls_per_host: int = 10_000_000
     max_host_seconds: float = 3_600.0
+    max_children_per_index: int = 50_000  # the protocol's limit; further children are skipped
 
     def __post_init__(self) -> None:
         _positive(self, "limits")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NormalizeRules:
+    """One set of URL canonicalization rules (``harvester.normalize`` applies them)."""
+
+    sort_query: bool = True
+    # Removed from queries; case-insensitive, '*' as a trailing wildcard.
+    tracking_params: tuple[str, ...] = ("utm_*", "fbclid", "gclid", "msclkid")
+    # Removed from queries and from ';name=value' path parameters.
+    session_params: tuple[str, ...] = ("jsessionid", "phpsessid", "sessionid")
+    keep_hashbang: bool = True  # keep '#!' routes (every other fragment is dropped)
+    strip_trailing_slash: bool = False  # '/a/' -> '/a' (off: it can change the page)
+
+    def __post_init__(self) -> None:
+        for name in ("tracking_params", "session_params"):
+            for pattern in getattr(self, name):
+                if not pattern or "*" in pattern[:-1] or pattern == "*":
+                    raise ConfigError(
+                        f"bad parameter pattern {pattern!r} ('*' only as a suffix)",
+                        key=f"normalize.{name}",
+                    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NormalizeOverride:
+    """Per-host changes to the ``[normalize]`` rules; a key left out inherits them."""
+
+    sort_query: bool | None = None
+    tracking_params: tuple[str, ...] | None = None
+    session_params: tuple[str, ...] | None = None
+    keep_hashbang: bool | None = None
+    strip_trailing_slash: bool | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NormalizeConfig(NormalizeRules):
+    """Default canonicalization rules plus per-host overrides (keyed by host name)."""
+
+    hosts: MappingProxyType[str, NormalizeOverride] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
+
+    def rules_for(self, host: str) -> NormalizeRules:
+        """The rules for ``host``: the defaults with its override's keys applied."""
+        base = {f.name: getattr(self, f.name) for f in dataclasses.fields(NormalizeRules)}
+        override = self.hosts.get(host)
+        if override is not None:
+            for f in dataclasses.fields(override):
+                value = getattr(override, f.name)
+                if value is not None:
+                    base[f.name] = value
+        return NormalizeRules(**base)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DedupeConfig:
+    """The per-host seen-set (``harvester.dedupe.SeenSet``)."""
+
+    mode: Literal["exact", "bloom"] = "exact"  # bloom may drop new URLs (false positives)
+    spill_threshold: int = 20_000_000  # fingerprints in memory per host before spilling to disk
+    bloom_capacity: int = 100_000_000  # URLs per host the Bloom filter is sized for
+    bloom_error_rate: float = 0.000001  # its false-positive rate at capacity
+
+    def __post_init__(self) -> None:
+        _positive(self, "dedupe")
+        for name in ("spill_threshold", "bloom_capacity"):
+            if getattr(self, name) <= 0:
+                raise ConfigError("must be > 0", key=f"dedupe.{name}")
+        if not 0 < self.bloom_error_rate < 1:
+            raise ConfigError("must be between 0 and 1", key="dedupe.bloom_error_rate")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -160,6 +244,7 @@ class RunConfig:
     hosts_in_flight: int = 64  # per worker
     queue_size: int = 256
     uvloop: bool = True  # use uvloop when installed
+    shutdown_grace: float = 10.0  # seconds in-flight hosts get to finish after SIGINT/SIGTERM
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -179,6 +264,8 @@ class Config:
     politeness: PolitenessConfig = field(default_factory=PolitenessConfig)
     discovery: DiscoveryConfig = field(default_factory=DiscoveryConfig)
     limits: LimitsConfig = field(default_factory=LimitsConfig)
+    normalize: NormalizeConfig = field(default_factory=NormalizeConfig)
+    dedupe: DedupeConfig = field(default_factory=DedupeConfig)
     run: RunConfig = field(default_factory=RunConfig)
     output: OutputConfig = field(default_factory=OutputConfig)
 

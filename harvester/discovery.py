@@ -61,6 +61,7 @@ class Discovered:
     origin: str = ""
     source: str = "none"  # robots | fallback | seed | none
     robots_status: int | None = None  # HTTP status of robots.txt (None: not fetched)
+    robots_truncated: bool = False  # robots.txt was longer than fetch.max_robots_bytes
 
 
 def registrable_domain(host: str) -> str:
@@ -97,31 +98,32 @@ async def discover(seed: Seed, fetcher: Fetcher, slot: HostSlot, cfg: Config) ->
         )
     robots_url = seed.robots or f"{seed.origin}/robots.txt"
     try:
-        robots, origin, status = await _fetch_robots(robots_url, fetcher, slot, cfg)
+        found = await _fetch_robots(robots_url, fetcher, slot, cfg)
     except (ConnectError, FetchTimeout):
         if seed.explicit_scheme or not seed.origin.startswith("https://"):
             raise
         # A bare domain: many small sites still serve only plain http.
         http_origin = "http://" + seed.origin.removeprefix("https://")
-        robots, origin, status = await _fetch_robots(
-            f"{http_origin}/robots.txt", fetcher, slot, cfg
-        )
+        found = await _fetch_robots(f"{http_origin}/robots.txt", fetcher, slot, cfg)
+    robots = found.robots
     if robots.crawl_delay and cfg.politeness.respect_crawl_delay:
         slot.slow_down(min(robots.crawl_delay, cfg.politeness.max_crawl_delay))
     if robots.sitemaps:
-        refs = [SitemapRef(url, source="robots") for url in robots.sitemaps]
-        return Discovered(refs, robots, origin, "robots", status)
-    probes = [f"{origin}{path}" for path in cfg.discovery.fallback_paths]
-    if not probes:
-        return Discovered([], robots, origin, "none", status)
-    first = SitemapRef(probes[0], source="fallback", fallbacks=tuple(probes[1:]))
-    return Discovered([first], robots, origin, "fallback", status)
+        found.refs = [SitemapRef(url, source="robots") for url in robots.sitemaps]
+        found.source = "robots"
+        return found
+    probes = [f"{found.origin}{path}" for path in cfg.discovery.fallback_paths]
+    if probes:
+        found.refs = [SitemapRef(probes[0], source="fallback", fallbacks=tuple(probes[1:]))]
+        found.source = "fallback"
+    return found
 
 
-async def _fetch_robots(
-    url: str, fetcher: Fetcher, slot: HostSlot, cfg: Config
-) -> tuple[RobotsTxt, str, int]:
-    """Fetch and parse robots.txt; return it, the origin it was finally served from, the status."""
+async def _fetch_robots(url: str, fetcher: Fetcher, slot: HostSlot, cfg: Config) -> Discovered:
+    """Fetch and parse robots.txt: the rules, the origin it was finally served from, its status.
+
+    Refs and source are left for ``discover`` to fill in.
+    """
     cap = cfg.fetch.max_robots_bytes
     try:
         async with fetcher.stream(url, slot) as body:
@@ -130,15 +132,16 @@ async def _fetch_robots(
             async for chunk in body.chunks():
                 parts.append(chunk)
                 size += len(chunk)
-                if size >= cap:
+                if size > cap:
                     break  # like Google: read the first max_robots_bytes, ignore the rest
             final, status = body.url, body.status
     except HTTPStatusError as exc:
         if 400 <= exc.status < 500:
-            return RobotsTxt(), _origin(url), exc.status  # no robots.txt: everything allowed
+            # No robots.txt: everything allowed.
+            return Discovered([], origin=_origin(url), robots_status=exc.status)
         raise
-    data = b"".join(parts)[:cap]
-    return parse_robots(data, final, cfg.fetch.user_agent), _origin(final), status
+    robots = parse_robots(b"".join(parts)[:cap], final, cfg.fetch.user_agent)
+    return Discovered([], robots, _origin(final), robots_status=status, robots_truncated=size > cap)
 
 
 def _origin(url: str) -> str:

@@ -11,6 +11,7 @@ per-host report) and, when known, the ``url`` it concerns::
     │   ├── ConnectError                   connect
     │   ├── FetchTimeout (+TimeoutError)   timeout
     │   ├── HTTPStatusError                http_status         (status, retry_after)
+    │   │   └── Blocked                    blocked             bot challenge (403 + cf-mitigated)
     │   ├── TooManyRedirects               redirects
     │   ├── ForbiddenAddress               forbidden_address   SSRF guard refused the peer
     │   └── BodyTooLarge                   too_large           compressed body over the cap
@@ -33,6 +34,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 __all__ = [
+    "Blocked",
     "BodyTooLarge",
     "ConfigError",
     "ConnectError",
@@ -96,9 +98,10 @@ class InputError(HarvesterError):
 
 
 class FetchError(HarvesterError):
-    """A body could not be fetched."""
+    """A body could not be fetched; ``attempts`` counts the requests made, when known."""
 
     kind = "fetch"
+    attempts: int | None = None  # set by whoever made the requests (fetch, host retries)
 
 
 class DNSError(FetchError):
@@ -130,6 +133,15 @@ class HTTPStatusError(FetchError):
         super().__init__(message, url=url)
         self.status = status
         self.retry_after = retry_after
+
+
+class Blocked(HTTPStatusError):
+    """A bot-protection challenge answered instead of the file (403 with ``cf-mitigated``).
+
+    Retrying will not help; the site must allow the crawler (or be skipped).
+    """
+
+    kind = "blocked"
 
 
 class TooManyRedirects(FetchError):

@@ -20,6 +20,10 @@ Retries (``cfg.retries`` after the first attempt) happen before the body is
 handed over: on connection errors, timeouts, 408, 429 and 5xx, with
 exponential backoff and full jitter, or the server's Retry-After on 429/503.
 Once ``stream`` has yielded, errors are final.
+
+The SSRF guard (``harvester.guard``) is enforced by ``GuardedConnector`` on
+every address about to be dialed, redirect hops included; a refusal is a
+``ForbiddenAddress``, never retried. Only http and https URLs are requested.
 """
 
 from __future__ import annotations
@@ -34,29 +38,39 @@ import re
 import socket
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 import aiohttp
+import yarl
 
 from harvester.errors import (
+    Blocked,
     BodyTooLarge,
     ConnectError,
     DNSError,
     FetchError,
     FetchTimeout,
+    ForbiddenAddress,
     HTTPStatusError,
     TooManyRedirects,
 )
+from harvester.guard import ALLOWED_SCHEMES, AddressPolicy
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+    from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
     from contextlib import AbstractAsyncContextManager
     from types import TracebackType
+
+    from aiohttp.abc import ResolveResult
+    from aiohttp.client_proto import ResponseHandler
+    from aiohttp.client_reqrep import ClientRequest
+    from aiohttp.tracing import Trace
 
     from harvester.config import FetchConfig
     from harvester.scheduler import HostSlot
 
-__all__ = ["Body", "Fetcher", "retry_after_seconds"]
+__all__ = ["Body", "Fetcher", "GuardedConnector", "retry_after_seconds"]
 
 logger = logging.getLogger(__name__)
 
@@ -102,6 +116,8 @@ def _map_error(exc: BaseException, url: str, cfg: FetchConfig) -> FetchError:
     # Order matters: several aiohttp classes subclass each other (and TimeoutError).
     if isinstance(exc, aiohttp.TooManyRedirects):
         return TooManyRedirects(f"more than {cfg.max_redirects} redirects", url=url)
+    if isinstance(exc, aiohttp.NonHttpUrlRedirectClientError):
+        return ForbiddenAddress(f"redirect to a URL that is not http(s): {detail}", url=url)
     if isinstance(exc, aiohttp.ClientResponseError):
         return HTTPStatusError(f"HTTP {exc.status} {exc.message}", url=url, status=exc.status)
     if isinstance(exc, aiohttp.ClientConnectorDNSError) or (
@@ -117,10 +133,56 @@ def _map_error(exc: BaseException, url: str, cfg: FetchConfig) -> FetchError:
 
 def _retryable(error: FetchError) -> bool:
     # Transient by nature: resets, stalls, overload. A missing name (DNSError),
-    # a redirect loop or a bad URL will not change in the next few seconds.
+    # a redirect loop, a bad URL or a refused address (ForbiddenAddress) will not
+    # change in the next few seconds.
     if isinstance(error, HTTPStatusError):
         return error.status in (408, 429) or error.status >= 500
     return isinstance(error, ConnectError | FetchTimeout)
+
+
+class GuardedConnector(aiohttp.TCPConnector):
+    """A ``TCPConnector`` that dials only the addresses the ``AddressPolicy`` allows.
+
+    ``_resolve_host`` is the single step between a request (first or
+    redirected) and ``connect()``, for names and IP literals alike, and its
+    answer is what gets dialed; see ``harvester.guard`` for why the check lives
+    here. It is aiohttp-private API: tests/integration/test_ssrf.py fails if an
+    aiohttp upgrade stops routing connections through it.
+    """
+
+    def __init__(self, policy: AddressPolicy, *, proxy: str | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._policy = policy
+        # The configured proxy is operator configuration: its own address is trusted.
+        proxy_url = yarl.URL(proxy) if proxy else None
+        self._proxy_key = (proxy_url.raw_host, proxy_url.port) if proxy_url else None
+
+    async def _resolve_host(
+        self, host: str, port: int, traces: Sequence[Trace] | None = None
+    ) -> list[ResolveResult]:
+        answers = await super()._resolve_host(host, port, traces=traces)
+        policy = self._policy
+        if not policy.enabled or (host, port) == self._proxy_key:
+            return answers
+        # Filter, not all-or-nothing: a name with one public and one private
+        # answer is served from the public one only. The DNS cache keeps the
+        # full answer; the filter runs again at every connect (rebinding).
+        allowed = [a for a in answers if policy.reason(a["host"], host=host) is None]
+        if answers and not allowed:
+            policy.check(answers[0]["host"], host=host)  # raises ForbiddenAddress, naming why
+        return allowed
+
+    async def _create_connection(
+        self,
+        req: ClientRequest,
+        traces: list[Trace],
+        timeout: aiohttp.ClientTimeout,  # noqa: ASYNC109 - aiohttp's signature
+    ) -> ResponseHandler:
+        # Through a proxy the target is resolved by the proxy, never here: an
+        # IP-literal target is the only address we can still judge.
+        if req.proxy is not None and req.url.raw_host is not None:
+            self._policy.check_literal(req.url.raw_host)
+        return await super()._create_connection(req, traces, timeout)
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,7 +274,9 @@ class Fetcher:
 
     Create it with ``async with`` inside the running loop (the session and its
     connector are loop-bound). ``resolver`` replaces aiohttp's threaded
-    resolver (tests map names to loopback); the caller owns and closes it.
+    resolver (tests map names to loopback); the caller owns and closes it. The
+    connector is a ``GuardedConnector``: whatever the resolver answers, only
+    addresses ``cfg.allow_private``/``cfg.allow`` permit are dialed.
     ``sleep`` and ``rng`` drive the retry backoff, so tests can record delays.
 
     Example::
@@ -240,7 +304,9 @@ class Fetcher:
         if self._session is not None:
             raise RuntimeError("Fetcher is already open")
         cfg = self._cfg
-        connector = aiohttp.TCPConnector(
+        connector = GuardedConnector(
+            AddressPolicy(allow_private=cfg.allow_private, allow=cfg.allow),
+            proxy=cfg.proxy,
             limit=cfg.max_connections,
             ttl_dns_cache=cfg.dns_cache_ttl,
             use_dns_cache=True,
@@ -303,6 +369,10 @@ class Fetcher:
         headers: Mapping[str, str] | None,
     ) -> AsyncIterator[Body]:
         cfg = self._cfg
+        scheme = urlsplit(url).scheme.lower()
+        if scheme not in ALLOWED_SCHEMES:
+            # Before the slot: a refused URL costs the host no politeness time.
+            raise ForbiddenAddress(f"scheme {scheme or '(none)'!r} is not http or https", url=url)
         loop = asyncio.get_running_loop()
         deadline: float | None = None  # loop time; fixed when the slot first admits us
         attempt = 0
@@ -336,6 +406,9 @@ class Fetcher:
                     error, cause = _map_error(exc, url, cfg), exc
                 except aiohttp.ClientError as exc:
                     error, cause = _map_error(exc, url, cfg), exc
+                except ForbiddenAddress as exc:
+                    # Raised by GuardedConnector, which knows the peer but not the URL.
+                    raise ForbiddenAddress(exc.message, url=url) from exc
                 else:
                     assert deadline is not None  # set before the request was sent
                     outcome = self._check_response(response, url, cap)
@@ -363,6 +436,7 @@ class Fetcher:
             # Give up now rather than sleep into a FetchTimeout: the last real
             # error (say, the 429 and its Retry-After) says more to the report.
             if delay is None or loop.time() + delay >= deadline:
+                error.attempts = attempt  # the report's retry count
                 raise error from cause
             logger.debug(
                 "retrying %s in %.2fs after attempt %d: %s",
@@ -391,9 +465,11 @@ class Fetcher:
             if seconds is not None:
                 retry_after = min(seconds, self._cfg.retry_after_max)
         reason = response.reason or ""
-        return HTTPStatusError(
-            f"HTTP {status} {reason}".rstrip(), url=url, status=status, retry_after=retry_after
-        )
+        message = f"HTTP {status} {reason}".rstrip()
+        if status == 403 and response.headers.get("cf-mitigated", "").lower() == "challenge":
+            # A bot challenge page, not the file: say so, a retry would meet it again.
+            return Blocked(f"{message} (bot challenge)", url=url, status=status)
+        return HTTPStatusError(message, url=url, status=status, retry_after=retry_after)
 
     def _retry_delay(self, error: FetchError, attempt: int) -> float | None:
         """Seconds to wait before attempt ``attempt + 1``, or None to give up."""

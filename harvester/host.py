@@ -14,11 +14,19 @@ cannot deadlock (see ``pipeline.py``).
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from typing import TYPE_CHECKING
 
 from harvester.discovery import child_allowed, discover
-from harvester.errors import FetchError, HTTPStatusError, NotASitemap
+from harvester.errors import (
+    Blocked,
+    ConnectError,
+    FetchError,
+    FetchTimeout,
+    HTTPStatusError,
+    NotASitemap,
+)
 from harvester.frontier import Admission, Frontier, SitemapRef
 from harvester.models import SitemapChild, UrlEntry
 from harvester.normalize import canonical
@@ -40,6 +48,8 @@ if TYPE_CHECKING:
     Emit = Callable[[list[dict[str, Any]]], Awaitable[None]]
 
 __all__ = ["HostWorker"]
+
+logger = logging.getLogger(__name__)
 
 _BATCH = 1024  # records per emitted batch: amortises queue and IPC overhead
 
@@ -67,6 +77,11 @@ class HostWorker:
         self._seen_urls: set[int] = set()  # hash of each canonical URL emitted for this host
         self._batch: list[dict[str, Any]] = []
         self._url_cap_hit = False
+        self._children = 0  # children of the index being read (reset per sitemap)
+        # Re-fetch after a broken body: URL entries the current read of the file has
+        # passed, and how far earlier reads of it got (seen-hits up to there are replays).
+        self._position = 0
+        self._replayed = 0
 
     async def run(self) -> HostReport:
         """Harvest the host; return its report (never raises for host-level failures)."""
@@ -94,6 +109,8 @@ class HostWorker:
         # "fallback" becomes "fallback:<url>" when a probe hits; until then nothing was found.
         self.report.discovery = "none" if found.source == "fallback" else found.source
         self.report.robots_status = found.robots_status
+        if found.robots_truncated:
+            self.report.limit("max_robots_bytes")
         self._declared = frozenset(found.robots.sitemaps)
         for ref in found.refs:
             self._admit(ref)
@@ -114,41 +131,94 @@ class HostWorker:
             self.report.limit(admission.value)
 
     async def _sitemap(self, ref: SitemapRef) -> None:
-        """Fetch one sitemap and stream it through the reader into records and children."""
+        """Fetch one sitemap and stream it through the reader into records and children.
+
+        A connection that breaks or stalls while the body streams (``ConnectError``,
+        or ``FetchTimeout`` before the file's total deadline) is fetched again from
+        the start, up to ``fetch.retries`` times: the fetcher retries only until it
+        hands over a body, so this is the retry for the body itself. A body that
+        used up its whole deadline is not fetched again (it would only do it again).
+        The re-read starts a fresh reader; entries the broken attempt already
+        emitted are dropped by the host's per-URL dedupe, so no record is emitted
+        twice, and they are not counted as duplicates either (see ``_entries``).
+        """
         ref_host = host_key(ref.url)
         # A child on another host (a CDN subdomain) is paced by that host's own slot.
         slot = self._scheduler.acquire(ref_host)
-        # The host dedupes by canonical URL below; a second per-document set would be waste.
-        reader = SitemapReader(ref.url, self._cfg.reader, dedupe=False)
-        status: int | None = None
+        attempts = 0  # requests made for this file, over every re-fetch
+        retries = self._cfg.fetch.retries
+        self._position = self._replayed = 0
+        self._children = 0
         try:
-            async with self._fetcher.stream(
-                ref.url, slot, max_bytes=self._cfg.fetch.max_body_bytes
-            ) as body:
-                status = body.status
-                if body.url != ref.url:
-                    self._frontier.mark_seen(body.url)
-                async for chunk in body.chunks():
-                    self.report.bytes += len(chunk)
-                    entries = reader.feed(chunk)
-                    if entries:
-                        await self._entries(entries, ref)
-                    if reader.failed:
-                        break
-            await self._entries(reader.finish(), ref)
-        except HTTPStatusError as exc:
-            if ref.fallbacks and 400 <= exc.status < 500:
-                self._next_probe(ref)
+            for refetch in range(retries + 1):
+                # The host dedupes by canonical URL; a second per-document set would be waste.
+                reader = SitemapReader(ref.url, self._cfg.reader, dedupe=False)
+                status: int | None = None
+                received = 0  # bytes of this attempt's body
+                streaming = False  # set once the body is handed over
+                started = time.monotonic()
+                # Entries up to where earlier attempts got were already handled once.
+                self._replayed = max(self._replayed, self._position)
+                self._position = 0
+                try:
+                    async with self._fetcher.stream(
+                        ref.url, slot, max_bytes=self._cfg.fetch.max_body_bytes
+                    ) as body:
+                        status = body.status
+                        attempts += body.attempts
+                        streaming = True
+                        if body.url != ref.url:
+                            self._frontier.mark_seen(body.url)
+                            if not self._redirect_allowed(ref, body.url):
+                                return
+                        async for chunk in body.chunks():
+                            received += len(chunk)
+                            self.report.bytes += len(chunk)
+                            entries = reader.feed(chunk)
+                            if entries:
+                                await self._entries(entries, ref)
+                            if reader.failed:
+                                break
+                    await self._entries(reader.finish(), ref)
+                except HTTPStatusError as exc:
+                    if ref.fallbacks and 400 <= exc.status < 500 and not isinstance(exc, Blocked):
+                        self._next_probe(ref)
+                        return
+                    self._failed(exc, status=exc.status, attempts=attempts + (exc.attempts or 1))
+                    return
+                except (ConnectError, FetchTimeout) as exc:
+                    deadline_passed = time.monotonic() - started >= self._cfg.fetch.total_timeout
+                    if streaming and refetch < retries and not deadline_passed:
+                        logger.debug("re-fetching %s after a broken body: %s", ref.url, exc)
+                        continue
+                    if not streaming:
+                        attempts += exc.attempts or 1
+                    # Entries read before the failure were already emitted; keep them.
+                    self._failed(exc, status=status, attempts=attempts, bytes_read=received)
+                    return
+                except FetchError as exc:
+                    if not streaming:
+                        attempts += exc.attempts or 1
+                    self._failed(exc, status=status, attempts=attempts, bytes_read=received)
+                    return
+                self._done(ref, reader.result())
                 return
-            self._failed(exc, status=exc.status)
-            return
-        except FetchError as exc:
-            # Entries read before the failure were already emitted; keep them.
-            self._failed(exc, status=status)
-            return
         finally:
             self._scheduler.release(ref_host)
-        self._done(ref, reader.result())
+
+    def _redirect_allowed(self, ref: SitemapRef, final_url: str) -> bool:
+        """Apply the cross-host policy to where a sitemap redirected to.
+
+        aiohttp follows redirects itself, so the request to the other host was
+        made (the SSRF guard vetted its address); what the policy decides is
+        whether its content counts. Refused targets are reported as cross_host.
+        """
+        if host_key(final_url) == host_key(ref.url) or child_allowed(
+            final_url, self.host, self._cfg.discovery.cross_host, self._declared
+        ):
+            return True
+        self.report.skip_cross_host(final_url)
+        return False
 
     def _done(self, ref: SitemapRef, result: ReadResult) -> None:
         report = self.report
@@ -170,9 +240,16 @@ class HostWorker:
         nxt, *rest = ref.fallbacks
         self._frontier.push(SitemapRef(nxt, source="fallback", fallbacks=tuple(rest)))
 
-    def _failed(self, exc: FetchError, *, status: int | None) -> None:
+    def _failed(
+        self,
+        exc: FetchError,
+        *,
+        status: int | None,
+        attempts: int | None = None,
+        bytes_read: int | None = None,
+    ) -> None:
         self.report.sitemaps_failed += 1
-        self.report.fail(exc, status=status, attempts=getattr(exc, "attempts", None))
+        self.report.fail(exc, status=status, attempts=attempts, bytes_read=bytes_read)
 
     async def _entries(self, entries: list[Entry], ref: SitemapRef) -> None:
         """Turn reader entries into records (deduplicated per host) and frontier refs."""
@@ -184,14 +261,19 @@ class HostWorker:
         sitemap = ref.url
         cap = self._cfg.limits.max_urls_per_host
         report = self.report
+        position, replayed = self._position, self._replayed
         for entry in entries:
             if type(entry) is UrlEntry:
                 if self._url_cap_hit:
                     continue
                 url = canonical(entry.loc)
                 key = hash(url)
+                position += 1
                 if key in seen:
-                    report.duplicates += 1
+                    # Within what a broken earlier read of this file already handled,
+                    # a seen URL is that read's record (or duplicate) again: not counted.
+                    if position > replayed:
+                        report.duplicates += 1
                     continue
                 if report.urls >= cap:
                     self._url_cap_hit = True
@@ -201,9 +283,14 @@ class HostWorker:
                 report.urls += 1
                 batch.append(record(entry, sitemap, host, url=url))
             elif isinstance(entry, SitemapChild):
+                self._children += 1
+                if self._children > self._cfg.limits.max_children_per_index:
+                    report.limit("max_children_per_index")
+                    continue
                 self._admit(
                     SitemapRef(entry.loc, ref.depth + 1, "index", entry.lastmod, parent=sitemap)
                 )
+        self._position = position
         if len(batch) >= _BATCH:
             await self._flush()
 

@@ -18,6 +18,14 @@ Workers encode records to JSON Lines themselves and send blocks of about
 is a thread so the parent can keep draining results while it waits on a full
 seed queue (waiting on both in one thread could deadlock). With one worker
 the shard runs in the parent process and writes directly.
+
+Shutdown (``harvester run`` on SIGINT/SIGTERM; ``Stop`` is set by the CLI's
+signal handler): no new host is started, hosts in flight get
+``run.shutdown_grace`` seconds to finish and are then cancelled, the records
+already produced are written, and the output stays ``OUT.part`` with whole
+lines only; the report says ``interrupted``. Workers ignore SIGINT (a Ctrl-C
+reaches the whole process group): the parent tells them to stop through a
+shared event, so they never die mid-write on their own.
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ import gc
 import hashlib
 import multiprocessing
 import queue
+import signal
 import sys
 import threading
 import time
@@ -37,6 +46,7 @@ from typing import TYPE_CHECKING, Any
 from harvester.errors import HarvesterError
 from harvester.report import Progress, RunReport, write_report
 from harvester.seeds import Seed, SeedReader
+from harvester.shutdown import POLL, SeedGate, Stop, run_until_stopped
 from harvester.sink import JsonlSink, encode_record
 
 if TYPE_CHECKING:
@@ -50,11 +60,12 @@ if TYPE_CHECKING:
 # harvester.pipeline (aiohttp, lxml: ~30 MB) is imported inside the functions that
 # run shards, so the parent process, which only dispatches and writes, stays small.
 
-__all__ = ["RunFailed", "run_job", "shard_of", "tune_gc"]
+__all__ = ["RunFailed", "Stop", "run_job", "shard_of", "tune_gc"]
 
 _BLOCK = 256 * 1024  # bytes of encoded records per message from a worker
 _SEED_QUEUE = 256  # seeds buffered per worker
 _RESULT_QUEUE = 64  # messages buffered for the writer
+_EXIT_MARGIN = 5.0  # seconds past the grace a stopping worker gets to flush and say "done"
 
 
 class RunFailed(HarvesterError):
@@ -101,10 +112,13 @@ class _Writer:
             self._last_update = now
             self.progress.update(self.run)
 
-    def close(self, *, complete: bool) -> None:
+    def close(self, *, complete: bool, interrupted: bool = False) -> None:
+        # The records of an interrupted run stay .part (they are not the whole result);
+        # its per-host report is final: every line is a host that finished, and the
+        # run report (marked interrupted) names the file.
         self.sink.close(complete=complete)
         if self.hosts is not None:
-            self.hosts.close(complete=complete)
+            self.hosts.close(complete=complete or interrupted)
         self.progress.update(self.run)
         self.progress.close()
 
@@ -118,12 +132,16 @@ def run_job(
     hosts_path: str | None = None,
     progress: bool | None = None,
     resolver: AbstractResolver | None = None,
+    stop: Stop | None = None,
 ) -> RunReport:
     """Harvest every host of ``lines`` into ``output``; return the run report.
 
-    ``resolver`` (tests) is only honoured with one worker, in-process.
+    ``resolver`` (tests) is only honoured with one worker, in-process. Setting
+    ``stop`` ends the run early and gracefully (see the module docstring): the
+    report then has ``interrupted`` set and the output stays ``.part``.
     Raises ``RunFailed`` when the run itself fails; per-host failures are in the report.
     """
+    stop = stop or Stop()
     workers = cfg.run.workers or multiprocessing.cpu_count()
     run = RunReport(workers=workers)
     seeds = SeedReader(lines)
@@ -133,18 +151,22 @@ def run_job(
     complete = interrupted = False
     try:
         if workers == 1:
-            _run_inline(cfg, seeds, writer, resolver)
+            _run_inline(cfg, seeds, writer, resolver, stop)
         else:
-            _run_processes(cfg, seeds, writer, workers)
-        complete = True
+            _run_processes(cfg, seeds, writer, workers, stop)
+        interrupted = stop.is_set()
+        complete = not interrupted
     except KeyboardInterrupt:
         interrupted = True
         raise
     finally:
         run.input_invalid = seeds.invalid
         run.input_duplicates = seeds.duplicates
+        # Records written for hosts that never reported (cancelled at the end of a
+        # shutdown grace): they are in the output, so they count (0 on a complete run).
+        run.urls += writer.pending_urls
         run.finish(complete=complete, interrupted=interrupted)
-        writer.close(complete=complete)
+        writer.close(complete=complete, interrupted=interrupted)
         if report_path:
             write_report(report_path, run, hosts_path)
     return run
@@ -154,18 +176,29 @@ def run_job(
 
 
 def _run_inline(
-    cfg: Config, seeds: SeedReader, writer: _Writer, resolver: AbstractResolver | None
+    cfg: Config,
+    seeds: SeedReader,
+    writer: _Writer,
+    resolver: AbstractResolver | None,
+    stop: Stop,
 ) -> None:
     from harvester.pipeline import RecordBatch, run_shard
+
+    gate = SeedGate(cfg.run.hosts_in_flight)
 
     async def send(item: OutputItem) -> None:
         if isinstance(item, RecordBatch):
             writer.records(b"".join(map(encode_record, item.records)), len(item.records))
         else:
+            gate.done()
             writer.host(item.report)
 
     async def main() -> None:
-        await run_shard(_aiter(seeds), cfg, send, resolver=resolver)
+        await run_until_stopped(
+            run_shard(gate.seeds(_aiter(seeds), stop), cfg, send, resolver=resolver),
+            stop.is_set,
+            cfg.run.shutdown_grace,
+        )
 
     # No tune_gc() here: the CLI calls it; a library caller's process is not ours.
     _event_loop_runner(cfg)(main())
@@ -220,26 +253,42 @@ def _event_loop_runner(cfg: Config) -> Any:
 # -- N worker processes ------------------------------------------------------------
 
 
-def _run_processes(cfg: Config, seeds: SeedReader, writer: _Writer, workers: int) -> None:
+def _run_processes(
+    cfg: Config, seeds: SeedReader, writer: _Writer, workers: int, user_stop: Stop
+) -> None:
     ctx = multiprocessing.get_context("spawn")
     seed_queues = [ctx.Queue(maxsize=_SEED_QUEUE) for _ in range(workers)]
     results = ctx.Queue(maxsize=_RESULT_QUEUE)
+    worker_stop = ctx.Event()  # the parent's stop, relayed to the workers
     procs = [
-        ctx.Process(target=_worker_main, args=(i, cfg, seed_queues[i], results), daemon=True)
+        ctx.Process(
+            target=_worker_main,
+            args=(i, cfg, seed_queues[i], results, worker_stop),
+            daemon=True,
+        )
         for i in range(workers)
     ]
     for proc in procs:
         proc.start()
     stop = threading.Event()
     dispatcher = threading.Thread(
-        target=_dispatch, args=(seeds, seed_queues, stop), name="harvester-dispatch", daemon=True
+        target=_dispatch,
+        args=(seeds, seed_queues, stop, user_stop),
+        name="harvester-dispatch",
+        daemon=True,
     )
     dispatcher.start()
     finished: set[int] = set()  # workers that sent "done"
+    give_up: float | None = None  # monotonic time to stop waiting for workers, once stopping
     try:
         while len(finished) < workers:
+            if user_stop.is_set() and give_up is None:
+                worker_stop.set()
+                give_up = time.monotonic() + cfg.run.shutdown_grace + _EXIT_MARGIN
+            if give_up is not None and time.monotonic() > give_up:
+                break  # the finally terminates the workers that did not finish
             try:
-                msg = results.get(timeout=0.5)
+                msg = results.get(timeout=POLL)
             except queue.Empty:
                 # A worker that exited without saying "done" (killed, or a crash before
                 # its loop started) would otherwise leave the writer waiting forever.
@@ -265,13 +314,16 @@ def _run_processes(cfg: Config, seeds: SeedReader, writer: _Writer, workers: int
                 proc.terminate()  # our own children only
             proc.join(timeout=10)
         dispatcher.join(timeout=1)
+        for q in seed_queues:
+            # Seeds nobody will read (a stopped run): exiting must not wait to flush them.
+            q.cancel_join_thread()
 
 
-def _dispatch(seeds: SeedReader, queues: list[Any], stop: threading.Event) -> None:
+def _dispatch(seeds: SeedReader, queues: list[Any], stop: threading.Event, user_stop: Stop) -> None:
     """Parent thread: send each seed to the shard that owns its host, then an end marker."""
     n = len(queues)
     for seed in seeds:
-        if stop.is_set():
+        if stop.is_set() or user_stop.is_set():
             return
         if isinstance(seed, Seed):
             _put(queues[shard_of(seed.host, n)], seed, stop)
@@ -290,20 +342,23 @@ def _put(q: Any, item: object, stop: threading.Event) -> None:
             continue
 
 
-def _worker_main(index: int, cfg: Config, seeds: Any, results: Any) -> None:
+def _worker_main(index: int, cfg: Config, seeds: Any, results: Any, stop: Any) -> None:
     """Entry point of a worker process: run one shard, stream encoded records to the parent."""
+    # Ctrl-C signals the whole process group: the parent decides, and tells us via `stop`.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         tune_gc()
-        _event_loop_runner(cfg)(_worker(index, cfg, seeds, results))
+        _event_loop_runner(cfg)(_worker(index, cfg, seeds, results, stop))
     except BaseException:  # report any crash to the parent, then exit non-zero
         results.put(("error", index, traceback.format_exc()))
         raise
 
 
-async def _worker(index: int, cfg: Config, seeds: Any, results: Any) -> None:
+async def _worker(index: int, cfg: Config, seeds: Any, results: Any, stop: Any) -> None:
     from harvester.pipeline import HostDone, RecordBatch, run_shard
 
     loop = asyncio.get_running_loop()
+    gate = SeedGate(cfg.run.hosts_in_flight)
     buffer: list[bytes] = []
     size = 0
     count = 0
@@ -330,13 +385,28 @@ async def _worker(index: int, cfg: Config, seeds: Any, results: Any) -> None:
             if size >= _BLOCK:
                 await flush()
         elif isinstance(item, HostDone):
+            gate.done()
             await flush()  # a host's records reach the writer before its report
             await put(("host", item.report))
 
+    def next_seed() -> Seed | None:
+        # A bounded wait, so a stop is noticed and no executor thread outlives the loop.
+        while not stop.is_set():
+            try:
+                seed: Seed | None = seeds.get(timeout=POLL)
+            except queue.Empty:
+                continue
+            return seed
+        return None
+
     async def from_queue() -> AsyncIterator[Seed]:
-        while (seed := await loop.run_in_executor(None, seeds.get)) is not None:
+        while (seed := await loop.run_in_executor(None, next_seed)) is not None:
             yield seed
 
-    await run_shard(from_queue(), cfg, send)
+    await run_until_stopped(
+        run_shard(gate.seeds(from_queue(), stop), cfg, send),
+        stop.is_set,
+        cfg.run.shutdown_grace,
+    )
     await flush()
     await put(("done", index))

@@ -110,6 +110,8 @@ def slot() -> HostSlot:
 @pytest.fixture
 def make_fetcher(resolver: MapResolver, sleeps: Sleeps) -> Callable[..., Fetcher]:
     def make(**cfg: Any) -> Fetcher:
+        # The servers listen on 127.0.0.1: opt in through the SSRF guard's allowlist.
+        cfg.setdefault("allow", ("127.0.0.1/32",))
         return Fetcher(FetchConfig(**cfg), resolver=resolver, sleep=sleeps)
 
     return make

@@ -1,0 +1,126 @@
+"""Graceful shutdown primitives: a signal-safe stop flag, a seed gate, a grace deadline.
+
+In: a ``Stop`` that the CLI's SIGINT/SIGTERM handler sets (or a
+``multiprocessing.Event`` in a worker process). Out: seeds stop flowing to the
+pipeline at once (``SeedGate``), and the shard is cancelled when the grace ends
+(``run_until_stopped``). Used by ``shards.py``; the pipeline itself knows
+nothing about signals.
+
+Example::
+
+    stop = Stop()
+    signal.signal(signal.SIGTERM, lambda signum, frame: stop.set(signum))
+    gate = SeedGate(cfg.run.hosts_in_flight)
+    await run_until_stopped(
+        run_shard(gate.seeds(seeds, stop), cfg, send_and_call_gate_done),
+        stop.is_set,
+        cfg.run.shutdown_grace,
+    )
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+from typing import TYPE_CHECKING, Protocol, TypeVar
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Awaitable, Callable
+
+__all__ = ["POLL", "SeedGate", "Stop", "StopFlag", "run_until_stopped"]
+
+T = TypeVar("T")  # the seed type (any: the gate only counts them)
+
+POLL = 0.1  # seconds between looks at a stop flag (a signal handler sets no asyncio event)
+
+
+class StopFlag(Protocol):
+    """What is polled for a stop: a ``Stop``, or a ``multiprocessing.Event`` in a worker."""
+
+    def is_set(self) -> bool:
+        """True once a stop was asked for."""
+        ...
+
+
+class Stop:
+    """A stop request, safe to set from a signal handler (a plain attribute, no lock).
+
+    ``signum`` is the first signal that asked (None until one did). Everything
+    that must react polls ``is_set()``: the seed feeders, the grace watchers and
+    the parent's result loop.
+    """
+
+    __slots__ = ("signum",)
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+
+    def set(self, signum: int = signal.SIGINT) -> None:
+        """Ask the run to stop (the first caller's ``signum`` is kept)."""
+        if self.signum is None:
+            self.signum = signum
+
+    def is_set(self) -> bool:
+        """True once a stop was asked for."""
+        return self.signum is not None
+
+
+class SeedGate:
+    """Hands seeds to ``run_shard`` only when a host worker is free to start one.
+
+    So that a stop request leaves no host half-started: a seed that ``run_shard``
+    already holds in its host queue would be started after the stop. With the
+    gate that queue stays empty, and the check of the stop flag sits right
+    before a host would start.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self._limit = max(1, limit)
+        self._in_flight = 0  # seeds handed over whose host has not reported yet
+        self._free = asyncio.Event()  # set whenever a host reported
+
+    def done(self) -> None:
+        """A host reported (its ``HostDone`` was sent)."""
+        self._in_flight -= 1
+        self._free.set()
+
+    async def seeds(self, source: AsyncIterator[T], stop: StopFlag) -> AsyncIterator[T]:
+        """Yield from ``source`` while ``stop`` is not set, at most ``limit`` hosts at a time."""
+        async for seed in source:
+            while self._in_flight >= self._limit and not stop.is_set():
+                self._free.clear()
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(POLL):  # poll: a signal sets no asyncio event
+                        await self._free.wait()
+            if stop.is_set():
+                return
+            self._in_flight += 1
+            yield seed
+
+
+async def run_until_stopped(
+    shard: Awaitable[None], stopped: Callable[[], bool], grace: float
+) -> None:
+    """Run ``shard``; once ``stopped()`` turns true, give it ``grace`` seconds, then cancel it.
+
+    The shard ends by itself when its seeds run out (the gate stops them); the
+    hosts in flight then finish, or are cancelled here at the end of the grace.
+    A cancelled host's records already sent are kept; its report is not sent.
+    """
+    task = asyncio.ensure_future(shard)
+    try:
+        while not task.done() and not stopped():
+            await asyncio.wait({task}, timeout=POLL)
+        if not task.done():
+            await asyncio.wait({task}, timeout=grace)
+    except asyncio.CancelledError:
+        # We are cancelled ourselves: cancel the shard, let it clean up, pass it on.
+        task.cancel()
+        await asyncio.wait({task})
+        raise
+    if not task.done():
+        task.cancel()  # the grace is over
+        await asyncio.wait({task})
+    if not task.cancelled():
+        task.result()  # re-raises a bug in the shard

@@ -1,0 +1,63 @@
+"""Limits and policies that keep what was harvested and say which limit was hit."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+
+from tests.integration.test_end_to_end import collect, index, robots, urlset
+
+if TYPE_CHECKING:
+    from tests.integration.conftest import Sites
+
+
+async def test_children_per_index_cap(sites: Sites) -> None:
+    routes: dict[str, Any] = {}
+    site = await sites.start("127.0.0.70", routes)
+    u = site.url
+    routes["/robots.txt"] = robots(u("/index.xml"))
+    routes["/index.xml"] = index(*(u(f"/c{i}.xml") for i in range(5)))
+    for i in range(5):
+        routes[f"/c{i}.xml"] = urlset(u(f"/p{i}"))
+    records, hosts = await collect([site.origin], **{"limits.max_children_per_index": 3})
+    assert sorted(r["loc"] for r in records) == [u(f"/p{i}") for i in range(3)]
+    report = hosts[site.origin.removeprefix("http://")]
+    assert report["limits_hit"] == ["max_children_per_index"]
+    assert site.hits("/c3.xml") == site.hits("/c4.xml") == 0
+
+
+async def test_robots_txt_over_the_cap_is_read_up_to_it_and_reported(sites: Sites) -> None:
+    routes: dict[str, Any] = {}
+    site = await sites.start("127.0.0.71", routes)
+    u = site.url
+    head = f"Sitemap: {u('/a.xml')}\n".encode()
+    tail = f"\nSitemap: {u('/b.xml')}\n".encode()
+    routes["/robots.txt"] = head + b"#" * 2000 + tail
+    routes["/a.xml"] = urlset(u("/a"))
+    routes["/b.xml"] = urlset(u("/b"))
+    records, hosts = await collect([site.origin], **{"fetch.max_robots_bytes": 1000})
+    # Like Google: the first max_robots_bytes count, the Sitemap line beyond them does not.
+    assert [r["loc"] for r in records] == [u("/a")]
+    assert hosts[site.origin.removeprefix("http://")]["limits_hit"] == ["max_robots_bytes"]
+
+
+async def test_redirect_to_another_host_follows_the_cross_host_policy(sites: Sites) -> None:
+    routes: dict[str, Any] = {}
+    other_routes: dict[str, Any] = {}
+    site = await sites.start("127.0.0.72", routes)
+    other = await sites.start("127.0.0.73", other_routes)
+    other_routes["/moved.xml"] = urlset(other.url("/x"))
+
+    async def moved(request: web.Request) -> web.Response:
+        raise web.HTTPMovedPermanently(other.url("/moved.xml"))
+
+    routes["/robots.txt"] = robots(site.url("/sitemap.xml"))
+    routes["/sitemap.xml"] = moved
+    records, hosts = await collect([site.origin])
+    # 127.0.0.73 is neither this host, nor on its registrable domain, nor declared.
+    assert records == []
+    report = hosts[site.origin.removeprefix("http://")]
+    assert report["cross_host"] == [other.url("/moved.xml")]
+    records, _ = await collect([site.origin], **{"discovery.cross_host": "any"})
+    assert [r["loc"] for r in records] == [other.url("/x")]
