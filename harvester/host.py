@@ -18,6 +18,7 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
+from harvester.dedupe import SeenSet, fingerprint
 from harvester.discovery import child_allowed, discover
 from harvester.errors import (
     Blocked,
@@ -29,7 +30,7 @@ from harvester.errors import (
 )
 from harvester.frontier import Admission, Frontier, SitemapRef
 from harvester.models import SitemapChild, UrlEntry
-from harvester.normalize import canonical
+from harvester.normalize import Normalizer, host_of
 from harvester.reader import SitemapReader
 from harvester.records import record
 from harvester.report import HostReport
@@ -63,8 +64,15 @@ class HostWorker:
     """
 
     def __init__(
-        self, seed: Seed, cfg: Config, fetcher: Fetcher, scheduler: Scheduler, emit: Emit
+        self,
+        seed: Seed,
+        cfg: Config,
+        fetcher: Fetcher,
+        scheduler: Scheduler,
+        emit: Emit,
+        normalizer: Normalizer | None = None,
     ) -> None:
+        """``normalizer`` is shared by a shard's workers (its rules compile once)."""
         self.seed = seed
         self.host = seed.host
         self.report = HostReport(seed.host)
@@ -74,7 +82,10 @@ class HostWorker:
         self._emit = emit
         self._frontier = Frontier(cfg.limits)
         self._declared: frozenset[str] = frozenset()  # sitemaps the host's robots.txt lists
-        self._seen_urls: set[int] = set()  # hash of each canonical URL emitted for this host
+        # Fingerprints of the canonical URLs emitted for this host (bounded memory, spills).
+        self._seen_urls = SeenSet(cfg.dedupe)
+        # The host's canonicalization rules (its [normalize.hosts] override, if any).
+        self._canonical = (normalizer or Normalizer(cfg.normalize)).for_host(host_of(seed.origin))
         self._batch: list[dict[str, Any]] = []
         self._url_cap_hit = False
         self._children = 0  # children of the index being read (reset per sitemap)
@@ -94,6 +105,7 @@ class HostWorker:
             self.report.limit("max_host_seconds")
         finally:
             self._scheduler.release(self.host)
+            self._seen_urls.close()  # deletes a spill file, if the host was that big
             self.report.seconds = round(time.monotonic() - started, 3)
         # Emitted outside the timeout so records harvested before it are never lost.
         await self._flush()
@@ -256,6 +268,7 @@ class HostWorker:
         if not entries:
             return
         seen = self._seen_urls
+        canon = self._canonical
         batch = self._batch
         host = self.host
         sitemap = ref.url
@@ -266,20 +279,20 @@ class HostWorker:
             if type(entry) is UrlEntry:
                 if self._url_cap_hit:
                     continue
-                url = canonical(entry.loc)
-                key = hash(url)
+                url = canon(entry.loc)
                 position += 1
-                if key in seen:
+                if not seen.add(fingerprint(url)):
                     # Within what a broken earlier read of this file already handled,
                     # a seen URL is that read's record (or duplicate) again: not counted.
                     if position > replayed:
                         report.duplicates += 1
                     continue
                 if report.urls >= cap:
+                    # Added to the seen-set above but not emitted: harmless, since every
+                    # later URL of this host is skipped too.
                     self._url_cap_hit = True
                     self.report.limit("max_urls_per_host")
                     continue
-                seen.add(key)
                 report.urls += 1
                 batch.append(record(entry, sitemap, host, url=url))
             elif isinstance(entry, SitemapChild):

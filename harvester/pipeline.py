@@ -32,6 +32,7 @@ from harvester.config import Config
 from harvester.errors import InputError
 from harvester.fetch import Fetcher
 from harvester.host import HostWorker
+from harvester.normalize import Normalizer
 from harvester.scheduler import Scheduler
 from harvester.seeds import Seed, iter_seeds
 
@@ -71,6 +72,7 @@ async def run_shard(
     workers = max(1, cfg.run.hosts_in_flight)
     hosts: asyncio.Queue[Seed | None] = asyncio.Queue(maxsize=workers)
     scheduler = Scheduler(cfg.politeness)
+    normalizer = Normalizer(cfg.normalize)  # compiled once, shared by the shard's workers
 
     async def emit(batch: list[dict[str, Any]]) -> None:
         await send(RecordBatch(batch))
@@ -83,7 +85,7 @@ async def run_shard(
 
     async def worker(fetcher: Fetcher) -> None:
         while (seed := await hosts.get()) is not None:
-            report = await HostWorker(seed, cfg, fetcher, scheduler, emit).run()
+            report = await HostWorker(seed, cfg, fetcher, scheduler, emit, normalizer).run()
             await send(HostDone(report.as_dict()))
 
     async with Fetcher(cfg.fetch, resolver=resolver) as fetcher, asyncio.TaskGroup() as tg:

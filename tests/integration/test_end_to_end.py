@@ -221,3 +221,26 @@ async def test_broken_child_keeps_entries_before_the_fault(sites: Sites) -> None
     report = hosts[site.origin.removeprefix("http://")]
     assert [f["class"] for f in report["failures"]] == ["bad_gzip"]
     assert report["urls"] == len(records)
+
+
+async def test_equivalent_urls_count_once_and_loc_stays_as_published(sites: Sites) -> None:
+    routes: dict[str, Any] = {}
+    site = await sites.start("127.0.0.13", routes)
+    u = site.url
+    published = [
+        u("/product/1?id=5&color=red"),
+        u("/product/1?utm_source=x&color=red&id=5"),  # tracking parameter, other order
+        u("/product/1?id=5&color=red#reviews"),  # a fragment
+        u("/product/1?page=2"),  # content-bearing: a different page
+        u("/#!/product/5"),  # a hash-bang route: kept
+    ]
+    routes["/robots.txt"] = robots(u("/s.xml"))
+    routes["/s.xml"] = urlset(*(p.replace("&", "&amp;") for p in published))
+    records, hosts = await collect([site.origin])
+    assert [r["loc"] for r in records] == [published[0], published[3], published[4]]
+    assert [r["url"] for r in records] == [
+        u("/product/1?color=red&id=5"),
+        u("/product/1?page=2"),
+        u("/#!/product/5"),
+    ]
+    assert hosts[site.origin.removeprefix("http://")]["duplicates"] == 2

@@ -1,0 +1,142 @@
+from __future__ import annotations
+
+import random
+from typing import TYPE_CHECKING
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from harvester.config import DedupeConfig, load_config
+from harvester.dedupe import SeenSet, fingerprint
+from harvester.errors import ConfigError
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+
+def _fps(n: int, seed: int = 1) -> list[int]:
+    rng = random.Random(seed)
+    return [rng.getrandbits(64) for _ in range(n)]
+
+
+def test_fingerprint_is_stable_64_bit() -> None:
+    fp = fingerprint("https://example.com/")
+    assert fp == fingerprint("https://example.com/")
+    assert 0 <= fp < 2**64
+    assert fp != fingerprint("https://example.com/a")
+    assert fp == 0x14BA2EB79C27555B  # pinned: fingerprints may be persisted across runs
+
+
+def test_exact_mode_add_reports_new_once() -> None:
+    seen = SeenSet()
+    fps = _fps(5_000)
+    assert all(seen.add(fp) for fp in fps)  # enough to split buckets several times
+    assert not any(seen.add(fp) for fp in fps)
+    assert len(seen) == 5_000
+    assert all(fp in seen for fp in fps)
+    assert 0 not in seen
+    assert seen.add(0)
+    assert seen.add(2**64 - 1)
+    assert not seen.add(2**64 - 1)
+
+
+def test_exact_mode_matches_a_set_with_duplicates() -> None:
+    rng = random.Random(7)
+    pool = _fps(3_000, seed=2)
+    seen, ref = SeenSet(), set[int]()
+    for _ in range(20_000):
+        fp = rng.choice(pool)
+        assert seen.add(fp) is (fp not in ref)
+        ref.add(fp)
+    assert len(seen) == len(ref)
+
+
+def test_memory_is_about_8_bytes_per_url() -> None:
+    seen = SeenSet()
+    for fp in _fps(200_000):
+        seen.add(fp)
+    assert seen.memory_bytes / 200_000 < 10
+
+
+def test_spill_path(tmp_path: Path) -> None:
+    seen = SeenSet(DedupeConfig(spill_threshold=1_000), spill_dir=tmp_path)
+    fps = _fps(3_500)
+    assert all(seen.add(fp) for fp in fps)
+    assert seen.spilled == 3_000  # three runs of 1,000; 500 still in memory
+    files = list(tmp_path.iterdir())
+    assert len(files) == 1
+    assert files[0].name.startswith("harvester-seen-")
+    assert not any(seen.add(fp) for fp in fps)  # found in spilled runs and in memory
+    assert all(fp in seen for fp in fps)
+    assert seen.add(12345)
+    seen.close()
+    assert list(tmp_path.iterdir()) == []
+    seen.close()  # idempotent
+    assert seen.add(fps[0])  # empty after close
+
+
+def test_context_manager_cleans_up(tmp_path: Path) -> None:
+    with SeenSet(DedupeConfig(spill_threshold=10), spill_dir=tmp_path) as seen:
+        for fp in _fps(25):
+            seen.add(fp)
+        assert list(tmp_path.iterdir())
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_bloom_mode() -> None:
+    pytest.importorskip("rbloom")
+    seen = SeenSet(DedupeConfig(mode="bloom", bloom_capacity=10_000, bloom_error_rate=1e-6))
+    fps = _fps(10_000)
+    new = sum(seen.add(fp) for fp in fps)
+    assert new >= 9_999  # false positives possible, at 1e-6 practically none
+    assert not any(seen.add(fp) for fp in fps)  # never a false negative
+    assert 0 < seen.memory_bytes / 10_000 < 5
+
+
+@pytest.mark.parametrize(
+    ("toml", "key"),
+    [
+        ("[dedupe]\nmode = 'fuzzy'\n", "dedupe.mode"),
+        ("[dedupe]\nspill_threshold = 0\n", "dedupe.spill_threshold"),
+        ("[dedupe]\nbloom_error_rate = 1.5\n", "dedupe.bloom_error_rate"),
+    ],
+)
+def test_bad_dedupe_config(tmp_path: Path, toml: str, key: str) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text(toml)
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert key in str(info.value)
+
+
+@given(
+    st.lists(
+        st.integers(min_value=0, max_value=2**64 - 1) | st.sampled_from([0, 1, 2**63]), max_size=300
+    ),
+    st.integers(min_value=1, max_value=50),
+)
+def test_any_sequence_matches_a_set(
+    tmp_path_factory: pytest.TempPathFactory, fps: list[int], threshold: int
+) -> None:
+    spill_dir = tmp_path_factory.mktemp("spill")
+    ref: set[int] = set()
+    with SeenSet(DedupeConfig(spill_threshold=threshold), spill_dir=spill_dir) as seen:
+        for fp in fps + fps[::3]:
+            assert seen.add(fp) is (fp not in ref)
+            ref.add(fp)
+        assert len(seen) == len(ref)
+    assert list(spill_dir.iterdir()) == []
+
+
+def test_small_set_promotes_to_compact_buckets() -> None:
+    """Small hosts use a plain set; past SMALL_LIMIT everything moves to the buckets."""
+    from harvester.dedupe import SMALL_LIMIT
+
+    seen = SeenSet()
+    fps = _fps(SMALL_LIMIT * 3)
+    assert all(seen.add(fp) for fp in fps)
+    assert not any(seen.add(fp) for fp in fps)
+    assert all(fp in seen for fp in fps)
+    assert len(seen) == len(fps)
+    assert seen.memory_bytes / len(fps) < 24
