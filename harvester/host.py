@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from array import array
 from typing import TYPE_CHECKING
 
 from harvester.dedupe import SeenSet, fingerprint
@@ -46,7 +47,8 @@ if TYPE_CHECKING:
     from harvester.scheduler import Scheduler
     from harvester.seeds import Seed
 
-    Emit = Callable[[list[dict[str, Any]]], Awaitable[None]]
+    # A batch of one host's records and their URL fingerprints (same order).
+    Emit = Callable[[list[dict[str, Any]], array[int]], Awaitable[None]]
 
 __all__ = ["HostWorker"]
 
@@ -87,6 +89,7 @@ class HostWorker:
         # The host's canonicalization rules (its [normalize.hosts] override, if any).
         self._canonical = (normalizer or Normalizer(cfg.normalize)).for_host(host_of(seed.origin))
         self._batch: list[dict[str, Any]] = []
+        self._batch_fps: array[int] = array("Q")  # fingerprints of _batch, same order
         self._url_cap_hit = False
         self._children = 0  # children of the index being read (reset per sitemap)
         # Re-fetch after a broken body: URL entries the current read of the file has
@@ -270,6 +273,7 @@ class HostWorker:
         seen = self._seen_urls
         canon = self._canonical
         batch = self._batch
+        fps = self._batch_fps
         host = self.host
         sitemap = ref.url
         cap = self._cfg.limits.max_urls_per_host
@@ -281,7 +285,8 @@ class HostWorker:
                     continue
                 url = canon(entry.loc)
                 position += 1
-                if not seen.add(fingerprint(url)):
+                fp = fingerprint(url)
+                if not seen.add(fp):
                     # Within what a broken earlier read of this file already handled,
                     # a seen URL is that read's record (or duplicate) again: not counted.
                     if position > replayed:
@@ -295,6 +300,7 @@ class HostWorker:
                     continue
                 report.urls += 1
                 batch.append(record(entry, sitemap, host, url=url))
+                fps.append(fp)
             elif isinstance(entry, SitemapChild):
                 self._children += 1
                 if self._children > self._cfg.limits.max_children_per_index:
@@ -310,4 +316,5 @@ class HostWorker:
     async def _flush(self) -> None:
         if self._batch:
             batch, self._batch = self._batch, []
-            await self._emit(batch)
+            fps, self._batch_fps = self._batch_fps, array("Q")
+            await self._emit(batch, fps)

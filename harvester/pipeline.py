@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from harvester.config import Config
+from harvester.crosshost import CrossHostTracker
 from harvester.errors import InputError
 from harvester.fetch import Fetcher
 from harvester.host import HostWorker
@@ -37,6 +38,7 @@ from harvester.scheduler import Scheduler
 from harvester.seeds import Seed, iter_seeds
 
 if TYPE_CHECKING:
+    from array import array
     from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 
     from aiohttp.abc import AbstractResolver
@@ -46,9 +48,11 @@ __all__ = ["HostDone", "RecordBatch", "harvest", "run_shard"]
 
 @dataclass(frozen=True, slots=True)
 class RecordBatch:
-    """Output records of one host, in emission order."""
+    """Output records of one host, in emission order, with their URL fingerprints."""
 
+    host: str
     records: list[dict[str, Any]]
+    fingerprints: array[int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,8 +78,11 @@ async def run_shard(
     scheduler = Scheduler(cfg.politeness)
     normalizer = Normalizer(cfg.normalize)  # compiled once, shared by the shard's workers
 
-    async def emit(batch: list[dict[str, Any]]) -> None:
-        await send(RecordBatch(batch))
+    def emitter(host: str) -> Callable[[list[dict[str, Any]], array[int]], Awaitable[None]]:
+        async def emit(batch: list[dict[str, Any]], fps: array[int]) -> None:
+            await send(RecordBatch(host, batch, fps))
+
+        return emit
 
     async def feeder() -> None:
         async for seed in seeds:
@@ -85,6 +92,7 @@ async def run_shard(
 
     async def worker(fetcher: Fetcher) -> None:
         while (seed := await hosts.get()) is not None:
+            emit = emitter(seed.host)
             report = await HostWorker(seed, cfg, fetcher, scheduler, emit, normalizer).run()
             await send(HostDone(report.as_dict()))
 
@@ -137,15 +145,19 @@ async def harvest(
         await out.put(None)
 
     task = asyncio.create_task(produce())
+    cross = CrossHostTracker(cfg.dedupe)
     try:
         while (item := await out.get()) is not None:
             if isinstance(item, RecordBatch):
+                cross.add(item.host, item.fingerprints)
                 for rec in item.records:
                     yield rec
             elif on_host is not None:
+                item.report["cross_host_duplicates"] = cross.take(item.report["host"])
                 on_host(item.report)
         await task  # re-raise a bug in the pipeline, if any
     finally:
+        cross.close()
         if not task.done():
             # The consumer stopped early (break, cancellation): stop the producer too.
             task.cancel()

@@ -179,6 +179,7 @@ class RunReport:
     sitemaps_fetched: int = 0
     sitemaps_failed: int = 0
     failures_by_class: dict[str, int] = field(default_factory=dict)
+    cross_host_duplicates: int = 0  # URLs a host listed that another host had listed first
     input_invalid: int = 0
     input_duplicates: int = 0
     workers: int = 0
@@ -193,6 +194,7 @@ class RunReport:
         self.bytes += int(host.get("bytes", 0))
         self.sitemaps_fetched += int(host.get("sitemaps_fetched", 0))
         self.sitemaps_failed += int(host.get("sitemaps_failed", 0))
+        self.cross_host_duplicates += int(host.get("cross_host_duplicates", 0))
         by_class: Mapping[str, int] | None = host.get("failures_by_class")
         if by_class is None:  # a dict without the counts: the kept failures are all we have
             by_class = {}

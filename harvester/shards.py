@@ -43,6 +43,7 @@ import time
 import traceback
 from typing import TYPE_CHECKING, Any
 
+from harvester.crosshost import CrossHostTracker
 from harvester.errors import HarvesterError
 from harvester.report import Progress, RunReport, write_report
 from harvester.seeds import Seed, SeedReader
@@ -84,7 +85,12 @@ class _Writer:
     """The parent's side: owns the output file, the host-report file and the run report."""
 
     def __init__(
-        self, output: str, hosts_path: str | None, run: RunReport, progress: Progress
+        self,
+        output: str,
+        hosts_path: str | None,
+        run: RunReport,
+        progress: Progress,
+        cross: CrossHostTracker,
     ) -> None:
         self.sink = JsonlSink(output)
         self.hosts = JsonlSink(hosts_path) if hosts_path else None
@@ -92,14 +98,19 @@ class _Writer:
         self.progress = progress
         self._last_update = 0.0
         self.pending_urls = 0  # records written for hosts that have not reported yet
+        self.cross = cross  # URLs listed by more than one host (only the writer sees all)
 
-    def records(self, data: bytes, count: int) -> None:
+    def records(self, data: bytes, count: int, fingerprints: list[tuple[str, bytes]]) -> None:
         # run.urls is summed from host reports (add_host); count is for progress only.
         self.sink.write(data)
+        for host, fps in fingerprints:
+            self.cross.add(host, fps)
         self.pending_urls += count
         self._tick()
 
     def host(self, report: dict[str, Any]) -> None:
+        # A host's records always reach the writer before its report, so its count is final.
+        report["cross_host_duplicates"] = self.cross.take(report["host"])
         if self.hosts is not None:
             self.hosts.write(encode_record(report))
         self.run.add_host(report)
@@ -121,6 +132,7 @@ class _Writer:
             self.hosts.close(complete=complete or interrupted)
         self.progress.update(self.run)
         self.progress.close()
+        self.cross.close()
 
 
 def run_job(
@@ -147,7 +159,9 @@ def run_job(
     seeds = SeedReader(lines)
     if hosts_path is None and report_path:
         hosts_path = report_path.removesuffix(".json").removesuffix(".report") + ".hosts.jsonl"
-    writer = _Writer(output, hosts_path, run, Progress(enabled=progress))
+    writer = _Writer(
+        output, hosts_path, run, Progress(enabled=progress), CrossHostTracker(cfg.dedupe)
+    )
     complete = interrupted = False
     try:
         if workers == 1:
@@ -188,7 +202,11 @@ def _run_inline(
 
     async def send(item: OutputItem) -> None:
         if isinstance(item, RecordBatch):
-            writer.records(b"".join(map(encode_record, item.records)), len(item.records))
+            writer.records(
+                b"".join(map(encode_record, item.records)),
+                len(item.records),
+                [(item.host, item.fingerprints.tobytes())],
+            )
         else:
             gate.done()
             writer.host(item.report)
@@ -300,7 +318,7 @@ def _run_processes(
                 continue
             tag = msg[0]
             if tag == "records":
-                writer.records(msg[1], msg[2])
+                writer.records(msg[1], msg[2], msg[3])
             elif tag == "host":
                 writer.host(msg[1])
             elif tag == "done":
@@ -360,6 +378,7 @@ async def _worker(index: int, cfg: Config, seeds: Any, results: Any, stop: Any) 
     loop = asyncio.get_running_loop()
     gate = SeedGate(cfg.run.hosts_in_flight)
     buffer: list[bytes] = []
+    fingerprints: list[tuple[str, bytes]] = []  # (host, fingerprints) of what is in buffer
     size = 0
     count = 0
 
@@ -371,15 +390,18 @@ async def _worker(index: int, cfg: Config, seeds: Any, results: Any, stop: Any) 
         nonlocal size, count
         if buffer:
             data = b"".join(buffer)
+            fps = list(fingerprints)
             buffer.clear()
+            fingerprints.clear()
             n, size, count = count, 0, 0
-            await put(("records", data, n))
+            await put(("records", data, n, fps))
 
     async def send(item: OutputItem) -> None:
         nonlocal size, count
         if isinstance(item, RecordBatch):
             data = b"".join(map(encode_record, item.records))
             buffer.append(data)
+            fingerprints.append((item.host, item.fingerprints.tobytes()))
             size += len(data)
             count += len(item.records)
             if size >= _BLOCK:

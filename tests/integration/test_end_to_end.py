@@ -244,3 +244,20 @@ async def test_equivalent_urls_count_once_and_loc_stays_as_published(sites: Site
         u("/#!/product/5"),
     ]
     assert hosts[site.origin.removeprefix("http://")]["duplicates"] == 2
+
+
+async def test_cross_host_duplicates_are_reported_not_merged(sites: Sites) -> None:
+    shared = "http://shared.example/page"
+    first_routes: dict[str, Any] = {}
+    second_routes: dict[str, Any] = {}
+    first = await sites.start("127.0.0.14", first_routes)
+    second = await sites.start("127.0.0.15", second_routes)
+    first_routes["/sitemap.xml"] = urlset(shared, first.url("/own"))
+    second_routes["/sitemap.xml"] = urlset(second.url("/own"), shared)
+    # One host at a time, so "first" is deterministic.
+    records, hosts = await collect(
+        [first.url("/sitemap.xml"), second.url("/sitemap.xml")], **{"run.hosts_in_flight": 1}
+    )
+    assert [r["loc"] for r in records].count(shared) == 2  # both emitted
+    assert hosts[first.origin.removeprefix("http://")]["cross_host_duplicates"] == 0
+    assert hosts[second.origin.removeprefix("http://")]["cross_host_duplicates"] == 1

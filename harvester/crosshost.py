@@ -1,0 +1,53 @@
+"""Cross-host duplicates: URLs that several hosts' sitemaps list (reported, not merged).
+
+In: for each batch of emitted records, the harvesting host and the 64-bit
+fingerprints of the records' canonical URLs. Out: per host, how many of its
+URLs another host had already listed (``cross_host_duplicates`` in its report).
+
+Owned by the one consumer that sees every record (the writer in ``shards.py``,
+or ``pipeline.harvest``): hosts live in different shards, so only that place
+can compare them. Both records are still emitted; the count is the report.
+Per-host dedupe already removed repeats within a host, so any fingerprint seen
+before belongs to another host. Memory: one ``SeenSet`` (~8.5 bytes a URL,
+spilling to disk past ``dedupe.spill_threshold``).
+"""
+
+from __future__ import annotations
+
+from array import array
+from typing import TYPE_CHECKING
+
+from harvester.dedupe import SeenSet
+
+if TYPE_CHECKING:
+    from harvester.config import DedupeConfig
+
+__all__ = ["CrossHostTracker"]
+
+
+class CrossHostTracker:
+    """Counts, per host, emitted URLs that an earlier host had listed too."""
+
+    def __init__(self, cfg: DedupeConfig | None = None) -> None:
+        self._seen = SeenSet(cfg)
+        self._counts: dict[str, int] = {}  # host -> duplicates so far (until take())
+
+    def add(self, host: str, fingerprints: array[int] | bytes) -> None:
+        """Record a batch of ``host``'s emitted URLs by fingerprint."""
+        if isinstance(fingerprints, bytes):
+            fps: array[int] = array("Q")
+            fps.frombytes(fingerprints)
+        else:
+            fps = fingerprints
+        add = self._seen.add
+        repeated = sum(1 for fp in fps if not add(fp))
+        if repeated:
+            self._counts[host] = self._counts.get(host, 0) + repeated
+
+    def take(self, host: str) -> int:
+        """The host's count, once its last batch was added (forgets the host)."""
+        return self._counts.pop(host, 0)
+
+    def close(self) -> None:
+        """Release the seen-set (and its spill file)."""
+        self._seen.close()
