@@ -54,7 +54,7 @@ __all__ = ["HostWorker"]
 
 logger = logging.getLogger(__name__)
 
-_BATCH = 1024  # records per emitted batch: amortises queue and IPC overhead
+_BATCH = 256  # records per emitted batch: amortises queue overhead; x hosts in flight = memory
 
 
 class HostWorker:

@@ -38,13 +38,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.progress import BarColumn, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
-from rich.progress import Progress as RichProgress
-from rich.table import Table
-
+# rich is imported where it is used: worker processes import this module for the
+# report dataclasses and never draw anything (rich costs ~6 MB a process).
 if TYPE_CHECKING:
     from collections.abc import Mapping
+
+    from rich.console import Console
+    from rich.progress import Progress as RichProgress
 
     from harvester.errors import HarvesterError
     from harvester.models import ReadStats
@@ -275,6 +275,10 @@ class Progress:
         console: Console | None = None,
         min_interval: float = 0.2,
     ) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
+        from rich.progress import Progress as RichProgress
+
         if console is None:
             console = Console(stderr=True, force_terminal=True if enabled else None)
         self.enabled = console.is_terminal if enabled is None else enabled
@@ -340,6 +344,9 @@ def summary_table(run: RunReport) -> str:
     """Render a short human summary of ``run`` as plain text (for stderr at the end of a run)."""
     seconds = run.seconds or run.elapsed()
     status = "complete" if run.complete else "interrupted" if run.interrupted else "incomplete"
+    from rich.console import Console
+    from rich.table import Table
+
     table = Table(title=f"harvester run: {status}", show_header=False, title_justify="left")
     table.add_column("what", style="bold")
     table.add_column("value")
