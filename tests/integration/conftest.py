@@ -140,7 +140,7 @@ class LoopbackResolver(AbstractResolver):
         self.queries.append(host)
         address = self.names.get(host)
         if address is None:
-            raise OSError(socket.EAI_NONAME, f"test resolver: unknown host {host}")
+            raise socket.gaierror(socket.EAI_NONAME, f"test resolver: unknown host {host}")
         return [
             {
                 "hostname": host,

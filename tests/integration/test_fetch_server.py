@@ -1,6 +1,6 @@
 """Fetcher against real aiohttp servers on loopback; handlers are inline per test.
 
-Names like ``site-a.test`` resolve through ``MapResolver`` to 127.0.0.1, so no
+Names like ``site-a.test`` resolve through ``LoopbackResolver`` to 127.0.0.1, so no
 real DNS is used. Retry waits go through a recording ``sleep`` that returns at
 once; the only wall-clock waits are the short read-stall timeouts.
 """
@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from aiohttp import web
-from aiohttp.abc import AbstractResolver, ResolveResult
 from aiohttp.test_utils import TestServer
 
 from harvester.config import FetchConfig, HostPolicy
@@ -31,6 +30,7 @@ from harvester.errors import (
 )
 from harvester.fetch import Body, Fetcher
 from harvester.scheduler import HostSlot
+from tests.integration.conftest import LoopbackResolver
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -38,34 +38,6 @@ if TYPE_CHECKING:
     Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 XML = b'<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"/>'
-
-
-class MapResolver(AbstractResolver):
-    """Resolves only the names it was given; everything else is NXDOMAIN."""
-
-    def __init__(self, names: Mapping[str, str]) -> None:
-        self.names = dict(names)
-        self.asked: list[str] = []
-
-    async def resolve(
-        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
-    ) -> list[ResolveResult]:
-        self.asked.append(host)
-        if host not in self.names:
-            raise socket.gaierror(socket.EAI_NONAME, f"test resolver: unknown name {host!r}")
-        return [
-            ResolveResult(
-                hostname=host,
-                host=self.names[host],
-                port=port,
-                family=socket.AF_INET,
-                proto=0,
-                flags=socket.AI_NUMERICHOST,
-            )
-        ]
-
-    async def close(self) -> None:
-        pass
 
 
 class Sleeps:
@@ -98,8 +70,8 @@ def sleeps() -> Sleeps:
 
 
 @pytest.fixture
-def resolver() -> MapResolver:
-    return MapResolver({"site-a.test": "127.0.0.1", "site-b.test": "127.0.0.1"})
+def resolver() -> LoopbackResolver:
+    return LoopbackResolver({"site-a.test": "127.0.0.1", "site-b.test": "127.0.0.1"})
 
 
 @pytest.fixture
@@ -108,7 +80,7 @@ def slot() -> HostSlot:
 
 
 @pytest.fixture
-def make_fetcher(resolver: MapResolver, sleeps: Sleeps) -> Callable[..., Fetcher]:
+def make_fetcher(resolver: LoopbackResolver, sleeps: Sleeps) -> Callable[..., Fetcher]:
     def make(**cfg: Any) -> Fetcher:
         # The servers listen on 127.0.0.1: opt in through the SSRF guard's allowlist.
         cfg.setdefault("allow", ("127.0.0.1/32",))
@@ -353,14 +325,14 @@ async def test_connection_refused(
 
 
 async def test_dns_failure(
-    make_fetcher: Callable[..., Fetcher], slot: HostSlot, sleeps: Sleeps, resolver: MapResolver
+    make_fetcher: Callable[..., Fetcher], slot: HostSlot, sleeps: Sleeps, resolver: LoopbackResolver
 ) -> None:
     async with make_fetcher() as fetcher:
-        with pytest.raises(DNSError, match="unknown name") as info:
+        with pytest.raises(DNSError, match="unknown host") as info:
             await fetch_all(fetcher, "http://nowhere.test/sitemap.xml", slot)
     assert info.value.url == "http://nowhere.test/sitemap.xml"
     assert info.value.kind == "dns"
-    assert resolver.asked == ["nowhere.test"]
+    assert resolver.queries == ["nowhere.test"]
     assert sleeps.delays == []  # a missing name is not retried
 
 
