@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from harvester.config import Config
     from harvester.fetch import Fetcher
     from harvester.models import Entry, ReadResult
-    from harvester.scheduler import Scheduler
+    from harvester.scheduler import HostSlot, Scheduler
     from harvester.seeds import Seed
 
     # A batch of one host's records and their URL fingerprints (same order).
@@ -114,7 +114,7 @@ class HostWorker:
         await self._flush()
         return self.report
 
-    async def _run(self, slot: Any) -> None:
+    async def _run(self, slot: HostSlot) -> None:
         try:
             found = await discover(self.seed, self._fetcher, slot, self._cfg)
         except FetchError as exc:

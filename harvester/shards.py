@@ -223,26 +223,23 @@ def _run_inline(
     _event_loop_runner(cfg)(main())
 
 
-async def _aiter(seeds: Iterable[Seed | HarvesterError]) -> AsyncIterator[Seed]:
+async def _aiter(seeds: SeedReader) -> AsyncIterator[Seed]:
     for seed in seeds:
         if isinstance(seed, Seed):
             yield seed
             await asyncio.sleep(0)  # let workers run between lines of a long input
         else:
-            _invalid_line(seed)
+            _invalid_line(seed, seeds.invalid)
 
 
 _MAX_INVALID_SHOWN = 100
-_invalid_shown = 0
 
 
-def _invalid_line(error: HarvesterError) -> None:
-    """Tell the user about a bad input line (the first 100; the report counts them all)."""
-    global _invalid_shown
-    _invalid_shown += 1
-    if _invalid_shown <= _MAX_INVALID_SHOWN:
+def _invalid_line(error: HarvesterError, count: int) -> None:
+    """Tell the user about the ``count``-th bad input line (first 100; the report counts all)."""
+    if count <= _MAX_INVALID_SHOWN:
         print(f"harvester: skipped input {error.message}", file=sys.stderr)
-    elif _invalid_shown == _MAX_INVALID_SHOWN + 1:
+    elif count == _MAX_INVALID_SHOWN + 1:
         print(
             "harvester: more invalid input lines; see input_invalid in the report", file=sys.stderr
         )
@@ -366,7 +363,7 @@ def _dispatch(seeds: SeedReader, queues: list[Any], stop: threading.Event, user_
         if isinstance(seed, Seed):
             _put(queues[shard_of(seed.host, n)], seed, stop)
         else:
-            _invalid_line(seed)
+            _invalid_line(seed, seeds.invalid)
     for q in queues:
         _put(q, None, stop)
 
