@@ -35,6 +35,7 @@ from harvester.normalize import Normalizer, host_of
 from harvester.reader import SitemapReader
 from harvester.records import record
 from harvester.report import HostReport
+from harvester.robots import RobotsTxt
 from harvester.scheduler import host_key
 
 if TYPE_CHECKING:
@@ -84,6 +85,7 @@ class HostWorker:
         self._emit = emit
         self._frontier = Frontier(cfg.limits)
         self._declared: frozenset[str] = frozenset()  # sitemaps the host's robots.txt lists
+        self._robots = RobotsTxt()  # the host's robots.txt (everything allowed until read)
         # Fingerprints of the canonical URLs emitted for this host (bounded memory, spills).
         self._seen_urls = SeenSet(cfg.dedupe)
         # The host's canonicalization rules (its [normalize.hosts] override, if any).
@@ -127,6 +129,7 @@ class HostWorker:
         if found.robots_truncated:
             self.report.limit("max_robots_bytes")
         self._declared = frozenset(found.robots.sitemaps)
+        self._robots = found.robots
         for ref in found.refs:
             self._admit(ref)
         while (nxt := self._frontier.pop()) is not None:
@@ -137,6 +140,15 @@ class HostWorker:
     def _admit(self, ref: SitemapRef) -> None:
         if not child_allowed(ref.url, self.host, self._cfg.discovery.cross_host, self._declared):
             self.report.skip_cross_host(ref.url)
+            return
+        # Sitemaps the site itself lists in robots.txt are meant to be fetched; guesses and
+        # index children on this host honour its Disallow rules (other hosts' rules are unknown).
+        if (
+            ref.source != "robots"
+            and host_key(ref.url) == self.host
+            and not self._robots.can_fetch(ref.url)
+        ):
+            self.report.robots_disallowed += 1
             return
         admission = self._frontier.push(ref)
         if admission is Admission.QUEUED:

@@ -103,6 +103,7 @@ class HostReport:
     cross_host_total: int = 0
     violations: list[str] = field(default_factory=list)
     limits_hit: list[str] = field(default_factory=list)
+    robots_disallowed: int = 0  # same-host sitemaps not fetched: robots.txt disallows them
     failures: list[Failure] = field(default_factory=list)
     failures_total: int = 0
     failures_by_class: dict[str, int] = field(default_factory=dict)

@@ -61,3 +61,20 @@ async def test_redirect_to_another_host_follows_the_cross_host_policy(sites: Sit
     assert report["cross_host"] == [other.url("/moved.xml")]
     records, _ = await collect([site.origin], **{"discovery.cross_host": "any"})
     assert [r["loc"] for r in records] == [other.url("/x")]
+
+
+async def test_robots_disallow_applies_to_guesses_and_index_children(sites: Sites) -> None:
+    routes: dict[str, Any] = {}
+    site = await sites.start("127.0.0.74", routes)
+    u = site.url
+    routes["/robots.txt"] = (
+        b"User-agent: *\nDisallow: /private/\nSitemap: " + u("/private/listed.xml").encode()
+    )
+    routes["/private/listed.xml"] = index(u("/private/child.xml"), u("/public.xml"))
+    routes["/private/child.xml"] = urlset(u("/secret"))
+    routes["/public.xml"] = urlset(u("/page"))
+    records, hosts = await collect([site.origin])
+    # Listed in robots.txt: fetched although under /private/. Its child under /private/: not.
+    assert [r["loc"] for r in records] == [u("/page")]
+    assert site.hits("/private/child.xml") == 0
+    assert hosts[site.origin.removeprefix("http://")]["robots_disallowed"] == 1
