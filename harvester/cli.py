@@ -132,8 +132,19 @@ def _run_parser(sub: Any) -> None:
         ("--host-timeout", "limits.max_host_seconds", float, "seconds spent on one host"),
         ("--cross-host", "discovery.cross_host", str, "same-host | same-site | any"),
     ]
+    metavars = {int: "N", float: "NUM", str: "TEXT"}
     for flag, dest, typ, text in flags:
-        r.add_argument(flag, dest=dest, type=typ, help=f"{text} (config: {dest})")
+        r.add_argument(
+            flag, dest=dest, type=typ, metavar=metavars[typ], help=f"{text} (config: {dest})"
+        )
+    r.add_argument(
+        "--allow",
+        dest="fetch.allow",
+        action="append",
+        metavar="NET_OR_HOST",
+        help="a network (CIDR) or host name the SSRF guard lets through although private;"
+        " repeatable (config: fetch.allow)",
+    )
     r.add_argument(
         "--allow-private",
         dest="fetch.allow_private",
@@ -145,7 +156,11 @@ def _run_parser(sub: Any) -> None:
 
 def _overrides(ns: argparse.Namespace) -> dict[str, object]:
     """Flags whose dest is a dotted config key and that the user actually set."""
-    return {k: v for k, v in vars(ns).items() if "." in k and v is not None}
+    return {
+        k: tuple(v) if isinstance(v, list) else v
+        for k, v in vars(ns).items()
+        if "." in k and v is not None
+    }
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -84,7 +84,15 @@ async def test_run_with_two_workers_writes_output_and_reports(sites: Sites, tmp_
 async def test_run_from_stdin_to_stdout(sites: Sites) -> None:
     site = await site_with_tree(sites, "127.0.0.51")
     code, out, err = await run_cli(
-        "-i", "-", "--workers", "1", "--allow-private", "--rate", "1000", stdin=site.origin.encode()
+        "-i",
+        "-",
+        "--workers",
+        "1",
+        "--allow",
+        "127.0.0.51/32",
+        "--rate",
+        "1000",
+        stdin=site.origin.encode(),
     )
     assert code == 0, err
     locs = sorted(json.loads(line)["loc"] for line in out.splitlines())
@@ -122,3 +130,12 @@ async def test_cross_host_duplicates_across_worker_processes(sites: Sites, tmp_p
     # the three others as cross-host duplicates; every record is still emitted.
     assert report["urls"] == 8
     assert report["cross_host_duplicates"] == 3
+
+
+async def test_the_ssrf_guard_is_on_by_default(sites: Sites) -> None:
+    site = await site_with_tree(sites, "127.0.0.57")
+    code, out, err = await run_cli(site.origin, "--workers", "1")
+    assert code == 0, err
+    assert out == ""
+    assert "forbidden_address 1" in err  # the summary table names the refusal
+    assert site.log == []  # not a single request reached the loopback server
