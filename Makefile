@@ -1,5 +1,5 @@
 # Each target does its own set-up (scripts/setup creates .venv and installs).
-.PHONY: setup test check demo bench-parse bench-pipeline parse-demo clean
+.PHONY: setup test check demo bench bench-parse bench-pipeline parse-demo clean
 
 setup:
 	scripts/setup
@@ -9,6 +9,10 @@ test: ## format, lint, types and the whole test suite
 
 demo: setup ## the main job, offline: a small synthetic web on loopback, harvested by `harvester run`
 	.venv/bin/python scripts/demo.py
+
+bench: setup ## harvester vs the raw limits and the peers on one corpus; writes benchmarks/RESULTS.md
+	.venv/bin/python -m pip install --quiet -e ".[bench]"
+	.venv/bin/python -m benchmarks run --profile many --hosts 2000 --timeout 600 --write-results
 
 bench-parse: setup
 	.venv/bin/python -m benchmarks.bench_parse

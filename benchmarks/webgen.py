@@ -28,7 +28,12 @@ Profiles:
 * ``big`` (issue 8): one host, an index of three children of 50,000 URLs each: a "rich"
   one (images and hreflang alternates, about 49.75 MiB uncompressed, under the 50 MiB
   protocol cap) served gzip, a plain one and a gzip one of plain entries.
-* ``messy`` and ``scale`` (issue 8): not implemented yet; asking for them is an error.
+* ``messy`` (issue 8): N hosts (default 500) of ``many``-like sites with the usual dirt
+  (HTML error pages at listed children, 404 children, truncated gzip, a urlset served as
+  text/html, empty urlsets, BOMs, no XML declaration, odd lastmods, blank-wrapped and CDATA
+  locs, duplicate locs across children, missing robots.txt, CRLF robots.txt); see
+  ``_messy_host``. Redirects are not in it: ``benchmarks.server`` serves files only.
+* ``scale`` (issue 8): not implemented yet; asking for it is an error.
 
 The digest of a host's URLs is the sum, modulo 2**64, of the first 8 bytes (big-endian) of
 ``blake2b(loc)`` over the distinct locs: order-independent, so a harvester's output can be
@@ -52,6 +57,7 @@ import random
 import shutil
 import sys
 import time
+import zlib
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -62,8 +68,9 @@ from xml.sax.saxutils import escape
 GEN_VERSION: Final = 1  # bump whenever the bytes written change: invalidates cached corpora
 DEFAULT_PORT: Final = 8765
 PROFILES: Final = ("many", "demo", "big", "messy", "scale")
-NOT_IMPLEMENTED: Final = frozenset({"messy", "scale"})
-DEFAULT_HOSTS: Final = {"many": 2_000, "demo": 6, "big": 1}
+NOT_IMPLEMENTED: Final = frozenset({"scale"})
+DEFAULT_HOSTS: Final = {"many": 2_000, "demo": 6, "big": 1, "messy": 500}
+SIZED_PROFILES: Final = frozenset({"many", "messy"})  # profiles that take ``hosts``
 CORPUS_ROOT: Final = Path(__file__).resolve().parent / ".corpus"
 PROTOCOL_MAX_BYTES: Final = 52_428_800
 BIG_RICH_BYTES: Final = round(49.75 * 1024 * 1024)  # "about 50 MiB", under the protocol cap
@@ -554,6 +561,175 @@ def _generate_demo(
     return [h.summary() for h in made], {h.address: h.truth(with_urls=True) for h in made}
 
 
+# --------------------------------------------------------------------------- profile: messy
+
+# Odd but readable lastmod values (the URL still counts; only the lastmod is dubious).
+_ODD_LASTMODS: Final = (
+    "2024-05-01T10:00:00",  # no offset
+    "2024-05-01 10:00:00",  # space, no offset
+    "2024-05",  # year-month (W3C datetime allows it)
+    "2024",  # year only
+    "2024-05-01T10:00:00.123456+02:00",  # fraction
+    "2024-05-01T10:00+02:00",  # no seconds (W3C datetime allows it)
+    "  2024-05-01  ",  # surrounded by blanks
+    "20240501",  # basic ISO format: not W3C
+    "01/05/2024",  # not a date format at all
+    "not-a-date",
+    "",  # empty element
+    "2024-13-45",  # out of range
+)
+_HTML_ERROR: Final = (
+    "<!DOCTYPE html>\n<html><head><title>{title}</title></head>\n"
+    "<body><h1>{title}</h1><p>Sorry, something went wrong.</p></body></html>\n"
+)
+# Per child: what happens to it (weights), see _messy_host.
+_CHILD_FATES: Final = (
+    ("ok", 55),
+    ("ok_gz", 15),
+    ("html_error", 7),  # 200 text/html error page at a listed child: not_a_sitemap
+    ("missing", 7),  # listed, never written: 404
+    ("truncated_gz", 6),  # gzip cut short: bad_gzip; a prefix of entries is salvageable
+    ("wrong_type", 5),  # a good urlset served as text/html
+    ("empty", 5),  # a valid urlset with no <url>
+)
+
+
+def _messy_entry(text: _Text, loc: str, odd: float) -> str:
+    """An entry with, at rate ``odd``, a dirty but readable loc or an odd lastmod."""
+    rng = text.rng
+    if rng.random() >= odd:
+        return text.url_entry(loc)
+    how = rng.randrange(4)
+    if how == 0:
+        loc_xml = f"\n      {escape(loc)}\n    "  # blanks around the URL
+    elif how == 1 and "]]>" not in loc:
+        loc_xml = f"<![CDATA[{loc}]]>"
+    else:
+        loc_xml = escape(loc)
+    lastmod = rng.choice(_ODD_LASTMODS) if how >= 2 else text.lastmod()
+    mod = "" if lastmod is None else f"<lastmod>{lastmod}</lastmod>"
+    return f"  <url><loc>{loc_xml}</loc>{mod}</url>\n"
+
+
+def _messy_urlset(text: _Text, locs: list[str], odd: float, prolog: str) -> bytes:
+    body = urlset([_messy_entry(text, loc, odd) for loc in locs])
+    if prolog == "bom":
+        return b"\xef\xbb\xbf" + body
+    if prolog == "nodecl":  # no XML declaration at all (allowed: UTF-8 is the default)
+        return body.split(b"\n", 1)[1]
+    return body
+
+
+def _truncate_gzip(data: bytes, rng: random.Random) -> tuple[bytes, int]:
+    """``data`` gzipped and cut at 40-80 %; and the number of complete ``</url>`` in it."""
+    full = gzip.compress(data, compresslevel=6, mtime=0)
+    cut = full[: max(20, int(len(full) * rng.uniform(0.4, 0.8)))]
+    prefix = zlib.decompressobj(wbits=31).decompress(cut)
+    return cut, prefix.count(b"</url>")
+
+
+def _messy_host(args: tuple[int, int, int, str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Host ``index`` of ``messy``: a ``many``-like site with the usual dirt, and its truth.
+
+    robots.txt (missing on 15 %: the index is then at /sitemap.xml; CRLF, lower-case
+    ``sitemap:``, comments and a BOM on some) -> an index of 2-5 children of 20-400 URLs,
+    each child's fate drawn from ``_CHILD_FATES``; 30 % of the hosts put odd lastmods,
+    blank-wrapped or CDATA locs on 20 % of their entries; some children repeat locs of an
+    earlier child (duplicates: the truth counts distinct URLs); a child may start with a BOM
+    or have no XML declaration. Truth: the URLs of the readable children (``urls``,
+    ``digest``), the failures by class, and ``partial``: per truncated child the distinct
+    new URLs of its complete entries before the cut (what a salvaging reader may add).
+    """
+    seed, index, port, sites = args
+    rng = _host_rng("messy", seed, index)
+    address = host_address(index)
+    host = HostFiles(address, port, "messy", Path(sites) / address)
+    text = _Text(rng, host)
+    odd = 0.2 if rng.random() < 0.3 else 0.0
+    has_robots = rng.random() >= 0.15
+    index_path = rng.choice(_INDEX_PATHS) if has_robots else "/sitemap.xml"
+    partial: dict[str, dict[str, Any]] = {}
+    children: list[tuple[str, str | None]] = []
+    fates, weights = zip(*_CHILD_FATES, strict=True)
+    for number in range(1, rng.randint(2, 5) + 1):
+        fate = rng.choices(fates, weights)[0]
+        gz = fate in ("ok_gz", "truncated_gz")
+        path = f"/sitemap-{rng.choice(('posts', 'pages', 'products'))}-{number}.xml"
+        path += ".gz" if gz else ""
+        url = host.url(path)
+        children.append((url, rng.choice((text.lastmod(), rng.choice(_ODD_LASTMODS)))))
+        count = rng.randint(20, 400)
+        if fate == "missing":
+            host.fail("http_status", url)
+            continue
+        if fate == "html_error":
+            page = _HTML_ERROR.format(title=rng.choice(("Page not found", "Error 500")))
+            host.write(path, page.encode(), "html", content_type="text/html")
+            host.fail("not_a_sitemap", url)
+            continue
+        locs = [text.loc() for _ in range(0 if fate == "empty" else count)]
+        dupes = host.locs and fate != "empty" and rng.random() < 0.2
+        repeats = host.locs[: rng.randint(1, 30)] if dupes else []
+        prolog = rng.choice(("", "", "", "bom", "nodecl"))
+        data = _messy_urlset(text, locs + repeats, odd, prolog)
+        if fate == "truncated_gz":
+            body, complete = _truncate_gzip(data, rng)
+            entries = (locs + repeats)[:complete]
+            new = [loc for loc in dict.fromkeys(entries) if loc not in set(host.locs)]
+            partial[url] = {"urls": len(new), "digest": url_digest(new)}
+            host.fail("bad_gzip", url)
+            _write_raw(host, path, body, "urlset", len(locs), gzip_flag=True)
+            continue
+        host.locs.extend(locs)
+        extra = {"content_type": "text/html"} if fate == "wrong_type" else {}
+        host.write(path, data, "urlset", len(locs), **extra)
+    host.write(index_path, sitemapindex(children), "index")
+    if has_robots:
+        body = robots_txt([host.url(index_path)])
+        if rng.random() < 0.3:
+            body = body.replace(b"Sitemap:", b"sitemap:").replace(b"\n", b"\r\n")
+        if rng.random() < 0.2:
+            body = b"\xef\xbb\xbf# robots.txt for a messy site\n" + body
+        host.write("/robots.txt", body, "robots")
+    truth = host.truth(with_urls=False)
+    truth["partial"] = partial  # url -> salvageable prefix (distinct new URLs, digest)
+    return host.summary(), truth
+
+
+def _write_raw(
+    host: HostFiles, path: str, body: bytes, kind: str, urls: int, *, gzip_flag: bool
+) -> None:
+    """Write ``body`` as is (already compressed, or deliberately broken)."""
+    disk = host.site_dir / path.lstrip("/")
+    disk.parent.mkdir(parents=True, exist_ok=True)
+    disk.write_bytes(body)
+    host.files.append(
+        {
+            "path": path,
+            "file": str(disk.relative_to(host.site_dir.parent.parent)),
+            "kind": kind,
+            "bytes": len(body),
+            "bytes_uncompressed": len(body),
+            "gzip": gzip_flag,
+            "urls": urls,
+            "content_type": content_type(path),
+            "broken": True,
+        }
+    )
+
+
+def _generate_messy(
+    seed: int, hosts: int, port: int, sites: Path, jobs: int
+) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
+    work = [(seed, i, port, str(sites)) for i in range(hosts)]
+    if jobs > 1 and hosts >= 50:
+        with ProcessPoolExecutor(jobs) as pool:
+            results = list(pool.map(_messy_host, work, chunksize=max(1, hosts // (jobs * 8))))
+    else:
+        results = [_messy_host(w) for w in work]
+    return [m for m, _ in results], {m["address"]: t for m, t in results}
+
+
 # --------------------------------------------------------------------------- profile: big
 
 
@@ -663,7 +839,7 @@ def generate(
         )
     if profile not in DEFAULT_HOSTS:
         raise ValueError(f"unknown profile {profile!r}; choose from {', '.join(PROFILES)}")
-    if hosts is None or profile != "many":
+    if hosts is None or profile not in SIZED_PROFILES:
         if hosts not in (None, DEFAULT_HOSTS[profile]):
             raise ValueError(f"profile {profile!r} has {DEFAULT_HOSTS[profile]} hosts, not {hosts}")
         hosts = DEFAULT_HOSTS[profile]
@@ -691,6 +867,10 @@ def generate(
     sites.mkdir()
     if profile == "many":
         manifest_hosts, truth_hosts = _generate_many(
+            seed, hosts, port, sites, jobs or os.cpu_count() or 1
+        )
+    elif profile == "messy":
+        manifest_hosts, truth_hosts = _generate_messy(
             seed, hosts, port, sites, jobs or os.cpu_count() or 1
         )
     elif profile == "demo":
