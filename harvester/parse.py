@@ -194,6 +194,9 @@ class XmlSitemapParser:
             huge_tree=False,
             remove_comments=True,
             remove_pis=True,
+            # Whitespace-only text between elements is never read (values are stripped): not
+            # building those nodes saves ~0.6 µs a URL (bench_parse).
+            remove_blank_text=True,
             encoding=encoding,
         )
         self._events = self._parser.read_events()
