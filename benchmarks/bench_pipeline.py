@@ -752,19 +752,9 @@ def run(args: argparse.Namespace) -> int:
     if unknown:
         print(f"bench_pipeline: unknown --only: {', '.join(sorted(unknown))}", file=sys.stderr)
         return 2
-    hosts = args.hosts if args.profile == "many" else DEFAULT_HOSTS.get(args.profile, 0)
-    corpus = args.corpus or default_out_dir(args.profile, hosts, args.seed, args.port)
-    started = time.perf_counter()
-    try:
-        truth = generate(args.profile, corpus, seed=args.seed, hosts=hosts, port=args.port)
-    except (ProfileNotImplementedError, ValueError) as exc:
-        print(f"bench_pipeline: {exc}", file=sys.stderr)
+    truth = prepare_corpus(args, "bench_pipeline")
+    if truth is None:
         return 2
-    verb = "reused" if truth.reused else "generated"
-    print(
-        f"# corpus {verb} in {time.perf_counter() - started:.1f} s: {describe(truth)}",
-        file=sys.stderr,
-    )
     latency_ms = round(args.latency * 1000)
     tag = f"pipeline-{args.profile}-h{truth.hosts}-w{args.workers}-l{latency_ms}"
     out_dir = args.out or OUT_ROOT / tag
@@ -921,6 +911,28 @@ def run(args: argparse.Namespace) -> int:
     if failures:
         return 1
     return 1 if args.check and not all(ok for _, ok in met) else 0
+
+
+def prepare_corpus(args: argparse.Namespace, prog: str) -> GroundTruth | None:
+    """Generate (or reuse) the corpus named by ``args``; None after printing why it failed.
+
+    ``args`` needs profile, hosts, corpus, seed and port (the flags of this module
+    and of ``benchmarks run``).
+    """
+    hosts = args.hosts if args.profile == "many" else DEFAULT_HOSTS.get(args.profile, 0)
+    corpus = args.corpus or default_out_dir(args.profile, hosts, args.seed, args.port)
+    started = time.perf_counter()
+    try:
+        truth = generate(args.profile, corpus, seed=args.seed, hosts=hosts, port=args.port)
+    except (ProfileNotImplementedError, ValueError) as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return None
+    verb = "reused" if truth.reused else "generated"
+    print(
+        f"# corpus {verb} in {time.perf_counter() - started:.1f} s: {describe(truth)}",
+        file=sys.stderr,
+    )
+    return truth
 
 
 def main(argv: list[str] | None = None) -> int:

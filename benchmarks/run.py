@@ -37,7 +37,6 @@ import os
 import platform
 import shlex
 import sys
-import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -52,20 +51,16 @@ from benchmarks.bench_pipeline import (
     StepError,
     _machine,
     _spawn_limit,
+    prepare_corpus,
     run_harvester,
     run_measured,
     tally_output,
 )
 from benchmarks.peers import PEERS, PROXY_VARS
 from benchmarks.webgen import (
-    DEFAULT_HOSTS,
     DEFAULT_PORT,
     GroundTruth,
-    ProfileNotImplementedError,
     UrlTally,
-    default_out_dir,
-    describe,
-    generate,
 )
 
 TOOLS: Final = ("harvester", "net-limit", "cpu-limit", *PEERS)
@@ -476,19 +471,9 @@ def run(args: argparse.Namespace) -> int:
         return 2
     for var in PROXY_VARS:  # every tool is loopback-only; no proxy is ever wanted
         os.environ.pop(var, None)
-    hosts = args.hosts if args.profile == "many" else DEFAULT_HOSTS.get(args.profile, 0)
-    corpus = args.corpus or default_out_dir(args.profile, hosts, args.seed, args.port)
-    started = time.perf_counter()
-    try:
-        truth = generate(args.profile, corpus, seed=args.seed, hosts=hosts, port=args.port)
-    except (ProfileNotImplementedError, ValueError) as exc:
-        print(f"benchmarks run: {exc}", file=sys.stderr)
+    truth = prepare_corpus(args, "benchmarks run")
+    if truth is None:
         return 2
-    verb = "reused" if truth.reused else "generated"
-    print(
-        f"# corpus {verb} in {time.perf_counter() - started:.1f} s: {describe(truth)}",
-        file=sys.stderr,
-    )
     latency_ms = round(args.latency * 1000)
     tag = f"run-{args.profile}-h{truth.hosts}-l{latency_ms}"
     out_dir = args.out or OUT_ROOT / tag
