@@ -44,6 +44,7 @@ __all__ = [
     "PolitenessConfig",
     "ReaderConfig",
     "RunConfig",
+    "StateConfig",
     "load_config",
 ]
 
@@ -249,10 +250,40 @@ class RunConfig:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class OutputConfig:
-    """Where records and the report go."""
+    """Where records and the report go, and which records."""
 
     format: Literal["jsonl"] = "jsonl"
     report: str | None = None  # default: <output>.report.json
+    emit: Literal["all", "new", "changed", "delta"] = "all"  # delta: new, changed and removed
+    since: str = ""  # ISO date: only URLs with a later lastmod, plus undated ones labelled
+
+    def __post_init__(self) -> None:
+        if self.since and self.since_epoch is None:
+            raise ConfigError(
+                f"{self.since!r} is not a W3C date (YYYY-MM-DD[Thh:mm:ssZ])", key="output.since"
+            )
+
+    @property
+    def since_epoch(self) -> int | None:
+        """``since`` as UTC epoch seconds (None when unset or unparseable)."""
+        from harvester.dates import parse_lastmod
+
+        if not self.since:
+            return None
+        when, _quality = parse_lastmod(self.since.strip())
+        return None if when is None else int(when.timestamp())
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StateConfig:
+    """The SQLite state file of incremental runs (``harvester.state``)."""
+
+    enabled: bool = True  # off: no state, every run downloads and emits everything
+    path: str = ""  # "" = beside the output: urls.jsonl -> urls.state.sqlite
+    resume: bool = True  # continue an unfinished run (crash, kill -9, Ctrl-C) of this state
+    rediscover_after: float = 86400.0  # seconds a host's discovery memory is trusted
+    skip_unchanged_children: bool = False  # skip index children whose index lastmod is unchanged
+    commit_interval: float = 2.0  # seconds between commits (each fsyncs the output)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -268,6 +299,7 @@ class Config:
     dedupe: DedupeConfig = field(default_factory=DedupeConfig)
     run: RunConfig = field(default_factory=RunConfig)
     output: OutputConfig = field(default_factory=OutputConfig)
+    state: StateConfig = field(default_factory=StateConfig)
 
 
 def _positive(obj: object, section: str) -> None:

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from harvester.scheduler import HostSlot
     from harvester.seeds import Seed
 
-__all__ = ["Discovered", "child_allowed", "discover", "registrable_domain"]
+__all__ = ["Discovered", "child_allowed", "discover", "recall", "registrable_domain"]
 
 _EXTRACT: Any = None  # the tldextract instance, built on first use (see _extractor)
 
@@ -62,6 +62,9 @@ class Discovered:
     source: str = "none"  # robots | fallback | seed | none
     robots_status: int | None = None  # HTTP status of robots.txt (None: not fetched)
     robots_truncated: bool = False  # robots.txt was longer than fetch.max_robots_bytes
+    robots_url: str | None = None  # where robots.txt was finally read from (after redirects)
+    robots_text: bytes = b""  # its first max_robots_bytes (kept for the state's memory)
+    redirects: tuple[str, ...] = ()  # URLs that redirected on the way to it
 
 
 def registrable_domain(host: str) -> str:
@@ -119,6 +122,31 @@ async def discover(seed: Seed, fetcher: Fetcher, slot: HostSlot, cfg: Config) ->
     return found
 
 
+def recall(memory: dict[str, Any], seed: Seed, cfg: Config, slot: HostSlot) -> Discovered:
+    """Discovery from the state's memory of an earlier run: no request at all.
+
+    ``memory`` is what ``HostWorker`` stored (``source``, ``refs``, ``origin``,
+    ``robots_url``, ``robots``: the robots.txt text, ``robots_status``). The
+    robots rules and Crawl-delay come from the remembered robots.txt, so the
+    host is paced and its Disallow rules apply as if it had been fetched.
+    """
+    text: str = memory.get("robots") or ""
+    robots_url = memory.get("robots_url") or f"{seed.origin}/robots.txt"
+    robots = parse_robots(text.encode(), robots_url, cfg.fetch.user_agent) if text else RobotsTxt()
+    if robots.crawl_delay and cfg.politeness.respect_crawl_delay:
+        slot.slow_down(min(robots.crawl_delay, cfg.politeness.max_crawl_delay))
+    source = memory.get("source", "none")
+    kind = "robots" if source == "robots" else "fallback"
+    return Discovered(
+        [SitemapRef(url, source=kind) for url in memory.get("refs", ())],
+        robots,
+        memory.get("origin") or seed.origin,
+        source=source,
+        robots_status=memory.get("robots_status"),
+        robots_url=robots_url,
+    )
+
+
 async def _fetch_robots(url: str, fetcher: Fetcher, slot: HostSlot, cfg: Config) -> Discovered:
     """Fetch and parse robots.txt: the rules, the origin it was finally served from, its status.
 
@@ -134,14 +162,24 @@ async def _fetch_robots(url: str, fetcher: Fetcher, slot: HostSlot, cfg: Config)
                 size += len(chunk)
                 if size > cap:
                     break  # like Google: read the first max_robots_bytes, ignore the rest
-            final, status = body.url, body.status
+            final, status, redirects = body.url, body.status, body.redirects
     except HTTPStatusError as exc:
         if 400 <= exc.status < 500:
             # No robots.txt: everything allowed.
-            return Discovered([], origin=_origin(url), robots_status=exc.status)
+            return Discovered([], origin=_origin(url), robots_status=exc.status, robots_url=url)
         raise
-    robots = parse_robots(b"".join(parts)[:cap], final, cfg.fetch.user_agent)
-    return Discovered([], robots, _origin(final), robots_status=status, robots_truncated=size > cap)
+    text = b"".join(parts)[:cap]
+    robots = parse_robots(text, final, cfg.fetch.user_agent)
+    return Discovered(
+        [],
+        robots,
+        _origin(final),
+        robots_status=status,
+        robots_truncated=size > cap,
+        robots_url=final,
+        robots_text=text,
+        redirects=redirects,
+    )
 
 
 def _origin(url: str) -> str:

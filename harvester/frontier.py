@@ -90,6 +90,10 @@ class Frontier:
         heapq.heappush(self._heap, (sort_key, next(self._order), ref))
         return Admission.QUEUED
 
+    def seen(self, url: str) -> bool:
+        """Was ``url`` (canonically) admitted or marked seen for this host?"""
+        return canonical(url) in self._seen
+
     def mark_seen(self, url: str) -> None:
         """Record a URL fetched outside the frontier (a redirect target): never fetch it again."""
         self._seen.add(canonical(url))

@@ -14,13 +14,15 @@ cannot deadlock (see ``pipeline.py``).
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import time
 from array import array
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from harvester.dedupe import SeenSet, fingerprint
-from harvester.discovery import child_allowed, discover
+from harvester.discovery import child_allowed, discover, recall
 from harvester.errors import (
     Blocked,
     ConnectError,
@@ -30,6 +32,15 @@ from harvester.errors import (
     NotASitemap,
 )
 from harvester.frontier import Admission, Frontier, SitemapRef
+from harvester.ledger import (
+    EMIT_EVENTS,
+    NO_LASTMOD,
+    HostMemory,
+    HostState,
+    LedgerRow,
+    SitemapState,
+    now,
+)
 from harvester.models import SitemapChild, UrlEntry
 from harvester.normalize import Normalizer, host_of
 from harvester.reader import SitemapReader
@@ -43,13 +54,16 @@ if TYPE_CHECKING:
     from typing import Any
 
     from harvester.config import Config
+    from harvester.discovery import Discovered
     from harvester.fetch import Fetcher
+    from harvester.ledger import LedgerReader, SitemapMemory
     from harvester.models import Entry, ReadResult
     from harvester.scheduler import HostSlot, Scheduler
     from harvester.seeds import Seed
 
-    # A batch of one host's records and their URL fingerprints (same order).
-    Emit = Callable[[list[dict[str, Any]], array[int]], Awaitable[None]]
+    # A batch of one host's records, their URL fingerprints (same order) and, with a
+    # state file, the ledger rows of every URL listed (emitted or not).
+    Emit = Callable[[list[dict[str, Any]], array[int], list[LedgerRow] | None], Awaitable[None]]
 
 __all__ = ["HostWorker"]
 
@@ -74,8 +88,16 @@ class HostWorker:
         scheduler: Scheduler,
         emit: Emit,
         normalizer: Normalizer | None = None,
+        ledger: LedgerReader | None = None,
+        emit_mode: str = "all",
     ) -> None:
-        """``normalizer`` is shared by a shard's workers (its rules compile once)."""
+        """``normalizer`` is shared by a shard's workers (its rules compile once).
+
+        ``ledger`` (the state file, read-only) turns on incremental harvesting:
+        URL events, conditional GETs (except with ``emit_mode`` ``all``, which
+        must output every URL and so downloads everything), discovery memory,
+        and the ``HostState`` left in ``self.state`` for the writer.
+        """
         self.seed = seed
         self.host = seed.host
         self.report = HostReport(seed.host)
@@ -98,6 +120,21 @@ class HostWorker:
         # passed, and how far earlier reads of it got (seen-hits up to there are replays).
         self._position = 0
         self._replayed = 0
+        self._listed = 0  # distinct URLs listed (the max_urls_per_host cap counts these)
+        # Incremental harvesting (a state file) and the --since filter.
+        self._ledger = ledger
+        self._events = EMIT_EVENTS[emit_mode]
+        self._conditional = ledger is not None and emit_mode != "all"
+        self._since = cfg.output.since_epoch
+        self._filtering = ledger is not None or self._since is not None
+        self._batch_lastmods: array[int] = array("q")  # lastmod epochs of _batch (filtering)
+        self._memory = HostMemory()
+        self.state: HostState | None = HostState(self.host) if ledger is not None else None
+        self._child_refs: list[tuple[str, int | None]] = []  # the index being read (ledger)
+        self._robots_fresh = False  # robots.txt was read in full this run
+        self._remembered = False  # discovery came from the state's memory
+        self._remembered_stale = False  # ...and a remembered sitemap is gone: rediscover next run
+        self._discovered: Discovered | None = None
 
     async def run(self) -> HostReport:
         """Harvest the host; return its report (never raises for host-level failures)."""
@@ -114,17 +151,38 @@ class HostWorker:
             self.report.seconds = round(time.monotonic() - started, 3)
         # Emitted outside the timeout so records harvested before it are never lost.
         await self._flush()
+        if self.state is not None:
+            self._finish_state()
         return self.report
 
     async def _run(self, slot: HostSlot) -> None:
-        try:
-            found = await discover(self.seed, self._fetcher, slot, self._cfg)
-        except FetchError as exc:
-            self.report.fail(exc, status=getattr(exc, "status", None))
-            self.report.discovery = "failed"
-            return
+        if self._ledger is not None:
+            self._memory = self._ledger.host(self.host)
+        memory = self._memory.discovery
+        if (
+            memory is not None
+            and memory.get("source") != "stale"
+            and self.seed.sitemap is None
+            and now() - self._memory.discovered_at < self._cfg.state.rediscover_after
+        ):
+            found = recall(memory, self.seed, self._cfg, slot)
+            self._remembered = True
+            if found.source == "none":
+                self.report.discovery = "memory:none"  # nothing was found last time: no probes
+                return
+        else:
+            try:
+                found = await discover(self.seed, self._fetcher, slot, self._cfg)
+            except FetchError as exc:
+                self.report.fail(exc, status=getattr(exc, "status", None))
+                self.report.discovery = "failed"
+                return
+            self._robots_fresh = found.robots_status == 200 and not found.robots_truncated
+        self._discovered = found
         # "fallback" becomes "fallback:<url>" when a probe hits; until then nothing was found.
         self.report.discovery = "none" if found.source == "fallback" else found.source
+        if self._remembered:
+            self.report.discovery = f"memory:{found.source}"
         self.report.robots_status = found.robots_status
         if found.robots_truncated:
             self.report.limit("max_robots_bytes")
@@ -169,6 +227,12 @@ class HostWorker:
         emitted are dropped by the host's per-URL dedupe, so no record is emitted
         twice, and they are not counted as duplicates either (see ``_entries``).
         """
+        memory = self._memory.sitemaps.get(ref.url)
+        headers = self._conditions(ref, memory)
+        if headers is None:
+            assert memory is not None
+            self._carry(ref, memory, "skipped", None)  # its index lastmod has not advanced
+            return
         ref_host = host_key(ref.url)
         # A child on another host (a CDN subdomain) is paced by that host's own slot.
         slot = self._scheduler.acquire(ref_host)
@@ -180,6 +244,8 @@ class HostWorker:
             for refetch in range(retries + 1):
                 # The host dedupes by canonical URL; a second per-document set would be waste.
                 reader = SitemapReader(ref.url, self._cfg.reader, dedupe=False)
+                digest = hashlib.blake2b(digest_size=16) if self._ledger is not None else None
+                self._child_refs = []
                 status: int | None = None
                 received = 0  # bytes of this attempt's body
                 streaming = False  # set once the body is handed over
@@ -189,7 +255,7 @@ class HostWorker:
                 self._position = 0
                 try:
                     async with self._fetcher.stream(
-                        ref.url, slot, max_bytes=self._cfg.fetch.max_body_bytes
+                        ref.url, slot, max_bytes=self._cfg.fetch.max_body_bytes, headers=headers
                     ) as body:
                         status = body.status
                         attempts += body.attempts
@@ -198,9 +264,15 @@ class HostWorker:
                             self._frontier.mark_seen(body.url)
                             if not self._redirect_allowed(ref, body.url):
                                 return
+                        if status == 304 and memory is not None:
+                            self._carry(ref, memory, "not_modified", status)
+                            return
+                        validators = (body.headers.get("ETag"), body.headers.get("Last-Modified"))
                         async for chunk in body.chunks():
                             received += len(chunk)
                             self.report.bytes += len(chunk)
+                            if digest is not None:
+                                digest.update(chunk)
                             entries = reader.feed(chunk)
                             if entries:
                                 await self._entries(entries, ref)
@@ -211,7 +283,9 @@ class HostWorker:
                     if ref.fallbacks and 400 <= exc.status < 500 and not isinstance(exc, Blocked):
                         self._next_probe(ref)
                         return
-                    self._failed(exc, status=exc.status, attempts=attempts + (exc.attempts or 1))
+                    self._failed(
+                        ref, exc, status=exc.status, attempts=attempts + (exc.attempts or 1)
+                    )
                     return
                 except (ConnectError, FetchTimeout) as exc:
                     deadline_passed = time.monotonic() - started >= self._cfg.fetch.total_timeout
@@ -221,14 +295,16 @@ class HostWorker:
                     if not streaming:
                         attempts += exc.attempts or 1
                     # Entries read before the failure were already emitted; keep them.
-                    self._failed(exc, status=status, attempts=attempts, bytes_read=received)
+                    self._failed(ref, exc, status=status, attempts=attempts, bytes_read=received)
                     return
                 except FetchError as exc:
                     if not streaming:
                         attempts += exc.attempts or 1
-                    self._failed(exc, status=status, attempts=attempts, bytes_read=received)
+                    self._failed(ref, exc, status=status, attempts=attempts, bytes_read=received)
                     return
                 self._done(ref, reader.result())
+                if self.state is not None:
+                    self._record_read(ref, reader.result(), status, validators, digest)
                 return
         finally:
             self._scheduler.release(ref_host)
@@ -254,6 +330,7 @@ class HostWorker:
                 # A guess that found an HTML page or an empty body: a miss, not a failure.
                 if ref.fallbacks:
                     self._next_probe(ref)
+                self._remembered_stale = self._remembered  # the remembered hit is gone
                 return
             report.discovery = f"fallback:{ref.url}"
             report.sitemaps_found += 1
@@ -269,6 +346,7 @@ class HostWorker:
 
     def _failed(
         self,
+        ref: SitemapRef,
         exc: FetchError,
         *,
         status: int | None,
@@ -277,6 +355,124 @@ class HostWorker:
     ) -> None:
         self.report.sitemaps_failed += 1
         self.report.fail(exc, status=status, attempts=attempts, bytes_read=bytes_read)
+        if self.state is not None and ref.source != "fallback":
+            self.state.sitemaps.append(SitemapState(ref.url, ref.parent, "error", status))
+        if self._remembered and ref.parent is None and status in (404, 410):
+            self._remembered_stale = True  # a remembered sitemap is gone: rediscover next run
+
+    # -- incremental harvesting (a state file) -------------------------------------
+
+    def _conditions(self, ref: SitemapRef, memory: SitemapMemory | None) -> dict[str, str] | None:
+        """Request headers for ``ref``: validators of its last full read; None: skip it."""
+        headers: dict[str, str] = {}
+        if not self._conditional or memory is None or not memory.complete:
+            return headers
+        if (
+            self._cfg.state.skip_unchanged_children
+            and ref.source == "index"
+            and ref.lastmod is not None
+            and memory.index_lastmod is not None
+            and int(ref.lastmod.timestamp()) <= memory.index_lastmod
+        ):
+            return None
+        if memory.etag:
+            headers["If-None-Match"] = memory.etag
+        if memory.last_modified:
+            headers["If-Modified-Since"] = memory.last_modified
+        return headers
+
+    def _carry(self, ref: SitemapRef, memory: SitemapMemory, status: str, http: int | None) -> None:
+        """An unchanged sitemap: its URLs stay listed; an index's children are re-admitted."""
+        assert self.state is not None
+        self.report.sitemaps_unchanged += 1
+        self.state.sitemaps.append(
+            SitemapState(ref.url, ref.parent, status, http, complete=True, carried=True)
+        )
+        self.state.removal_scope.append(ref.url)  # nothing of it goes: all stays listed
+        for url, lastmod in memory.children:
+            when = datetime.fromtimestamp(lastmod, UTC) if lastmod is not None else None
+            self._admit(SitemapRef(url, ref.depth + 1, "index", when, parent=ref.url))
+
+    def _record_read(
+        self,
+        ref: SitemapRef,
+        result: ReadResult,
+        status: int | None,
+        validators: tuple[str | None, str | None],
+        digest: hashlib.blake2b | None,
+    ) -> None:
+        """Remember a downloaded sitemap: validators and hash only from a complete read."""
+        assert self.state is not None
+        if ref.source == "fallback" and isinstance(result.error, NotASitemap):
+            return  # a probe that missed is discovery's business
+        complete = result.status == "ok" and not self._url_cap_hit
+        content_hash = digest.digest() if digest is not None else None
+        memory = self._memory.sitemaps.get(ref.url)
+        if complete and memory is not None and memory.content_hash == content_hash:
+            self.report.sitemaps_unchanged += 1  # same bytes as last time, no validators
+        is_index = result.kind is not None and result.kind.value == "sitemapindex"
+        self.state.sitemaps.append(
+            SitemapState(
+                ref.url,
+                ref.parent,
+                result.status,
+                status,
+                complete=complete,
+                kind=None if result.kind is None else result.kind.value,
+                etag=validators[0],
+                last_modified=validators[1],
+                content_hash=content_hash,
+                urls=result.stats.entries,
+                children=list(self._child_refs) if is_index else None,
+                index_lastmod=int(ref.lastmod.timestamp()) if ref.lastmod is not None else None,
+            )
+        )
+        if complete:
+            self.state.removal_scope.append(ref.url)
+
+    def _finish_state(self) -> None:
+        """Close the host's state: discovery memory, delisted sitemaps, finished or not."""
+        state = self.state
+        assert state is not None
+        report = self.report
+        cut_short = bool(report.limits_hit)
+        state.finished = "max_host_seconds" not in report.limits_hit
+        found = self._discovered
+        if self._remembered_stale:
+            state.discovery = {"source": "stale"}
+        elif found is not None and not self._remembered and found.source != "seed":
+            state.discovery = self._discovery_memory(found)
+        # Sitemaps known from earlier runs that nothing read in full this run lists any
+        # more (robots.txt dropped it, its index did): their URLs are removed too.
+        complete = {s.url for s in state.sitemaps if s.complete}
+        if not cut_short:
+            for url, memory in self._memory.sitemaps.items():
+                if self._frontier.seen(url):
+                    continue
+                parent = memory.parent
+                if (parent is None and self._robots_fresh) or parent in complete:
+                    state.removal_scope.append(url)
+
+    def _discovery_memory(self, found: Discovered) -> dict[str, Any] | None:
+        """What to remember of this run's discovery (None: it told us nothing reliable)."""
+        discovery = self.report.discovery
+        memory: dict[str, Any] = {
+            "origin": found.origin,
+            "robots_url": found.robots_url,
+            "robots_status": found.robots_status,
+            "robots": found.robots_text.decode("utf-8", "replace"),
+            "redirects": list(found.redirects),
+        }
+        if found.source == "robots":
+            memory.update(source="robots", refs=[r.url for r in found.refs])
+        elif discovery.startswith("fallback:"):
+            hit = discovery.removeprefix("fallback:")
+            memory.update(source="fallback", refs=[hit])
+        elif self.report.failures_total:
+            return None  # probes failed for other reasons than "not there": ask again
+        else:
+            memory.update(source="none", refs=[])
+        return memory
 
     async def _entries(self, entries: list[Entry], ref: SitemapRef) -> None:
         """Turn reader entries into records (deduplicated per host) and frontier refs."""
@@ -291,6 +487,7 @@ class HostWorker:
         cap = self._cfg.limits.max_urls_per_host
         report = self.report
         position, replayed = self._position, self._replayed
+        lastmods = self._batch_lastmods if self._filtering else None
         for entry in entries:
             if type(entry) is UrlEntry:
                 if self._url_cap_hit:
@@ -304,20 +501,29 @@ class HostWorker:
                     if position > replayed:
                         report.duplicates += 1
                     continue
-                if report.urls >= cap:
+                if self._listed >= cap:
                     # Added to the seen-set above but not emitted: harmless, since every
                     # later URL of this host is skipped too.
                     self._url_cap_hit = True
                     self.report.limit("max_urls_per_host")
                     continue
+                self._listed += 1
                 report.urls += 1
                 batch.append(record(entry, sitemap, host, url=url))
                 fps.append(fp)
+                if lastmods is not None:
+                    when = entry.lastmod
+                    lastmods.append(NO_LASTMOD if when is None else int(when.timestamp()))
             elif isinstance(entry, SitemapChild):
                 self._children += 1
                 if self._children > self._cfg.limits.max_children_per_index:
                     report.limit("max_children_per_index")
-                    continue
+                    continue  # (a capped index is never complete: limits_hit is set)
+                if self.state is not None:
+                    when = entry.lastmod
+                    self._child_refs.append(
+                        (entry.loc, None if when is None else int(when.timestamp()))
+                    )
                 self._admit(
                     SitemapRef(entry.loc, ref.depth + 1, "index", entry.lastmod, parent=sitemap)
                 )
@@ -329,4 +535,57 @@ class HostWorker:
         if self._batch:
             batch, self._batch = self._batch, []
             fps, self._batch_fps = self._batch_fps, array("Q")
-            await self._emit(batch, fps)
+            rows: list[LedgerRow] | None = None
+            if self._filtering:
+                lastmods, self._batch_lastmods = self._batch_lastmods, array("q")
+                batch, rows = self._select(batch, fps, lastmods)
+            await self._emit(batch, fps, rows)
+
+    def _select(
+        self, batch: list[dict[str, Any]], fps: array[int], lastmods: array[int]
+    ) -> tuple[list[dict[str, Any]], list[LedgerRow] | None]:
+        """Label records with their event and keep those ``--emit``/``--since`` ask for.
+
+        Returns the records to write and the ledger rows of every URL listed (also
+        the ones not written: the ledger must know they are still listed).
+        """
+        report = self.report
+        since = self._since
+        out: list[dict[str, Any]] = []
+        rows: list[LedgerRow] | None = None
+        events: list[str | None] | None = None
+        signed_fps = array("q", fps.tobytes())  # same bits, as SQLite's signed integers
+        if self._ledger is not None:
+            events = self._ledger.events(self._memory.host_id, signed_fps, lastmods)
+            rows = []
+        wanted = self._events
+        for i, rec in enumerate(batch):
+            lastmod = lastmods[i]
+            if events is not None and rows is not None:
+                event = events[i]
+                if event is None:
+                    # This run recorded it before it was cut short: already in the output.
+                    report.replayed += 1
+                    continue
+                setattr(report, event, getattr(report, event) + 1)
+                rows.append(
+                    LedgerRow(
+                        signed_fps[i],
+                        rec["url"],
+                        rec["sitemap"],
+                        None if lastmod == NO_LASTMOD else lastmod,
+                    )
+                )
+                if event not in wanted:
+                    continue
+                rec["event"] = event
+            if since is not None:
+                if lastmod == NO_LASTMOD:
+                    rec["since"] = "undated"  # may have changed: the caller decides
+                elif lastmod <= since:
+                    continue
+                else:
+                    rec["since"] = "after"
+            out.append(rec)
+        report.urls -= len(batch) - len(out)
+        return out, rows

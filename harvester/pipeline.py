@@ -33,6 +33,7 @@ from harvester.crosshost import CrossHostTracker
 from harvester.errors import InputError
 from harvester.fetch import Fetcher
 from harvester.host import HostWorker
+from harvester.ledger import LedgerReader
 from harvester.normalize import Normalizer
 from harvester.scheduler import Scheduler
 from harvester.seeds import Seed, iter_seeds
@@ -43,23 +44,41 @@ if TYPE_CHECKING:
 
     from aiohttp.abc import AbstractResolver
 
-__all__ = ["HostDone", "RecordBatch", "harvest", "run_shard"]
+    from harvester.host import Emit
+    from harvester.ledger import HostState, LedgerRow
+
+__all__ = ["HostDone", "Incremental", "RecordBatch", "harvest", "run_shard"]
+
+
+@dataclass(frozen=True, slots=True)
+class Incremental:
+    """Which state file a shard reads (read-only), for which run, with which ``--emit``."""
+
+    path: str
+    run_id: int
+    emit: str
 
 
 @dataclass(frozen=True, slots=True)
 class RecordBatch:
-    """Output records of one host, in emission order, with their URL fingerprints."""
+    """Output records of one host, in emission order, with their URL fingerprints.
+
+    ``rows``: with a state file, the ledger rows of every URL listed in the batch
+    (records filtered out by ``--emit`` or ``--since`` included).
+    """
 
     host: str
     records: list[dict[str, Any]]
     fingerprints: array[int]
+    rows: list[LedgerRow] | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class HostDone:
-    """A host finished; ``report`` is its ``HostReport.as_dict()``."""
+    """A host finished; ``report`` is its ``HostReport.as_dict()``, ``state`` its update."""
 
     report: dict[str, Any]
+    state: HostState | None = None
 
 
 OutputItem = RecordBatch | HostDone
@@ -71,16 +90,21 @@ async def run_shard(
     send: Callable[[OutputItem], Awaitable[None]],
     *,
     resolver: AbstractResolver | None = None,
+    incremental: Incremental | None = None,
 ) -> None:
     """Harvest every seed of ``seeds``; deliver records and host reports through ``send``."""
     workers = max(1, cfg.run.hosts_in_flight)
+    ledger = LedgerReader(incremental.path, incremental.run_id) if incremental else None
+    emit_mode = incremental.emit if incremental else "all"
     hosts: asyncio.Queue[Seed | None] = asyncio.Queue(maxsize=workers)
     scheduler = Scheduler(cfg.politeness)
     normalizer = Normalizer(cfg.normalize)  # compiled once, shared by the shard's workers
 
-    def emitter(host: str) -> Callable[[list[dict[str, Any]], array[int]], Awaitable[None]]:
-        async def emit(batch: list[dict[str, Any]], fps: array[int]) -> None:
-            await send(RecordBatch(host, batch, fps))
+    def emitter(host: str) -> Emit:
+        async def emit(
+            batch: list[dict[str, Any]], fps: array[int], rows: list[LedgerRow] | None
+        ) -> None:
+            await send(RecordBatch(host, batch, fps, rows))
 
         return emit
 
@@ -93,13 +117,20 @@ async def run_shard(
     async def worker(fetcher: Fetcher) -> None:
         while (seed := await hosts.get()) is not None:
             emit = emitter(seed.host)
-            report = await HostWorker(seed, cfg, fetcher, scheduler, emit, normalizer).run()
-            await send(HostDone(report.as_dict()))
+            host = HostWorker(
+                seed, cfg, fetcher, scheduler, emit, normalizer, ledger=ledger, emit_mode=emit_mode
+            )
+            report = await host.run()
+            await send(HostDone(report.as_dict(), host.state))
 
-    async with Fetcher(cfg.fetch, resolver=resolver) as fetcher, asyncio.TaskGroup() as tg:
-        tg.create_task(feeder())
-        for _ in range(workers):
-            tg.create_task(worker(fetcher))
+    try:
+        async with Fetcher(cfg.fetch, resolver=resolver) as fetcher, asyncio.TaskGroup() as tg:
+            tg.create_task(feeder())
+            for _ in range(workers):
+                tg.create_task(worker(fetcher))
+    finally:
+        if ledger is not None:
+            ledger.close()
 
 
 async def aiter_seeds(

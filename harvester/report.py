@@ -104,6 +104,15 @@ class HostReport:
     violations: list[str] = field(default_factory=list)
     limits_hit: list[str] = field(default_factory=list)
     robots_disallowed: int = 0  # same-host sitemaps not fetched: robots.txt disallows them
+    # With a state file: sitemaps not downloaded or unchanged (304, skipped by index
+    # lastmod, same content hash), and the URL events (removed is set by the writer;
+    # replayed: recorded by this run before it was cut short, so not emitted again).
+    sitemaps_unchanged: int = 0
+    new: int = 0
+    changed: int = 0
+    unchanged: int = 0
+    removed: int = 0
+    replayed: int = 0
     failures: list[Failure] = field(default_factory=list)
     failures_total: int = 0
     failures_by_class: dict[str, int] = field(default_factory=dict)
@@ -183,6 +192,13 @@ class RunReport:
     cross_host_duplicates: int = 0  # URLs a host listed that another host had listed first
     input_invalid: int = 0
     input_duplicates: int = 0
+    # With a state file: its path, the run id, whether this invocation resumed an
+    # unfinished run (and skipped the hosts it had finished), and the run's URL events.
+    state: str | None = None
+    run_id: int | None = None
+    resumed: bool = False
+    resumed_hosts_skipped: int = 0
+    events: dict[str, int] | None = None
     workers: int = 0
     seconds: float = 0.0
     _t0: float = field(default_factory=time.monotonic, init=False, repr=False, compare=False)

@@ -45,7 +45,7 @@ from harvester.errors import InputError
 from harvester.scheduler import host_key
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator, Sequence
+    from collections.abc import Container, Iterable, Iterator, Sequence
     from types import TracebackType
 
 __all__ = ["LineSource", "Seed", "SeedReader", "iter_seeds", "open_lines", "parse_seed"]
@@ -263,13 +263,23 @@ class SeedReader:
     rest are numbered from ``first_line``.
     """
 
-    __slots__ = ("_items", "_seen", "duplicates", "invalid", "lines", "seeds")
+    __slots__ = ("_items", "_seen", "_skip", "duplicates", "invalid", "lines", "seeds", "skipped")
 
-    def __init__(self, lines: Iterable[str], *, first_line: int = 1, unnumbered: int = 0) -> None:
+    def __init__(
+        self,
+        lines: Iterable[str],
+        *,
+        first_line: int = 1,
+        unnumbered: int = 0,
+        skip: Container[str] | None = None,
+    ) -> None:
+        """``skip``: hosts not to yield (counted in ``skipped``): a resumed run's finished hosts."""
         self.lines = 0
         self.seeds = 0
         self.invalid = 0
         self.duplicates = 0
+        self.skipped = 0
+        self._skip = skip
         self._seen = _DigestSet()  # digests of b"h" + host key and b"s" + sitemap URL
         self._items = self._run(lines, first_line, unnumbered)
 
@@ -304,6 +314,9 @@ class SeedReader:
             key = b"s" + seed.sitemap.encode() if seed.sitemap else b"h" + seed.host.encode()
             if not self._seen.add(key):
                 self.duplicates += 1
+                continue
+            if self._skip is not None and seed.host in self._skip:
+                self.skipped += 1
                 continue
             self.seeds += 1
             yield seed

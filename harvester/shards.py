@@ -45,11 +45,13 @@ import traceback
 from typing import TYPE_CHECKING, Any
 
 from harvester.crosshost import CrossHostTracker
-from harvester.errors import HarvesterError
+from harvester.errors import ConfigError, HarvesterError
+from harvester.ledger import EMIT_EVENTS
 from harvester.report import Progress, RunReport, write_report
 from harvester.seeds import Seed, SeedReader
 from harvester.shutdown import POLL, SeedGate, Stop, run_until_stopped
 from harvester.sink import JsonlSink, encode_record
+from harvester.state import StateStore, default_state_path
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Iterable, Iterator
@@ -57,7 +59,9 @@ if TYPE_CHECKING:
     from aiohttp.abc import AbstractResolver
 
     from harvester.config import Config
-    from harvester.pipeline import OutputItem
+    from harvester.ledger import HostState, LedgerRow
+    from harvester.pipeline import Incremental, OutputItem
+    from harvester.state import FinishedHosts
 
 # harvester.pipeline (aiohttp, lxml: ~30 MB) is imported inside the functions that
 # run shards, so the parent process, which only dispatches and writes, stays small.
@@ -83,43 +87,77 @@ def shard_of(host: str, shards: int) -> int:
 
 
 class _Writer:
-    """The parent's side: owns the output file, the host-report file and the run report."""
+    """The parent's side: owns the output file, the host-report file, the run report and
+    the state file (the one writer of each; see ``state.py`` for the commit protocol).
+    """
 
     def __init__(
         self,
-        output: str,
+        sink: JsonlSink,
         hosts_path: str | None,
         run: RunReport,
         progress: Progress,
         cross: CrossHostTracker,
+        store: StateStore | None = None,
+        commit_interval: float = 2.0,
     ) -> None:
-        self.sink = JsonlSink(output)
+        self.sink = sink
         self.hosts = JsonlSink(hosts_path) if hosts_path else None
         self.run = run
         self.progress = progress
         self._last_update = 0.0
         self.pending_urls = 0  # records written for hosts that have not reported yet
         self.cross = cross  # URLs listed by more than one host (only the writer sees all)
+        self.store = store
+        self._emit_removed = store is not None and "removed" in EMIT_EVENTS[store.run_emit]
+        self._commit_interval = commit_interval
+        self._last_commit = time.monotonic()
 
-    def records(self, data: bytes, count: int, fingerprints: list[tuple[str, bytes]]) -> None:
+    def records(
+        self,
+        data: bytes,
+        count: int,
+        fingerprints: list[tuple[str, bytes]],
+        rows: list[tuple[str, list[LedgerRow]]] | None = None,
+    ) -> None:
         # run.urls is summed from host reports (add_host); count is for progress only.
         self.sink.write(data)
         for host, fps in fingerprints:
             self.cross.add(host, fps)
+        if self.store is not None and rows:
+            for host, host_rows in rows:
+                self.store.add_urls(host, host_rows)
         self.pending_urls += count
         self._tick()
 
-    def host(self, report: dict[str, Any]) -> None:
+    def host(self, report: dict[str, Any], state: HostState | None = None) -> None:
         # A host's records always reach the writer before its report, so its count is final.
         report["cross_host_duplicates"] = self.cross.take(report["host"])
+        if self.store is not None and state is not None:
+            removed = self.store.finish_host(state)
+            report["removed"] = len(removed)
+            self.store.count({k: report.get(k, 0) for k in ("new", "changed", "unchanged")})
+            if removed and self._emit_removed:
+                self.sink.write(b"".join(map(encode_record, removed)))
+                report["urls"] = report.get("urls", 0) + len(removed)
+                self.pending_urls += len(removed)
         if self.hosts is not None:
             self.hosts.write(encode_record(report))
         self.run.add_host(report)
         self.pending_urls -= report.get("urls", 0)
         self._tick()
 
+    def commit(self) -> None:
+        """Make the output durable, then commit the state that describes it (in that order)."""
+        if self.store is not None:
+            self.sink.sync()
+            self.store.commit(self.sink.bytes)
+            self._last_commit = time.monotonic()
+
     def _tick(self) -> None:
         now = time.monotonic()
+        if self.store is not None and now - self._last_commit > self._commit_interval:
+            self.commit()
         if now - self._last_update > 0.2:
             self._last_update = now
             self.progress.update(self.run)
@@ -128,6 +166,11 @@ class _Writer:
         # The records of an interrupted run stay .part (they are not the whole result);
         # its per-host report is final: every line is a host that finished, and the
         # run report (marked interrupted) names the file.
+        if self.store is not None:
+            self.commit()  # before the rename: a crash in between resumes, not repeats
+            self.store.finish_run(
+                "complete" if complete else "interrupted" if interrupted else "failed"
+            )
         self.sink.close(complete=complete)
         if self.hosts is not None:
             self.hosts.close(complete=complete or interrupted)
@@ -157,34 +200,109 @@ def run_job(
     stop = stop or Stop()
     workers = cfg.run.workers or multiprocessing.cpu_count()
     run = RunReport(workers=workers)
-    seeds = SeedReader(lines)
     if hosts_path is None and report_path:
         hosts_path = report_path.removesuffix(".json").removesuffix(".report") + ".hosts.jsonl"
+    store = _open_state(cfg, output)
+    incremental: Incremental | None = None
+    finished: FinishedHosts | None = None
+    try:
+        sink = _open_sink(output, store)
+        if store is not None:
+            from harvester.pipeline import Incremental
+
+            assert store.run is not None
+            incremental = Incremental(store.path, store.run.id, store.run.emit)
+            run.state = store.path
+            run.run_id = store.run.id
+            run.resumed = store.run.resumed
+            if store.run.resumed:
+                finished = store.finished_hosts()
+    except BaseException:
+        if store is not None:
+            store.close()
+        raise
+    seeds = SeedReader(lines, skip=finished)
     writer = _Writer(
-        output, hosts_path, run, Progress(enabled=progress), CrossHostTracker(cfg.dedupe)
+        sink,
+        hosts_path,
+        run,
+        Progress(enabled=progress),
+        CrossHostTracker(cfg.dedupe),
+        store,
+        cfg.state.commit_interval,
     )
     complete = interrupted = False
     try:
         if workers == 1:
-            _run_inline(cfg, seeds, writer, resolver, stop)
+            _run_inline(cfg, seeds, writer, resolver, stop, incremental)
         else:
-            _run_processes(cfg, seeds, writer, workers, stop)
+            _run_processes(cfg, seeds, writer, workers, stop, incremental)
         interrupted = stop.is_set()
         complete = not interrupted
     except KeyboardInterrupt:
         interrupted = True
         raise
     finally:
+        if finished is not None:
+            finished.close()
+        run.resumed_hosts_skipped = seeds.skipped
         run.input_invalid = seeds.invalid
         run.input_duplicates = seeds.duplicates
         # Records written for hosts that never reported (cancelled at the end of a
         # shutdown grace): they are in the output, so they count (0 on a complete run).
         run.urls += writer.pending_urls
         run.finish(complete=complete, interrupted=interrupted)
-        writer.close(complete=complete, interrupted=interrupted)
+        try:
+            writer.close(complete=complete, interrupted=interrupted)
+        finally:
+            if store is not None:
+                run.events = dict(store.counts)
+                store.close()
         if report_path:
             write_report(report_path, run, hosts_path)
     return run
+
+
+def _open_state(cfg: Config, output: str) -> StateStore | None:
+    """Open (lock, migrate) the state file and start or resume its run; None without state."""
+    emit = cfg.output.emit
+    path = cfg.state.path or default_state_path(output) if cfg.state.enabled else None
+    if path is None:
+        if emit != "all":
+            raise ConfigError(
+                f"--emit {emit} needs a state file: give --state PATH (or an output file)",
+                key="output.emit",
+            )
+        return None
+    store = StateStore(path)
+    try:
+        info = store.start_run(emit=emit, output=output, resume=cfg.state.resume)
+        if info.resumed and info.emit != emit:
+            print(
+                f"harvester: resuming run {info.id} with its own --emit {info.emit} (not {emit})",
+                file=sys.stderr,
+            )
+        elif info.resumed:
+            print(f"harvester: resuming unfinished run {info.id}", file=sys.stderr)
+    except BaseException:
+        store.close()
+        raise
+    return store
+
+
+def _open_sink(output: str, store: StateStore | None) -> JsonlSink:
+    """The output sink; a resumed run continues (cut back to what the state committed)."""
+    run = store.run if store is not None else None
+    if run is None or not run.resumed or run.output is None or run.output == "-":
+        return JsonlSink(output)
+    if run.output != output:
+        # Another output this time: cut the interrupted run's file back to its committed
+        # records, so the two files together hold each URL once.
+        part = run.output + ".part"
+        if os.path.exists(part) and os.path.getsize(part) > run.output_bytes:
+            os.truncate(part, run.output_bytes)
+        return JsonlSink(output)
+    return JsonlSink(output, resume_at=run.output_bytes)
 
 
 # -- one worker, in-process ---------------------------------------------------------
@@ -196,6 +314,7 @@ def _run_inline(
     writer: _Writer,
     resolver: AbstractResolver | None,
     stop: Stop,
+    incremental: Incremental | None = None,
 ) -> None:
     from harvester.pipeline import RecordBatch, run_shard
 
@@ -207,14 +326,21 @@ def _run_inline(
                 b"".join(map(encode_record, item.records)),
                 len(item.records),
                 [(item.host, item.fingerprints.tobytes())],
+                None if item.rows is None else [(item.host, item.rows)],
             )
         else:
             gate.done()
-            writer.host(item.report)
+            writer.host(item.report, item.state)
 
     async def main() -> None:
         await run_until_stopped(
-            run_shard(gate.seeds(_aiter(seeds), stop), cfg, send, resolver=resolver),
+            run_shard(
+                gate.seeds(_aiter(seeds), stop),
+                cfg,
+                send,
+                resolver=resolver,
+                incremental=incremental,
+            ),
             stop.is_set,
             cfg.run.shutdown_grace,
         )
@@ -270,7 +396,12 @@ def _event_loop_runner(cfg: Config) -> Any:
 
 
 def _run_processes(
-    cfg: Config, seeds: SeedReader, writer: _Writer, workers: int, user_stop: Stop
+    cfg: Config,
+    seeds: SeedReader,
+    writer: _Writer,
+    workers: int,
+    user_stop: Stop,
+    incremental: Incremental | None = None,
 ) -> None:
     ctx = multiprocessing.get_context("spawn")
     seed_queues = [ctx.Queue(maxsize=_SEED_QUEUE) for _ in range(workers)]
@@ -279,7 +410,7 @@ def _run_processes(
     procs = [
         ctx.Process(
             target=_worker_main,
-            args=(i, cfg, seed_queues[i], results, worker_stop),
+            args=(i, cfg, seed_queues[i], results, worker_stop, incremental),
             daemon=True,
         )
         for i in range(workers)
@@ -317,9 +448,9 @@ def _run_processes(
                 continue
             tag = msg[0]
             if tag == "records":
-                writer.records(msg[1], msg[2], msg[3])
+                writer.records(msg[1], msg[2], msg[3], msg[4])
             elif tag == "host":
-                writer.host(msg[1])
+                writer.host(msg[1], msg[2])
             elif tag == "done":
                 finished.add(msg[1])
             elif tag == "error":
@@ -377,25 +508,40 @@ def _put(q: Any, item: object, stop: threading.Event) -> None:
             continue
 
 
-def _worker_main(index: int, cfg: Config, seeds: Any, results: Any, stop: Any) -> None:
+def _worker_main(
+    index: int,
+    cfg: Config,
+    seeds: Any,
+    results: Any,
+    stop: Any,
+    incremental: Incremental | None = None,
+) -> None:
     """Entry point of a worker process: run one shard, stream encoded records to the parent."""
     # Ctrl-C signals the whole process group: the parent decides, and tells us via `stop`.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         tune_gc()
-        _event_loop_runner(cfg)(_worker(index, cfg, seeds, results, stop))
+        _event_loop_runner(cfg)(_worker(index, cfg, seeds, results, stop, incremental))
     except BaseException:  # report any crash to the parent, then exit non-zero
         results.put(("error", index, traceback.format_exc()))
         raise
 
 
-async def _worker(index: int, cfg: Config, seeds: Any, results: Any, stop: Any) -> None:
+async def _worker(
+    index: int,
+    cfg: Config,
+    seeds: Any,
+    results: Any,
+    stop: Any,
+    incremental: Incremental | None = None,
+) -> None:
     from harvester.pipeline import HostDone, RecordBatch, run_shard
 
     loop = asyncio.get_running_loop()
     gate = SeedGate(cfg.run.hosts_in_flight)
     buffer: list[bytes] = []
     fingerprints: list[tuple[str, bytes]] = []  # (host, fingerprints) of what is in buffer
+    rows: list[tuple[str, list[LedgerRow]]] = []  # (host, ledger rows) of what is in buffer
     size = 0
     count = 0
 
@@ -405,13 +551,15 @@ async def _worker(index: int, cfg: Config, seeds: Any, results: Any, stop: Any) 
 
     async def flush() -> None:
         nonlocal size, count
-        if buffer:
+        if buffer or rows:
             data = b"".join(buffer)
             fps = list(fingerprints)
+            ledger = list(rows) if incremental is not None else None
             buffer.clear()
             fingerprints.clear()
+            rows.clear()
             n, size, count = count, 0, 0
-            await put(("records", data, n, fps))
+            await put(("records", data, n, fps, ledger))
 
     async def send(item: OutputItem) -> None:
         nonlocal size, count
@@ -421,12 +569,15 @@ async def _worker(index: int, cfg: Config, seeds: Any, results: Any, stop: Any) 
             fingerprints.append((item.host, item.fingerprints.tobytes()))
             size += len(data)
             count += len(item.records)
+            if item.rows:
+                rows.append((item.host, item.rows))
+                size += 40 * len(item.rows)  # ledger rows weigh on the message too
             if size >= _BLOCK:
                 await flush()
         elif isinstance(item, HostDone):
             gate.done()
             await flush()  # a host's records reach the writer before its report
-            await put(("host", item.report))
+            await put(("host", item.report, item.state))
 
     def next_seed() -> Seed | None:
         # A bounded wait, so a stop is noticed and no executor thread outlives the loop.
@@ -443,7 +594,7 @@ async def _worker(index: int, cfg: Config, seeds: Any, results: Any, stop: Any) 
             yield seed
 
     await run_until_stopped(
-        run_shard(gate.seeds(from_queue(), stop), cfg, send),
+        run_shard(gate.seeds(from_queue(), stop), cfg, send, incremental=incremental),
         stop.is_set,
         cfg.run.shutdown_grace,
     )

@@ -66,7 +66,12 @@ class JsonlSink:
 
     __slots__ = ("_file", "bytes", "path", "records", "temp_path")
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, *, resume_at: int | None = None) -> None:
+        """``resume_at``: continue ``path + ".part"`` of an interrupted run, cut to that length.
+
+        (Bytes past it were written but never committed to the state file; see
+        ``state.py``.) ``bytes`` then counts from ``resume_at``.
+        """
         self.path = path
         self.records = 0
         self.bytes = 0
@@ -78,7 +83,12 @@ class JsonlSink:
         else:
             # Same directory as path, so the final os.replace is an atomic rename.
             self.temp_path = path + ".part"
-            self._file = open(self.temp_path, "wb", buffering=_BUFFER_SIZE)  # noqa: SIM115
+            if resume_at is not None and os.path.exists(self.temp_path):
+                self._file = open(self.temp_path, "r+b", buffering=_BUFFER_SIZE)  # noqa: SIM115
+                self._file.truncate(resume_at)
+                self.bytes = self._file.seek(0, os.SEEK_END)
+            else:
+                self._file = open(self.temp_path, "wb", buffering=_BUFFER_SIZE)  # noqa: SIM115
 
     def write(self, data: bytes) -> None:
         """Append a batch of complete JSON lines (each ending in ``\\n``)."""
@@ -93,6 +103,14 @@ class JsonlSink:
         # encode_record escapes newlines inside strings, so b"\n" counts records.
         self.records += data.count(b"\n")
         self.bytes += len(data)
+
+    def sync(self) -> None:
+        """Flush and fsync what was written so far (stdout: flush only)."""
+        if self._file is None:
+            return
+        self._file.flush()
+        if self.temp_path is not None:
+            os.fsync(self._file.fileno())
 
     def close(self, *, complete: bool) -> None:
         """Finish the output.

@@ -1,0 +1,546 @@
+"""State stage (writer side): the SQLite file that makes cron runs incremental and resumable.
+
+In: the state path, the run's options, and from the workers ``LedgerRow``
+batches and finished hosts' ``HostState`` (see ``ledger.py``). Out: the state
+file, the removed-URL records of each finished host, and the run to resume.
+
+One process writes it: the parent's writer (``shards._Writer``), in batched
+transactions; workers read it through ``ledger.LedgerReader`` (WAL mode, so
+readers never block the writer). The schema is versioned with ``PRAGMA
+user_version`` and migrated forward in order; a file from a newer harvester
+is refused, a file that is not a harvester state file (``application_id``) or
+is corrupt is an error, never replaced.
+
+Exactly-once across a crash (``kill -9``) and its resume. The writer appends
+records to ``OUT.part``, and every ``commit``: flushes and fsyncs the output,
+then commits in one transaction the ledger rows of those records, the finished
+hosts' checkpoints and the output's length. So the state never refers to a
+record that is not on disk. The next run with the same state finds the run
+unfinished and resumes it: it cuts ``OUT.part`` back to the committed length
+(dropping records the ledger never saw), skips hosts checkpointed as finished,
+and redoes the others, where every URL the ledger says this run already
+recorded is skipped. Each URL of the run is therefore emitted exactly once
+over the interrupted and the resumed invocation (with a file output; standard
+output cannot be cut back, so the uncommitted tail may repeat there).
+
+A lock (``flock`` on ``STATE.lock``) keeps two runs off one state file; the
+kernel drops it when its process dies, so a lock left by a killed run is taken
+over by the next one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import sqlite3
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from harvester.errors import StateError
+from harvester.ledger import EMIT_EVENTS, dump_json, now
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator
+
+    from harvester.ledger import HostState, LedgerRow
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "RunInfo",
+    "StateLocked",
+    "StateStore",
+    "default_state_path",
+]
+
+SCHEMA_VERSION = 1
+APPLICATION_ID = 0x48525653  # "HRVS": tells our state files from any other SQLite file
+
+# Migration i takes a file from user_version i to i + 1. Never edit a released one: append.
+_MIGRATIONS: tuple[str, ...] = (
+    """
+    CREATE TABLE runs (
+        id INTEGER PRIMARY KEY,
+        started REAL NOT NULL,
+        finished REAL,
+        status TEXT NOT NULL,          -- running | complete | interrupted | failed | abandoned
+        pid INTEGER,
+        emit TEXT NOT NULL,
+        output TEXT,
+        output_bytes INTEGER NOT NULL DEFAULT 0,   -- committed length of the output
+        invocations INTEGER NOT NULL DEFAULT 1,    -- 1 + times it was resumed
+        hosts INTEGER NOT NULL DEFAULT 0,
+        new INTEGER NOT NULL DEFAULT 0,
+        changed INTEGER NOT NULL DEFAULT 0,
+        unchanged INTEGER NOT NULL DEFAULT 0,
+        removed INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE TABLE hosts (
+        id INTEGER PRIMARY KEY,
+        name TEXT NOT NULL UNIQUE,
+        discovery BLOB,                -- JSON: source, refs, origin, redirects, missing, robots
+        discovered_at REAL,
+        last_run INTEGER,              -- the last run that finished this host (its checkpoint)
+        last_finished REAL
+    );
+    CREATE TABLE sitemaps (
+        id INTEGER PRIMARY KEY,
+        host_id INTEGER NOT NULL REFERENCES hosts(id),
+        url TEXT NOT NULL,
+        parent TEXT,
+        kind TEXT,
+        etag TEXT,
+        last_modified TEXT,
+        content_hash BLOB,
+        urls INTEGER,
+        children BLOB,                 -- JSON [[url, lastmod epoch], ...] of an index
+        index_lastmod INTEGER,
+        status TEXT,
+        http_status INTEGER,
+        complete INTEGER NOT NULL DEFAULT 0,
+        fetched_at REAL,
+        last_complete REAL,
+        UNIQUE (host_id, url)
+    );
+    CREATE TABLE urls (
+        host_id INTEGER NOT NULL,
+        fp INTEGER NOT NULL,           -- signed 64-bit fingerprint of the canonical URL
+        url TEXT NOT NULL,
+        sitemap_id INTEGER NOT NULL,
+        first_seen INTEGER NOT NULL,   -- run ids (see runs)
+        last_seen INTEGER NOT NULL,
+        lastmod INTEGER,               -- epoch seconds UTC
+        removed INTEGER,               -- the run that found it no longer listed
+        PRIMARY KEY (host_id, fp)
+    ) WITHOUT ROWID;
+    """,
+)
+
+_UPSERT_URL = """
+INSERT INTO urls (host_id, fp, url, sitemap_id, first_seen, last_seen, lastmod)
+VALUES (?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (host_id, fp) DO UPDATE SET
+    sitemap_id = excluded.sitemap_id,
+    last_seen = excluded.last_seen,
+    lastmod = coalesce(excluded.lastmod, urls.lastmod),
+    removed = NULL
+"""
+
+
+class StateLocked(StateError):
+    """Another live run holds the state file's lock (cron runs overlapping)."""
+
+    kind = "state_locked"
+
+
+def default_state_path(output: str) -> str | None:
+    """The state file beside ``output``: ``urls.jsonl`` → ``urls.state.sqlite``; None for ``-``."""
+    if output == "-":
+        return None
+    root, _ext = os.path.splitext(output)
+    return root + ".state.sqlite"
+
+
+@dataclass(frozen=True, slots=True)
+class RunInfo:
+    """The run this invocation works on; ``resumed`` when it continues an unfinished one."""
+
+    id: int
+    emit: str
+    resumed: bool
+    output: str | None  # output path of the run (of its first invocation when resumed)
+    output_bytes: int  # committed length of that output
+
+
+class StateStore:
+    """The state file, opened for writing by the one writer of a run.
+
+    Usage::
+
+        with StateStore("urls.state.sqlite") as store:   # locks, migrates
+            run = store.start_run(emit="delta", output="urls.jsonl")
+            store.add_urls("example.com", rows)
+            removed = store.finish_host(host_state, report)
+            store.commit(output_bytes=sink.bytes)
+            store.finish_run("complete")
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._lock_fd = _lock(path)
+        try:
+            self._db = _connect(path)
+            _migrate(self._db, path)
+        except BaseException:
+            os.close(self._lock_fd)
+            raise
+        self.run: RunInfo | None = None
+        self._host_ids: dict[str, int] = {}
+        self._sitemap_ids: dict[tuple[int, str], int] = {}
+        self._in_tx = False
+        self.counts = {"new": 0, "changed": 0, "unchanged": 0, "removed": 0, "hosts": 0}
+
+    # -- runs ------------------------------------------------------------------
+
+    @property
+    def run_emit(self) -> str:
+        """The ``--emit`` mode of the run (a resumed run keeps its own)."""
+        return self._require_run().emit
+
+    def start_run(self, *, emit: str, output: str | None, resume: bool = True) -> RunInfo:
+        """Resume the last run if it did not finish (and ``resume``), else start a new one.
+
+        A run left ``running`` (its process died: we hold the lock), ``interrupted``
+        or ``failed`` is resumed with its own ``emit`` mode; with ``resume=False``
+        it is marked ``abandoned`` instead (its committed records stay recorded).
+        """
+        row = self._db.execute(
+            "SELECT id, status, emit, output, output_bytes FROM runs ORDER BY id DESC LIMIT 1"
+        ).fetchone()
+        with self._tx():
+            if row is not None and row[1] in ("running", "interrupted", "failed"):
+                run_id, _status, old_emit, old_output, committed = row
+                if resume:
+                    self._db.execute(
+                        "UPDATE runs SET status = 'running', pid = ?, "
+                        "invocations = invocations + 1 WHERE id = ?",
+                        (os.getpid(), run_id),
+                    )
+                    self.run = RunInfo(run_id, old_emit, True, old_output, committed)
+                    for name in ("new", "changed", "unchanged", "removed", "hosts"):
+                        self.counts[name] = self._db.execute(
+                            f"SELECT {name} FROM runs WHERE id = ?",  # noqa: S608 - fixed names
+                            (run_id,),
+                        ).fetchone()[0]
+                    return self.run
+                self._db.execute(
+                    "UPDATE runs SET status = 'abandoned', finished = ? WHERE id = ?",
+                    (now(), run_id),
+                )
+            if emit not in EMIT_EVENTS:
+                raise StateError(f"unknown emit mode {emit!r}")
+            cur = self._db.execute(
+                "INSERT INTO runs (started, status, pid, emit, output) "
+                "VALUES (?, 'running', ?, ?, ?)",
+                (now(), os.getpid(), emit, output),
+            )
+            assert cur.lastrowid is not None
+            self.run = RunInfo(cur.lastrowid, emit, False, output, 0)
+        return self.run
+
+    def finish_run(self, status: str) -> None:
+        """Mark the run ``complete``, ``interrupted`` or ``failed`` (committing first)."""
+        run = self._require_run()
+        self.commit(None)
+        with self._tx():
+            self._db.execute(
+                "UPDATE runs SET status = ?, finished = ? WHERE id = ?", (status, now(), run.id)
+            )
+
+    def host_finished(self, host: str) -> bool:
+        """True when this run already checkpointed ``host`` as finished (skip it on resume)."""
+        run = self._require_run()
+        row = self._db.execute("SELECT last_run FROM hosts WHERE name = ?", (host,)).fetchone()
+        return row is not None and row[0] == run.id
+
+    def finished_hosts(self) -> FinishedHosts:
+        """A thread-safe, read-only membership test for this run's finished hosts."""
+        return FinishedHosts(self.path, self._require_run().id)
+
+    # -- writes ----------------------------------------------------------------
+
+    def add_urls(self, host: str, rows: Iterable[LedgerRow]) -> None:
+        """Upsert listed URLs of ``host`` (new, changed or unchanged) into the ledger."""
+        run = self._require_run()
+        self._begin()
+        host_id = self._host_id(host)
+        sitemap_id = self._sitemap_id
+        self._db.executemany(
+            _UPSERT_URL,
+            [
+                (host_id, r.fp, r.url, sitemap_id(host_id, r.sitemap), run.id, run.id, r.lastmod)
+                for r in rows
+            ],
+        )
+
+    def count(self, events: dict[str, int]) -> None:
+        """Add per-event URL counts (from a finished host's report) to the run's totals."""
+        for name, value in events.items():
+            if name in self.counts:
+                self.counts[name] += value
+
+    def finish_host(self, state: HostState) -> list[dict[str, Any]]:
+        """Apply a finished host's update; return its removed URLs as output records.
+
+        Removed: URLs of sitemaps in the host's removal scope that were listed by an
+        earlier run and not by this one. Also checkpoints the host (not when
+        ``state.finished`` is false: a host cut short is redone on resume).
+        """
+        run = self._require_run()
+        self._begin()
+        host_id = self._host_id(state.host)
+        t = now()
+        for s in state.sitemaps:
+            sid = self._sitemap_id(host_id, s.url)
+            if s.complete and not s.carried:
+                self._db.execute(
+                    "UPDATE sitemaps SET parent = ?, kind = ?, etag = ?, last_modified = ?, "
+                    "content_hash = ?, urls = ?, children = ?, index_lastmod = ?, status = ?, "
+                    "http_status = ?, complete = 1, fetched_at = ?, last_complete = ? "
+                    "WHERE id = ?",
+                    (
+                        s.parent,
+                        s.kind,
+                        s.etag,
+                        s.last_modified,
+                        s.content_hash,
+                        s.urls,
+                        None if s.children is None else dump_json(s.children),
+                        s.index_lastmod,
+                        s.status,
+                        s.http_status,
+                        t,
+                        t,
+                        sid,
+                    ),
+                )
+            elif s.carried:
+                # Unchanged (304 or a skip by index lastmod): validators stay; its URLs
+                # are confirmed as still listed.
+                self._db.execute(
+                    "UPDATE sitemaps SET status = ?, http_status = ?, fetched_at = ?, "
+                    "last_complete = ? WHERE id = ?",
+                    (s.status, s.http_status, t, t, sid),
+                )
+                self._db.execute(
+                    "UPDATE urls SET last_seen = ? WHERE host_id = ? AND sitemap_id = ? "
+                    "AND removed IS NULL AND last_seen < ?",
+                    (run.id, host_id, sid, run.id),
+                )
+            else:
+                # A failed or partial read keeps the validators of the last full read
+                # (sending them next time must not make a 304 cover a file never read).
+                self._db.execute(
+                    "UPDATE sitemaps SET status = ?, http_status = ?, fetched_at = ? WHERE id = ?",
+                    (s.status, s.http_status, t, sid),
+                )
+        if state.discovery is not None:
+            self._db.execute(
+                "UPDATE hosts SET discovery = ?, discovered_at = ? WHERE id = ?",
+                (dump_json(state.discovery), t, host_id),
+            )
+        removed: list[dict[str, Any]] = []
+        if not state.finished:
+            return removed
+        scope = [self._sitemap_id(host_id, url) for url in state.removal_scope]
+        for start in range(0, len(scope), 500):
+            part = scope[start : start + 500]
+            marks = ",".join("?" * len(part))
+            rows = self._db.execute(
+                "SELECT u.fp, u.url, u.lastmod, s.url FROM urls u JOIN sitemaps s "  # noqa: S608
+                f"ON s.id = u.sitemap_id WHERE u.host_id = ? AND u.sitemap_id IN ({marks}) "
+                "AND u.removed IS NULL AND u.last_seen < ?",
+                (host_id, *part, run.id),
+            ).fetchall()
+            self._db.executemany(
+                "UPDATE urls SET removed = ? WHERE host_id = ? AND fp = ?",
+                [(run.id, host_id, fp) for fp, *_ in rows],
+            )
+            removed.extend(
+                {
+                    "loc": url,
+                    "url": url,
+                    "host": state.host,
+                    "sitemap": sitemap,
+                    "lastmod": _iso(lastmod),
+                    "event": "removed",
+                }
+                for _fp, url, lastmod, sitemap in rows
+            )
+        self._db.execute(
+            "UPDATE hosts SET last_run = ?, last_finished = ? WHERE id = ?", (run.id, t, host_id)
+        )
+        self.counts["removed"] += len(removed)
+        self.counts["hosts"] += 1
+        return removed
+
+    def commit(self, output_bytes: int | None) -> None:
+        """Commit everything staged, with the output's length (already flushed and fsynced)."""
+        run = self._require_run()
+        if not self._in_tx:
+            self._begin()
+        c = self.counts
+        if output_bytes is not None:
+            self._db.execute(
+                "UPDATE runs SET output_bytes = ? WHERE id = ?", (output_bytes, run.id)
+            )
+        self._db.execute(
+            "UPDATE runs SET hosts = ?, new = ?, changed = ?, unchanged = ?, removed = ? "
+            "WHERE id = ?",
+            (c["hosts"], c["new"], c["changed"], c["unchanged"], c["removed"], run.id),
+        )
+        self._db.execute("COMMIT")
+        self._in_tx = False
+
+    def close(self) -> None:
+        """Roll back anything uncommitted, close the database and release the lock."""
+        try:
+            if self._in_tx:
+                self._db.execute("ROLLBACK")
+                self._in_tx = False
+            self._db.close()
+        finally:
+            with contextlib.suppress(OSError):
+                os.close(self._lock_fd)
+
+    def __enter__(self) -> StateStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- internals ---------------------------------------------------------------
+
+    def _require_run(self) -> RunInfo:
+        if self.run is None:
+            raise RuntimeError("start_run() first")
+        return self.run
+
+    def _begin(self) -> None:
+        if not self._in_tx:
+            self._db.execute("BEGIN IMMEDIATE")
+            self._in_tx = True
+
+    @contextlib.contextmanager
+    def _tx(self) -> Iterator[None]:
+        self._begin()
+        try:
+            yield
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            self._in_tx = False
+            raise
+        self._db.execute("COMMIT")
+        self._in_tx = False
+
+    def _host_id(self, host: str) -> int:
+        host_id = self._host_ids.get(host)
+        if host_id is None:
+            self._db.execute("INSERT OR IGNORE INTO hosts (name) VALUES (?)", (host,))
+            host_id = self._db.execute("SELECT id FROM hosts WHERE name = ?", (host,)).fetchone()[0]
+            if len(self._host_ids) > 10_000:  # bounded cache: hosts come and go
+                self._host_ids.clear()
+                self._sitemap_ids.clear()
+            self._host_ids[host] = host_id
+        return host_id
+
+    def _sitemap_id(self, host_id: int, url: str) -> int:
+        key = (host_id, url)
+        sid = self._sitemap_ids.get(key)
+        if sid is None:
+            self._db.execute(
+                "INSERT OR IGNORE INTO sitemaps (host_id, url) VALUES (?, ?)", (host_id, url)
+            )
+            sid = self._db.execute(
+                "SELECT id FROM sitemaps WHERE host_id = ? AND url = ?", (host_id, url)
+            ).fetchone()[0]
+            self._sitemap_ids[key] = sid
+        return sid
+
+
+class FinishedHosts:
+    """``host in finished``: hosts the run being resumed already finished (own connection)."""
+
+    def __init__(self, path: str, run_id: int) -> None:
+        self._path = path
+        self._run_id = run_id
+        self._db: sqlite3.Connection | None = None
+
+    def __contains__(self, host: object) -> bool:
+        if self._db is None:  # opened in the thread that asks (the dispatcher)
+            self._db = sqlite3.connect(f"file:{self._path}?mode=ro", uri=True, timeout=30.0)
+        row = self._db.execute("SELECT last_run FROM hosts WHERE name = ?", (host,)).fetchone()
+        return row is not None and row[0] == self._run_id
+
+    def close(self) -> None:
+        """Close the connection (if one was opened)."""
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+
+def _iso(epoch: int | None) -> str | None:
+    if epoch is None:
+        return None
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _lock(path: str) -> int:
+    """Take the exclusive lock beside ``path``; raise ``StateLocked`` naming its holder."""
+    lock_path = path + ".lock"
+    try:
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise StateError(f"cannot create the lock file: {exc.strerror}", url=lock_path) from exc
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.read(fd, 200).decode("utf-8", "replace").strip() or "another process"
+        os.close(fd)
+        raise StateLocked(
+            f"the state file is in use by a run still going ({holder}); "
+            "two runs must not share one state file",
+            url=path,
+        ) from None
+    # The lock is the flock, not the file: a file left by a killed run is simply reused.
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"pid {os.getpid()}\n".encode(), 0)
+    return fd
+
+
+def _connect(path: str) -> sqlite3.Connection:
+    try:
+        db = sqlite3.connect(path, isolation_level=None, timeout=30.0)
+        db.execute("PRAGMA journal_mode = WAL")
+        # NORMAL in WAL mode: a power cut may lose the last commits, never corrupt; a lost
+        # commit only makes the state lag the output, which resume handles (see above).
+        db.execute("PRAGMA synchronous = NORMAL")
+        db.execute("PRAGMA cache_size = -65536")  # 64 MiB page cache, whatever the ledger size
+        db.execute("PRAGMA temp_store = MEMORY")
+    except sqlite3.DatabaseError as exc:
+        raise StateError(
+            f"not a harvester state file, or a corrupt one ({exc}); move it away to start afresh",
+            url=path,
+        ) from exc
+    return db
+
+
+def _migrate(db: sqlite3.Connection, path: str) -> None:
+    try:
+        app_id = db.execute("PRAGMA application_id").fetchone()[0]
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        empty = db.execute("SELECT count(*) FROM sqlite_schema").fetchone()[0] == 0
+    except sqlite3.DatabaseError as exc:
+        raise StateError(
+            f"not a harvester state file, or a corrupt one ({exc}); move it away to start afresh",
+            url=path,
+        ) from exc
+    if not empty and app_id != APPLICATION_ID:
+        raise StateError(
+            "not a harvester state file (another application's SQLite database)", url=path
+        )
+    if version > SCHEMA_VERSION:
+        raise StateError(
+            f"written by a newer harvester (schema {version}; this one knows up to "
+            f"{SCHEMA_VERSION}); upgrade harvester or use another state file",
+            url=path,
+        )
+    for target in range(version, SCHEMA_VERSION):
+        # executescript commits first; the whole step then runs in one transaction.
+        db.executescript(
+            f"BEGIN IMMEDIATE; {_MIGRATIONS[target]}; "
+            f"PRAGMA application_id = {APPLICATION_ID}; PRAGMA user_version = {target + 1}; "
+            "COMMIT;"
+        )
