@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from harvester import __version__
 from harvester.config import load_config
-from harvester.errors import ConfigError
+from harvester.errors import ConfigError, StateError
 from harvester.normalize import host_of
 
 if TYPE_CHECKING:
@@ -37,6 +37,7 @@ __all__ = ["main"]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 EXIT_TERMINATED = 143  # 128 + SIGTERM, as a shell reports a process killed by it
+EXIT_LOCKED = 75  # EX_TEMPFAIL: another run holds the state file; cron may simply retry later
 _READ_SIZE = 1 << 16
 
 
@@ -93,7 +94,12 @@ def _run_parser(sub: Any) -> None:
             " /sitemap.xml and the other discovery.fallback_paths. Records (JSON Lines) go to"
             " --output; a per-host report and a run report go beside it. Exit status: 0 all"
             " hosts processed (per-host failures are in the report), 1 the run itself failed,"
-            " 2 usage or config error, 130 interrupted (SIGINT), 143 terminated (SIGTERM)."
+            " 2 usage or config error, 75 the state file is locked by another run still going,"
+            " 130 interrupted (SIGINT), 143 terminated (SIGTERM)."
+            " With a state file (default: OUTPUT.state.sqlite; --state PATH for cron) runs are"
+            " incremental: --emit new|changed|delta writes only what changed since the last run"
+            " and sends conditional GETs, and an unfinished run (crash, kill -9, Ctrl-C) is"
+            " resumed by the next one, every URL emitted exactly once."
             " On SIGINT/SIGTERM no new host is started, hosts in flight get"
             " run.shutdown_grace seconds to finish, then the output is flushed and left as"
             " OUTPUT.part and the report is marked interrupted; a second signal stops at once."
@@ -137,6 +143,42 @@ def _run_parser(sub: Any) -> None:
         r.add_argument(
             flag, dest=dest, type=typ, metavar=metavars[typ], help=f"{text} (config: {dest})"
         )
+    incremental = r.add_argument_group("incremental runs (state file)")
+    incremental.add_argument(
+        "--state",
+        dest="state.path",
+        metavar="PATH",
+        help="SQLite state file (default: OUTPUT.state.sqlite; none for stdout)"
+        " (config: state.path)",
+    )
+    incremental.add_argument(
+        "--no-state",
+        dest="state.enabled",
+        action="store_const",
+        const=False,
+        help="keep no state: download and emit everything (config: state.enabled)",
+    )
+    incremental.add_argument(
+        "--emit",
+        dest="output.emit",
+        choices=("all", "new", "changed", "delta"),
+        help="which URLs to write: all listed (default), new, changed (lastmod advanced), or"
+        " delta = new + changed + removed; each record says its event (config: output.emit)",
+    )
+    incremental.add_argument(
+        "--since",
+        dest="output.since",
+        metavar="DATE",
+        help="only URLs whose lastmod is after DATE, plus undated ones labelled"
+        ' "since": "undated" (config: output.since)',
+    )
+    incremental.add_argument(
+        "--no-resume",
+        dest="state.resume",
+        action="store_const",
+        const=False,
+        help="start a new run even if the last one did not finish (config: state.resume)",
+    )
     r.add_argument(
         "--allow",
         dest="fetch.allow",
@@ -183,6 +225,7 @@ def _run_command(ns: argparse.Namespace, cfg: Config) -> int:
     from harvester.seeds import open_lines
     from harvester.shards import RunFailed, run_job, tune_gc
     from harvester.shutdown import Stop
+    from harvester.state import StateLocked
 
     if not ns.domains and not ns.input:
         print(
@@ -206,7 +249,13 @@ def _run_command(ns: argparse.Namespace, cfg: Config) -> int:
             )
         except KeyboardInterrupt:
             run = None
-        except (RunFailed, OSError) as exc:
+        except ConfigError as exc:
+            print(f"harvester: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        except StateLocked as exc:
+            print(f"harvester: {exc}", file=sys.stderr)
+            return EXIT_LOCKED
+        except (RunFailed, StateError, OSError) as exc:
             print(f"harvester: run failed: {exc}", file=sys.stderr)
             return EXIT_FAILED
     if run is None or run.interrupted:

@@ -279,7 +279,7 @@ class StateConfig:
     """The SQLite state file of incremental runs (``harvester.state``)."""
 
     enabled: bool = True  # off: no state, every run downloads and emits everything
-    path: str = ""  # "" = beside the output: urls.jsonl -> urls.state.sqlite
+    path: str = ""  # "" = beside the output: OUTPUT.state.sqlite (none for stdout)
     resume: bool = True  # continue an unfinished run (crash, kill -9, Ctrl-C) of this state
     rediscover_after: float = 86400.0  # seconds a host's discovery memory is trusted
     skip_unchanged_children: bool = False  # skip index children whose index lastmod is unchanged

@@ -134,11 +134,13 @@ class StateLocked(StateError):
 
 
 def default_state_path(output: str) -> str | None:
-    """The state file beside ``output``: ``urls.jsonl`` → ``urls.state.sqlite``; None for ``-``."""
+    """The state file beside ``output``: ``OUTPUT.state.sqlite`` (None for stdout, ``-``).
+
+    Named like the report files (``OUTPUT.report.json``, ``OUTPUT.hosts.jsonl``).
+    """
     if output == "-":
         return None
-    root, _ext = os.path.splitext(output)
-    return root + ".state.sqlite"
+    return output + ".state.sqlite"
 
 
 @dataclass(frozen=True, slots=True)

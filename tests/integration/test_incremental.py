@@ -1,0 +1,320 @@
+"""Incremental runs against loopback sites that change between runs (issue 6).
+
+Every test uses a real SQLite state file and real HTTP: a ``ChangingSite``
+serves robots.txt → an index → two urlsets built from a model the test edits
+between runs, with ETag, Last-Modified or no validators, and counts on the
+server side every sitemap body it sends (a 304 sends none).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from collections import Counter
+from email.utils import format_datetime, parsedate_to_datetime
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from aiohttp import web
+
+from harvester.shards import run_job
+from tests.integration.conftest import fast_config
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from harvester.report import RunReport
+    from tests.integration.conftest import Site, Sites
+
+BASE_TIME = 1_700_000_000
+
+
+class ChangingSite:
+    """robots.txt → /index.xml → /a.xml, /b.xml, from a model edited between runs.
+
+    ``validators``: ``etag``, ``last-modified`` or ``none``. ``bodies`` counts
+    sitemap bodies served (200s); ``not_modified`` counts 304s.
+    """
+
+    def __init__(self, validators: str) -> None:
+        self.validators = validators
+        self.children = ["/a.xml", "/b.xml"]
+        self.urls: dict[str, dict[str, int | None]] = {
+            "/a.xml": {f"/a/{i}": BASE_TIME + i for i in range(20)},
+            "/b.xml": {f"/b/{i}": None for i in range(10)},
+        }
+        self.versions: Counter[str] = Counter()  # bumped on every edit of a file
+        self.failing: set[str] = set()
+        self.bodies: Counter[str] = Counter()
+        self.not_modified: Counter[str] = Counter()
+        self.site: Site | None = None
+
+    def edit(self, path: str) -> dict[str, int | None]:
+        self.versions[path] += 1
+        return self.urls[path]
+
+    def body(self, path: str) -> bytes:
+        assert self.site is not None
+        if path == "/index.xml":
+            items = "".join(
+                f"<sitemap><loc>{self.site.url(c)}</loc></sitemap>" for c in self.children
+            )
+            return (
+                '<?xml version="1.0"?><sitemapindex '
+                f'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{items}</sitemapindex>'
+            ).encode()
+        entries = []
+        for loc, lastmod in self.urls[path].items():
+            stamp = f"<lastmod>{_w3c(lastmod)}</lastmod>" if lastmod is not None else ""
+            entries.append(f"<url><loc>{self.site.url(loc)}</loc>{stamp}</url>")
+        return (
+            '<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+            + "".join(entries)
+            + "</urlset>"
+        ).encode()
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        path = request.path
+        if path in self.failing:
+            return web.Response(status=500, text="oops")
+        if path != "/index.xml" and path not in self.children:
+            return web.Response(status=404)
+        body = self.body(path)
+        headers: dict[str, str] = {}
+        if self.validators == "etag":
+            tag = '"' + hashlib.blake2b(body, digest_size=8).hexdigest() + '"'
+            headers["ETag"] = tag
+            if request.headers.get("If-None-Match") == tag:
+                self.not_modified[path] += 1
+                return web.Response(status=304, headers=headers)
+        elif self.validators == "last-modified":
+            from datetime import UTC, datetime
+
+            changed = datetime.fromtimestamp(BASE_TIME + self.versions[path], UTC)
+            headers["Last-Modified"] = format_datetime(changed, usegmt=True)
+            since = request.headers.get("If-Modified-Since")
+            if since and parsedate_to_datetime(since) >= changed:
+                self.not_modified[path] += 1
+                return web.Response(status=304, headers=headers)
+        self.bodies[path] += 1
+        return web.Response(body=body, headers=headers, content_type="application/xml")
+
+    async def start(self, sites: Sites, host: str) -> Site:
+        routes: dict[str, Any] = {"/robots.txt": b"", "/index.xml": self.handle}
+        for path in ("/a.xml", "/b.xml", "/c.xml"):
+            routes[path] = self.handle
+        self.site = await sites.start(host, routes)
+        # robots.txt names the index (served as bytes: its URL needs the port).
+        routes["/robots.txt"] = f"Sitemap: {self.site.url('/index.xml')}\n".encode()
+        return self.site
+
+    def url(self, loc: str) -> str:
+        assert self.site is not None
+        return self.site.url(loc)
+
+
+def _w3c(epoch: int) -> str:
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def harvest(
+    site: ChangingSite, tmp_path: Path, name: str, **overrides: Any
+) -> tuple[RunReport, list[dict[str, Any]]]:
+    """One `harvester run` (in-process, one worker) with the shared state file."""
+    out = tmp_path / f"{name}.jsonl"
+    opts: dict[str, Any] = {"state.path": str(tmp_path / "state.sqlite"), **overrides}
+    assert site.site is not None
+    run = run_job(fast_config(**opts), [site.site.origin], str(out), progress=False)
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    return run, records
+
+
+def events(records: list[dict[str, Any]]) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for rec in records:
+        out.setdefault(rec["event"], set()).add(rec["url"])
+    return out
+
+
+@pytest.mark.parametrize(
+    ("validators", "host"),
+    [("etag", "127.0.0.90"), ("last-modified", "127.0.0.91"), ("none", "127.0.0.92")],
+)
+async def test_second_run_of_an_unchanged_site_emits_nothing(
+    sites: Sites, tmp_path: Path, validators: str, host: str
+) -> None:
+    site = ChangingSite(validators)
+    await site.start(sites, host)
+    first, records = await _in_thread(harvest, site, tmp_path, "one", **{"output.emit": "delta"})
+    assert len(records) == 30
+    assert {r["event"] for r in records} == {"new"}
+    assert first.events is not None
+    assert first.events["new"] == 30
+    bodies_before = sum(site.bodies.values())
+
+    second, records = await _in_thread(harvest, site, tmp_path, "two", **{"output.emit": "delta"})
+    assert records == []
+    assert second.events is not None
+    assert (second.events["new"], second.events["changed"], second.events["removed"]) == (0, 0, 0)
+    assert site.site is not None
+    assert site.site.hits("/robots.txt") == 1
+    if validators == "none":
+        # No validators: everything is downloaded again, but the same content hash means
+        # nothing is new; the report says the files were unchanged.
+        assert sum(site.bodies.values()) == 2 * bodies_before
+    else:
+        # Conditional GETs: not one sitemap body the second time (counted server-side).
+        assert sum(site.bodies.values()) == bodies_before
+        assert sum(site.not_modified.values()) == 3  # the index and both children
+
+
+async def test_added_removed_and_bumped_urls_are_delta_events(sites: Sites, tmp_path: Path) -> None:
+    site = ChangingSite("etag")
+    await site.start(sites, "127.0.0.93")
+    await _in_thread(harvest, site, tmp_path, "one", **{"output.emit": "delta"})
+
+    a = site.edit("/a.xml")
+    a["/a/new"] = BASE_TIME + 500  # added
+    a["/a/3"] = BASE_TIME + 1000  # lastmod advanced
+    a["/a/4"] = BASE_TIME  # lastmod went back: not news
+    del site.edit("/b.xml")["/b/7"]  # removed
+    run, records = await _in_thread(harvest, site, tmp_path, "two", **{"output.emit": "delta"})
+
+    assert events(records) == {
+        "new": {site.url("/a/new")},
+        "changed": {site.url("/a/3")},
+        "removed": {site.url("/b/7")},
+    }
+    removed = next(r for r in records if r["event"] == "removed")
+    assert removed["sitemap"] == site.url("/b.xml")
+    assert run.events is not None
+    assert run.events["unchanged"] == 28
+
+    # A third run with --emit all writes every listed URL, each with its event.
+    site.edit("/b.xml")["/b/7"] = None  # it came back
+    _run, records = await _in_thread(harvest, site, tmp_path, "three", **{"output.emit": "all"})
+    assert len(records) == 31
+    assert events(records)["new"] == {site.url("/b/7")}
+    assert len(events(records)["unchanged"]) == 30
+
+
+async def test_emit_new_and_changed_filter_the_events(sites: Sites, tmp_path: Path) -> None:
+    site = ChangingSite("last-modified")
+    await site.start(sites, "127.0.0.94")
+    await _in_thread(harvest, site, tmp_path, "one", **{"output.emit": "new"})
+    a = site.edit("/a.xml")
+    a["/a/new"] = BASE_TIME
+    a["/a/0"] = BASE_TIME + 100
+    _run, new = await _in_thread(harvest, site, tmp_path, "two", **{"output.emit": "new"})
+    assert events(new) == {"new": {site.url("/a/new")}}
+    a = site.edit("/a.xml")
+    a["/a/1"] = BASE_TIME + 100
+    _run, changed = await _in_thread(harvest, site, tmp_path, "three", **{"output.emit": "changed"})
+    assert events(changed) == {"changed": {site.url("/a/1")}}
+
+
+async def test_a_failed_sitemap_never_marks_its_urls_removed(sites: Sites, tmp_path: Path) -> None:
+    site = ChangingSite("etag")
+    await site.start(sites, "127.0.0.95")
+    await _in_thread(harvest, site, tmp_path, "one", **{"output.emit": "delta"})
+
+    site.failing.add("/b.xml")
+    del site.edit("/a.xml")["/a/0"]
+    _run, records = await _in_thread(harvest, site, tmp_path, "two", **{"output.emit": "delta"})
+    # a.xml was read in full: /a/0 is gone. b.xml failed: none of its URLs is removed.
+    assert events(records) == {"removed": {site.url("/a/0")}}
+
+    site.failing.clear()
+    del site.edit("/b.xml")["/b/0"]
+    _run, records = await _in_thread(harvest, site, tmp_path, "three", **{"output.emit": "delta"})
+    assert events(records) == {"removed": {site.url("/b/0")}}
+
+
+async def test_a_child_the_index_no_longer_lists_takes_its_urls_with_it(
+    sites: Sites, tmp_path: Path
+) -> None:
+    site = ChangingSite("etag")
+    await site.start(sites, "127.0.0.96")
+    await _in_thread(harvest, site, tmp_path, "one", **{"output.emit": "delta"})
+    site.children = ["/a.xml", "/c.xml"]
+    site.urls["/c.xml"] = {"/b/0": None, "/c/1": None}  # /b/0 moved to c.xml
+    _run, records = await _in_thread(harvest, site, tmp_path, "two", **{"output.emit": "delta"})
+    got = events(records)
+    assert got["new"] == {site.url("/c/1")}
+    assert got["removed"] == {site.url(f"/b/{i}") for i in range(1, 10)}
+
+
+async def test_remembered_discovery_skips_robots_until_rediscovery_is_due(
+    sites: Sites, tmp_path: Path
+) -> None:
+    site = ChangingSite("etag")
+    s = await site.start(sites, "127.0.0.97")
+    await _in_thread(harvest, site, tmp_path, "one", **{"output.emit": "delta"})
+    await _in_thread(harvest, site, tmp_path, "two", **{"output.emit": "delta"})
+    assert s.hits("/robots.txt") == 1
+    await _in_thread(
+        harvest,
+        site,
+        tmp_path,
+        "three",
+        **{"output.emit": "delta", "state.rediscover_after": 0.0},
+    )
+    assert s.hits("/robots.txt") == 2
+
+
+async def test_a_fallback_hit_is_remembered_and_misses_are_not_probed_again(
+    sites: Sites, tmp_path: Path
+) -> None:
+    urlset = (
+        b'<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        b"<url><loc>http://127.0.0.98/x</loc></url></urlset>"
+    )
+    s = await sites.start("127.0.0.98", {"/sitemap_index.xml": urlset})
+    state = str(tmp_path / "state.sqlite")
+    cfg = fast_config(**{"state.path": state, "output.emit": "delta"})
+    for name in ("one", "two"):
+        await _in_thread(run_job, cfg, [s.origin], str(tmp_path / name), progress=False)
+    assert s.hits("/sitemap.xml") == 1  # the miss is not probed again
+    assert s.hits("/sitemap_index.xml") == 2  # the hit is fetched directly
+    assert s.hits("/robots.txt") == 1
+
+
+async def test_since_keeps_later_lastmods_and_labels_undated_ones(
+    sites: Sites, tmp_path: Path
+) -> None:
+    site = ChangingSite("none")
+    await site.start(sites, "127.0.0.99")
+    _run, records = await _in_thread(
+        harvest,
+        site,
+        tmp_path,
+        "one",
+        **{"output.since": _w3c(BASE_TIME + 14), "state.enabled": False},
+    )
+    after = {r["url"] for r in records if r["since"] == "after"}
+    undated = {r["url"] for r in records if r["since"] == "undated"}
+    assert after == {site.url(f"/a/{i}") for i in range(15, 20)}
+    assert undated == {site.url(f"/b/{i}") for i in range(10)}
+    assert "event" not in records[0]  # no state: no events
+
+
+def test_the_state_file_is_real_sqlite_with_the_ledger(tmp_path: Path) -> None:
+    """(Checked after a run by the tests above; here: the schema a user can query.)"""
+    from harvester.state import StateStore
+
+    with StateStore(str(tmp_path / "s.sqlite")) as store:
+        store.start_run(emit="delta", output="x")
+    db = sqlite3.connect(tmp_path / "s.sqlite")
+    tables = {r[0] for r in db.execute("SELECT name FROM sqlite_schema WHERE type = 'table'")}
+    assert {"runs", "hosts", "sitemaps", "urls"} <= tables
+    assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+async def _in_thread(fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """Run a blocking harvest in a thread so this loop keeps serving the sites."""
+    import asyncio
+
+    return await asyncio.to_thread(fn, *args, **kwargs)
