@@ -460,7 +460,9 @@ class FinishedHosts:
 
     def __contains__(self, host: object) -> bool:
         if self._db is None:  # opened in the thread that asks (the dispatcher)
-            self._db = sqlite3.connect(f"file:{self._path}?mode=ro", uri=True, timeout=30.0)
+            self._db = sqlite3.connect(
+                f"file:{self._path}?mode=ro", uri=True, timeout=30.0, check_same_thread=False
+            )
         row = self._db.execute("SELECT last_run FROM hosts WHERE name = ?", (host,)).fetchone()
         return row is not None and row[0] == self._run_id
 

@@ -13,6 +13,7 @@ import json
 import sqlite3
 from collections import Counter
 from email.utils import format_datetime, parsedate_to_datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -22,8 +23,6 @@ from harvester.shards import run_job
 from tests.integration.conftest import fast_config
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from harvester.report import RunReport
     from tests.integration.conftest import Site, Sites
 
@@ -318,3 +317,137 @@ async def _in_thread(fn: Any, *args: Any, **kwargs: Any) -> Any:
     import asyncio
 
     return await asyncio.to_thread(fn, *args, **kwargs)
+
+
+# -- crash, resume and the lock: `harvester run` as cron runs it (a subprocess) -------------
+
+KILL_CONFIG = """
+[fetch]
+allow = ["127.0.0.0/8"]
+retries = 0
+connect_timeout = 2.0
+[politeness.default]
+rate = 6.0
+[run]
+uvloop = false
+workers = 2
+hosts_in_flight = 2
+[state]
+commit_interval = 0.05
+"""
+
+
+async def _slow_sites(sites: Sites, count: int, per_file: int) -> tuple[list[Site], set[str]]:
+    """``count`` hosts (ports on 127.0.0.89), each robots.txt → three urlsets."""
+    expected: set[str] = set()
+    out: list[Site] = []
+    for _ in range(count):
+        routes: dict[str, Any] = {}
+        site = await sites.start("127.0.0.89", routes)
+        lines = []
+        for name in ("x", "y", "z"):
+            locs = [site.url(f"/{name}/{i}") for i in range(per_file)]
+            expected.update(locs)
+            routes[f"/{name}.xml"] = (
+                '<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+                + "".join(f"<url><loc>{loc}</loc></url>" for loc in locs)
+                + "</urlset>"
+            ).encode()
+            lines.append(f"Sitemap: {site.url(f'/{name}.xml')}")
+        routes["/robots.txt"] = ("\n".join(lines) + "\n").encode()
+        out.append(site)
+    return out, expected
+
+
+async def _cli(*args: str, session: bool = False) -> Any:
+    import asyncio
+    import sys
+
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "harvester",
+        "run",
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        start_new_session=session,  # its own process group: kill -9 reaches its workers too
+    )
+
+
+async def test_kill_9_midway_then_resume_emits_every_url_exactly_once(
+    sites: Sites, tmp_path: Path
+) -> None:
+    import asyncio
+    import os
+    import signal
+
+    hosts, expected = await _slow_sites(sites, 12, 400)
+    domains = tmp_path / "domains.txt"
+    domains.write_text("".join(f"{h.origin}\n" for h in hosts))
+    config = tmp_path / "harvester.toml"
+    config.write_text(KILL_CONFIG)
+    out = tmp_path / "urls.jsonl"
+    state = tmp_path / "urls.jsonl.state.sqlite"  # the default: beside the output
+    args = ("-i", str(domains), "-o", str(out), "--config", str(config), "--emit", "delta")
+
+    proc = await _cli(*args, session=True)
+    committed = 0
+    try:
+        for _ in range(1000):  # until the run committed some records, at most ~20 s
+            await asyncio.sleep(0.02)
+            if state.exists():
+                try:
+                    with sqlite3.connect(f"file:{state}?mode=ro", uri=True) as db:
+                        committed = db.execute("SELECT max(output_bytes) FROM runs").fetchone()[0]
+                except sqlite3.Error:
+                    continue
+            if committed:
+                break
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # the group we started: the CLI and its workers
+        await proc.wait()
+    assert committed, "the run never committed anything before it was killed"
+    assert not out.exists()
+    part = Path(f"{out}.part")
+    assert part.stat().st_size >= committed  # noqa: ASYNC240
+
+    proc = await _cli(*args)
+    _stdout, stderr = await asyncio.wait_for(proc.communicate(), timeout=60)
+    assert proc.returncode == 0, stderr.decode()
+    assert "resuming unfinished run" in stderr.decode()
+    urls = [json.loads(line)["url"] for line in out.read_text().splitlines()]
+    assert len(urls) == len(set(urls))  # nothing twice ...
+    assert set(urls) == expected  # ... and nothing lost
+    report = json.loads(Path(f"{out}.report.json").read_text())  # noqa: ASYNC240
+    assert report["resumed"] is True
+    with sqlite3.connect(state) as db:
+        runs = db.execute("SELECT status, invocations FROM runs").fetchall()
+    assert runs == [("complete", 2)]
+
+
+async def test_an_overlapping_run_is_refused_and_a_dead_runs_lock_is_taken_over(
+    sites: Sites, tmp_path: Path
+) -> None:
+    import asyncio
+
+    from harvester.state import StateStore
+
+    hosts, expected = await _slow_sites(sites, 1, 5)
+    config = tmp_path / "harvester.toml"
+    config.write_text(KILL_CONFIG)
+    state = tmp_path / "cron.sqlite"
+    args = (hosts[0].origin, "-o", str(tmp_path / "o.jsonl"), "--config", str(config))
+    with StateStore(str(state)):  # a run still going holds the lock
+        proc = await _cli(*args, "--state", str(state))
+        _out, err = await asyncio.wait_for(proc.communicate(), timeout=60)
+    assert proc.returncode == 75
+    assert "in use by a run still going (pid" in err.decode()
+
+    # The lock file a killed run left behind (its flock died with it) does not block.
+    Path(f"{state}.lock").write_text("pid 999999\n")  # noqa: ASYNC240
+    proc = await _cli(*args, "--state", str(state))
+    _out, err = await asyncio.wait_for(proc.communicate(), timeout=60)
+    assert proc.returncode == 0, err.decode()
+    lines = (tmp_path / "o.jsonl").read_text().splitlines()
+    assert {json.loads(line)["url"] for line in lines} == expected
