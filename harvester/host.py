@@ -388,7 +388,6 @@ class HostWorker:
         self.state.sitemaps.append(
             SitemapState(ref.url, ref.parent, status, http, complete=True, carried=True)
         )
-        self.state.removal_scope.append(ref.url)  # nothing of it goes: all stays listed
         for url, lastmod in memory.children:
             when = datetime.fromtimestamp(lastmod, UTC) if lastmod is not None else None
             self._admit(SitemapRef(url, ref.depth + 1, "index", when, parent=ref.url))

@@ -314,11 +314,10 @@ class StateStore:
                     "last_complete = ? WHERE id = ?",
                     (s.status, s.http_status, t, t, sid),
                 )
-                self._db.execute(
-                    "UPDATE urls SET last_seen = ? WHERE host_id = ? AND sitemap_id = ? "
-                    "AND removed IS NULL AND last_seen < ?",
-                    (run.id, host_id, sid, run.id),
-                )
+                # Its ledger rows are left as they are (rewriting last_seen of every row
+                # would rewrite the whole ledger of an unchanged site: 5 s for a million
+                # URLs); the sitemap's last_complete says they were confirmed, and a
+                # carried sitemap is never in the removal scope.
             else:
                 # A failed or partial read keeps the validators of the last full read
                 # (sending them next time must not make a 304 cover a file never read).

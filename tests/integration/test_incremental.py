@@ -168,6 +168,11 @@ async def test_second_run_of_an_unchanged_site_emits_nothing(
         # Conditional GETs: not one sitemap body the second time (counted server-side).
         assert sum(site.bodies.values()) == bodies_before
         assert sum(site.not_modified.values()) == 3  # the index and both children
+    # After a run that carried everything over, a change is still seen exactly.
+    del site.edit("/a.xml")["/a/5"]
+    site.edit("/b.xml")["/b/new"] = None
+    _run, records = await _in_thread(harvest, site, tmp_path, "three", **{"output.emit": "delta"})
+    assert events(records) == {"removed": {site.url("/a/5")}, "new": {site.url("/b/new")}}
 
 
 async def test_added_removed_and_bumped_urls_are_delta_events(sites: Sites, tmp_path: Path) -> None:
