@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 __all__ = [
+    "AuditConfig",
     "Config",
     "DedupeConfig",
     "DiscoveryConfig",
@@ -287,6 +288,19 @@ class StateConfig:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class AuditConfig:
+    """The lastmod audit (``harvester.audit``, ``harvester.verify``)."""
+
+    distribution: bool = True  # per-host lastmod distribution verdict in every run's report
+    sample: int = 0  # pages per host to verify after each run (0: only `harvester audit`)
+    max_page_bytes: int = 2_097_152  # bytes of a sampled page read (the rest is not needed)
+    # Hosts whose lastmod is not trusted: "unverified" = their URLs are labelled and not
+    # filtered by lastmod (--since, --emit changed/delta); "hint" = use it anyway.
+    untrusted: Literal["unverified", "hint"] = "unverified"
+    require_trust: bool = False  # true: a host without enough evidence counts as untrusted
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Config:
     """The whole configuration; frozen after ``load_config``."""
 
@@ -300,6 +314,7 @@ class Config:
     run: RunConfig = field(default_factory=RunConfig)
     output: OutputConfig = field(default_factory=OutputConfig)
     state: StateConfig = field(default_factory=StateConfig)
+    audit: AuditConfig = field(default_factory=AuditConfig)
 
 
 def _positive(obj: object, section: str) -> None:

@@ -21,6 +21,7 @@ from array import array
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+from harvester.audit import LastmodDistribution
 from harvester.dedupe import SeenSet, fingerprint
 from harvester.discovery import child_allowed, discover, recall
 from harvester.errors import (
@@ -135,6 +136,12 @@ class HostWorker:
         self._remembered = False  # discovery came from the state's memory
         self._remembered_stale = False  # ...and a remembered sitemap is gone: rediscover next run
         self._discovered: Discovered | None = None
+        # The lastmod audit's distribution checks (issue 7): every URL listed, with the
+        # Last-Modified header and fetch time of its sitemap (generation-time detection).
+        self._dist = LastmodDistribution() if cfg.audit.distribution else None
+        self._sitemap_modified: datetime | None = None
+        self._fetched_at = datetime.now(UTC)
+        self._unverified = False  # the host's lastmod is not trusted (see _trust_lastmod)
 
     async def run(self) -> HostReport:
         """Harvest the host; return its report (never raises for host-level failures)."""
@@ -151,13 +158,48 @@ class HostWorker:
             self.report.seconds = round(time.monotonic() - started, 3)
         # Emitted outside the timeout so records harvested before it are never lost.
         await self._flush()
+        audit = self._audit()
         if self.state is not None:
+            self.state.audit = audit
             self._finish_state()
         return self.report
+
+    def _audit(self) -> dict[str, Any] | None:
+        """The host's lastmod distribution verdict (into the report; None: nothing read)."""
+        dist = self._dist
+        if dist is None or dist.total == 0:
+            # Nothing downloaded (everything 304): the state keeps the last verdict.
+            return None
+        verdict = dist.verdict().as_dict()
+        self.report.lastmod_audit = verdict
+        return {**verdict, "histogram": dist.histogram()}
+
+    def _trust_lastmod(self) -> None:
+        """Decide from the state's memory whether this host's lastmod may filter URLs.
+
+        Not trusted: its last distribution verdict proved lastmod useless
+        (``absent``, ``generation_time``, ``constant``, ``future``), or sampled
+        verification scored it ``untrusted`` (or not yet ``trusted``, with
+        ``audit.require_trust``). Its URLs then go to the ``unverified`` group
+        instead of being filtered by lastmod, and its sitemaps are downloaded in
+        full (a 304 would hide URLs whose pages changed behind an unchanged list).
+        """
+        memory = self._memory
+        audit = self._cfg.audit
+        if audit.untrusted == "hint":
+            return
+        self._unverified = (
+            memory.trust == "untrusted"
+            or memory.verdict in ("absent", "generation_time", "constant", "future")
+            or (audit.require_trust and memory.host_id is not None and memory.trust != "trusted")
+        )
+        if self._unverified and self._conditional and "unverified" in self._events:
+            self._conditional = False
 
     async def _run(self, slot: HostSlot) -> None:
         if self._ledger is not None:
             self._memory = self._ledger.host(self.host)
+            self._trust_lastmod()
         memory = self._memory.discovery
         if (
             memory is not None
@@ -268,6 +310,8 @@ class HostWorker:
                             self._carry(ref, memory, "not_modified", status)
                             return
                         validators = (body.headers.get("ETag"), body.headers.get("Last-Modified"))
+                        self._fetched_at = datetime.now(UTC)
+                        self._sitemap_modified = _http_date(validators[1])
                         async for chunk in body.chunks():
                             received += len(chunk)
                             self.report.bytes += len(chunk)
@@ -369,6 +413,7 @@ class HostWorker:
             return headers
         if (
             self._cfg.state.skip_unchanged_children
+            and self._memory.trust == "trusted"  # only where lastmod earned it
             and ref.source == "index"
             and ref.lastmod is not None
             and memory.index_lastmod is not None
@@ -508,6 +553,13 @@ class HostWorker:
                     continue
                 self._listed += 1
                 report.urls += 1
+                if self._dist is not None:
+                    self._dist.add(
+                        entry.lastmod,
+                        entry.lastmod_raw,
+                        sitemap_last_modified=self._sitemap_modified,
+                        fetched_at=self._fetched_at,
+                    )
                 batch.append(record(entry, sitemap, host, url=url))
                 fps.append(fp)
                 if lastmods is not None:
@@ -558,6 +610,7 @@ class HostWorker:
             events = self._ledger.events(self._memory.host_id, signed_fps, lastmods)
             rows = []
         wanted = self._events
+        unverified = self._unverified
         for i, rec in enumerate(batch):
             lastmod = lastmods[i]
             if events is not None and rows is not None:
@@ -567,6 +620,8 @@ class HostWorker:
                     report.replayed += 1
                     continue
                 setattr(report, event, getattr(report, event) + 1)
+                if unverified and event != "new":
+                    event = "unverified"  # its lastmod cannot say whether it changed
                 rows.append(
                     LedgerRow(
                         signed_fps[i],
@@ -579,7 +634,9 @@ class HostWorker:
                     continue
                 rec["event"] = event
             if since is not None:
-                if lastmod == NO_LASTMOD:
+                if unverified:
+                    rec["since"] = "unverified"  # not filtered by a lastmod that may lie
+                elif lastmod == NO_LASTMOD:
                     rec["since"] = "undated"  # may have changed: the caller decides
                 elif lastmod <= since:
                     continue
@@ -588,3 +645,16 @@ class HostWorker:
             out.append(rec)
         report.urls -= len(batch) - len(out)
         return out, rows
+
+
+def _http_date(value: str | None) -> datetime | None:
+    """An HTTP date header as aware UTC, or None when absent or unparseable."""
+    if not value:
+        return None
+    from email.utils import parsedate_to_datetime
+
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    return when.astimezone(UTC) if when.tzinfo is not None else when.replace(tzinfo=UTC)

@@ -50,11 +50,13 @@ __all__ = [
 EmitMode = Literal["all", "new", "changed", "delta"]
 
 # Which events each --emit mode writes to the output ("removed" is decided by the writer).
+# "unverified": a listed, not new URL of a host whose lastmod is not trusted (issue 7):
+# whether it changed is unknown, so it is written rather than filtered out.
 EMIT_EVENTS: dict[str, frozenset[str]] = {
-    "all": frozenset({"new", "changed", "unchanged"}),
+    "all": frozenset({"new", "changed", "unchanged", "unverified"}),
     "new": frozenset({"new"}),
-    "changed": frozenset({"changed"}),
-    "delta": frozenset({"new", "changed", "removed"}),
+    "changed": frozenset({"changed", "unverified"}),
+    "delta": frozenset({"new", "changed", "removed", "unverified"}),
 }
 
 NO_LASTMOD = -(1 << 63)  # lastmod epoch seconds in arrays: "none" (SQLite stores NULL)
@@ -100,6 +102,8 @@ class HostMemory:
     discovery: dict[str, Any] | None = None
     discovered_at: float = 0.0
     sitemaps: dict[str, SitemapMemory] = field(default_factory=dict)
+    verdict: str | None = None  # the lastmod distribution verdict of its last run
+    trust: str | None = None  # trusted | untrusted | unknown, from sampled verification
 
 
 @dataclass(slots=True)
@@ -131,6 +135,7 @@ class HostState:
     # those read fully this run, and those an index or robots.txt read fully no longer lists.
     removal_scope: list[str] = field(default_factory=list)
     discovery: dict[str, Any] | None = None  # new discovery memory (None: keep the old one)
+    audit: dict[str, Any] | None = None  # this run's lastmod distribution verdict (None: keep)
     finished: bool = True  # False: cut short (shutdown, time cap): no checkpoint, no removals
 
 
@@ -186,12 +191,14 @@ class LedgerReader:
     def host(self, name: str) -> HostMemory:
         """Everything remembered about ``name`` (an empty memory for a host never seen)."""
         row = self._db.execute(
-            "SELECT id, discovery, discovered_at FROM hosts WHERE name = ?", (name,)
+            "SELECT id, discovery, discovered_at, audit, trust FROM hosts WHERE name = ?", (name,)
         ).fetchone()
         if row is None:
             return HostMemory()
-        host_id, discovery, discovered_at = row
+        host_id, discovery, discovered_at, audit, trust = row
         memory = HostMemory(host_id, _load_json(discovery), discovered_at or 0.0)
+        memory.verdict = (_load_json(audit) or {}).get("verdict")
+        memory.trust = trust
         for (
             url,
             parent,
@@ -242,6 +249,11 @@ class LedgerReader:
             classify(known.get(fp), None if lm == NO_LASTMOD else lm, run_id)
             for fp, lm in zip(fps, lastmods, strict=True)
         ]
+
+
+def load_json(data: bytes | str | None) -> Any:
+    """Decode a memory value written by ``dump_json``."""
+    return _load_json(data)
 
 
 def _load_json(data: bytes | str | None) -> Any:

@@ -113,6 +113,8 @@ class HostReport:
     unchanged: int = 0
     removed: int = 0
     replayed: int = 0
+    # The lastmod audit's distribution verdict of this run (None: disabled or nothing read).
+    lastmod_audit: dict[str, Any] | None = None
     failures: list[Failure] = field(default_factory=list)
     failures_total: int = 0
     failures_by_class: dict[str, int] = field(default_factory=dict)

@@ -53,7 +53,7 @@ __all__ = [
     "default_state_path",
 ]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 APPLICATION_ID = 0x48525653  # "HRVS": tells our state files from any other SQLite file
 
 # Migration i takes a file from user_version i to i + 1. Never edit a released one: append.
@@ -113,6 +113,28 @@ _MIGRATIONS: tuple[str, ...] = (
         removed INTEGER,               -- the run that found it no longer listed
         PRIMARY KEY (host_id, fp)
     ) WITHOUT ROWID;
+    """,
+    # 2: the lastmod audit (issue 7): per-host distribution verdict and trust, and the
+    # sampled pages whose content fingerprints are compared across runs.
+    """
+    ALTER TABLE hosts ADD COLUMN audit BLOB;          -- JSON: verdict, reason, figures, histogram
+    ALTER TABLE hosts ADD COLUMN trust TEXT;          -- trusted | untrusted | unknown
+    ALTER TABLE hosts ADD COLUMN trust_evidence BLOB; -- JSON: the TrustScore
+    ALTER TABLE hosts ADD COLUMN audited_at REAL;
+    CREATE TABLE samples (
+        id INTEGER PRIMARY KEY,
+        host_id INTEGER NOT NULL,
+        fp INTEGER NOT NULL,
+        url TEXT NOT NULL,
+        sampled_at REAL NOT NULL,
+        sitemap_lastmod INTEGER,       -- epoch seconds, as the sitemap said at sampling
+        fingerprint INTEGER,           -- signed 64-bit simhash of the page's main text
+        page_modified INTEGER,         -- the page's own best modification date, epoch
+        agreement TEXT,                -- agree | disagree | no_signal
+        http_status INTEGER,
+        error TEXT
+    );
+    CREATE INDEX samples_by_url ON samples (host_id, fp, id);
     """,
 )
 
@@ -329,6 +351,10 @@ class StateStore:
             self._db.execute(
                 "UPDATE hosts SET discovery = ?, discovered_at = ? WHERE id = ?",
                 (dump_json(state.discovery), t, host_id),
+            )
+        if state.audit is not None:
+            self._db.execute(
+                "UPDATE hosts SET audit = ? WHERE id = ?", (dump_json(state.audit), host_id)
             )
         removed: list[dict[str, Any]] = []
         if not state.finished:
