@@ -49,6 +49,7 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--version", action="version", version=f"harvester {__version__}")
     sub = ap.add_subparsers(dest="command", metavar="COMMAND", required=True)
     _run_parser(sub)
+    _audit_parser(sub)
 
     p = sub.add_parser(
         "parse",
@@ -173,6 +174,15 @@ def _run_parser(sub: Any) -> None:
         ' "since": "undated" (config: output.since)',
     )
     incremental.add_argument(
+        "--verify-lastmod",
+        dest="audit.sample",
+        type=int,
+        metavar="K",
+        help="after the run, verify lastmod against K sampled pages per host (see"
+        " `harvester audit`); reports in OUTPUT.audit.json and OUTPUT.audit.html"
+        " (config: audit.sample)",
+    )
+    incremental.add_argument(
         "--no-resume",
         dest="state.resume",
         action="store_const",
@@ -217,6 +227,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _parse_command(ns.file, ns.url, ns.output, cfg.reader)
     if ns.command == "run":
         return _run_command(ns, cfg)
+    if ns.command == "audit":
+        return _audit_command(ns, cfg)
     return EXIT_USAGE  # pragma: no cover - argparse enforces the choices
 
 
@@ -267,6 +279,92 @@ def _run_command(ns: argparse.Namespace, cfg: Config) -> int:
         )
         return EXIT_TERMINATED if stop.signum == signal.SIGTERM else EXIT_INTERRUPTED
     print(summary_table(run), file=sys.stderr)
+    if cfg.audit.sample > 0 and run.state is not None:
+        return _audit_after_run(cfg, run.state, run.run_id, ns.output)
+    return EXIT_OK
+
+
+def _audit_after_run(cfg: Config, state: str, run_id: int | None, output: str) -> int:
+    from harvester.auditreport import render_text
+    from harvester.state import StateLocked
+    from harvester.verify import run_audit
+
+    base = None if output == "-" else output
+    try:
+        audits = run_audit(
+            cfg,
+            state,
+            cfg.audit.sample,
+            run_id=run_id,
+            json_path=base and f"{base}.audit.json",
+            html_path=base and f"{base}.audit.html",
+        )
+    except StateLocked as exc:
+        print(f"harvester: {exc}", file=sys.stderr)
+        return EXIT_LOCKED
+    except StateError as exc:
+        print(f"harvester: audit failed: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    print(render_text(audits), file=sys.stderr)
+    return EXIT_OK
+
+
+def _audit_parser(sub: Any) -> None:
+    a = sub.add_parser(
+        "audit",
+        help="verify each host's sitemap lastmod against its pages; score its trust",
+        description=(
+            "Per host of a state file: the lastmod distribution verdict of its last run"
+            " (absent, generation_time, constant, future, plausible), then K pages sampled"
+            " over its sitemaps are fetched (robots.txt and politeness honoured, bodies"
+            " capped) and their own dates (JSON-LD dateModified, article:modified_time,"
+            " og:updated_time, itemprop dateModified, Last-Modified) compared with the"
+            " sitemap lastmod; content fingerprints are compared with the last audit's."
+            " The trust level (trusted, untrusted, unknown) is stored in the state: the"
+            " next runs let lastmod filter URLs only where it is trusted. Prints a table;"
+            " --json and --html write the report. Exit status: 0 done, 1 the state file is"
+            " unusable, 2 usage error, 75 a run holds the state file."
+        ),
+    )
+    a.add_argument("hosts", nargs="*", metavar="HOST", help="hosts to audit (default: all)")
+    a.add_argument("--state", required=True, metavar="PATH", help="the state file of the runs")
+    a.add_argument("--sample", type=int, default=20, metavar="K", help="pages per host (20)")
+    a.add_argument("--json", metavar="PATH", help="write the JSON report here")
+    a.add_argument("--html", metavar="PATH", help="write the HTML report (with charts) here")
+    a.add_argument("--config", help="TOML config file (fetch and politeness settings)")
+    a.add_argument(
+        "--allow",
+        dest="fetch.allow",
+        action="append",
+        metavar="NET_OR_HOST",
+        help="a private network or host the SSRF guard lets through; repeatable",
+    )
+
+
+def _audit_command(ns: argparse.Namespace, cfg: Config) -> int:
+    import os
+
+    from harvester.auditreport import render_text
+    from harvester.state import StateLocked
+    from harvester.verify import run_audit
+
+    if not os.path.exists(ns.state):
+        print(f"harvester audit: no state file at {ns.state}", file=sys.stderr)
+        return EXIT_USAGE
+    if ns.sample < 1:
+        print("harvester audit: --sample must be at least 1", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        audits = run_audit(
+            cfg, ns.state, ns.sample, ns.hosts or None, json_path=ns.json, html_path=ns.html
+        )
+    except StateLocked as exc:
+        print(f"harvester: {exc}", file=sys.stderr)
+        return EXIT_LOCKED
+    except StateError as exc:
+        print(f"harvester audit: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    print(render_text(audits))
     return EXIT_OK
 
 

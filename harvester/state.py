@@ -393,21 +393,31 @@ class StateStore:
 
     def commit(self, output_bytes: int | None) -> None:
         """Commit everything staged, with the output's length (already flushed and fsynced)."""
-        run = self._require_run()
         if not self._in_tx:
             self._begin()
-        c = self.counts
-        if output_bytes is not None:
+        run = self.run
+        if run is not None:
+            c = self.counts
+            if output_bytes is not None:
+                self._db.execute(
+                    "UPDATE runs SET output_bytes = ? WHERE id = ?", (output_bytes, run.id)
+                )
             self._db.execute(
-                "UPDATE runs SET output_bytes = ? WHERE id = ?", (output_bytes, run.id)
+                "UPDATE runs SET hosts = ?, new = ?, changed = ?, unchanged = ?, removed = ? "
+                "WHERE id = ?",
+                (c["hosts"], c["new"], c["changed"], c["unchanged"], c["removed"], run.id),
             )
-        self._db.execute(
-            "UPDATE runs SET hosts = ?, new = ?, changed = ?, unchanged = ?, removed = ? "
-            "WHERE id = ?",
-            (c["hosts"], c["new"], c["changed"], c["unchanged"], c["removed"], run.id),
-        )
         self._db.execute("COMMIT")
         self._in_tx = False
+
+    @property
+    def db(self) -> sqlite3.Connection:
+        """The writer's connection, for stages that add their own tables (``verify``)."""
+        return self._db
+
+    def begin(self) -> None:
+        """Open the write transaction if none is open (``commit`` ends it)."""
+        self._begin()
 
     def close(self) -> None:
         """Roll back anything uncommitted, close the database and release the lock."""
