@@ -101,6 +101,7 @@ class _HostSample:
         self.rows: list[tuple[Any, ...]] = []  # samples rows to insert
         self.agree = self.disagree = self.no_signal = 0
         self.robots_disallowed = 0
+        self.other_host = 0
         self.failed = 0
 
     def save(self, store: StateStore) -> HostAudit:
@@ -116,6 +117,7 @@ class _HostSample:
                 "disagree": self.disagree,
                 "no_signal": self.no_signal,
                 "robots_disallowed": self.robots_disallowed,
+                "other_host": self.other_host,
                 "failed": self.failed,
             },
             "score": None,
@@ -164,6 +166,11 @@ async def _sample_host(
         (host_id, k),
     ).fetchall()
     for fp, url, lastmod in picks:
+        if host_key(url) != name:
+            # The protocol keeps a sitemap's URLs on its host; pages elsewhere are not
+            # this host's evidence (and a sitemap must not steer our requests elsewhere).
+            result.other_host += 1
+            continue
         if robots is not None and not robots.can_fetch(url):
             result.robots_disallowed += 1
             continue

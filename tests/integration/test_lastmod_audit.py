@@ -15,6 +15,7 @@ import random
 import sys
 from datetime import UTC, datetime
 from email.utils import format_datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
@@ -24,8 +25,6 @@ from harvester.verify import run_audit
 from tests.integration.conftest import fast_config
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from harvester.auditreport import HostAudit
     from tests.integration.conftest import Site, Sites
 
@@ -273,3 +272,62 @@ async def test_harvester_audit_writes_table_json_and_html(sites: Sites, tmp_path
     assert host["sample"]["agree"] == 5
     assert sum(s.hits(f"/p/{i}") for i in range(12)) == 5  # K pages, no more
     assert "<svg" in (tmp_path / "audit.html").read_text()
+
+
+async def test_audit_honours_robots_and_never_leaves_the_host(sites: Sites, tmp_path: Path) -> None:
+    site = PagesSite(12)
+    s = await site.start(sites, "127.0.0.106")
+    await harvest(site, tmp_path, "one")
+    # A page this host forbids, and a URL on another host that the ledger lists
+    # (sitemaps are untrusted input): neither may be requested by the audit.
+    import sqlite3
+
+    state = tmp_path / "state.sqlite"
+    with sqlite3.connect(state) as db:
+        host_id, discovery = db.execute("SELECT id, discovery FROM hosts").fetchone()
+        memory = json.loads(discovery)
+        memory["robots"] = "User-agent: *\nDisallow: /p/3\n"
+        db.execute("UPDATE hosts SET discovery = ? WHERE id = ?", (json.dumps(memory), host_id))
+        sitemap_id = db.execute("SELECT id FROM sitemaps").fetchone()[0]
+        db.execute(
+            "INSERT INTO urls (host_id, fp, url, sitemap_id, first_seen, last_seen) "
+            "VALUES (?, -1, 'http://169.254.169.254/latest/meta-data', ?, 1, 1)",
+            (host_id, sitemap_id),
+        )
+    result = await audit(tmp_path, k=13)
+    assert result["sample"] is not None
+    assert result["sample"]["robots_disallowed"] == 1
+    assert result["sample"]["other_host"] == 1
+    assert result["sample"]["agree"] == 11
+    assert s.hits("/p/3") == 0
+
+
+async def test_run_with_verify_lastmod_writes_the_audit_beside_the_output(
+    sites: Sites, tmp_path: Path
+) -> None:
+    site = PagesSite(12)
+    s = await site.start(sites, "127.0.0.107")
+    out = tmp_path / "urls.jsonl"
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "harvester",
+        "run",
+        s.origin,
+        "-o",
+        str(out),
+        "--verify-lastmod",
+        "4",
+        "--allow",
+        "127.0.0.0/8",
+        "--workers",
+        "1",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    _out, err = await asyncio.wait_for(proc.communicate(), timeout=60)
+    assert proc.returncode == 0, err.decode()
+    report = json.loads(Path(f"{out}.audit.json").read_text())  # noqa: ASYNC240
+    assert report["hosts"][0]["sample"]["agree"] == 4
+    assert Path(f"{out}.audit.html").exists()  # noqa: ASYNC240
+    assert "plausible" in err.decode()

@@ -154,3 +154,22 @@ def test_no_resume_abandons_the_unfinished_run(tmp_path: Path) -> None:
         assert not second.resumed
     status = sqlite3.connect(path).execute("SELECT status FROM runs WHERE id = ?", (first.id,))
     assert status.fetchone()[0] == "abandoned"
+
+
+def test_a_version_1_file_is_migrated_and_keeps_its_data(tmp_path: Path) -> None:
+    from harvester import state as state_module
+
+    path = tmp_path / "s.sqlite"
+    db = sqlite3.connect(path)
+    db.executescript(state_module._MIGRATIONS[0])  # what harvester with schema 1 wrote
+    db.execute(f"PRAGMA application_id = {state_module.APPLICATION_ID}")
+    db.execute("PRAGMA user_version = 1")
+    db.execute("INSERT INTO hosts (name) VALUES ('a.example')")
+    db.commit()
+    db.close()
+    with StateStore(str(path)) as store:
+        store.start_run(emit="all", output=None)
+    db = sqlite3.connect(path)
+    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    assert db.execute("SELECT name, trust FROM hosts").fetchall() == [("a.example", None)]
+    assert db.execute("SELECT count(*) FROM samples").fetchone()[0] == 0
