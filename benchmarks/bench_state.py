@@ -62,7 +62,7 @@ def rss_mb() -> float:
 def _rows(host: int, rnd: random.Random) -> list[LedgerRow]:
     sitemap = f"https://h{host}.example/sitemap-{host % 7}.xml"
     return [
-        LedgerRow(
+        (
             signed(rnd.getrandbits(64)),
             f"https://h{host}.example/articles/{i}/a-typical-slug-of-some-length",
             sitemap,
@@ -133,7 +133,7 @@ def raw_sqlite_insert(path: Path, urls: int) -> dict[str, Any]:
         host += 1
         db.executemany(
             "INSERT INTO urls VALUES (?, ?, ?, ?, 1, 1, ?, NULL)",
-            [(host, r.fp, r.url, host % 7, r.lastmod) for r in rows],
+            [(host, fp, url, host % 7, lastmod) for fp, url, _s, lastmod in rows],
         )
         done += len(rows)
         if done % COMMIT_EVERY == 0:
@@ -165,8 +165,8 @@ def ledger_lookup(path: Path, urls: int) -> dict[str, Any]:
         memory = reader.host(f"h{host}.example")
         for start in range(0, len(rows), 256):
             part = rows[start : start + 256]
-            lastmods = array("q", [r.lastmod or 0 for r in part])
-            events = reader.events(memory.host_id, [r.fp for r in part], lastmods)
+            lastmods = array("q", [r[3] or 0 for r in part])
+            events = reader.events(memory.host_id, [r[0] for r in part], lastmods)
             found += sum(1 for e in events if e == "unchanged")
         done += len(rows)
     seconds = time.perf_counter() - started

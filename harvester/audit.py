@@ -76,6 +76,7 @@ _WEB_EPOCH_US = (WEB_EPOCH - _UNIX_EPOCH) // _MICROSECOND
 _DAY_US = timedelta(days=1) // _MICROSECOND
 _DATE_ONLY = re.compile(r"\s*\d{4}(?:-\d{2}(?:-\d{2})?)?\s*", re.ASCII).fullmatch
 _MASK64 = (1 << 64) - 1
+_MEMO_CAP = 4096  # distinct lastmod texts remembered per accumulator
 _EPOCH_MONTH = 1995 * 12  # month index of January 1995 (year * 12 + month - 1)
 
 
@@ -215,6 +216,12 @@ class LastmodDistribution:
         default=(None, None, 0, None, 0), init=False, repr=False
     )
     _tol_us: int = field(init=False, repr=False)
+    # Per distinct lastmod text: (the datetime it parsed to, microseconds, date-only,
+    # month index, sketch hash). Sitemaps repeat a few timestamps thousands of times,
+    # and this is the per-URL path of every harvested URL; capped, so memory is bounded.
+    _memo: dict[str | None, tuple[datetime, int, bool, int, int]] = field(
+        default_factory=dict, init=False, repr=False
+    )
 
     def __post_init__(self) -> None:
         self._tol_us = self.tolerance // _MICROSECOND
@@ -234,14 +241,25 @@ class LastmodDistribution:
         if lastmod is None:
             return
         self.dated += 1
-        # Whole microseconds since 1970: exact, hashable, and int comparisons
-        # are several times cheaper than datetime arithmetic on this hot path.
-        key = (lastmod - _UNIX_EPOCH) // _MICROSECOND
+        memo = self._memo.get(raw)
+        if memo is None or memo[0] is not lastmod:
+            # Whole microseconds since 1970: exact, hashable, and int comparisons
+            # are several times cheaper than datetime arithmetic on this hot path.
+            micros = (lastmod - _UNIX_EPOCH) // _MICROSECOND
+            memo = (
+                lastmod,
+                micros,
+                raw is not None and _DATE_ONLY(raw) is not None,
+                lastmod.year * 12 + lastmod.month - 1,
+                _mix64(micros),
+            )
+            if len(self._memo) < _MEMO_CAP:
+                self._memo[raw] = memo
+        _, key, date_only, month, h = memo
         _, _, fetch_us, header_us, future_us = self._ref
         tol = self._tol_us
         if abs(key - fetch_us) <= tol or (header_us is not None and abs(key - header_us) <= tol):
             self.generation += 1
-        date_only = raw is not None and _DATE_ONLY(raw) is not None
         if date_only:
             self.date_only += 1
             # A day, not an instant: "today" east of Greenwich is midnight UTC
@@ -253,8 +271,6 @@ class LastmodDistribution:
         elif key < _WEB_EPOCH_US:
             self.before_1995 += 1
             month = -1
-        else:
-            month = lastmod.year * 12 + lastmod.month - 1
         self._months[month] = self._months.get(month, 0) + 1
         # The common cases of _count_modal and _sketch, inlined: this runs once
         # per URL, and a million-URL host should cost about a second.
@@ -265,7 +281,6 @@ class LastmodDistribution:
             modal[key] = 1
         else:
             self._count_modal(key, 1)
-        h = _mix64(key)
         if h not in self._kmv:
             heap = self._kmv_heap
             if len(heap) < self.distinct_cap or h < -heap[0]:

@@ -38,7 +38,6 @@ from harvester.ledger import (
     NO_LASTMOD,
     HostMemory,
     HostState,
-    LedgerRow,
     SitemapState,
     now,
 )
@@ -57,7 +56,7 @@ if TYPE_CHECKING:
     from harvester.config import Config
     from harvester.discovery import Discovered
     from harvester.fetch import Fetcher
-    from harvester.ledger import LedgerReader, SitemapMemory
+    from harvester.ledger import LedgerReader, LedgerRow, SitemapMemory
     from harvester.models import Entry, ReadResult
     from harvester.scheduler import HostSlot, Scheduler
     from harvester.seeds import Seed
@@ -623,7 +622,7 @@ class HostWorker:
                 if unverified and event != "new":
                     event = "unverified"  # its lastmod cannot say whether it changed
                 rows.append(
-                    LedgerRow(
+                    (
                         signed_fps[i],
                         rec["url"],
                         rec["sitemap"],

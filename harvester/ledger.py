@@ -23,7 +23,7 @@ import sqlite3
 import time
 import zlib
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal
 
 import orjson
 
@@ -69,13 +69,11 @@ def signed(fp: int) -> int:
     return fp - _WRAP if fp >= _SIGN else fp
 
 
-class LedgerRow(NamedTuple):
-    """One listed URL, for the writer: upserted into the ``urls`` table."""
-
-    fp: int  # signed 64-bit fingerprint of the canonical URL
-    url: str  # the canonical URL
-    sitemap: str  # the sitemap that listed it
-    lastmod: int | None  # epoch seconds (UTC) or None
+# One listed URL, for the writer (upserted into the ``urls`` table): (signed 64-bit
+# fingerprint of the canonical URL, the canonical URL, the sitemap that listed it,
+# lastmod epoch seconds UTC or None). A plain tuple: millions cross the process
+# boundary, and pickling a NamedTuple costs 6x more (1.1 against 0.17 µs a row).
+LedgerRow = tuple[int, str, str, int | None]
 
 
 @dataclass(slots=True)

@@ -279,11 +279,12 @@ class StateStore:
         self._begin()
         host_id = self._host_id(host)
         sitemap_id = self._sitemap_id
+        run_id = run.id
         self._db.executemany(
             _UPSERT_URL,
             [
-                (host_id, r.fp, r.url, sitemap_id(host_id, r.sitemap), run.id, run.id, r.lastmod)
-                for r in rows
+                (host_id, fp, url, sitemap_id(host_id, sitemap), run_id, run_id, lastmod)
+                for fp, url, sitemap, lastmod in rows
             ],
         )
 

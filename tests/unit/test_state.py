@@ -19,10 +19,7 @@ SM = "https://a.example/s.xml"
 
 
 def rows(*names: str, lastmod: int | None = None) -> list[LedgerRow]:
-    return [
-        LedgerRow(signed(hash(n) & (2**64 - 1)), f"https://a.example/{n}", SM, lastmod)
-        for n in names
-    ]
+    return [(signed(hash(n) & (2**64 - 1)), f"https://a.example/{n}", SM, lastmod) for n in names]
 
 
 def test_default_path_sits_beside_the_output() -> None:
@@ -109,7 +106,7 @@ def test_removed_only_from_sitemaps_in_the_removal_scope(tmp_path: Path) -> None
         store.commit(None)
         reader = LedgerReader(path, run.id + 1)
         memory = reader.host("a.example")
-        fps = [r.fp for r in rows("p1", "p2", "p9")]
+        fps = [r[0] for r in rows("p1", "p2", "p9")]
         from array import array
 
         assert reader.events(memory.host_id, fps, array("q", [0, 0, 0])) == [None, "new", "new"]
