@@ -135,6 +135,7 @@ class HostWorker:
         self._remembered = False  # discovery came from the state's memory
         self._remembered_stale = False  # ...and a remembered sitemap is gone: rediscover next run
         self._discovered: Discovered | None = None
+        self._missing: list[str] = []  # fallback locations that missed
         # The lastmod audit's distribution checks (issue 7): every URL listed, with the
         # Last-Modified header and fetch time of its sitemap (generation-time detection).
         self._dist = LastmodDistribution() if cfg.audit.distribution else None
@@ -373,6 +374,8 @@ class HostWorker:
                 # A guess that found an HTML page or an empty body: a miss, not a failure.
                 if ref.fallbacks:
                     self._next_probe(ref)
+                else:
+                    self._missing.append(ref.url)
                 self._remembered_stale = self._remembered  # the remembered hit is gone
                 return
             report.discovery = f"fallback:{ref.url}"
@@ -384,6 +387,7 @@ class HostWorker:
             report.fail(result.error, bytes_read=result.stats.bytes_in)
 
     def _next_probe(self, ref: SitemapRef) -> None:
+        self._missing.append(ref.url)  # remembered: not probed again until rediscovery
         nxt, *rest = ref.fallbacks
         self._frontier.push(SitemapRef(nxt, source="fallback", fallbacks=tuple(rest)))
 
@@ -398,6 +402,8 @@ class HostWorker:
     ) -> None:
         self.report.sitemaps_failed += 1
         self.report.fail(exc, status=status, attempts=attempts, bytes_read=bytes_read)
+        if ref.source == "fallback":
+            self._missing.append(ref.url)
         if self.state is not None and ref.source != "fallback":
             self.state.sitemaps.append(SitemapState(ref.url, ref.parent, "error", status))
         if self._remembered and ref.parent is None and status in (404, 410):
@@ -505,6 +511,7 @@ class HostWorker:
             "robots_status": found.robots_status,
             "robots": found.robots_text.decode("utf-8", "replace"),
             "redirects": list(found.redirects),
+            "missing": list(self._missing),
         }
         if found.source == "robots":
             memory.update(source="robots", refs=[r.url for r in found.refs])

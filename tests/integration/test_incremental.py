@@ -282,6 +282,10 @@ async def test_a_fallback_hit_is_remembered_and_misses_are_not_probed_again(
     for name in ("one", "two"):
         await _in_thread(run_job, cfg, [s.origin], str(tmp_path / name), progress=False)
     assert s.hits("/sitemap.xml") == 1  # the miss is not probed again
+    with sqlite3.connect(state) as db:
+        memory = json.loads(db.execute("SELECT discovery FROM hosts").fetchone()[0])
+    assert memory["missing"] == [s.url("/sitemap.xml")]
+    assert memory["refs"] == [s.url("/sitemap_index.xml")]
     assert s.hits("/sitemap_index.xml") == 2  # the hit is fetched directly
     assert s.hits("/robots.txt") == 1
 
