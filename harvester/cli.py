@@ -16,6 +16,7 @@ import contextlib
 import json
 import os
 import signal
+import sqlite3
 import sys
 from typing import TYPE_CHECKING
 
@@ -269,6 +270,9 @@ def _run_command(ns: argparse.Namespace, cfg: Config) -> int:
             return EXIT_LOCKED
         except (RunFailed, StateError, OSError) as exc:
             print(f"harvester: run failed: {exc}", file=sys.stderr)
+            return EXIT_FAILED
+        except sqlite3.Error as exc:  # the state file broke mid-run (disk full, corruption)
+            print(f"harvester: run failed: state file: {exc}", file=sys.stderr)
             return EXIT_FAILED
     if run is None or run.interrupted:
         if run is not None:

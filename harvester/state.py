@@ -217,7 +217,20 @@ class StateStore:
         A run left ``running`` (its process died: we hold the lock), ``interrupted``
         or ``failed`` is resumed with its own ``emit`` mode; with ``resume=False``
         it is marked ``abandoned`` instead (its committed records stay recorded).
+        Raises ``StateError`` when the file turns out to be corrupt.
         """
+        try:
+            return self._start_run(emit, output, resume)
+        except sqlite3.DatabaseError as exc:
+            if self._in_tx:
+                with contextlib.suppress(sqlite3.Error):
+                    self._db.execute("ROLLBACK")
+                self._in_tx = False
+            raise StateError(
+                f"corrupt state file ({exc}); move it away to start afresh", url=self.path
+            ) from exc
+
+    def _start_run(self, emit: str, output: str | None, resume: bool) -> RunInfo:
         row = self._db.execute(
             "SELECT id, status, emit, output, output_bytes FROM runs ORDER BY id DESC LIMIT 1"
         ).fetchone()

@@ -170,3 +170,17 @@ def test_a_version_1_file_is_migrated_and_keeps_its_data(tmp_path: Path) -> None
     assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     assert db.execute("SELECT name, trust FROM hosts").fetchall() == [("a.example", None)]
     assert db.execute("SELECT count(*) FROM samples").fetchone()[0] == 0
+
+
+def test_a_file_corrupted_inside_is_a_state_error(tmp_path: Path) -> None:
+    path = tmp_path / "s.sqlite"
+    with StateStore(str(path)) as store:
+        store.start_run(emit="all", output=None)
+        store.add_urls("a.example", rows(*(f"p{i}" for i in range(3000))))
+        store.finish_run("complete")
+    data = bytearray(path.read_bytes())
+    data[4096:] = b"\xff" * (len(data) - 4096)  # every page after the first destroyed
+    path.write_bytes(bytes(data))
+    with pytest.raises(StateError, match="corrupt"), StateStore(str(path)) as store:
+        store.start_run(emit="all", output=None)
+    assert path.read_bytes() == bytes(data)  # left as it was, for the user to inspect
