@@ -159,6 +159,28 @@ async def _sample_host(
     host_id, discovery, audit = row
     result = _HostSample(name, host_id, load_json(audit))
     robots = _robots(load_json(discovery) or {}, cfg)
+    # Held for the whole host, so a robots.txt Crawl-delay paces every sampled page.
+    slot = scheduler.acquire(name)
+    try:
+        if robots is not None and robots.crawl_delay and cfg.politeness.respect_crawl_delay:
+            slot.slow_down(min(robots.crawl_delay, cfg.politeness.max_crawl_delay))
+        await _sample_pages(db, result, cfg, fetcher, scheduler, robots, name, k)
+    finally:
+        scheduler.release(name)
+    return result
+
+
+async def _sample_pages(
+    db: Any,
+    result: _HostSample,
+    cfg: Config,
+    fetcher: Fetcher,
+    scheduler: Scheduler,
+    robots: RobotsTxt | None,
+    name: str,
+    k: int,
+) -> None:
+    host_id = result.host_id
     picks = db.execute(
         "SELECT fp, url, lastmod FROM (SELECT fp, url, lastmod, ROW_NUMBER() OVER "
         "(PARTITION BY sitemap_id ORDER BY fp) AS n FROM urls "
@@ -175,7 +197,6 @@ async def _sample_host(
             result.robots_disallowed += 1
             continue
         await _sample_page(result, cfg, fetcher, scheduler, fp, url, lastmod)
-    return result
 
 
 async def _sample_page(

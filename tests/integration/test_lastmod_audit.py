@@ -10,6 +10,7 @@ the pages are real HTML over real HTTP.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import random
 import sys
@@ -286,7 +287,7 @@ async def test_audit_honours_robots_and_never_leaves_the_host(sites: Sites, tmp_
     with sqlite3.connect(state) as db:
         host_id, discovery = db.execute("SELECT id, discovery FROM hosts").fetchone()
         memory = json.loads(discovery)
-        memory["robots"] = "User-agent: *\nDisallow: /p/3\n"
+        memory["robots"] = "User-agent: *\nDisallow: /p/3\nCrawl-delay: 0.1\n"
         db.execute("UPDATE hosts SET discovery = ? WHERE id = ?", (json.dumps(memory), host_id))
         sitemap_id = db.execute("SELECT id FROM sitemaps").fetchone()[0]
         db.execute(
@@ -300,6 +301,9 @@ async def test_audit_honours_robots_and_never_leaves_the_host(sites: Sites, tmp_
     assert result["sample"]["other_host"] == 1
     assert result["sample"]["agree"] == 11
     assert s.hits("/p/3") == 0
+    # The remembered Crawl-delay paces the sampled pages (measured at the server).
+    starts = sorted(h.start for h in s.log if h.path.startswith("/p/"))[-11:]
+    assert min(b - a for a, b in itertools.pairwise(starts)) >= 0.09
 
 
 async def test_run_with_verify_lastmod_writes_the_audit_beside_the_output(
