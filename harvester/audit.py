@@ -242,7 +242,8 @@ class LastmodDistribution:
             return
         self.dated += 1
         memo = self._memo.get(raw)
-        if memo is None or memo[0] is not lastmod:
+        first = memo is None or memo[0] is not lastmod
+        if first:
             # Whole microseconds since 1970: exact, hashable, and int comparisons
             # are several times cheaper than datetime arithmetic on this hot path.
             micros = (lastmod - _UNIX_EPOCH) // _MICROSECOND
@@ -255,6 +256,7 @@ class LastmodDistribution:
             )
             if len(self._memo) < _MEMO_CAP:
                 self._memo[raw] = memo
+        assert memo is not None
         _, key, date_only, month, h = memo
         _, _, fetch_us, header_us, future_us = self._ref
         tol = self._tol_us
@@ -281,7 +283,9 @@ class LastmodDistribution:
             modal[key] = 1
         else:
             self._count_modal(key, 1)
-        if h not in self._kmv:
+        # A repeat of a remembered text can never change the sketch: its hash is in
+        # it already, or was rejected (or evicted) against a maximum that only falls.
+        if first and h not in self._kmv:
             heap = self._kmv_heap
             if len(heap) < self.distinct_cap or h < -heap[0]:
                 self._sketch(h)
