@@ -136,6 +136,8 @@ class HostWorker:
         self._remembered_stale = False  # ...and a remembered sitemap is gone: rediscover next run
         self._discovered: Discovered | None = None
         self._missing: list[str] = []  # fallback locations that missed
+        self._final_url: str | None = None  # where the sitemap being read redirected to
+        self._direct: set[str] = set()  # sitemaps whose remembered redirect went stale
         # The lastmod audit's distribution checks (issue 7): every URL listed, with the
         # Last-Modified header and fetch time of its sitemap (generation-time detection).
         self._dist = LastmodDistribution() if cfg.audit.distribution else None
@@ -275,10 +277,22 @@ class HostWorker:
             assert memory is not None
             self._carry(ref, memory, "skipped", None)  # its index lastmod has not advanced
             return
-        ref_host = host_key(ref.url)
+        # A sitemap that redirected last time is asked for where it ended up (one
+        # request, not two); if that fails with a 4xx the listed URL is tried again.
+        target = ref.url
+        if (
+            memory is not None
+            and memory.complete
+            and memory.final_url
+            and ref.url not in self._direct
+        ):
+            target = memory.final_url
+        self._final_url = None
+        ref_host = host_key(target)
         # A child on another host (a CDN subdomain) is paced by that host's own slot.
         slot = self._scheduler.acquire(ref_host)
         attempts = 0  # requests made for this file, over every re-fetch
+        retry_listed = False
         retries = self._cfg.fetch.retries
         self._position = self._replayed = 0
         self._children = 0
@@ -297,7 +311,7 @@ class HostWorker:
                 self._position = 0
                 try:
                     async with self._fetcher.stream(
-                        ref.url, slot, max_bytes=self._cfg.fetch.max_body_bytes, headers=headers
+                        target, slot, max_bytes=self._cfg.fetch.max_body_bytes, headers=headers
                     ) as body:
                         status = body.status
                         attempts += body.attempts
@@ -306,6 +320,7 @@ class HostWorker:
                             self._frontier.mark_seen(body.url)
                             if not self._redirect_allowed(ref, body.url):
                                 return
+                            self._final_url = body.url
                         if status == 304 and memory is not None:
                             self._carry(ref, memory, "not_modified", status)
                             return
@@ -324,6 +339,10 @@ class HostWorker:
                                 break
                     await self._entries(reader.finish(), ref)
                 except HTTPStatusError as exc:
+                    if target != ref.url and 400 <= exc.status < 500:
+                        self._direct.add(ref.url)  # the remembered redirect is stale
+                        retry_listed = True
+                        break  # (out of the attempts: the slot is released first)
                     if ref.fallbacks and 400 <= exc.status < 500 and not isinstance(exc, Blocked):
                         self._next_probe(ref)
                         return
@@ -352,6 +371,8 @@ class HostWorker:
                 return
         finally:
             self._scheduler.release(ref_host)
+        if retry_listed:
+            await self._sitemap(ref)
 
     def _redirect_allowed(self, ref: SitemapRef, final_url: str) -> bool:
         """Apply the cross-host policy to where a sitemap redirected to.
@@ -474,6 +495,7 @@ class HostWorker:
                 urls=result.stats.entries,
                 children=list(self._child_refs) if is_index else None,
                 index_lastmod=int(ref.lastmod.timestamp()) if ref.lastmod is not None else None,
+                final_url=self._final_url,
             )
         )
         if complete:

@@ -90,6 +90,7 @@ class SitemapMemory:
     children: list[tuple[str, int | None]] = field(default_factory=list)
     index_lastmod: int | None = None  # the lastmod its index gave it at its last full read
     complete: bool = False  # its last read was complete: validators and children are usable
+    final_url: str | None = None  # it redirected there: fetched directly next time
 
 
 @dataclass(slots=True)
@@ -121,6 +122,7 @@ class SitemapState:
     urls: int = 0
     children: list[tuple[str, int | None]] | None = None
     index_lastmod: int | None = None
+    final_url: str | None = None  # where it redirected to, if it did
 
 
 @dataclass(slots=True)
@@ -207,9 +209,10 @@ class LedgerReader:
             children,
             lastmod,
             ok,
+            final,
         ) in self._db.execute(
             "SELECT url, parent, kind, etag, last_modified, content_hash, children, "
-            "index_lastmod, complete FROM sitemaps WHERE host_id = ?",
+            "index_lastmod, complete, final_url FROM sitemaps WHERE host_id = ?",
             (host_id,),
         ):
             memory.sitemaps[url] = SitemapMemory(
@@ -222,6 +225,7 @@ class LedgerReader:
                 [(c, m) for c, m in _load_json(children) or ()],
                 lastmod,
                 bool(ok),
+                final,
             )
         return memory
 

@@ -115,12 +115,14 @@ _MIGRATIONS: tuple[str, ...] = (
     ) WITHOUT ROWID;
     """,
     # 2: the lastmod audit (issue 7): per-host distribution verdict and trust, and the
-    # sampled pages whose content fingerprints are compared across runs.
+    # sampled pages whose content fingerprints are compared across runs; the final URL
+    # of a redirected sitemap.
     """
     ALTER TABLE hosts ADD COLUMN audit BLOB;          -- JSON: verdict, reason, figures, histogram
     ALTER TABLE hosts ADD COLUMN trust TEXT;          -- trusted | untrusted | unknown
     ALTER TABLE hosts ADD COLUMN trust_evidence BLOB; -- JSON: the TrustScore
     ALTER TABLE hosts ADD COLUMN audited_at REAL;
+    ALTER TABLE sitemaps ADD COLUMN final_url TEXT;   -- where it redirected to (fetched directly)
     CREATE TABLE samples (
         id INTEGER PRIMARY KEY,
         host_id INTEGER NOT NULL,
@@ -324,8 +326,8 @@ class StateStore:
                 self._db.execute(
                     "UPDATE sitemaps SET parent = ?, kind = ?, etag = ?, last_modified = ?, "
                     "content_hash = ?, urls = ?, children = ?, index_lastmod = ?, status = ?, "
-                    "http_status = ?, complete = 1, fetched_at = ?, last_complete = ? "
-                    "WHERE id = ?",
+                    "http_status = ?, complete = 1, fetched_at = ?, last_complete = ?, "
+                    "final_url = ? WHERE id = ?",
                     (
                         s.parent,
                         s.kind,
@@ -339,6 +341,7 @@ class StateStore:
                         s.http_status,
                         t,
                         t,
+                        s.final_url,
                         sid,
                     ),
                 )

@@ -460,3 +460,39 @@ async def test_an_overlapping_run_is_refused_and_a_dead_runs_lock_is_taken_over(
     assert proc.returncode == 0, err.decode()
     lines = (tmp_path / "o.jsonl").read_text().splitlines()
     assert {json.loads(line)["url"] for line in lines} == expected
+
+
+async def test_a_redirected_sitemap_is_fetched_where_it_ended_up_next_time(
+    sites: Sites, tmp_path: Path
+) -> None:
+    from tests.integration.conftest import Reply
+
+    urlset = (
+        b'<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        b"<url><loc>http://127.0.0.88/x</loc><lastmod>2024-01-02</lastmod></url></urlset>"
+    )  # (dated: a host without any lastmod gets its URLs written as "unverified")
+    routes: dict[str, Any] = {"/new.xml": urlset}
+    s = await sites.start("127.0.0.88", routes)
+    routes["/robots.txt"] = f"Sitemap: {s.url('/old.xml')}\n".encode()
+    routes["/old.xml"] = Reply(status=301, headers={"Location": s.url("/new.xml")})
+    cfg = fast_config(**{"state.path": str(tmp_path / "state.sqlite"), "output.emit": "delta"})
+
+    async def run(name: str) -> list[dict[str, Any]]:
+        out = tmp_path / name
+        await _in_thread(run_job, cfg, [s.origin], str(out), progress=False)
+        return [json.loads(line) for line in out.read_text().splitlines()]
+
+    assert [r["event"] for r in await run("one")] == ["new"]
+    assert (s.hits("/old.xml"), s.hits("/new.xml")) == (1, 1)
+    assert await run("two") == []
+    assert (s.hits("/old.xml"), s.hits("/new.xml")) == (1, 2)  # straight to where it went
+
+    # The site moves it back: the remembered target 404s, the listed URL is asked again.
+    del routes["/new.xml"]
+    routes["/old.xml"] = urlset.replace(b"/x<", b"/y<")
+    got = await run("three")
+    assert {(r["event"], r["url"]) for r in got} == {
+        ("new", "http://127.0.0.88/y"),
+        ("removed", "http://127.0.0.88/x"),
+    }
+    assert s.hits("/old.xml") == 2
