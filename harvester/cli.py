@@ -330,7 +330,13 @@ def _audit_parser(sub: Any) -> None:
             " unusable, 2 usage error, 75 a run holds the state file."
         ),
     )
-    a.add_argument("hosts", nargs="*", metavar="HOST", help="hosts to audit (default: all)")
+    a.add_argument(
+        "hosts",
+        nargs="*",
+        metavar="DOMAIN",
+        help="hosts to audit, as in a domains file (default: all)",
+    )
+    a.add_argument("-i", "--input", help="a domains file ('-' = stdin): audit its hosts")
     a.add_argument("--state", required=True, metavar="PATH", help="the state file of the runs")
     a.add_argument("--sample", type=int, default=20, metavar="K", help="pages per host (20)")
     a.add_argument("--json", metavar="PATH", help="write the JSON report here")
@@ -358,10 +364,13 @@ def _audit_command(ns: argparse.Namespace, cfg: Config) -> int:
     if ns.sample < 1:
         print("harvester audit: --sample must be at least 1", file=sys.stderr)
         return EXIT_USAGE
+    hosts: list[str] | None = None
+    if ns.hosts or ns.input:
+        from harvester.seeds import Seed, SeedReader, open_lines
+
+        hosts = [s.host for s in SeedReader(open_lines(ns.hosts, ns.input)) if isinstance(s, Seed)]
     try:
-        audits = run_audit(
-            cfg, ns.state, ns.sample, ns.hosts or None, json_path=ns.json, html_path=ns.html
-        )
+        audits = run_audit(cfg, ns.state, ns.sample, hosts, json_path=ns.json, html_path=ns.html)
     except StateLocked as exc:
         print(f"harvester: {exc}", file=sys.stderr)
         return EXIT_LOCKED

@@ -246,11 +246,15 @@ async def test_harvester_audit_writes_table_json_and_html(sites: Sites, tmp_path
     s = await site.start(sites, "127.0.0.105")
     await harvest(site, tmp_path, "one")
     state = str(tmp_path / "state.sqlite")
+    domains = tmp_path / "domains.txt"
+    domains.write_text(f"# the hosts to audit\n{s.origin}\n")
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
         "harvester",
         "audit",
+        "-i",
+        str(domains),
         "--state",
         state,
         "--sample",
