@@ -67,6 +67,7 @@ if __package__ in (None, ""):  # run as a script: make ``benchmarks`` importable
 from benchmarks.webgen import (  # noqa: E402
     DEFAULT_HOSTS,
     DEFAULT_PORT,
+    SIZED_PROFILES,
     GroundTruth,
     ProfileNotImplementedError,
     UrlTally,
@@ -113,6 +114,19 @@ def _status(pid: int) -> tuple[int, int] | None:
     return (rss, hwm) if rss >= 0 else None
 
 
+def _pss(pid: int) -> int:
+    """``Pss`` of ``pid`` in KiB (0 when gone): its RSS with every shared page divided
+    by the number of processes mapping it, so a tree's Pss sum counts shared pages once."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as fh:
+            for line in fh:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
 def _tree(pid: int) -> list[int]:
     """``pid`` and all its descendants (via /proc/<pid>/task/<tid>/children)."""
     found = [pid]
@@ -133,6 +147,19 @@ def _tree(pid: int) -> list[int]:
     return found
 
 
+def _cmdline(pid: int) -> str:
+    """A short label for ``pid``: its command line, cut at 100 characters."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            argv = fh.read().decode(errors="replace").split("\0")
+    except OSError:
+        return "?"
+    argv = [a for a in argv if a]
+    if not argv:
+        return "?"
+    return " ".join([Path(argv[0]).name, *argv[1:]])[:100]
+
+
 class TreeSampler(threading.Thread):
     """Samples the RSS of a process tree every ``interval`` seconds until ``stop()``."""
 
@@ -141,22 +168,34 @@ class TreeSampler(threading.Thread):
         self.pid = pid
         self.interval = interval
         self.max_sum_kib = 0
+        self.max_pss_sum_kib = 0  # largest sum of Pss (shared pages split between sharers)
         self.max_single_kib = 0  # largest VmHWM seen: a process's own peak
         self.pids: set[int] = set()
+        self.peaks: dict[int, int] = {}  # pid -> largest VmHWM seen (KiB)
+        self.names: dict[int, str] = {}  # pid -> short command line
         self.samples = 0
         self._stop_event = threading.Event()
 
     def sample(self) -> None:
         total = 0
-        for pid in _tree(self.pid):
+        tree = _tree(self.pid)
+        for pid in tree:
             status = _status(pid)
             if status is None:
                 continue
             rss, hwm = status
             self.pids.add(pid)
+            if self.names.get(pid, "?") == "?" or self.samples % 10 == 0:
+                name = _cmdline(pid)  # read again later: a fork may exec after we see it
+                if name != "?":
+                    self.names[pid] = name
+            self.peaks[pid] = max(self.peaks.get(pid, 0), rss, hwm)
             total += rss
             self.max_single_kib = max(self.max_single_kib, rss, hwm)
         self.max_sum_kib = max(self.max_sum_kib, total)
+        if len(self.pids) > 1:  # Pss only matters (and costs a page-table walk) for trees
+            pss = sum(_pss(pid) for pid in tree)
+            self.max_pss_sum_kib = max(self.max_pss_sum_kib, pss)
         self.samples += 1
 
     def run(self) -> None:
@@ -181,6 +220,14 @@ class ProcResult:
     processes: int
     stdout: str
     timed_out: bool = False
+    peak_pss_sum_mb: float = 0.0  # largest sampled sum of Pss over the tree (0: one process)
+    # per process: (pid, short command line, largest VmHWM seen in MB), largest first
+    per_process: list[tuple[int, str, float]] = field(default_factory=list)
+
+    @property
+    def peak_rss_hwm_sum_mb(self) -> float:
+        """Sum of every process's own peak: an upper bound on the tree's peak."""
+        return sum(mb for _, _, mb in self.per_process)
 
 
 def _children_cpu() -> float:
@@ -214,10 +261,18 @@ def run_measured(
         wall_s=wall,
         cpu_s=_children_cpu() - cpu_before,
         peak_rss_sum_mb=sampler.max_sum_kib * 1024 / 1e6,
+        peak_pss_sum_mb=sampler.max_pss_sum_kib * 1024 / 1e6,
         peak_rss_max_mb=sampler.max_single_kib * 1024 / 1e6,
         processes=len(sampler.pids),
         stdout=stdout or "",
         timed_out=timed_out,
+        per_process=sorted(
+            (
+                (pid, sampler.names.get(pid, "?"), kib * 1024 / 1e6)
+                for pid, kib in sampler.peaks.items()
+            ),
+            key=lambda t: -t[2],
+        ),
     )
 
 
@@ -239,17 +294,20 @@ def _terminate(proc: subprocess.Popen[str], descendants: set[int]) -> None:
 class ServerProcess:
     """``python -m benchmarks.server`` in a subprocess; stopped (SIGTERM, by pid) on exit."""
 
-    def __init__(self, corpus: Path, latency: float, log: Path) -> None:
+    def __init__(
+        self, corpus: Path, latency: float, log: Path, extra: list[str] | None = None
+    ) -> None:
         self.corpus = corpus
         self.latency = latency
         self.log = log
+        self.extra = extra or []  # more server arguments (``--shard K/N``)
         self.proc: subprocess.Popen[str] | None = None
         self.start_s = 0.0
         self.seeds: Path | None = None
 
     def __enter__(self) -> ServerProcess:
         cmd = [sys.executable, "-m", "benchmarks.server", "--corpus", str(self.corpus)]
-        cmd += ["--latency", str(self.latency)]
+        cmd += ["--latency", str(self.latency), *self.extra]
         started = time.perf_counter()
         with self.log.open("w") as err:
             self.proc = subprocess.Popen(
@@ -315,7 +373,7 @@ class ServerProcess:
 
 def _files_by_stage(host: dict[str, Any]) -> list[list[dict[str, Any]]]:
     """A host's files in the order a harvester meets them: robots, indexes, the rest."""
-    files = host["files"]
+    files = [f for f in host["files"] if f["kind"] != "redirect"]  # fetched at their target
     return [
         [f for f in files if f["kind"] == "robots"],
         [f for f in files if f["kind"] == "index"],
@@ -449,7 +507,12 @@ def cpu_limit(corpus: Path, loop: str = "element") -> dict[str, Any]:
 
     tags, make_drain = CPU_LOOPS[loop]
     manifest = load_manifest(corpus)
-    files = [(corpus / f["file"], f["kind"]) for h in manifest["hosts"] for f in h["files"]]
+    files = [
+        (corpus / f["file"], f["kind"])
+        for h in manifest["hosts"]
+        for f in h["files"]
+        if "file" in f
+    ]
     counts = {"urls": 0, "sitemaps": 0, "errors": 0, "bytes_out": 0}
     cpu_started = time.process_time()
     started = time.perf_counter()
@@ -533,13 +596,15 @@ def check_harvester_run(override: str | None = None) -> None:
         )
 
 
-def write_config(path: Path, *, concurrency: int, rate: float, hosts_in_flight: int) -> Path:
-    """The TOML config the bench runs harvester with."""
+def write_config(
+    path: Path, *, concurrency: int, rate: float, hosts_in_flight: int, extra: str = ""
+) -> Path:
+    """The TOML config the bench runs harvester with (``extra``: more TOML, appended)."""
     path.write_text(
         "# written by benchmarks/bench_pipeline.py\n"
         "[fetch]\nallow_private = true\n\n"
         f"[politeness.default]\nrate = {rate!r}\nconcurrency = {concurrency}\n\n"
-        f"[run]\nhosts_in_flight = {hosts_in_flight}\n"
+        f"[run]\nhosts_in_flight = {hosts_in_flight}\n" + (f"\n{extra}" if extra else "")
     )
     return path
 
@@ -570,11 +635,16 @@ def run_harvester(
         concurrency=args.concurrency,
         rate=args.rate,
         hosts_in_flight=args.hosts_in_flight,
+        extra=getattr(args, "config_extra", ""),
     )
     output = out_dir / "urls.jsonl"
     report = out_dir / "urls.jsonl.report.json"
-    for stale in (output, report):
-        stale.unlink(missing_ok=True)
+    # Everything an earlier run left: the output, its .part, the reports and above all
+    # the state file (urls.jsonl.state.sqlite*): with it the run would resume or be an
+    # incremental run over the earlier ledger, not the cold run measured here.
+    for stale in out_dir.glob(output.name + "*"):
+        if stale.is_file():
+            stale.unlink()
     cmd = [*harvester_cmd(args.harvester), "run", "-i", str(seeds), "-o", str(output)]
     cmd += ["--workers", str(args.workers), "--config", str(cfg)]
     log = out_dir / "harvester.stderr"
@@ -919,7 +989,8 @@ def prepare_corpus(args: argparse.Namespace, prog: str) -> GroundTruth | None:
     ``args`` needs profile, hosts, corpus, seed and port (the flags of this module
     and of ``benchmarks run``).
     """
-    hosts = args.hosts if args.profile == "many" else DEFAULT_HOSTS.get(args.profile, 0)
+    sized = args.profile in SIZED_PROFILES and args.hosts is not None
+    hosts = args.hosts if sized else DEFAULT_HOSTS.get(args.profile, 0)
     corpus = args.corpus or default_out_dir(args.profile, hosts, args.seed, args.port)
     started = time.perf_counter()
     try:
@@ -941,7 +1012,7 @@ def main(argv: list[str] | None = None) -> int:
         description="harvester run end to end on a loopback synthetic web, vs the two limits.",
     )
     ap.add_argument("--profile", default="many", help="webgen profile (default many)")
-    ap.add_argument("--hosts", type=int, default=2_000, help="hosts (profile many)")
+    ap.add_argument("--hosts", type=int, help="hosts (many: 2,000, messy: 500, scale: 20,000)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--port", type=int, default=DEFAULT_PORT)
     ap.add_argument("--corpus", type=Path, help="corpus directory (default benchmarks/.corpus/..)")

@@ -5,27 +5,38 @@
     python -m benchmarks run --profile many --hosts 200                 # quick
     python -m benchmarks run --profile many                             # 2,000 hosts
     python -m benchmarks run --profile many --latency 0.05 --timeout 900
+    python -m benchmarks run --profile big                              # + parse stage
+    python -m benchmarks run --profile scale --hosts 2000               # then --hosts 20000
     python -m benchmarks run --hosts 200 --tools harvester,scrapy --write-results
 
 Generates (or reuses) the ``benchmarks.webgen`` corpus, serves it with ``benchmarks.server``
-in a subprocess (``bench_pipeline.ServerProcess``, stopped by its pid), then runs each tool in
-its own process, one after the other, and prints one markdown table: tool, profile, wall s,
-CPU s, peak RSS MB, URLs found, URLs expected, URLs/s, notes.
+in a subprocess (``bench_pipeline.ServerProcess``, stopped by its pid; ``ServerGroup`` starts
+several ``--shard K/N`` processes when one cannot hold a listening socket per host under
+``RLIMIT_NOFILE``), then runs each tool in its own process, one after the other, and prints
+one markdown table: tool, profile, wall s, CPU s, peak RSS MB, largest process MB, URLs
+found, URLs expected, URLs/s, notes.
 
-* ``harvester``: ``harvester run --workers 2`` with bench_pipeline's config
-  (``fetch.allow_private = true``; ``bench_pipeline.run_harvester``).
+* ``harvester``: ``harvester run --workers N`` (once per value of ``--workers``, a comma
+  list) with bench_pipeline's config (``fetch.allow_private = true``;
+  ``bench_pipeline.run_harvester``; ``--no-state`` adds ``[state] enabled = false``).
 * ``net-limit`` and ``cpu-limit``: bench_pipeline's two limits (a plain concurrent aiohttp
   download of every file; zlib + lxml pull parse of every file from disk, one core; its wall
   time is shown as measured, on one core, not divided by the workers).
-* the peers (``benchmarks.peers``): ultimate-sitemap-parser, advertools, Scrapy, trafilatura.
+* ``parse-stage`` (default on ``big`` only): bench_parse's ``ours`` (``SitemapReader``) and
+  ``raw`` loops on each urlset file, fresh interpreters, best of 3: the parse stage alone.
+* the peers (``benchmarks.peers``): ultimate-sitemap-parser, advertools, Scrapy, trafilatura
+  (not on ``scale``).
 
 Wall s is the tool's process from start to exit (interpreter start and imports included);
-CPU s is user + system of the process tree (``RUSAGE_CHILDREN``); peak RSS is the largest sum
-of ``VmRSS`` over the process tree, sampled every 50 ms (``bench_pipeline.TreeSampler``);
-MB = 10**6 bytes. URLs found = distinct URLs over all hosts in the tool's output, checked host
-by host (count and digest) against webgen's ``truth.json``; URLs/s = found / wall s. A tool
-past ``--timeout`` is killed (by pid) and reported as timed out with what it had written.
-``--write-results`` also writes ``benchmarks/RESULTS.md`` (table, machine, command).
+CPU s is user + system of the process tree (``RUSAGE_CHILDREN``). Memory is sampled every
+50 ms over the process tree (``bench_pipeline.TreeSampler``): largest process = the largest
+``VmHWM`` of one process (exact for that process); peak RSS = the larger of the largest
+sampled ``VmRSS`` sum and that; the notes list every process's own peak and the largest
+sampled ``Pss`` sum (shared pages counted once). MB = 10**6 bytes. URLs found = distinct
+URLs over all hosts in the tool's output, checked host by host (count and digest) against
+webgen's ``truth.json``; URLs/s = found / wall s. A tool past ``--timeout`` is killed (by
+pid) and reported as timed out with what it had written. ``--write-results`` also writes
+``benchmarks/RESULTS.md`` (table, targets, machine, commit, command).
 """
 
 from __future__ import annotations
@@ -36,6 +47,7 @@ import json
 import os
 import platform
 import shlex
+import subprocess
 import sys
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -57,13 +69,23 @@ from benchmarks.bench_pipeline import (
     tally_output,
 )
 from benchmarks.peers import PEERS, PROXY_VARS
+from benchmarks.server import FD_MARGIN, raise_nofile
 from benchmarks.webgen import (
     DEFAULT_PORT,
     GroundTruth,
     UrlTally,
+    load_manifest,
 )
 
-TOOLS: Final = ("harvester", "net-limit", "cpu-limit", *PEERS)
+TOOLS: Final = ("harvester", "net-limit", "cpu-limit", "parse-stage", *PEERS)
+DEFAULT_TOOLS: Final = {  # per profile; others: TOOLS without parse-stage
+    "big": TOOLS,
+    "scale": ("harvester",),
+}
+DEFAULT_WORKERS: Final = {"big": "2,1"}  # harvester --workers values per profile (else "2")
+PARSE_REPEAT: Final = 3
+TARGET_PARSE_RATIO: Final = 0.6
+TARGET_LARGEST_MB: Final = 80.0
 PEER_LABELS: Final = {
     "usp": "ultimate-sitemap-parser",
     "advertools": "advertools",
@@ -88,6 +110,9 @@ class Result:
     notes: list[str] = field(default_factory=list)
     timed_out: bool = False
     exact: bool = False  # every host's URL set equals the truth
+    rss_max_mb: float | None = None  # the largest single process's own peak (VmHWM)
+    pss_mb: float | None = None  # largest sampled Pss sum over the tree (multi-process only)
+    per_process: list[tuple[int, str, float]] = field(default_factory=list)
 
     @property
     def urls_per_s(self) -> float | None:
@@ -102,6 +127,12 @@ class Result:
             "wall_s": None if self.wall_s is None else round(self.wall_s, 2),
             "cpu_s": None if self.cpu_s is None else round(self.cpu_s, 2),
             "peak_rss_mb": None if self.rss_mb is None else round(self.rss_mb, 1),
+            "largest_process_mb": None if self.rss_max_mb is None else round(self.rss_max_mb, 1),
+            "peak_pss_sum_mb": None if self.pss_mb is None else round(self.pss_mb, 1),
+            "processes": [
+                {"pid": pid, "cmd": cmd, "peak_mb": round(mb, 1)}
+                for pid, cmd, mb in self.per_process
+            ],
             "urls_found": self.found,
             "urls_expected": self.expected,
             "urls_per_s": None if self.urls_per_s is None else round(self.urls_per_s),
@@ -117,34 +148,45 @@ def _fmt(value: float | int | None, spec: str) -> str:
 
 def markdown(results: list[Result]) -> str:
     lines = [
-        "| tool | profile | wall s | CPU s | peak RSS MB | URLs found | URLs expected | URLs/s"
-        " | notes |",
-        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
+        "| tool | profile | wall s | CPU s | peak RSS MB | largest process MB | URLs found"
+        " | URLs expected | URLs/s | notes |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
     for r in results:
         wall = _fmt(r.wall_s, ".2f") + (" (timed out)" if r.timed_out else "")
         notes = "; ".join(r.notes).replace("|", "\\|")
         lines.append(
             f"| {r.tool} | {r.profile} | {wall} | {_fmt(r.cpu_s, '.1f')}"
-            f" | {_fmt(r.rss_mb, '.0f')} | {_fmt(r.found, ',')} | {r.expected:,}"
+            f" | {_fmt(r.rss_mb, '.0f')} | {_fmt(r.rss_max_mb, '.0f')}"
+            f" | {_fmt(r.found, ',')} | {r.expected:,}"
             f" | {_fmt(r.urls_per_s, ',.0f')} | {notes} |"
         )
     return "\n".join(lines)
 
 
+def _is_peer(r: Result) -> bool:
+    return not r.tool.startswith(("harvester", "limit"))
+
+
+def _harvester_runs(results: list[Result]) -> list[Result]:
+    return [r for r in results if r.tool.startswith("harvester (")]
+
+
 def ratios(results: list[Result], latency_ms: int) -> list[str]:
     """harvester's speed (wall) and peak RSS against each peer's, in this run."""
-    ours = next((r for r in results if r.tool.startswith("harvester")), None)
+    runs = _harvester_runs(results)
+    out = big_targets(results) if results and results[0].profile == "big" else []
+    ours = runs[0] if runs else None
     if ours is None or not ours.wall_s or ours.timed_out:
-        return []
-    out = targets(results, ours, latency_ms)
+        return out
+    out += targets(results, ours, latency_ms)
     for r in results:
-        if r is ours or r.tool.startswith("limit") or not r.wall_s or not r.found:
+        if not _is_peer(r) or not r.wall_s or not r.found:
             continue
         speed = (ours.urls_per_s or 0.0) / (r.urls_per_s or 1.0)
         rss = (r.rss_mb or 0.0) / (ours.rss_mb or 1.0)
         out.append(
-            f"harvester vs {r.tool}: {speed:.1f}x the URLs/s"
+            f"{ours.tool} vs {r.tool}: {speed:.1f}x the URLs/s"
             f"{' (peer timed out: a lower bound on its time)' if r.timed_out else ''},"
             f" peak RSS (all processes) {r.rss_mb or 0:.0f} MB vs harvester's"
             f" {ours.rss_mb or 0:.0f} MB ({rss:.2f}x)"
@@ -152,17 +194,79 @@ def ratios(results: list[Result], latency_ms: int) -> list[str]:
     return out
 
 
+def big_targets(results: list[Result]) -> list[str]:
+    """Issue 8's ``big`` targets: peak RSS below every peer's, the largest process
+    under 80 MB, the parse stage >= 0.6 of the raw zlib + lxml loop."""
+    out = []
+    peers = [r for r in results if _is_peer(r) and r.found and r.rss_mb]
+    partial = [r.tool for r in peers if r.found != r.expected]
+    for ours in _harvester_runs(results):
+        if ours.rss_mb is None or ours.rss_max_mb is None:
+            continue
+        if peers:
+            lowest = min(peers, key=lambda r: r.rss_mb or 0.0)
+            ok = ours.rss_mb < (lowest.rss_mb or 0.0)
+            out.append(
+                f"{'PASS' if ok else 'MISS'}: {ours.tool} peak RSS (all processes)"
+                f" {ours.rss_mb:.0f} MB < every peer's (lowest: {lowest.tool},"
+                f" {lowest.rss_mb or 0:.0f} MB)"
+                + (f"; peers that found fewer URLs than expected: {partial}" if partial else "")
+            )
+        ok = ours.rss_max_mb < TARGET_LARGEST_MB
+        out.append(
+            f"{'PASS' if ok else 'MISS'}: {ours.tool} largest process {ours.rss_max_mb:.0f} MB"
+            f" < {TARGET_LARGEST_MB:.0f} MB"
+        )
+    stage = next((r for r in results if r.tool.startswith("harvester parse stage")), None)
+    raw = next((r for r in results if r.tool.startswith("limit: zlib + lxml (bench_parse")), None)
+    if stage and raw and stage.urls_per_s and raw.urls_per_s:
+        ratio = stage.urls_per_s / raw.urls_per_s
+        out.append(
+            f"{'PASS' if ratio >= TARGET_PARSE_RATIO else 'MISS'}: harvester parse stage /"
+            f" raw zlib + lxml limit = {ratio:.2f} in URLs/s (target >= {TARGET_PARSE_RATIO})"
+        )
+    return out
+
+
+def scale_targets(
+    results: list[Result], hosts: int, latency_ms: int, suffix: str = ""
+) -> list[str]:
+    """Issue 8's ``scale`` target: harvester's peak RSS at 20,000 hosts within 25 % of its
+    peak RSS at 2,000 hosts (same per-host content), from the other run's results.json."""
+    other = 2_000 if hosts != 2_000 else 20_000
+    path = OUT_ROOT / f"run-scale-h{other}-l{latency_ms}{suffix}" / "results.json"
+    if not path.exists():
+        return [f"scale: no {path.relative_to(ROOT)} to compare with (run --hosts {other})"]
+    other_run = json.loads(path.read_text())
+    then = {r["tool"]: r for r in other_run["results"]}
+    here = f"{_git_head()} ({_tree_state()})"
+    there = other_run.get("git", "unknown")
+    out = [] if there == here else [f"CAUTION: harvester differs: {here} here, {there} there"]
+    for ours in _harvester_runs(results):
+        now, prev = ours.record(), then.get(ours.tool)
+        if prev is None or not prev.get("peak_rss_mb") or not now["peak_rss_mb"]:
+            continue
+        small, large = (prev, now) if hosts > other else (now, prev)
+        ratio = large["peak_rss_mb"] / small["peak_rss_mb"]
+        out.append(
+            f"{'PASS' if ratio <= 1.25 else 'MISS'}: {ours.tool} peak RSS (all processes) at"
+            f" {max(hosts, other):,} hosts {large['peak_rss_mb']:.0f} MB vs"
+            f" {small['peak_rss_mb']:.0f} MB at {min(hosts, other):,} hosts: {ratio:.2f}x"
+            f" (target <= 1.25x); largest process {large['largest_process_mb'] or 0:.0f} MB vs"
+            f" {small['largest_process_mb'] or 0:.0f} MB; other run: {path.relative_to(ROOT)}"
+        )
+    return out
+
+
 def targets(results: list[Result], ours: Result, latency_ms: int) -> list[str]:
     """Issue 8's speed targets that this run can judge, as PASS/MISS lines."""
-    peers = [
-        r
-        for r in results
-        if r is not ours and not r.tool.startswith("limit") and r.found and r.urls_per_s
-    ]
-    if not peers or not ours.urls_per_s or ours.profile != "many":
-        return []
-    speed = {r.tool: ours.urls_per_s / (r.urls_per_s or 1.0) for r in peers}
+    peers = [r for r in results if _is_peer(r) and r.found and r.urls_per_s]
     out = []
+    if not ours.exact:
+        out.append(f"MISS: {ours.tool}'s URLs found differ from the ground truth")
+    if not peers or not ours.urls_per_s or ours.profile != "many":
+        return out
+    speed = {r.tool: ours.urls_per_s / (r.urls_per_s or 1.0) for r in peers}
     if latency_ms == 0:
         fastest = min(speed, key=lambda t: speed[t])
         out.append(
@@ -184,8 +288,6 @@ def targets(results: list[Result], ours: Result, latency_ms: int) -> list[str]:
                 f"{'PASS' if slow[worst] >= 20 else 'MISS'}: harvester >= 20x usp, trafilatura,"
                 f" advertools with latency (closest: {worst}): {slow[worst]:.1f}x"
             )
-    if not ours.exact:
-        out.append("MISS: harvester's URLs found differ from the ground truth")
     return out
 
 
@@ -248,10 +350,31 @@ def _check(result: Result, tally: UrlTally, truth: GroundTruth) -> None:
 def _proc_fields(result: Result, p: ProcResult) -> None:
     result.wall_s = p.wall_s
     result.cpu_s = p.cpu_s
-    result.rss_mb = p.peak_rss_sum_mb
+    # The tree's peak is at least its largest process's own peak (VmHWM, exact) and at
+    # least the largest sampled sum: the larger of the two (both are lower bounds).
+    result.rss_mb = max(p.peak_rss_sum_mb, p.peak_rss_max_mb)
     result.timed_out = p.timed_out
+    result.rss_max_mb = p.peak_rss_max_mb
+    result.pss_mb = p.peak_pss_sum_mb or None
+    result.per_process = p.per_process
     if p.processes > 1:
-        result.notes.append(f"{p.processes} processes, largest {p.peak_rss_max_mb:.0f} MB")
+        parts = ", ".join(f"{_role(cmd)} {mb:.0f}" for _, cmd, mb in p.per_process)
+        result.notes.append(
+            f"{p.processes} processes, own peaks (VmHWM) MB: {parts}; their sum"
+            f" {p.peak_rss_hwm_sum_mb:.0f} MB bounds the peak RSS column from above;"
+            f" peak Pss sum (shared pages counted once) {p.peak_pss_sum_mb:.0f} MB"
+        )
+
+
+def _role(cmd: str) -> str:
+    """What a process of a measured tree is, from its command line."""
+    if "resource_tracker" in cmd:
+        return "resource tracker"
+    if "spawn_main" in cmd or "multiprocessing" in cmd:
+        return "worker"
+    if "forkserver" in cmd:
+        return "forkserver"
+    return "main"
 
 
 def run_peer(
@@ -298,7 +421,8 @@ PEER_NOTES: Final = {
     " no delay/autothrottle/retry; sitemap_urls = robots.txt only (a host without one"
     " yields nothing)",
     "trafilatura": "sitemaps.sitemap_search per host, one host at a time; documented options"
-    " SSRF_PROTECTION = off (loopback) and sleep_time = 0",
+    " SSRF_PROTECTION = off (loopback), sleep_time = 0 and MAX_FILE_SIZE = 50 MiB (the"
+    " protocol cap; its default 20 MB drops big's rich child)",
     "trafilatura-ip": "as trafilatura, plus a PATCH (not a documented option):"
     " trafilatura.sitemaps.get_hostinfo/extract_domain replaced by the URL's host so IP"
     " hosts are accepted, is_live_page (HEAD /: 404 here) by True; fetching and parsing are"
@@ -340,9 +464,71 @@ def run_limit(which: str, truth: GroundTruth, args: argparse.Namespace) -> Resul
     return result
 
 
-def run_ours(truth: GroundTruth, seeds: Path, out_dir: Path, args: argparse.Namespace) -> Result:
+def run_parse_stage(truth: GroundTruth, args: argparse.Namespace) -> list[Result]:
+    """harvester's parse stage alone (``SitemapReader``) vs the raw zlib + lxml loop.
+
+    bench_parse's ``--one ours FILE`` and ``--one raw FILE`` on every urlset of the corpus
+    (for ``big``: its three children), each in a fresh interpreter, interleaved, best of
+    ``PARSE_REPEAT``; times summed over the files. Peak RSS is the largest ``VmHWM``.
+    """
+    from benchmarks.bench_parse import spawn
+
+    manifest = load_manifest(truth.out_dir)
+    files = [
+        (truth.out_dir / f["file"], int(f["urls"]))
+        for h in manifest["hosts"]
+        for f in h["files"]
+        if f["kind"] == "urlset" and not f.get("broken")
+    ]
+    labels = {
+        "ours": "harvester parse stage: SitemapReader, 1 core",
+        "raw": "limit: zlib + lxml (bench_parse raw), 1 core",
+    }
+    results = {
+        m: Result(lbl, truth.profile, None, None, None, None, truth.total_urls)
+        for m, lbl in labels.items()
+    }
+    if len(files) > 20:
+        for r in results.values():
+            r.notes.append(f"skipped: {len(files)} files (parse-stage is for big)")
+        return list(results.values())
+    best: dict[tuple[str, str], dict[str, Any]] = {}
+    try:
+        for _ in range(PARSE_REPEAT):
+            for path, urls in files:
+                for mode in ("raw", "ours"):
+                    rec = spawn(mode, path, urls)
+                    key = (mode, path.name)
+                    if key not in best or rec["seconds"] < best[key]["seconds"]:
+                        peak = max(rec["rss_peak_kib"], best.get(key, {}).get("rss_peak_kib", 0))
+                        best[key] = {**rec, "rss_peak_kib": peak}
+                    else:
+                        best[key]["rss_peak_kib"] = max(
+                            best[key]["rss_peak_kib"], rec["rss_peak_kib"]
+                        )
+    except SystemExit as exc:
+        for r in results.values():
+            r.notes.append(f"failed: {str(exc).splitlines()[0]}")
+        return list(results.values())
+    for mode, result in results.items():
+        recs = [best[(mode, path.name)] for path, _ in files]
+        result.wall_s = sum(r["seconds"] for r in recs)
+        result.found = sum(r["urls"] for r in recs)
+        result.exact = result.found == truth.total_urls
+        result.rss_mb = result.rss_max_mb = max(r["rss_peak_kib"] for r in recs) * 1024 / 1e6
+        per_file = ", ".join(f"{r['file']} {r['seconds']:.2f} s" for r in recs)
+        result.notes.append(
+            f"bench_parse --one {mode} per file, fresh interpreter, best of {PARSE_REPEAT}"
+            f" (interleaved); time of the loop, summed: {per_file}; RSS = largest VmHWM"
+        )
+    return list(results.values())
+
+
+def run_ours(
+    truth: GroundTruth, seeds: Path, out_dir: Path, args: argparse.Namespace, workers: int
+) -> Result:
     result = Result(
-        f"harvester (--workers {args.workers})",
+        f"harvester (--workers {workers}{', state off' if args.no_state else ''})",
         truth.profile,
         None,
         None,
@@ -355,8 +541,9 @@ def run_ours(truth: GroundTruth, seeds: Path, out_dir: Path, args: argparse.Name
         concurrency=args.concurrency,
         rate=1000.0,
         hosts_in_flight=args.hosts_in_flight,
-        workers=args.workers,
+        workers=workers,
         timeout=args.harvester_timeout,
+        config_extra="[state]\nenabled = false\n" if args.no_state else "",
     )
     try:
         r = run_harvester(truth, seeds, out_dir, ns)
@@ -379,6 +566,66 @@ def run_ours(truth: GroundTruth, seeds: Path, out_dir: Path, args: argparse.Name
     return result
 
 
+# --------------------------------------------------------------------------- server
+
+
+def server_shards(hosts: int, nofile: int) -> int:
+    """Server processes needed for one listening socket per host under ``nofile`` each."""
+    per_process = max(1, nofile - FD_MARGIN)
+    return max(1, -(-hosts // per_process))
+
+
+class ServerGroup:
+    """``shards`` server processes (``--shard K/N``), each serving every N-th host.
+
+    One process when the file-descriptor limit allows a listening socket per host (every
+    profile but ``scale`` at 20,000 hosts, whose hard limit here is 20,000 and may not be
+    raised: no CAP_SYS_RESOURCE); else several. Each shard reads only its hosts' files.
+    Stopped by pid (``ServerProcess``), in reverse order.
+    """
+
+    def __init__(self, corpus: Path, latency: float, out_dir: Path, shards: int) -> None:
+        self.procs = [
+            ServerProcess(
+                corpus,
+                latency,
+                out_dir / ("server.stderr" if shards == 1 else f"server-{k}.stderr"),
+                [] if shards == 1 else ["--shard", f"{k}/{shards}"],
+            )
+            for k in range(shards)
+        ]
+        self.seeds: Path | None = None
+        self._stack = contextlib.ExitStack()
+
+    def __enter__(self) -> ServerGroup:
+        with contextlib.ExitStack() as stack:
+            for proc in self.procs:
+                stack.enter_context(proc)
+            self._stack = stack.pop_all()
+        self.seeds = self.procs[0].seeds
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stack.close()
+
+    def summary(self) -> str:
+        if len(self.procs) == 1:
+            return self.procs[0].summary()
+        requests = not_found = 0
+        megabytes = 0.0
+        for proc in self.procs:
+            # "served N requests (M 404, R redirects), X MB"
+            words = proc.summary().replace("(", " ").replace(",", " ").split()
+            with contextlib.suppress(ValueError, IndexError):
+                requests += int(words[1])
+                not_found += int(words[3])
+                megabytes += float(words[-2])
+        return (
+            f"{len(self.procs)} processes (--shard K/{len(self.procs)}, file-descriptor limit)"
+            f" served {requests} requests ({not_found} 404), {megabytes:.1f} MB"
+        )
+
+
 # --------------------------------------------------------------------------- main
 
 
@@ -391,6 +638,23 @@ def _git_head() -> str:
         return ref[:10]
     except OSError:
         return "unknown"
+
+
+def _tree_state() -> str:
+    """``harvester/`` as measured: clean at the commit, or with uncommitted changes."""
+    try:
+        proc = subprocess.run(
+            ["git", "status", "--porcelain", "--", "harvester"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=30,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return "harvester/ state unknown"
+    changed = len(proc.stdout.splitlines())
+    return "harvester/ clean" if changed == 0 else f"harvester/ with {changed} uncommitted files"
 
 
 def machine() -> str:
@@ -438,7 +702,7 @@ def write_results(
             f"Command: `{command}`",
             "",
             f"Measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC on {machine()};"
-            f" git {_git_head()}; {versions()}.",
+            f" git {_git_head()} ({_tree_state()}); {versions()}.",
             "",
             table,
             "",
@@ -449,11 +713,17 @@ def write_results(
     )
     intro = (
         "# Benchmark results\n\n"
-        "Written by `python -m benchmarks run ... --write-results` (see"
-        " `benchmarks/run.py` and `benchmarks/README.md`); each section is one run,"
-        " replaced when the same profile, hosts and latency run again. Wall s includes"
-        " interpreter start-up and imports, except for the two limits (their loop only)."
-        " Peak RSS = largest sum of VmRSS over the tool's process tree (MB = 10**6 bytes).\n\n"
+        "Written by `python -m benchmarks run ... --write-results` (see `benchmarks/run.py`"
+        " and `benchmarks/README.md`); each section is one run, replaced when the same"
+        " profile, hosts, URLs, latency and state setting run again. Wall s includes"
+        " interpreter start-up and imports, except for the two limits and the parse stage"
+        " (their loop only). Peak RSS = the larger of the largest sampled sum of VmRSS over"
+        " the tool's process tree (every 50 ms) and its largest process's VmHWM; largest"
+        " process = the largest VmHWM of one process of the tree (sections from before"
+        " 02:00 UTC show the sampled sum only, and no largest-process column). MB = 10**6"
+        " bytes. harvester changes while these are measured: each section names its commit"
+        " (and, from 02:10 UTC, whether harvester/ had uncommitted changes); compare"
+        " harvester rows across sections with care.\n\n"
     )
     text = path.read_text() if path.exists() else intro
     sections = text.split("<!-- run: ")
@@ -464,7 +734,8 @@ def write_results(
 
 
 def run(args: argparse.Namespace) -> int:
-    tools = args.tools.split(",") if args.tools else list(TOOLS)
+    default_tools = DEFAULT_TOOLS.get(args.profile, tuple(t for t in TOOLS if t != "parse-stage"))
+    tools = args.tools.split(",") if args.tools else list(default_tools)
     unknown = set(tools) - set(TOOLS)
     if unknown:
         print(f"benchmarks run: unknown tools {sorted(unknown)}; known: {TOOLS}", file=sys.stderr)
@@ -474,18 +745,34 @@ def run(args: argparse.Namespace) -> int:
     truth = prepare_corpus(args, "benchmarks run")
     if truth is None:
         return 2
+    # One listening socket per host in the server (a child: it inherits the limit; it also
+    # raises its own). 20,000 hosts need more than a 20,000 limit.
+    nofile, _ = raise_nofile(truth.hosts + FD_MARGIN)
+    print(f"# RLIMIT_NOFILE {nofile}", file=sys.stderr)
     latency_ms = round(args.latency * 1000)
-    tag = f"run-{args.profile}-h{truth.hosts}-l{latency_ms}"
+    tag = f"run-{args.profile}-h{truth.hosts}-l{latency_ms}" + ("-nostate" if args.no_state else "")
     out_dir = args.out or OUT_ROOT / tag
     out_dir.mkdir(parents=True, exist_ok=True)
     results: list[Result] = []
-    with ServerProcess(truth.out_dir, args.latency, out_dir / "server.stderr") as server:
+    shards = server_shards(truth.hosts, nofile)
+    with ServerGroup(truth.out_dir, args.latency, out_dir, shards) as server:
         assert server.seeds is not None
         for tool in tools:
             print(f"# {tool} ...", file=sys.stderr, flush=True)
             if tool == "harvester":
-                result = run_ours(truth, server.seeds, out_dir, args)
-            elif tool == "net-limit":
+                for workers in args.worker_list:
+                    sub = out_dir / f"harvester-w{workers}"
+                    sub.mkdir(exist_ok=True)
+                    result = run_ours(truth, server.seeds, sub, args, workers)
+                    results.append(result)
+                    print(json.dumps(result.record()), flush=True)
+                continue
+            if tool == "parse-stage":
+                for result in run_parse_stage(truth, args):
+                    results.append(result)
+                    print(json.dumps(result.record()), flush=True)
+                continue
+            if tool == "net-limit":
                 result = run_limit("net", truth, args)
             elif tool == "cpu-limit":
                 result = run_limit("cpu", truth, args)
@@ -495,9 +782,14 @@ def run(args: argparse.Namespace) -> int:
             print(json.dumps(result.record()), flush=True)
     header = (
         f"{args.profile}, {truth.hosts:,} hosts, {truth.total_urls:,} URLs, latency {latency_ms} ms"
+        + (", harvester state off" if args.no_state else "")
     )
     table = markdown(results)
     extra = ratios(results, latency_ms)
+    if args.profile == "scale":
+        extra += scale_targets(
+            results, truth.hosts, latency_ms, "-nostate" if args.no_state else ""
+        )
     extra.append(f"server: {server.summary()}")
     print()
     print(f"{header}; {machine()}")
@@ -514,6 +806,7 @@ def run(args: argparse.Namespace) -> int:
                 "hosts": truth.hosts,
                 "latency_ms": latency_ms,
                 "machine": machine(),
+                "git": f"{_git_head()} ({_tree_state()})",
                 "results": [r.record() for r in results],
             },
             indent=1,
@@ -537,7 +830,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = ap.add_subparsers(dest="command", required=True)
     rp = sub.add_parser("run", help="run the tools, print one markdown table")
     rp.add_argument("--profile", default="many", help="webgen profile (default many)")
-    rp.add_argument("--hosts", type=int, default=2_000, help="hosts (profile many)")
+    rp.add_argument("--hosts", type=int, help="hosts (many: 2,000, messy: 500, scale: 20,000)")
     rp.add_argument("--seed", type=int, default=1)
     rp.add_argument("--port", type=int, default=DEFAULT_PORT)
     rp.add_argument("--corpus", type=Path, help="corpus directory (default benchmarks/.corpus)")
@@ -546,13 +839,28 @@ def main(argv: list[str] | None = None) -> int:
     rp.add_argument("--timeout", type=float, default=600.0, help="time limit per peer/limit, s")
     rp.add_argument("--harvester-timeout", type=float, default=1800.0)
     rp.add_argument("--tools", help=f"comma list of {','.join(TOOLS)} (default all)")
-    rp.add_argument("--workers", type=int, default=2, help="harvester --workers (default 2)")
+    rp.add_argument(
+        "--workers",
+        help="harvester --workers, a comma list runs it once per value (default 2; big: 2,1)",
+    )
     rp.add_argument("--concurrency", type=int, default=4, help="connections per host")
     rp.add_argument("--hosts-in-flight", type=int, default=64, help="per harvester worker")
     rp.add_argument("--harvester", help="command to run instead of .venv/bin/harvester")
+    rp.add_argument(
+        "--no-state",
+        action="store_true",
+        help="harvester with [state] enabled = false (no SQLite ledger in the main process)",
+    )
     rp.add_argument("--write-results", action="store_true", help="update benchmarks/RESULTS.md")
     args = ap.parse_args(argv)
     args.argv = argv
-    if args.latency < 0 or args.timeout <= 0 or args.workers < 1:
+    try:
+        args.worker_list = [
+            int(w) for w in (args.workers or DEFAULT_WORKERS.get(args.profile, "2")).split(",")
+        ]
+    except ValueError:
+        ap.error("--workers: a comma list of integers please")
+    args.workers = args.worker_list[0]
+    if args.latency < 0 or args.timeout <= 0 or min(args.worker_list) < 1:
         ap.error("--latency >= 0, --timeout > 0 and --workers >= 1 please")
     return run(args)

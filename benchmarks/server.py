@@ -11,6 +11,8 @@ is on (aiohttp's default, 75 s).
   a gzip file, never a ``Content-Encoding``), ``.txt`` text/plain, or the manifest's value
   (the demo's HTML page at ``/sitemap.xml`` is text/html).
 * Anything not in the manifest (a missing robots.txt, a listed-but-absent child) is a 404.
+* A manifest entry of kind ``redirect`` (``messy``) answers its ``status`` (301/302) with
+  ``Location: <redirect>`` and no body.
 * ``latency``: seconds slept before each response (a real network's round trip).
 * ``seeds.txt`` (one origin a line, dead hosts included) is (re)written beside the manifest.
 
@@ -30,6 +32,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import resource
 import signal
 import sys
 import time
@@ -48,12 +51,39 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable
 
 BACKLOG: Final = 1024
+FD_MARGIN: Final = 4096  # descriptors beyond one per listening socket: connections, files
+FD_MIN_SPARE: Final = 1024  # fewer spare than this: refuse to start (accept() would fail)
+
+
+def raise_nofile(need: int) -> tuple[int, int]:
+    """Raise this process's ``RLIMIT_NOFILE`` so that ``need`` descriptors fit; return it.
+
+    The soft limit goes up to the hard limit; when even the hard limit is too low, the hard
+    limit is raised to ``need`` too, which only a privileged process (``CAP_SYS_RESOURCE``,
+    e.g. root) may do, up to ``/proc/sys/fs/nr_open``. A refusal leaves the soft limit at
+    the hard one: binding then fails with "Too many open files" (raise ``ulimit -Hn``).
+    Children inherit the limit.
+    """
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or soft >= need:
+        return soft, hard
+    if hard == resource.RLIM_INFINITY or hard >= need:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        return hard, hard
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (need, need))
+        return need, need
+    except (ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        return hard, hard
 
 
 @dataclass(frozen=True, slots=True)
 class _File:
     body: bytes
     content_type: str
+    redirect: str | None = None  # Location of a 301/302 (``status``), no body
+    status: int = 200
 
 
 @dataclass(slots=True)
@@ -69,15 +99,20 @@ class Running:
     load_seconds: float  # reading the files into memory
     bind_seconds: float  # starting every TCPSite
     latency: float
+    nofile: int = 0  # the RLIMIT_NOFILE soft limit it serves with
     requests: int = 0
     not_found: int = 0
+    redirects: int = 0
     bytes_sent: int = 0
     status: dict[int, int] = field(default_factory=dict)
 
 
-def _load(corpus: Path) -> tuple[Path, dict[str, dict[str, _File]], list[str], int, int]:
+def _load(
+    corpus: Path, shard: tuple[int, int] = (0, 1)
+) -> tuple[Path, dict[str, dict[str, _File]], list[str], int, int]:
     """Read the manifest and every file: (dir, {address: {path: file}}, addresses, port, bytes).
 
+    ``shard`` ``(k, n)``: only the hosts whose position in the manifest is ``k`` mod ``n``.
     Blocking, at start-up only (before any site is bound).
     """
     corpus = Path(corpus).resolve()
@@ -85,9 +120,15 @@ def _load(corpus: Path) -> tuple[Path, dict[str, dict[str, _File]], list[str], i
     table: dict[str, dict[str, _File]] = {}
     live: list[str] = []
     total = 0
-    for host in manifest["hosts"]:
+    k, n = shard
+    for position, host in enumerate(manifest["hosts"]):
+        if position % n != k:
+            continue
         files: dict[str, _File] = {}
         for f in host["files"]:
+            if f["kind"] == "redirect":
+                files[f["path"]] = _File(b"", "", f["redirect"], int(f["status"]))
+                continue
             body = (corpus / f["file"]).read_bytes()
             total += len(body)
             files[f["path"]] = _File(body, f["content_type"])
@@ -114,6 +155,9 @@ def _handler(
         if found is None:
             running.not_found += 1
             return web.Response(status=404, text="404 not found\n")
+        if found.redirect is not None:
+            running.redirects += 1
+            return web.Response(status=found.status, headers={"Location": found.redirect})
         running.bytes_sent += len(found.body)
         return web.Response(body=found.body, content_type=found.content_type)
 
@@ -122,28 +166,46 @@ def _handler(
 
 @contextlib.asynccontextmanager
 async def serve(
-    corpus: Path, *, port: int | None = None, latency: float = 0.0
+    corpus: Path,
+    *,
+    port: int | None = None,
+    latency: float = 0.0,
+    shard: tuple[int, int] = (0, 1),
 ) -> AsyncIterator[Running]:
     """Serve ``corpus`` until the block exits. ``port`` must be the manifest's (the default).
 
-    Raises ``ValueError`` when ``port`` differs from the port the corpus's URLs name, and
-    ``OSError`` when an address cannot be bound (e.g. the port is taken).
+    ``shard`` ``(k, n)`` serves only every ``n``-th host from the ``k``-th (0-based): ``n``
+    processes, one per shard, serve the corpus together when one process cannot hold a
+    listening socket per host (``RLIMIT_NOFILE``). Raises ``ValueError`` when ``port``
+    differs from the port the corpus's URLs name, and ``OSError`` when an address cannot
+    be bound (e.g. the port is taken) or the descriptors would not suffice.
     """
     started = time.perf_counter()
-    corpus, table, live, corpus_port, total = _load(corpus)
+    corpus, table, live, corpus_port, total = _load(corpus, shard)
     if port is not None and port != corpus_port:
         raise ValueError(f"the corpus names port {corpus_port} in its URLs; cannot serve on {port}")
     loaded = time.perf_counter()
+    nofile, _ = raise_nofile(len(live) + FD_MARGIN)
+    if len(live) + FD_MIN_SPARE > nofile:
+        raise OSError(
+            f"{len(live)} listening sockets and {FD_MIN_SPARE} spare descriptors do not fit"
+            f" in RLIMIT_NOFILE {nofile} (hard limit; raising it needs CAP_SYS_RESOURCE):"
+            f" serve in --shard K/N processes of at most {nofile - FD_MARGIN} hosts each"
+        )
     running = Running(
         corpus=corpus,
         port=corpus_port,
         addresses=live,
-        seeds_path=write_seeds(corpus, load_manifest(corpus)),
+        # seeds.txt lists every host (all shards): written by shard 0 only
+        seeds_path=(
+            write_seeds(corpus, load_manifest(corpus)) if shard[0] == 0 else corpus / "seeds.txt"
+        ),
         files=sum(len(files) for files in table.values()),
         bytes=total,
         load_seconds=loaded - started,
         bind_seconds=0.0,
         latency=latency,
+        nofile=nofile,
     )
     app = web.Application()
     app.router.add_get("/{tail:.*}", _handler(table, running))  # type: ignore[arg-type]
@@ -159,24 +221,25 @@ async def serve(
         await runner.cleanup()
 
 
-async def _main(corpus: Path, port: int | None, latency: float) -> int:
+async def _main(corpus: Path, port: int | None, latency: float, shard: tuple[int, int]) -> int:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    async with serve(corpus, port=port, latency=latency) as running:
+    async with serve(corpus, port=port, latency=latency, shard=shard) as running:
         print(
             f"# serving {running.files} files ({running.bytes / 1e6:.1f} MB) of"
             f" {len(running.addresses)} hosts on port {running.port}; loaded in"
             f" {running.load_seconds:.2f} s, bound in {running.bind_seconds:.2f} s;"
-            f" latency {latency * 1000:.0f} ms",
+            f" latency {latency * 1000:.0f} ms; RLIMIT_NOFILE {running.nofile}",
             file=sys.stderr,
             flush=True,
         )
         print(f"ready {running.seeds_path}", flush=True)
         await stop.wait()
         print(
-            f"# served {running.requests} requests ({running.not_found} 404),"
+            f"# served {running.requests} requests ({running.not_found} 404,"
+            f" {running.redirects} redirects),"
             f" {running.bytes_sent / 1e6:.1f} MB",
             file=sys.stderr,
             flush=True,
@@ -201,12 +264,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--corpus", type=Path, required=True, help="directory with manifest.json")
     ap.add_argument("--port", type=int, help="must equal the corpus's port (the default)")
     ap.add_argument("--latency", type=float, default=0.0, help="seconds before each response")
+    ap.add_argument(
+        "--shard",
+        default="0/1",
+        metavar="K/N",
+        help="serve only every N-th host from the K-th (0-based; default 0/1: all)",
+    )
     args = ap.parse_args(argv)
     if args.latency < 0:
         ap.error("--latency must be >= 0")
     try:
+        k, n = (int(x) for x in args.shard.split("/"))
+        if not 0 <= k < n:
+            raise ValueError(args.shard)
+    except ValueError:
+        ap.error("--shard K/N with 0 <= K < N please")
+    try:
         with asyncio.Runner(loop_factory=new_event_loop) as runner:
-            return runner.run(_main(args.corpus, args.port, args.latency))
+            return runner.run(_main(args.corpus, args.port, args.latency, (k, n)))
     except (ValueError, OSError) as exc:
         print(f"server: {exc}", file=sys.stderr)
         return 1

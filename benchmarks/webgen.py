@@ -31,9 +31,13 @@ Profiles:
 * ``messy`` (issue 8): N hosts (default 500) of ``many``-like sites with the usual dirt
   (HTML error pages at listed children, 404 children, truncated gzip, a urlset served as
   text/html, empty urlsets, BOMs, no XML declaration, odd lastmods, blank-wrapped and CDATA
-  locs, duplicate locs across children, missing robots.txt, CRLF robots.txt); see
-  ``_messy_host``. Redirects are not in it: ``benchmarks.server`` serves files only.
-* ``scale`` (issue 8): not implemented yet; asking for it is an error.
+  locs, duplicate locs across children, missing robots.txt, CRLF robots.txt, redirects:
+  robots.txt moved by a 301, children behind one or two 301/302 hops, a redirect loop);
+  see ``_messy_host``. A redirect is a manifest file entry of kind ``redirect`` with
+  ``redirect`` (the Location) and ``status``, and no ``file``.
+* ``scale`` (issue 8): N hosts (default 20,000) of ``many``'s sites with less content
+  each (1-3 children of 20-200 URLs): about 156 URLs a host, 3.1 million URLs at 20,000
+  hosts; host ``i`` is the same at any N, so ``--hosts 2000`` is the fair comparison.
 
 The digest of a host's URLs is the sum, modulo 2**64, of the first 8 bytes (big-endian) of
 ``blake2b(loc)`` over the distinct locs: order-independent, so a harvester's output can be
@@ -68,9 +72,9 @@ from xml.sax.saxutils import escape
 GEN_VERSION: Final = 1  # bump whenever the bytes written change: invalidates cached corpora
 DEFAULT_PORT: Final = 8765
 PROFILES: Final = ("many", "demo", "big", "messy", "scale")
-NOT_IMPLEMENTED: Final = frozenset({"scale"})
-DEFAULT_HOSTS: Final = {"many": 2_000, "demo": 6, "big": 1, "messy": 500}
-SIZED_PROFILES: Final = frozenset({"many", "messy"})  # profiles that take ``hosts``
+NOT_IMPLEMENTED: Final = frozenset[str]()
+DEFAULT_HOSTS: Final = {"many": 2_000, "demo": 6, "big": 1, "messy": 500, "scale": 20_000}
+SIZED_PROFILES: Final = frozenset({"many", "messy", "scale"})  # profiles that take ``hosts``
 CORPUS_ROOT: Final = Path(__file__).resolve().parent / ".corpus"
 PROTOCOL_MAX_BYTES: Final = 52_428_800
 BIG_RICH_BYTES: Final = round(49.75 * 1024 * 1024)  # "about 50 MiB", under the protocol cap
@@ -265,6 +269,22 @@ class HostFiles:
         entry.update(extra)
         self.files.append(entry)
 
+    def redirect(self, path: str, target: str, status: int) -> None:
+        """Serve ``status`` (301/302) at URL ``path`` with ``Location: target`` (no body)."""
+        self.files.append(
+            {
+                "path": path,
+                "kind": "redirect",
+                "redirect": target,
+                "status": status,
+                "bytes": 0,
+                "bytes_uncompressed": 0,
+                "gzip": False,
+                "urls": 0,
+                "content_type": None,
+            }
+        )
+
     def fail(self, cls: str, url: str | None) -> None:
         self.failures.setdefault(cls, []).append(url)
 
@@ -447,22 +467,41 @@ def _host_rng(profile: str, seed: int, index: int) -> random.Random:
 
 # --------------------------------------------------------------------------- profile: many
 
-_LN_MIN: Final = math.log(50)
-_LN_MAX: Final = math.log(2_000)
+# Per profile: (fewest children, most children, fewest URLs a child, most URLs a child).
+_SHAPES: Final = {"many": (1, 5, 50, 2_000), "scale": (1, 3, 20, 200)}
 
 
 def _many_host(args: tuple[int, int, int, str]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Generate host ``index`` of the ``many`` profile; return (manifest entry, truth entry)."""
+    """Host ``index`` of ``many``; return (manifest entry, truth entry)."""
+    return _shaped_host("many", args)
+
+
+def _scale_host(args: tuple[int, int, int, str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Host ``index`` of ``scale``: ``many``'s site, with 1-3 children of 20-200 URLs."""
+    return _shaped_host("scale", args)
+
+
+def _shaped_host(
+    profile: str, args: tuple[int, int, int, str]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A ``many``-style host (robots.txt -> index -> children) of ``_SHAPES[profile]``.
+
+    Host ``i`` is the same whatever the number of hosts (its generator is seeded by the
+    profile, the seed and ``i``): the first 2,000 hosts of ``scale`` at 20,000 hosts are
+    ``scale`` at 2,000 hosts.
+    """
     seed, index, port, sites = args
-    rng = _host_rng("many", seed, index)
+    least, most, fewest, most_urls = _SHAPES[profile]
+    ln_min, ln_max = math.log(fewest), math.log(most_urls)
+    rng = _host_rng(profile, seed, index)
     address = host_address(index)
-    host = HostFiles(address, port, "many", Path(sites) / address)
+    host = HostFiles(address, port, profile, Path(sites) / address)
     text = _Text(rng, host)
     index_path = rng.choice(_INDEX_PATHS)
     host.write("/robots.txt", robots_txt([host.url(index_path)]), "robots")
     children: list[tuple[str, str | None]] = []
-    for number in range(1, rng.randint(1, 5) + 1):
-        count = min(2_000, max(50, round(math.exp(rng.uniform(_LN_MIN, _LN_MAX)))))
+    for number in range(1, rng.randint(least, most) + 1):
+        count = min(most_urls, max(fewest, round(math.exp(rng.uniform(ln_min, ln_max)))))
         gz = rng.random() < 0.3
         path = f"/sitemap-{rng.choice(('posts', 'pages', 'products', 'p'))}-{number}.xml"
         path += ".gz" if gz else ""
@@ -475,14 +514,15 @@ def _many_host(args: tuple[int, int, int, str]) -> tuple[dict[str, Any], dict[st
 
 
 def _generate_many(
-    seed: int, hosts: int, port: int, sites: Path, jobs: int
+    seed: int, hosts: int, port: int, sites: Path, jobs: int, profile: str = "many"
 ) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
     work = [(seed, i, port, str(sites)) for i in range(hosts)]
+    one = _scale_host if profile == "scale" else _many_host
     if jobs > 1 and hosts >= 50:
         with ProcessPoolExecutor(jobs) as pool:
-            results = list(pool.map(_many_host, work, chunksize=max(1, hosts // (jobs * 8))))
+            results = list(pool.map(one, work, chunksize=max(1, hosts // (jobs * 8))))
     else:
-        results = [_many_host(w) for w in work]
+        results = [one(w) for w in work]
     manifest_hosts = [m for m, _ in results]
     truth = {m["address"]: t for m, t in results}
     return manifest_hosts, truth
@@ -591,7 +631,13 @@ _CHILD_FATES: Final = (
     ("truncated_gz", 6),  # gzip cut short: bad_gzip; a prefix of entries is salvageable
     ("wrong_type", 5),  # a good urlset served as text/html
     ("empty", 5),  # a valid urlset with no <url>
+    ("redirect_loop", 2),  # 301 to itself: redirects
 )
+# Per child that has a body: served at its listed URL (86 %), behind one redirect (10 %:
+# 302 or 301 to /moved/<path>) or behind two (4 %: 301 to /old/<path>, then 302 to
+# /moved/<path>); Location absolute or relative, both allowed by RFC 9110.
+_CHILD_HOPS: Final = ((0, 86), (1, 10), (2, 4))
+PROFILE_REVISION: Final = {"messy": 2}  # 2: redirects (part of the corpus identity)
 
 
 def _messy_entry(text: _Text, loc: str, odd: float) -> str:
@@ -636,7 +682,10 @@ def _messy_host(args: tuple[int, int, int, str]) -> tuple[dict[str, Any], dict[s
     each child's fate drawn from ``_CHILD_FATES``; 30 % of the hosts put odd lastmods,
     blank-wrapped or CDATA locs on 20 % of their entries; some children repeat locs of an
     earlier child (duplicates: the truth counts distinct URLs); a child may start with a BOM
-    or have no XML declaration. Truth: the URLs of the readable children (``urls``,
+    or have no XML declaration. Redirects: 15 % of the robots.txt are a 301 to another
+    path; a child with a body is served behind one (10 %) or two (4 %) 301/302 hops
+    (absolute or relative Location, same host); 2 % of the children redirect to
+    themselves (``redirects``). Truth: the URLs of the readable children (``urls``,
     ``digest``), the failures by class, and ``partial``: per truncated child the distinct
     new URLs of its complete entries before the cut (what a salvaging reader may add).
     """
@@ -651,6 +700,7 @@ def _messy_host(args: tuple[int, int, int, str]) -> tuple[dict[str, Any], dict[s
     partial: dict[str, dict[str, Any]] = {}
     children: list[tuple[str, str | None]] = []
     fates, weights = zip(*_CHILD_FATES, strict=True)
+    hop_counts, hop_weights = zip(*_CHILD_HOPS, strict=True)
     for number in range(1, rng.randint(2, 5) + 1):
         fate = rng.choices(fates, weights)[0]
         gz = fate in ("ok_gz", "truncated_gz")
@@ -662,6 +712,18 @@ def _messy_host(args: tuple[int, int, int, str]) -> tuple[dict[str, Any], dict[s
         if fate == "missing":
             host.fail("http_status", url)
             continue
+        if fate == "redirect_loop":
+            host.redirect(path, rng.choice((url, path)), 301)
+            host.fail("redirects", url)
+            continue
+        hops = rng.choices(hop_counts, hop_weights)[0]
+        if hops:
+            final = "/moved" + path
+            first = "/old" + path if hops == 2 else final
+            host.redirect(path, rng.choice((host.url(first), first)), rng.choice((301, 302)))
+            if hops == 2:
+                host.redirect(first, host.url(final), 302)
+            path = final
         if fate == "html_error":
             page = _HTML_ERROR.format(title=rng.choice(("Page not found", "Error 500")))
             host.write(path, page.encode(), "html", content_type="text/html")
@@ -690,7 +752,11 @@ def _messy_host(args: tuple[int, int, int, str]) -> tuple[dict[str, Any], dict[s
             body = body.replace(b"Sitemap:", b"sitemap:").replace(b"\n", b"\r\n")
         if rng.random() < 0.2:
             body = b"\xef\xbb\xbf# robots.txt for a messy site\n" + body
-        host.write("/robots.txt", body, "robots")
+        robots_path = "/robots.txt"
+        if rng.random() < 0.15:  # robots.txt moved: 301 to another path on the same host
+            robots_path = rng.choice(("/static/robots.txt", "/robots-live.txt"))
+            host.redirect("/robots.txt", host.url(robots_path), 301)
+        host.write(robots_path, body, "robots")
     truth = host.truth(with_urls=False)
     truth["partial"] = partial  # url -> salvageable prefix (distinct new URLs, digest)
     return host.summary(), truth
@@ -829,14 +895,13 @@ def generate(
 ) -> GroundTruth:
     """Write (or reuse) the ``profile`` corpus in ``out_dir``; return its ground truth.
 
-    ``hosts`` only applies to ``many`` (default 2,000); ``jobs`` is the number of generator
-    processes (default: the CPU count). Raises ``ProfileNotImplementedError`` for ``messy``
-    and ``scale``, ``ValueError`` for an unknown profile or bad parameters.
+    ``hosts`` applies to ``many``, ``messy`` and ``scale`` (defaults 2,000, 500, 20,000);
+    ``jobs`` is the number of generator processes (default: the CPU count). Raises
+    ``ProfileNotImplementedError`` for a profile in ``NOT_IMPLEMENTED`` (none now),
+    ``ValueError`` for an unknown profile or bad parameters.
     """
     if profile in NOT_IMPLEMENTED:
-        raise ProfileNotImplementedError(
-            f"profile {profile!r} is not implemented yet (issue 8); implemented: many, demo, big"
-        )
+        raise ProfileNotImplementedError(f"profile {profile!r} is not implemented yet (issue 8)")
     if profile not in DEFAULT_HOSTS:
         raise ValueError(f"unknown profile {profile!r}; choose from {', '.join(PROFILES)}")
     if hosts is None or profile not in SIZED_PROFILES:
@@ -848,7 +913,9 @@ def generate(
     if not 1 <= port <= 65535:
         raise ValueError(f"bad port {port}")
     out_dir = Path(out_dir)
-    params = {"hosts": hosts, "port": port}
+    params: dict[str, Any] = {"hosts": hosts, "port": port}
+    if profile in PROFILE_REVISION:
+        params["revision"] = PROFILE_REVISION[profile]
     identity = {"version": GEN_VERSION, "profile": profile, "seed": seed, "params": params}
     if not force and _reusable(out_dir, identity):
         return GroundTruth.load(out_dir, reused=True)
@@ -865,9 +932,9 @@ def generate(
         (out_dir / name).unlink(missing_ok=True)
     marker.write_text("generation in progress or interrupted; safe to delete this directory\n")
     sites.mkdir()
-    if profile == "many":
+    if profile in ("many", "scale"):
         manifest_hosts, truth_hosts = _generate_many(
-            seed, hosts, port, sites, jobs or os.cpu_count() or 1
+            seed, hosts, port, sites, jobs or os.cpu_count() or 1, profile
         )
     elif profile == "messy":
         manifest_hosts, truth_hosts = _generate_messy(
@@ -930,6 +997,7 @@ def _reusable(out_dir: Path, identity: dict[str, Any]) -> bool:
             (out_dir / f["file"]).stat().st_size == f["bytes"]
             for h in manifest["hosts"]
             for f in h["files"]
+            if "file" in f  # redirects have no file
         )
     except (OSError, ValueError, KeyError):
         return False
@@ -956,7 +1024,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--profile", choices=PROFILES, default="many")
     ap.add_argument("--out", type=Path, help="corpus directory (default: benchmarks/.corpus/...)")
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--hosts", type=int, help="number of hosts (profile many; default 2000)")
+    ap.add_argument(
+        "--hosts", type=int, help="number of hosts (many: 2,000, messy: 500, scale: 20,000)"
+    )
     ap.add_argument("--port", type=int, default=DEFAULT_PORT, help="port the URLs name")
     ap.add_argument("--jobs", type=int, help="generator processes (default: CPU count)")
     ap.add_argument("--force", action="store_true", help="regenerate even if a match exists")
