@@ -76,7 +76,6 @@ _WEB_EPOCH_US = (WEB_EPOCH - _UNIX_EPOCH) // _MICROSECOND
 _DAY_US = timedelta(days=1) // _MICROSECOND
 _DATE_ONLY = re.compile(r"\s*\d{4}(?:-\d{2}(?:-\d{2})?)?\s*", re.ASCII).fullmatch
 _MASK64 = (1 << 64) - 1
-_MEMO_CAP = 4096  # distinct lastmod texts remembered per accumulator
 _EPOCH_MONTH = 1995 * 12  # month index of January 1995 (year * 12 + month - 1)
 
 
@@ -216,12 +215,6 @@ class LastmodDistribution:
         default=(None, None, 0, None, 0), init=False, repr=False
     )
     _tol_us: int = field(init=False, repr=False)
-    # Per distinct lastmod text: (the datetime it parsed to, microseconds, date-only,
-    # month index, sketch hash). Sitemaps repeat a few timestamps thousands of times,
-    # and this is the per-URL path of every harvested URL; capped, so memory is bounded.
-    _memo: dict[str | None, tuple[datetime, int, bool, int, int]] = field(
-        default_factory=dict, init=False, repr=False
-    )
 
     def __post_init__(self) -> None:
         self._tol_us = self.tolerance // _MICROSECOND
@@ -241,23 +234,13 @@ class LastmodDistribution:
         if lastmod is None:
             return
         self.dated += 1
-        memo = self._memo.get(raw)
-        first = memo is None or memo[0] is not lastmod
-        if first:
-            # Whole microseconds since 1970: exact, hashable, and int comparisons
-            # are several times cheaper than datetime arithmetic on this hot path.
-            micros = (lastmod - _UNIX_EPOCH) // _MICROSECOND
-            memo = (
-                lastmod,
-                micros,
-                raw is not None and _DATE_ONLY(raw) is not None,
-                lastmod.year * 12 + lastmod.month - 1,
-                _mix64(micros),
-            )
-            if len(self._memo) < _MEMO_CAP:
-                self._memo[raw] = memo
-        assert memo is not None
-        _, key, date_only, month, h = memo
+        # Whole microseconds since 1970: exact, hashable, and int comparisons are several
+        # times cheaper than datetime arithmetic on this per-URL path. (No per-text memo:
+        # the tuples it kept alive cost more in garbage collection than they saved.)
+        key = (lastmod - _UNIX_EPOCH) // _MICROSECOND
+        # Parsed date-only forms (YYYY, YYYY-MM, YYYY-MM-DD) are the only ones this short.
+        date_only = raw is not None and len(raw) <= 10 and _DATE_ONLY(raw) is not None
+        month = lastmod.year * 12 + lastmod.month - 1
         _, _, fetch_us, header_us, future_us = self._ref
         tol = self._tol_us
         if abs(key - fetch_us) <= tol or (header_us is not None and abs(key - header_us) <= tol):
@@ -283,9 +266,8 @@ class LastmodDistribution:
             modal[key] = 1
         else:
             self._count_modal(key, 1)
-        # A repeat of a remembered text can never change the sketch: its hash is in
-        # it already, or was rejected (or evicted) against a maximum that only falls.
-        if first and h not in self._kmv:
+        h = _mix64(key)
+        if h not in self._kmv:
             heap = self._kmv_heap
             if len(heap) < self.distinct_cap or h < -heap[0]:
                 self._sketch(h)
