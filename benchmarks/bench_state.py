@@ -7,7 +7,7 @@ Three measurements, each printed as a JSON line, then a markdown table:
   every 2 s at pipeline speed) into a fresh state file until it holds ``--urls`` URLs (10
   million) over hosts of 10,000 URLs; rows/s per million and overall, process RSS sampled
   after each million (the ledger itself never enters memory: SQLite's page cache is capped
-  at 64 MiB). Side by side, ``raw_sqlite_insert``: the plain-SQLite limit, the same rows
+  at 16 MiB). Side by side, ``raw_sqlite_insert``: the plain-SQLite limit, the same rows
   with ``executemany`` of a bare ``INSERT`` into the same table (no upsert, no sitemap ids).
 * ``ledger_lookup``: ``LedgerReader.events`` (what each worker does per batch of 256
   records) over 1 million ledger URLs: lookups/s.
@@ -118,7 +118,7 @@ def raw_sqlite_insert(path: Path, urls: int) -> dict[str, Any]:
     db = sqlite3.connect(path, isolation_level=None)
     db.execute("PRAGMA journal_mode = WAL")
     db.execute("PRAGMA synchronous = NORMAL")
-    db.execute("PRAGMA cache_size = -65536")
+    db.execute("PRAGMA cache_size = -16384")
     db.execute(
         "CREATE TABLE urls (host_id INTEGER NOT NULL, fp INTEGER NOT NULL, url TEXT NOT NULL,"
         " sitemap_id INTEGER NOT NULL, first_seen INTEGER NOT NULL, last_seen INTEGER NOT NULL,"

@@ -95,6 +95,7 @@ class FetchConfig:
     proxy: str | None = None
     max_connections: int = 256
     dns_cache_ttl: int = 300
+    keepalive_timeout: float = 2.0  # seconds an idle pooled connection stays open
     chunk_size: int = 65_536
     # SSRF guard (harvester.guard): refuse non-public peers unless allowed here.
     allow_private: bool = False
@@ -226,12 +227,15 @@ class DedupeConfig:
 
     mode: Literal["exact", "bloom"] = "exact"  # bloom may drop new URLs (false positives)
     spill_threshold: int = 20_000_000  # fingerprints in memory per host before spilling to disk
+    # The writer's run-wide set for cross-host duplicates grows with every URL of the run:
+    # it spills sooner, so the writer's memory does not grow with the number of hosts.
+    cross_host_spill_threshold: int = 2_000_000
     bloom_capacity: int = 100_000_000  # URLs per host the Bloom filter is sized for
     bloom_error_rate: float = 0.000001  # its false-positive rate at capacity
 
     def __post_init__(self) -> None:
         _positive(self, "dedupe")
-        for name in ("spill_threshold", "bloom_capacity"):
+        for name in ("spill_threshold", "cross_host_spill_threshold", "bloom_capacity"):
             if getattr(self, name) <= 0:
                 raise ConfigError("must be > 0", key=f"dedupe.{name}")
         if not 0 < self.bloom_error_rate < 1:

@@ -9,18 +9,16 @@ or ``pipeline.harvest``): hosts live in different shards, so only that place
 can compare them. Both records are still emitted; the count is the report.
 Per-host dedupe already removed repeats within a host, so any fingerprint seen
 before belongs to another host. Memory: one ``SeenSet`` (~8.5 bytes a URL,
-spilling to disk past ``dedupe.spill_threshold``).
+spilling to disk past ``dedupe.cross_host_spill_threshold``).
 """
 
 from __future__ import annotations
 
 from array import array
-from typing import TYPE_CHECKING
+from dataclasses import replace
 
+from harvester.config import DedupeConfig
 from harvester.dedupe import SeenSet
-
-if TYPE_CHECKING:
-    from harvester.config import DedupeConfig
 
 __all__ = ["CrossHostTracker"]
 
@@ -29,7 +27,9 @@ class CrossHostTracker:
     """Counts, per host, emitted URLs that an earlier host had listed too."""
 
     def __init__(self, cfg: DedupeConfig | None = None) -> None:
-        self._seen = SeenSet(cfg)
+        cfg = cfg or DedupeConfig()
+        # Spills at its own, lower threshold: one set for the whole run (see the config).
+        self._seen = SeenSet(replace(cfg, spill_threshold=cfg.cross_host_spill_threshold))
         self._counts: dict[str, int] = {}  # host -> duplicates so far (until take())
 
     def add(self, host: str, fingerprints: array[int] | bytes) -> None:

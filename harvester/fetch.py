@@ -310,6 +310,7 @@ class Fetcher:
             limit=cfg.max_connections,
             ttl_dns_cache=cfg.dns_cache_ttl,
             use_dns_cache=True,
+            keepalive_timeout=cfg.keepalive_timeout,
             resolver=self._resolver or aiohttp.ThreadedResolver(),
         )
         self._session = aiohttp.ClientSession(
