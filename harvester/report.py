@@ -202,6 +202,7 @@ class RunReport:
     resumed_hosts_skipped: int = 0
     events: dict[str, int] | None = None
     workers: int = 0
+    workers_started: int = 0  # worker processes actually started (one per shard with a host)
     seconds: float = 0.0
     _t0: float = field(default_factory=time.monotonic, init=False, repr=False, compare=False)
 

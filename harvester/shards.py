@@ -234,6 +234,7 @@ def run_job(
     complete = interrupted = False
     try:
         if workers == 1:
+            run.workers_started = 1
             _run_inline(cfg, seeds, writer, resolver, stop, incremental)
         else:
             _run_processes(cfg, seeds, writer, workers, stop, incremental)
@@ -415,13 +416,11 @@ def _run_processes(
         )
         for i in range(workers)
     ]
-    with _worker_environment():
-        for proc in procs:
-            proc.start()
+    pool = _Pool(procs)
     stop = threading.Event()
     dispatcher = threading.Thread(
         target=_dispatch,
-        args=(seeds, seed_queues, stop, user_stop),
+        args=(seeds, seed_queues, stop, user_stop, pool),
         name="harvester-dispatch",
         daemon=True,
     )
@@ -429,7 +428,8 @@ def _run_processes(
     finished: set[int] = set()  # workers that sent "done"
     give_up: float | None = None  # monotonic time to stop waiting for workers, once stopping
     try:
-        while len(finished) < workers:
+        # Until every seed was dispatched and every worker that got one has finished.
+        while not (pool.dispatched.is_set() and pool.running() <= finished):
             if user_stop.is_set() and give_up is None:
                 worker_stop.set()
                 give_up = time.monotonic() + cfg.run.shutdown_grace + _EXIT_MARGIN
@@ -440,10 +440,10 @@ def _run_processes(
             except queue.Empty:
                 # A worker that exited without saying "done" (killed, or a crash before
                 # its loop started) would otherwise leave the writer waiting forever.
-                for i, proc in enumerate(procs):
-                    if proc.exitcode is not None and i not in finished:
+                for i in pool.running():
+                    if procs[i].exitcode is not None and i not in finished:
                         raise RunFailed(
-                            f"worker {i} exited with status {proc.exitcode} before finishing"
+                            f"worker {i} exited with status {procs[i].exitcode} before finishing"
                         ) from None
                 continue
             tag = msg[0]
@@ -457,7 +457,10 @@ def _run_processes(
                 raise RunFailed(f"worker {msg[1]} failed:\n{msg[2]}")
     finally:
         stop.set()
-        for i, proc in enumerate(procs):
+        started = pool.close()
+        writer.run.workers_started = len(started)
+        for i in started:
+            proc = procs[i]
             if i not in finished and proc.is_alive():
                 proc.terminate()  # our own children only
             proc.join(timeout=10)
@@ -465,6 +468,44 @@ def _run_processes(
         for q in seed_queues:
             # Seeds nobody will read (a stopped run): exiting must not wait to flush them.
             q.cancel_join_thread()
+
+
+class _Pool:
+    """The worker processes, each started when its shard gets its first seed.
+
+    So a run over fewer hosts than ``--workers`` (one big site) does not pay for
+    idle interpreters (~45-50 MB each). The dispatcher thread starts them; the
+    main thread asks which are running; ``close`` stops further starts.
+    """
+
+    def __init__(self, procs: list[Any]) -> None:
+        self._procs = procs
+        self._lock = threading.Lock()
+        self._started: set[int] = set()
+        self._closed = False
+        self.dispatched = threading.Event()  # set when the dispatcher is done
+
+    def start(self, index: int) -> bool:
+        """Start worker ``index`` unless it runs already; False once closed."""
+        with self._lock:
+            if self._closed:
+                return False
+            if index not in self._started:
+                with _worker_environment():
+                    self._procs[index].start()
+                self._started.add(index)
+            return True
+
+    def running(self) -> set[int]:
+        """The workers started so far."""
+        with self._lock:
+            return set(self._started)
+
+    def close(self) -> set[int]:
+        """No more starts; return the workers that were started."""
+        with self._lock:
+            self._closed = True
+            return set(self._started)
 
 
 @contextlib.contextmanager
@@ -485,18 +526,28 @@ def _worker_environment() -> Iterator[None]:
             os.environ.pop("MALLOC_ARENA_MAX", None)
 
 
-def _dispatch(seeds: SeedReader, queues: list[Any], stop: threading.Event, user_stop: Stop) -> None:
-    """Parent thread: send each seed to the shard that owns its host, then an end marker."""
+def _dispatch(
+    seeds: SeedReader, queues: list[Any], stop: threading.Event, user_stop: Stop, pool: _Pool
+) -> None:
+    """Parent thread: send each seed to the shard that owns its host (starting its worker
+    on the first one), then an end marker to every started worker.
+    """
     n = len(queues)
-    for seed in seeds:
-        if stop.is_set() or user_stop.is_set():
-            return
-        if isinstance(seed, Seed):
-            _put(queues[shard_of(seed.host, n)], seed, stop)
-        else:
-            _invalid_line(seed, seeds.invalid)
-    for q in queues:
-        _put(q, None, stop)
+    try:
+        for seed in seeds:
+            if stop.is_set() or user_stop.is_set():
+                return
+            if isinstance(seed, Seed):
+                shard = shard_of(seed.host, n)
+                if not pool.start(shard):
+                    return
+                _put(queues[shard], seed, stop)
+            else:
+                _invalid_line(seed, seeds.invalid)
+        for i in pool.running():
+            _put(queues[i], None, stop)
+    finally:
+        pool.dispatched.set()
 
 
 def _put(q: Any, item: object, stop: threading.Event) -> None:

@@ -139,3 +139,19 @@ async def test_the_ssrf_guard_is_on_by_default(sites: Sites) -> None:
     assert out == ""
     assert "forbidden_address 1" in err  # the summary table names the refusal
     assert site.log == []  # not a single request reached the loopback server
+
+
+async def test_workers_start_only_for_shards_that_get_a_host(sites: Sites, tmp_path: Path) -> None:
+    # One big site and --workers 3: one worker process, not three idle interpreters.
+    host = await site_with_tree(sites, "127.0.0.58")
+    config = tmp_path / "harvester.toml"
+    config.write_text(CONFIG)
+    out = tmp_path / "one.jsonl"
+    code, _, err = await run_cli(
+        host.origin, "-o", str(out), "--config", str(config), "--workers", "3", "--no-state"
+    )
+    assert code == 0, err
+    report = json.loads(Path(f"{out}.report.json").read_text())  # noqa: ASYNC240
+    assert (report["workers"], report["workers_started"]) == (3, 1)
+    assert report["urls"] == len(out.read_text().splitlines())
+    assert report["urls"] > 0
