@@ -190,14 +190,7 @@ def _run_parser(sub: Any) -> None:
         const=False,
         help="start a new run even if the last one did not finish (config: state.resume)",
     )
-    r.add_argument(
-        "--allow",
-        dest="fetch.allow",
-        action="append",
-        metavar="NET_OR_HOST",
-        help="a network (CIDR) or host name the SSRF guard lets through although private;"
-        " repeatable (config: fetch.allow)",
-    )
+    _allow_argument(r)
     r.add_argument(
         "--allow-private",
         dest="fetch.allow_private",
@@ -313,6 +306,18 @@ def _audit_after_run(cfg: Config, state: str, run_id: int | None, output: str) -
     return EXIT_OK
 
 
+def _allow_argument(parser: argparse.ArgumentParser) -> None:
+    """``--allow``, for every command that fetches (``run``, ``audit``)."""
+    parser.add_argument(
+        "--allow",
+        dest="fetch.allow",
+        action="append",
+        metavar="NET_OR_HOST",
+        help="a network (CIDR) or host name the SSRF guard lets through although private;"
+        " repeatable (config: fetch.allow)",
+    )
+
+
 def _audit_parser(sub: Any) -> None:
     a = sub.add_parser(
         "audit",
@@ -342,13 +347,7 @@ def _audit_parser(sub: Any) -> None:
     a.add_argument("--json", metavar="PATH", help="write the JSON report here")
     a.add_argument("--html", metavar="PATH", help="write the HTML report (with charts) here")
     a.add_argument("--config", help="TOML config file (fetch and politeness settings)")
-    a.add_argument(
-        "--allow",
-        dest="fetch.allow",
-        action="append",
-        metavar="NET_OR_HOST",
-        help="a private network or host the SSRF guard lets through; repeatable",
-    )
+    _allow_argument(a)
 
 
 def _audit_command(ns: argparse.Namespace, cfg: Config) -> int:
