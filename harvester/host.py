@@ -565,6 +565,9 @@ class HostWorker:
         report = self.report
         position, replayed = self._position, self._replayed
         lastmods = self._batch_lastmods if self._filtering else None
+        dist = self._dist
+        listed = self._listed
+        modified, fetched_at = self._sitemap_modified, self._fetched_at
         for entry in entries:
             if type(entry) is UrlEntry:
                 if self._url_cap_hit:
@@ -578,20 +581,20 @@ class HostWorker:
                     if position > replayed:
                         report.duplicates += 1
                     continue
-                if self._listed >= cap:
+                if listed >= cap:
                     # Added to the seen-set above but not emitted: harmless, since every
                     # later URL of this host is skipped too.
                     self._url_cap_hit = True
                     self.report.limit("max_urls_per_host")
                     continue
-                self._listed += 1
+                listed += 1
                 report.urls += 1
-                if self._dist is not None and (self._listed <= _AUDIT_ALL or not fp & 7):
-                    self._dist.add(
+                if dist is not None and (listed <= _AUDIT_ALL or not fp & 7):
+                    dist.add(
                         entry.lastmod,
                         entry.lastmod_raw,
-                        sitemap_last_modified=self._sitemap_modified,
-                        fetched_at=self._fetched_at,
+                        sitemap_last_modified=modified,
+                        fetched_at=fetched_at,
                     )
                 batch.append(record(entry, sitemap, host, url=url))
                 fps.append(fp)
@@ -612,6 +615,7 @@ class HostWorker:
                     SitemapRef(entry.loc, ref.depth + 1, "index", entry.lastmod, parent=sitemap)
                 )
         self._position = position
+        self._listed = listed
         if len(batch) >= _BATCH:
             await self._flush()
 
