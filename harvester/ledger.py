@@ -196,8 +196,8 @@ class LedgerReader:
         if row is None:
             return HostMemory()
         host_id, discovery, discovered_at, audit, trust = row
-        memory = HostMemory(host_id, _load_json(discovery), discovered_at or 0.0)
-        memory.verdict = (_load_json(audit) or {}).get("verdict")
+        memory = HostMemory(host_id, load_json(discovery), discovered_at or 0.0)
+        memory.verdict = (load_json(audit) or {}).get("verdict")
         memory.trust = trust
         for (
             url,
@@ -222,7 +222,7 @@ class LedgerReader:
                 etag,
                 last_modified,
                 content_hash,
-                [(c, m) for c, m in _load_json(children) or ()],
+                [(c, m) for c, m in load_json(children) or ()],
                 lastmod,
                 bool(ok),
                 final,
@@ -255,10 +255,6 @@ class LedgerReader:
 
 def load_json(data: bytes | str | None) -> Any:
     """Decode a memory value written by ``dump_json``."""
-    return _load_json(data)
-
-
-def _load_json(data: bytes | str | None) -> Any:
     if data is None:
         return None
     if isinstance(data, bytes) and data[:1] == b"x":  # zlib-compressed (robots.txt bodies)

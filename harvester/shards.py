@@ -66,7 +66,7 @@ if TYPE_CHECKING:
 # harvester.pipeline (aiohttp, lxml: ~30 MB) is imported inside the functions that
 # run shards, so the parent process, which only dispatches and writes, stays small.
 
-__all__ = ["RunFailed", "Stop", "run_job", "shard_of", "tune_gc"]
+__all__ = ["RunFailed", "Stop", "event_loop_runner", "run_job", "shard_of", "tune_gc"]
 
 _BLOCK = 256 * 1024  # bytes of encoded records per message from a worker
 _SEED_QUEUE = 256  # seeds buffered per worker
@@ -347,7 +347,7 @@ def _run_inline(
         )
 
     # No tune_gc() here: the CLI calls it; a library caller's process is not ours.
-    _event_loop_runner(cfg)(main())
+    event_loop_runner(cfg)(main())
 
 
 async def _aiter(seeds: SeedReader) -> AsyncIterator[Seed]:
@@ -383,7 +383,7 @@ def tune_gc() -> None:
     gc.freeze()
 
 
-def _event_loop_runner(cfg: Config) -> Any:
+def event_loop_runner(cfg: Config) -> Any:
     """``asyncio.run``, with uvloop when installed and enabled (faster sockets and timers)."""
     if cfg.run.uvloop:
         with contextlib.suppress(ImportError):
@@ -572,7 +572,7 @@ def _worker_main(
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         tune_gc()
-        _event_loop_runner(cfg)(_worker(index, cfg, seeds, results, stop, incremental))
+        event_loop_runner(cfg)(_worker(index, cfg, seeds, results, stop, incremental))
     except BaseException:  # report any crash to the parent, then exit non-zero
         results.put(("error", index, traceback.format_exc()))
         raise

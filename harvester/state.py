@@ -35,8 +35,10 @@ import fcntl
 import os
 import sqlite3
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from harvester.dates import format_utc
 from harvester.errors import StateError
 from harvester.ledger import EMIT_EVENTS, dump_json, now
 
@@ -275,12 +277,6 @@ class StateStore:
             self._db.execute(
                 "UPDATE runs SET status = ?, finished = ? WHERE id = ?", (status, now(), run.id)
             )
-
-    def host_finished(self, host: str) -> bool:
-        """True when this run already checkpointed ``host`` as finished (skip it on resume)."""
-        run = self._require_run()
-        row = self._db.execute("SELECT last_run FROM hosts WHERE name = ?", (host,)).fetchone()
-        return row is not None and row[0] == run.id
 
     def finished_hosts(self) -> FinishedHosts:
         """A thread-safe, read-only membership test for this run's finished hosts."""
@@ -526,11 +522,8 @@ class FinishedHosts:
 
 
 def _iso(epoch: int | None) -> str | None:
-    if epoch is None:
-        return None
-    from datetime import UTC, datetime
-
-    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """A ledger lastmod (epoch seconds) as records write lastmods (``dates.format_utc``)."""
+    return None if epoch is None else format_utc(datetime.fromtimestamp(epoch, UTC))
 
 
 def _lock(path: str) -> int:

@@ -317,6 +317,7 @@ def run_audit(
     from pathlib import Path
 
     from harvester.auditreport import render_html, render_json
+    from harvester.shards import event_loop_runner
     from harvester.state import StateStore
 
     with StateStore(state_path) as store:
@@ -327,15 +328,8 @@ def run_audit(
                     "SELECT name FROM hosts WHERE last_run = ? AND audit IS NOT NULL", (run_id,)
                 )
             ]
-        runner = asyncio.run
-        if cfg.run.uvloop:
-            try:
-                import uvloop
-
-                runner = uvloop.run
-            except ImportError:  # pragma: no cover - uvloop is a dependency on Linux
-                pass
-        audits = runner(verify_hosts(store, cfg, sample, hosts, resolver=resolver))
+        runner = event_loop_runner(cfg)  # uvloop when installed and enabled, as runs do
+        audits: list[HostAudit] = runner(verify_hosts(store, cfg, sample, hosts, resolver=resolver))
     if json_path:
         Path(json_path).write_bytes(render_json(audits))
     if html_path:

@@ -230,6 +230,8 @@ async def test_a_failed_sitemap_never_marks_its_urls_removed(sites: Sites, tmp_p
     _run, records = await _in_thread(harvest, site, tmp_path, "two", **{"output.emit": "delta"})
     # a.xml was read in full: /a/0 is gone. b.xml failed: none of its URLs is removed.
     assert events(records) == {"removed": {site.url("/a/0")}}
+    # The removed record carries its last lastmod, written like every record's.
+    assert records[0]["lastmod"] == _w3c(BASE_TIME)
 
     site.failing.clear()
     del site.edit("/b.xml")["/b/0"]
