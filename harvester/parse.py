@@ -19,8 +19,10 @@ elements (image, video, news, xhtml:link) by their namespace.
 from __future__ import annotations
 
 import codecs
+import contextlib
+import os
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias
 
 from lxml import etree
 
@@ -30,10 +32,25 @@ from harvester.extensions import parse_news, parse_video
 from harvester.models import Image, Kind, SitemapChild, UrlEntry
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from datetime import datetime
 
     from harvester.config import ReaderConfig
     from harvester.models import Entry, News, ReadStats, Video
+
+# The raw values of one <url>: loc, lastmod, changefreq, priority, images, alternates,
+# videos, news (see XmlSitemapParser._url_values).
+UrlValues: TypeAlias = """tuple[
+    str | None, str | None, str | None, str | None,
+    list[Image] | None, list[tuple[str, str]] | None, list[Video] | None, News | None,
+]"""
+
+# The compiled walker (harvester/_cparse.pyx, built at install when a C compiler is
+# there); without it, or with HARVESTER_PURE_PYTHON=1, the Python path reads every <url>.
+_url_values: Callable[[etree._Element, bool], UrlValues | None] | None = None
+if not os.environ.get("HARVESTER_PURE_PYTHON"):
+    with contextlib.suppress(ImportError):
+        from harvester._cparse import url_values as _url_values
 
 __all__ = ["EntrySink", "TextSitemapParser", "XmlSitemapParser"]
 
@@ -274,7 +291,38 @@ class XmlSitemapParser:
         return code
 
     def _url(self, el: etree._Element, out: list[Entry]) -> None:
+        values = _url_values(el, self._extensions) if _url_values is not None else None
+        if values is None:
+            values = self._url_values(el)
+        raw_loc, lastmod, changefreq, priority, images, alternates, videos, news = values
         sink = self._sink
+        loc = sink.accept(raw_loc)
+        if loc is None:
+            return
+        sink.count()
+        when, raw = sink.lastmod(lastmod)
+        out.append(
+            UrlEntry(
+                loc,
+                when,
+                raw,
+                self._changefreq(changefreq) if changefreq is not None else None,
+                self._priority(priority) if priority is not None else None,
+                tuple(images) if images else (),
+                tuple(alternates) if alternates else (),
+                tuple(videos) if videos else (),
+                news,
+            )
+        )
+
+    def _url_values(self, el: etree._Element) -> UrlValues:
+        """The raw values of one ``<url>`` through lxml's Python API (videos and news too).
+
+        Out: ``(loc, lastmod, changefreq, priority, images, alternates, videos, news)``,
+        raw text (None when absent) and lists (None when empty). The compiled
+        ``_cparse.url_values`` reads the same from the C tree and leaves to this the
+        elements it does not handle (video, news, nested markup).
+        """
         tags = self._tags
         image_tags = self._image_tags
         loc = lastmod = changefreq = priority = None
@@ -296,8 +344,6 @@ class XmlSitemapParser:
             elif code == _PRIORITY:
                 priority = child.text
             elif code == _IMAGE:
-                # Inline rather than a helper call: images are the commonest extension
-                # and this runs for each of them (see benchmarks/bench_parse.py).
                 fields: list[str | None] = [None, None, None, None, None]
                 for sub in child:
                     index = image_tags.get(sub.tag)
@@ -318,24 +364,7 @@ class XmlSitemapParser:
                 (videos := videos or []).append(parse_video(child))
             elif code == _NEWS:
                 news = parse_news(child)
-        loc = sink.accept(loc)
-        if loc is None:
-            return
-        sink.count()
-        when, raw = sink.lastmod(lastmod)
-        out.append(
-            UrlEntry(
-                loc,
-                when,
-                raw,
-                self._changefreq(changefreq) if changefreq is not None else None,
-                self._priority(priority) if priority is not None else None,
-                tuple(images) if images else (),
-                tuple(alternates) if alternates else (),
-                tuple(videos) if videos else (),
-                news,
-            )
-        )
+        return loc, lastmod, changefreq, priority, images, alternates, videos, news
 
     def _sitemap(self, el: etree._Element, out: list[Entry]) -> None:
         # Several <loc> in one <sitemap> (an unclosed-element generator bug) are

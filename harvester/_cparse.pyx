@@ -1,0 +1,205 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False
+"""Compiled half of the parse stage: the values of one ``<url>``, read from libxml2's tree.
+
+In: an lxml element (a ``<url>`` that has just closed, still whole) and whether
+extension children (image, xhtml:link) are read. Out: the raw values that
+``parse.XmlSitemapParser._url_values`` reads from the same element, as the tuple
+``(loc, lastmod, changefreq, priority, images, alternates, None, None)`` (``images``
+a list of ``Image`` or None, ``alternates`` a list of ``(hreflang, href)`` or None;
+the last two, videos and news, are always None here), or
+``None`` when the element holds something this walker leaves to Python: a video or
+news child, markup nested inside a value, an attribute made of several nodes. The
+caller then runs the Python path on that element, so the two agree by construction
+and the tests check they agree everywhere else (tests/unit/test_cparse.py).
+
+Why compiled: through lxml's Python API every child, sub-child and attribute read
+makes a proxy object and a string for its tag, which costs more per ``<url>`` than
+libxml2's whole parse of it (benchmarks/bench_parse.py). Here the walk is plain
+pointer reads on the nodes lxml already built; only the values become Python
+strings. Nothing in libxml2 is called (only its struct layout, from the headers
+that lxml ships), so the module links against nothing but Python.
+"""
+
+from cpython.unicode cimport PyUnicode_DecodeUTF8
+from libc.string cimport strcmp, strlen
+
+cimport lxml.includes.etreepublic as cetree
+from lxml.includes cimport tree
+
+from harvester.models import Image
+
+cetree.import_lxml__etree()
+
+cdef const char* NS_IMAGE = b"http://www.google.com/schemas/sitemap-image/1.1"
+cdef const char* NS_VIDEO = b"http://www.google.com/schemas/sitemap-video/1.1"
+cdef const char* NS_NEWS = b"http://www.google.com/schemas/sitemap-news/0.9"
+cdef const char* NS_XHTML = b"http://www.w3.org/1999/xhtml"
+
+# Codes of a <url> child, as parse._classify gives them.
+cdef enum:
+    IGNORE, LOC, LASTMOD, CHANGEFREQ, PRIORITY, IMAGE, VIDEO, NEWS, XLINK
+
+cdef object _make_image = Image._make
+
+
+cdef inline bint _eq(const tree.const_xmlChar* a, const char* b) noexcept:
+    return strcmp(<const char*>a, b) == 0
+
+
+cdef inline str _decode(const tree.const_xmlChar* s):
+    if s is NULL:
+        return ""
+    return PyUnicode_DecodeUTF8(<const char*>s, strlen(<const char*>s), NULL)
+
+
+cdef int _classify(tree.xmlNode* c) noexcept:
+    """The code of a child element: extensions by namespace, core elements by local name."""
+    cdef const tree.const_xmlChar* href = c.ns.href if c.ns is not NULL else NULL
+    cdef const tree.const_xmlChar* name = c.name
+    if href is not NULL and href[0] != 0:
+        if _eq(href, NS_IMAGE):
+            return IMAGE if _eq(name, b"image") else IGNORE
+        if _eq(href, NS_XHTML):
+            return XLINK if _eq(name, b"link") else IGNORE
+        if _eq(href, NS_VIDEO):
+            return VIDEO if _eq(name, b"video") else IGNORE
+        if _eq(href, NS_NEWS):
+            return NEWS if _eq(name, b"news") else IGNORE
+    # Core elements match on local name in any other namespace (or none): the wild
+    # uses every sitemaps.org variant, Google's old ones and none at all.
+    if _eq(name, b"loc"):
+        return LOC
+    if _eq(name, b"lastmod"):
+        return LASTMOD
+    if _eq(name, b"changefreq"):
+        return CHANGEFREQ
+    if _eq(name, b"priority"):
+        return PRIORITY
+    return IGNORE
+
+
+cdef object _text(tree.xmlNode* c_node, bint* punt):
+    """An element's text when all its children are text or CDATA (lxml's ``.text``).
+
+    None when it has no children; sets ``punt`` (and returns None) when a child is
+    anything else: the string value then needs lxml's itertext, left to Python.
+    """
+    cdef tree.xmlNode* c = c_node.children
+    if c is NULL:
+        return None
+    if c.next is NULL:
+        if c.type == tree.XML_TEXT_NODE or c.type == tree.XML_CDATA_SECTION_NODE:
+            return _decode(c.content)
+        punt[0] = True
+        return None
+    parts = []
+    while c is not NULL:
+        if c.type != tree.XML_TEXT_NODE and c.type != tree.XML_CDATA_SECTION_NODE:
+            punt[0] = True
+            return None
+        parts.append(_decode(c.content))
+        c = c.next
+    return "".join(parts)
+
+
+cdef object _attr(tree.xmlNode* c_node, const char* name, bint* punt):
+    """The value of the attribute ``name`` in no namespace (lxml's ``.get``), or None."""
+    cdef tree.xmlAttr* a = c_node.properties
+    cdef tree.xmlNode* v
+    while a is not NULL:
+        if a.ns is NULL and _eq(a.name, name):
+            v = a.children
+            if v is NULL:
+                return ""
+            if v.next is NULL and v.type == tree.XML_TEXT_NODE:
+                return _decode(v.content)
+            punt[0] = True  # entity references in the value: lxml expands them
+            return None
+        a = a.next
+    return None
+
+
+cdef inline int _image_field(tree.xmlNode* c) noexcept:
+    """Index of an image:image child in ``Image``'s fields, -1 when it is none of them."""
+    if c.ns is NULL or not _eq(c.ns.href, NS_IMAGE):
+        return -1
+    cdef const tree.const_xmlChar* name = c.name
+    if _eq(name, b"loc"):
+        return 0
+    if _eq(name, b"caption"):
+        return 1
+    if _eq(name, b"title"):
+        return 2
+    if _eq(name, b"geo_location"):
+        return 3
+    if _eq(name, b"license"):
+        return 4
+    return -1
+
+
+cdef object _image(tree.xmlNode* c_image, bint* punt):
+    """One image:image as an ``Image``, None without an image:loc; first of each field wins."""
+    cdef list fields = [None, None, None, None, None]
+    cdef tree.xmlNode* sub = c_image.children
+    cdef int index
+    while sub is not NULL:
+        if sub.type == tree.XML_ELEMENT_NODE:
+            index = _image_field(sub)
+            if index >= 0 and fields[index] is None:
+                text = _text(sub, punt)
+                if punt[0]:
+                    return None
+                if text:
+                    fields[index] = text.strip() or None
+        sub = sub.next
+    if fields[0] is None:
+        return None
+    return _make_image(fields)
+
+
+def url_values(cetree._Element el not None, bint extensions):
+    """The raw values of one ``<url>``; None: let the Python path read this one."""
+    cdef tree.xmlNode* c = el._c_node.children
+    cdef bint punt = False
+    cdef int code
+    loc = lastmod = changefreq = priority = None
+    images = alternates = None
+    while c is not NULL:
+        if c.type != tree.XML_ELEMENT_NODE:
+            if c.type == tree.XML_ENTITY_REF_NODE:
+                return None  # lxml iterates these too; rare enough to leave to Python
+            c = c.next
+            continue
+        code = _classify(c)
+        if code == LOC:
+            if loc is None:
+                loc = _text(c, &punt)
+        elif code == LASTMOD:
+            lastmod = _text(c, &punt)
+        elif code == CHANGEFREQ:
+            changefreq = _text(c, &punt)
+        elif code == PRIORITY:
+            priority = _text(c, &punt)
+        elif not extensions:
+            pass
+        elif code == IMAGE:
+            image = _image(c, &punt)
+            if image is not None:
+                if images is None:
+                    images = []
+                images.append(image)
+        elif code == XLINK:
+            href = _attr(c, b"href", &punt)
+            lang = _attr(c, b"hreflang", &punt)
+            if punt:
+                return None
+            if href and lang and _attr(c, b"rel", &punt) == "alternate":
+                if alternates is None:
+                    alternates = []
+                alternates.append((lang.strip(), href.strip()))
+        elif code == VIDEO or code == NEWS:
+            return None
+        if punt:
+            return None
+        c = c.next
+    return loc, lastmod, changefreq, priority, images, alternates, None, None

@@ -1,0 +1,218 @@
+"""The compiled <url> walker (harvester/_cparse.pyx) reads exactly what the Python path reads.
+
+Every document is read twice, once with the compiled walker and once with
+``parse._url_values`` set to None (the Python path alone, as on a machine without a
+C compiler, or with HARVESTER_PURE_PYTHON=1), and the entries, stats and errors must
+be equal: on every conformance case, on hand-made corner cases (CDATA, entities,
+markup nested in values, attributes, namespaces, videos and news that the walker
+leaves to Python), and on generated documents.
+"""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from harvester import parse
+from harvester.config import ReaderConfig
+from harvester.models import UrlEntry
+from harvester.reader import read_bytes
+
+CASES = Path(__file__).parents[1] / "data" / "conformance" / "cases"
+
+IMG = 'xmlns:image="http://www.google.com/schemas/sitemap-image/1.1"'
+XH = 'xmlns:xhtml="http://www.w3.org/1999/xhtml"'
+VID = 'xmlns:video="http://www.google.com/schemas/sitemap-video/1.1"'
+NEWS = 'xmlns:news="http://www.google.com/schemas/sitemap-news/0.9"'
+SM = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
+
+
+def outcome(data: bytes, cfg: ReaderConfig | None = None) -> tuple[object, ...]:
+    entries, result = read_bytes([data], cfg=cfg)
+    error = None if result.error is None else (type(result.error), str(result.error))
+    return entries, result.kind, result.status, error, result.stats.as_dict()
+
+
+def both(
+    data: bytes, monkeypatch: pytest.MonkeyPatch, cfg: ReaderConfig | None = None
+) -> tuple[tuple[object, ...], tuple[object, ...]]:
+    compiled = outcome(data, cfg)
+    with monkeypatch.context() as m:
+        m.setattr(parse, "_url_values", None)
+        pure = outcome(data, cfg)
+    return compiled, pure
+
+
+def test_the_compiled_walker_is_built() -> None:
+    # The install builds it wherever a C compiler is (every machine of this project);
+    # if this fails, `pip install -e .` printed why the build of harvester._cparse failed.
+    assert parse._url_values is not None, "harvester._cparse was not built"
+    import harvester._cparse as compiled
+
+    built = Path(compiled.__file__).stat().st_mtime
+    source = Path(parse.__file__).with_name("_cparse.pyx").stat().st_mtime
+    assert built >= source, "harvester/_cparse.pyx changed since the build: run scripts/setup"
+
+
+@pytest.mark.parametrize("path", sorted(CASES.iterdir()), ids=lambda p: p.name)
+def test_conformance_cases_read_the_same(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    compiled, pure = both(path.read_bytes(), monkeypatch)
+    assert compiled == pure
+
+
+def urlset(*urls: str, ns: str = SM) -> bytes:
+    body = "".join(f"<url>{u}</url>" for u in urls)
+    return f'<?xml version="1.0"?><urlset {ns} {IMG} {XH} {VID} {NEWS}>{body}</urlset>'.encode()
+
+
+CORNERS = {
+    "plain": urlset("<loc>https://e.com/a</loc><lastmod>2024-01-02</lastmod>"),
+    "cdata": urlset("<loc><![CDATA[ https://e.com/a?x&y ]]></loc>"),
+    "text then cdata": urlset("<loc>https://e.com/<![CDATA[a&b]]>/c</loc>"),
+    "entities": urlset("<loc>https://e.com/?a=1&amp;b=&#233;&#x20AC;</loc>"),
+    "comment inside loc": urlset("<loc>https://e.com/<!-- x -->a</loc>"),
+    "markup inside loc": urlset("<loc>https://e.com/<b>bold</b>/a</loc>"),
+    "markup inside lastmod": urlset("<loc>https://e.com/a</loc><lastmod>2024<i>-01</i></lastmod>"),
+    "markup inside priority": urlset("<loc>https://e.com/a</loc><priority>0.<b>5</b></priority>"),
+    "empty values": urlset("<loc></loc>", "<loc>https://e.com/b</loc><lastmod/><priority/>"),
+    "two locs": urlset("<loc>https://e.com/1</loc><loc>https://e.com/2</loc>"),
+    "empty then real loc": urlset("<loc/><loc>https://e.com/2</loc>"),
+    "last lastmod wins": urlset(
+        "<loc>https://e.com/a</loc><lastmod>2020-01-01</lastmod><lastmod>2021-01-01</lastmod>"
+    ),
+    "changefreq and priority": urlset(
+        "<loc>https://e.com/a</loc><changefreq> Weekly </changefreq><priority>1.5</priority>",
+        "<loc>https://e.com/b</loc><changefreq>sometimes</changefreq><priority>.3</priority>",
+    ),
+    "no namespace": urlset("<loc>https://e.com/a</loc>", ns=""),
+    "google 0.84": urlset(
+        "<loc>https://e.com/a</loc>", ns='xmlns="http://www.google.com/schemas/sitemap/0.84"'
+    ),
+    "foreign namespace core": urlset(
+        '<x:loc xmlns:x="urn:x">https://e.com/a</x:loc>', "<image:loc>https://e.com/b</image:loc>"
+    ),
+    "images": urlset(
+        "<loc>https://e.com/a</loc><image:image><image:loc> https://i.e.com/1.jpg </image:loc>"
+        "<image:caption>c &amp; d</image:caption><image:title/><image:geo_location>X"
+        "</image:geo_location><image:license>L</image:license><image:other>o</image:other>"
+        "</image:image><image:image><image:caption>no loc</image:caption></image:image>"
+        "<image:image><image:loc>   </image:loc><image:loc>https://i.e.com/2.jpg</image:loc>"
+        "</image:image>"
+    ),
+    "image with nested markup": urlset(
+        "<loc>https://e.com/a</loc><image:image><image:loc>https://i.e.com/<b>1</b>.jpg"
+        "</image:loc></image:image>"
+    ),
+    "alternates": urlset(
+        "<loc>https://e.com/a</loc>"
+        '<xhtml:link rel="alternate" hreflang=" de " href=" https://e.com/de "/>'
+        '<xhtml:link rel="alternate" hreflang="fr" href="https://e.com/?a=1&amp;b=2"/>'
+        '<xhtml:link rel="canonical" hreflang="en" href="https://e.com/en"/>'
+        '<xhtml:link rel="alternate" href="https://e.com/nolang"/>'
+        '<xhtml:link rel="alternate" hreflang="" href="https://e.com/emptylang"/>'
+        '<xhtml:link xmlns:o="urn:o" o:rel="alternate" hreflang="it" href="https://e.com/it"/>'
+        '<xhtml:link rel="alternate" hreflang="es" href="https://e.com/&#233;s"/>'
+    ),
+    "video and news": urlset(
+        "<loc>https://e.com/a</loc><video:video><video:title>T</video:title>"
+        "<video:content_loc>https://v.e.com/1.mp4</video:content_loc></video:video>"
+        "<news:news><news:title>N</news:title><news:publication_date>2024-01-02"
+        "</news:publication_date></news:news>"
+    ),
+    "invalid and relative locs": urlset(
+        "<loc>/relative</loc>", "<loc>ftp://e.com/x</loc>", "<loc>https://e.com/a</loc>"
+    ),
+    "duplicates": urlset("<loc>https://e.com/a</loc>", "<loc> https://e.com/a </loc>"),
+    "truncated": urlset("<loc>https://e.com/a</loc>", "<loc>https://e.com/b</loc>")[:-30],
+    "latin-1": (
+        b'<?xml version="1.0" encoding="ISO-8859-1"?><urlset><url><loc>https://e.com/\xe9</loc>'
+        b"</url></urlset>"
+    ),
+    "utf-16": '<?xml version="1.0" encoding="UTF-16"?><urlset><url><loc>https://e.com/\u00e9'
+    "</loc></url></urlset>".encode("utf-16"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CORNERS))
+@pytest.mark.parametrize("extensions", [True, False])
+def test_corner_cases_read_the_same(
+    name: str, extensions: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cfg = ReaderConfig(extensions=extensions)
+    compiled, pure = both(CORNERS[name], monkeypatch, cfg)
+    assert compiled == pure
+
+
+def test_what_the_walker_reads() -> None:
+    # Not only equal to the Python path: right. Values decoded, trimmed, first image loc.
+    entries, _ = read_bytes([CORNERS["images"]])
+    (entry,) = entries
+    assert isinstance(entry, UrlEntry)
+    assert entry.loc == "https://e.com/a"
+    assert [(i.loc, i.caption, i.title) for i in entry.images] == [
+        ("https://i.e.com/1.jpg", "c & d", None),
+        ("https://i.e.com/2.jpg", None, None),
+    ]
+    entries, _ = read_bytes([CORNERS["alternates"]])
+    assert isinstance(entries[0], UrlEntry)
+    assert entries[0].alternates == (
+        ("de", "https://e.com/de"),
+        ("fr", "https://e.com/?a=1&b=2"),
+        ("es", "https://e.com/\u00e9s"),
+    )
+    entries, _ = read_bytes([CORNERS["text then cdata"]])
+    assert entries[0].loc == "https://e.com/a&b/c"
+
+
+# Generated documents: any mix of these children, in any order, any number of urls.
+CHILDREN = [
+    "<loc>https://e.com/{i}</loc>",
+    "<loc> <![CDATA[https://e.com/{i}?q&r]]> </loc>",
+    "<loc>https://e.com/<!-- c -->{i}&amp;x</loc>",
+    "<loc>https://e.com/<em>{i}</em></loc>",
+    "<lastmod>2024-0{d}-01T10:00:00Z</lastmod>",
+    "<lastmod>0{d}/01/2024</lastmod>",
+    "<changefreq>{cf}</changefreq>",
+    "<priority>0.{d}</priority>",
+    "<priority>{d}</priority>",
+    "<image:image><image:loc>https://i.e.com/{d}.jpg</image:loc>"
+    "<image:title>t{d}</image:title></image:image>",
+    "<image:image><image:caption>c</image:caption></image:image>",
+    '<xhtml:link rel="alternate" hreflang="l{d}" href="https://e.com/l{d}"/>',
+    '<xhtml:link rel="next" hreflang="x" href="https://e.com/n"/>',
+    "<video:video><video:title>v{d}</video:title></video:video>",
+    "<news:news><news:title>n{d}</news:title></news:news>",
+    "<other>ignored {d}</other>",
+]
+
+
+@st.composite
+def generated(draw: st.DrawFn) -> bytes:
+    urls = []
+    for i in range(draw(st.integers(0, 8))):
+        picks = draw(st.lists(st.sampled_from(CHILDREN), max_size=7))
+        d = draw(st.integers(1, 9))
+        cf = draw(st.sampled_from(["daily", "Monthly", "nope", ""]))
+        urls.append("".join(p.format(i=i, d=d, cf=cf) for p in picks))
+    data = urlset(*urls, ns=draw(st.sampled_from([SM, ""])))
+    if draw(st.booleans()):
+        data = data[: draw(st.integers(0, len(data)))]
+    return gzip.compress(data) if draw(st.booleans()) else data
+
+
+@settings(max_examples=200, deadline=None)
+@given(generated(), st.booleans())
+def test_generated_documents_read_the_same(data: bytes, extensions: bool) -> None:
+    cfg = ReaderConfig(extensions=extensions)
+    compiled = outcome(data, cfg)
+    saved = parse._url_values
+    parse._url_values = None  # hypothesis and function-scoped fixtures do not mix
+    try:
+        pure = outcome(data, cfg)
+    finally:
+        parse._url_values = saved
+    assert compiled == pure
