@@ -39,7 +39,8 @@ cdef const char* NS_XHTML = b"http://www.w3.org/1999/xhtml"
 cdef enum:
     IGNORE, LOC, LASTMOD, CHANGEFREQ, PRIORITY, IMAGE, VIDEO, NEWS, XLINK
 
-cdef object _make_image = Image._make
+# tuple.__new__ straight: Image._make is a Python-level function, a frame per image.
+cdef object _new_tuple = tuple.__new__
 
 
 cdef inline bint _eq(const tree.const_xmlChar* a, const char* b) noexcept:
@@ -154,7 +155,7 @@ cdef object _image(tree.xmlNode* c_image, bint* punt):
         sub = sub.next
     if fields[0] is None:
         return None
-    return _make_image(fields)
+    return _new_tuple(Image, fields)
 
 
 def url_values(cetree._Element el not None, bint extensions):

@@ -89,6 +89,8 @@ _ENTRY_TAG = {
     Kind.RSS: "{*}item",
     Kind.ATOM: "{*}entry",
 }
+_new_tuple = tuple.__new__
+_PRUNE_MASK = 63  # finished entries are deleted from the tree 64 at a time
 _CHANGEFREQS = frozenset(("always", "hourly", "daily", "weekly", "monthly", "yearly", "never"))
 _DECIMAL = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)\Z")
 _POSITION_SUFFIX = re.compile(r",? line \d+, column \d+\Z")
@@ -223,6 +225,7 @@ class XmlSitemapParser:
         self._priorities: dict[str, float | None] = {}
         self._feed_head_done = False  # channel/feed-level date captured (feeds only)
         self._root: etree._Element | None = None  # the urlset/sitemapindex, once seen
+        self._handled = 0  # entry elements handled (pruning, see _drain)
         self._handle = {
             Kind.URLSET: self._url,
             Kind.SITEMAPINDEX: self._sitemap,
@@ -255,6 +258,7 @@ class XmlSitemapParser:
     def _drain(self, out: list[Entry]) -> None:
         handle = self._handle
         sitemap = self.kind is Kind.URLSET or self.kind is Kind.SITEMAPINDEX
+        handled = self._handled
         for _, el in self._events:
             found = el.getparent()
             if found is None:
@@ -271,10 +275,14 @@ class XmlSitemapParser:
             elif not self._feed_head_done:
                 self._feed_head(parent)
             handle(el, out)
-            # Free what is done: this element's content and every finished sibling before it.
-            el.clear(keep_tail=False)
-            while el.getprevious() is not None:
-                del parent[0]
+            handled += 1
+            if handled & _PRUNE_MASK == 0:
+                # Free what is done: every finished sibling before this element, with
+                # its subtree. In one call per 64 entries rather than a clear() and a
+                # delete per entry (~0.5 µs a URL less, bench_parse); the tree still
+                # never holds more than ~64 finished entries plus the current chunk's.
+                del parent[: parent.index(el)]
+        self._handled = handled
 
     def _classify(self, tag: object) -> int:
         """Map a child tag to a handler code once per distinct tag (cached in self._tags)."""
@@ -301,17 +309,21 @@ class XmlSitemapParser:
             return
         sink.count()
         when, raw = sink.lastmod(lastmod)
+        # tuple.__new__ with every field: what UrlEntry(...) does, without its Python frame.
         out.append(
-            UrlEntry(
-                loc,
-                when,
-                raw,
-                self._changefreq(changefreq) if changefreq is not None else None,
-                self._priority(priority) if priority is not None else None,
-                tuple(images) if images else (),
-                tuple(alternates) if alternates else (),
-                tuple(videos) if videos else (),
-                news,
+            _new_tuple(
+                UrlEntry,
+                (
+                    loc,
+                    when,
+                    raw,
+                    self._changefreq(changefreq) if changefreq is not None else None,
+                    self._priority(priority) if priority is not None else None,
+                    tuple(images) if images else (),
+                    tuple(alternates) if alternates else (),
+                    tuple(videos) if videos else (),
+                    news,
+                ),
             )
         )
 

@@ -152,6 +152,8 @@ def test_what_the_walker_reads() -> None:
     entries, _ = read_bytes([CORNERS["images"]])
     (entry,) = entries
     assert isinstance(entry, UrlEntry)
+    # The reader builds entries with tuple.__new__: every field must be there.
+    assert len(entry) == len(UrlEntry._fields)
     assert entry.loc == "https://e.com/a"
     assert [(i.loc, i.caption, i.title) for i in entry.images] == [
         ("https://i.e.com/1.jpg", "c & d", None),
