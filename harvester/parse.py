@@ -19,7 +19,6 @@ elements (image, video, news, xhtml:link) by their namespace.
 from __future__ import annotations
 
 import codecs
-import contextlib
 import os
 import re
 from typing import TYPE_CHECKING, TypeAlias
@@ -48,9 +47,17 @@ UrlValues: TypeAlias = """tuple[
 # The compiled walker (harvester/_cparse.pyx, built at install when a C compiler is
 # there); without it, or with HARVESTER_PURE_PYTHON=1, the Python path reads every <url>.
 _url_values: Callable[[etree._Element, bool], UrlValues | None] | None = None
+_cparse_error: str | None = "HARVESTER_PURE_PYTHON is set"  # why there is no walker
 if not os.environ.get("HARVESTER_PURE_PYTHON"):
-    with contextlib.suppress(ImportError):
+    try:
         from harvester._cparse import url_values as _url_values
+    except Exception as exc:  # not built, or built against another lxml
+        # ImportError when it was not built; ValueError when Cython finds lxml's
+        # types changed size since the build (lxml upgraded under it). Either way
+        # the Python path reads every <url>; test_cparse fails on such a machine.
+        _cparse_error = f"{type(exc).__name__}: {exc}"
+    else:
+        _cparse_error = None
 
 __all__ = ["EntrySink", "TextSitemapParser", "XmlSitemapParser"]
 
