@@ -222,3 +222,20 @@ def test_generated_documents_read_the_same(data: bytes, extensions: bool) -> Non
     finally:
         parse._url_values = saved
     assert compiled == pure
+
+
+def test_version_says_whether_the_compiled_reader_is_in_use(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from harvester.cli import main
+
+    monkeypatch.setattr(parse, "_cparse_error", None)  # loaded (what the build test checks)
+    assert main(["--version"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("harvester ")
+    assert "compiled reader: yes" in out
+    monkeypatch.setattr(parse, "_cparse_error", "ImportError: no module named harvester._cparse")
+    main(["--version"])
+    assert "compiled reader: no (ImportError: no module named harvester._cparse)" in (
+        capsys.readouterr().out
+    )
