@@ -8,9 +8,12 @@ returned before an error stay valid (the reader marks the document partial).
 XML goes through lxml's ``XMLPullParser`` with entity resolution, network,
 DTD loading and huge trees off, listening only to the end of the entry
 elements (``{*}url``, ``{*}sitemap``, ``{*}item``, ``{*}entry``), so libxml2
-does the walking in C and Python touches each entry once. Each finished entry
-is cleared and its already-handled siblings are deleted, so the tree never
-holds more than the entry being parsed: memory does not grow with the file.
+does the walking in C and Python touches each entry once. Input goes to libxml2
+in 16 KiB slices; after each slice the handled entries and their earlier
+siblings are deleted, so the tree never holds more than one slice's entries:
+memory does not grow with the file. A ``<url>``'s values are read by the
+compiled walker ``harvester/_cparse.pyx`` where it is built (pointer reads on
+libxml2's nodes), else, and for what it leaves over, by ``_url_values``.
 
 Namespaces vary in the wild; core elements match on local name, extension
 elements (image, video, news, xhtml:link) by their namespace.
