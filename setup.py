@@ -1,7 +1,12 @@
-"""Build of the one compiled module, harvester/_cparse.pyx (everything else is in pyproject.toml).
+"""Build of the compiled modules (everything else is in pyproject.toml).
 
-The extension is optional: where it cannot be built (no C compiler), the install goes on
-and the parser reads every <url> through its Python path, with the same results.
+- ``harvester._cparse``: the parse stage's walk of each ``<url>`` (Cython against lxml's
+  public C API, so lxml's headers are needed at build time).
+- ``harvester._cdates``: the common lastmod shapes, parsed and formatted.
+- ``harvester._cnormalize``: whether a query-less URL is already canonical.
+
+Each extension is optional: where it cannot be built (no C compiler), the install goes
+on and the Python path does the same work, with the same results.
 """
 
 from __future__ import annotations
@@ -10,13 +15,17 @@ import lxml
 from Cython.Build import cythonize
 from setuptools import Extension, setup
 
-extension = Extension(
-    "harvester._cparse",
-    ["harvester/_cparse.pyx"],
-    # lxml's public C API and the libxml2 headers that match the lxml it ships with;
-    # only struct layouts are used, so nothing is linked but Python.
-    include_dirs=lxml.get_include(),
-    optional=True,
-)
+extensions = [
+    Extension(
+        "harvester._cparse",
+        ["harvester/_cparse.pyx"],
+        # lxml's public C API and the libxml2 headers that match the lxml it ships with;
+        # only struct layouts are used, so nothing is linked but Python.
+        include_dirs=lxml.get_include(),
+        optional=True,
+    ),
+    Extension("harvester._cdates", ["harvester/_cdates.pyx"], optional=True),
+    Extension("harvester._cnormalize", ["harvester/_cnormalize.pyx"], optional=True),
+]
 
-setup(ext_modules=cythonize([extension], language_level=3, quiet=True))
+setup(ext_modules=cythonize(extensions, language_level=3, quiet=True))

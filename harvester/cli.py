@@ -215,15 +215,14 @@ def _overrides(ns: argparse.Namespace) -> dict[str, object]:
 
 
 def _version() -> str:
-    """``--version``: ours, lxml's, and whether the compiled ``<url>`` walker loaded (and if
-    not, why: a slow reader is otherwise hard to tell from a slow network)."""
+    """``--version``: ours, lxml's, and whether the compiled modules loaded (and if not,
+    why: a slow reader is otherwise hard to tell from a slow network)."""
     from lxml import etree
 
-    from harvester import parse
+    from harvester import compiled
 
-    walker = "yes" if parse._cparse_error is None else f"no ({parse._cparse_error})"
     lxml_version = ".".join(map(str, etree.LXML_VERSION[:3]))
-    return f"harvester {__version__} (lxml {lxml_version}; compiled reader: {walker})"
+    return f"harvester {__version__} (lxml {lxml_version}; compiled: {compiled.status()})"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

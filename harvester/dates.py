@@ -14,10 +14,15 @@ Policy (conformance README, "Timestamps"):
 * Everything else is ``(None, INVALID)``: impossible values (month 13, Feb 30,
   hour 24 or 25), ambiguous ones (``16/07/2005``, bare digits, ``20050716``), words.
 
-This runs once per sitemap entry, so the strict form is one precompiled regex
-and the ``datetime`` is built in C by ``datetime.fromisoformat``; ``parse_lastmod``
-is memoised because a sitemap usually repeats a handful of timestamps thousands
-of times.
+This runs once per sitemap entry. Where the compiled module
+``harvester/_cdates.pyx`` is built, it parses the shapes sitemaps use almost
+always (``YYYY-MM-DD``, and ``YYYY-MM-DDThh:mm[:ss]`` with ``Z`` or ``±hh:mm``)
+and formats every aware datetime, ~0.1 µs each. Everything else, and
+everything without it, takes the Python path: the strict form is one
+precompiled regex and the ``datetime`` is built in C by
+``datetime.fromisoformat``, memoised because some sitemaps repeat a handful of
+timestamps thousands of times (most stamp each URL with its own time, which is
+why the common shapes are compiled).
 
 Example::
 
@@ -33,8 +38,19 @@ import enum
 import functools
 import re
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
-__all__ = ["DateQuality", "format_utc", "parse_lastmod", "parse_rfc822"]
+from harvester import compiled
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+__all__ = ["DateQuality", "format_utc", "parse_lastmod", "parse_rfc822", "w3c_common"]
+
+_cdates = compiled.load("_cdates")
+# The compiled parse of the common strict shapes (None: not handled there, or not built).
+# Callers on the hot path try it first; parse_lastmod does too.
+w3c_common: Callable[[str], datetime | None] | None = _cdates.w3c if _cdates is not None else None
 
 
 class DateQuality(enum.IntEnum):
@@ -112,13 +128,12 @@ _INVALID: tuple[datetime | None, DateQuality] = (None, DateQuality.INVALID)
 _MIDNIGHT_UTC = {4: "-01-01T00:00Z", 7: "-01T00:00Z", 10: "T00:00Z"}
 
 
-@functools.lru_cache(maxsize=8192)
 def parse_lastmod(raw: str) -> tuple[datetime | None, DateQuality]:
     """Parse a ``<lastmod>`` (or Atom ``updated``) value into ``(UTC datetime, quality)``.
 
     ``raw`` must already be trimmed. Returns ``(None, DateQuality.INVALID)`` for
-    values that are impossible or ambiguous; never raises. Results are cached
-    per string (``parse_lastmod.cache_info()``).
+    values that are impossible or ambiguous; never raises. What the compiled
+    parse does not answer goes to ``parse_lastmod_py``, cached per string.
 
     >>> parse_lastmod("2005-01-01")
     (datetime.datetime(2005, 1, 1, 0, 0, tzinfo=datetime.timezone.utc), <DateQuality.W3C: 0>)
@@ -127,6 +142,16 @@ def parse_lastmod(raw: str) -> tuple[datetime | None, DateQuality]:
     >>> parse_lastmod("16/07/2005")
     (None, <DateQuality.INVALID: 2>)
     """
+    if w3c_common is not None:
+        dt = w3c_common(raw)
+        if dt is not None:
+            return dt, DateQuality.W3C
+    return parse_lastmod_py(raw)
+
+
+@functools.lru_cache(maxsize=8192)
+def parse_lastmod_py(raw: str) -> tuple[datetime | None, DateQuality]:
+    """``parse_lastmod`` in Python alone: every form, decided here (see the module docstring)."""
     # Order matters: a string of the strict shape that names an impossible
     # instant (2005-02-30) is INVALID; it must not get a second, lenient chance.
     try:
@@ -199,7 +224,7 @@ def parse_rfc822(raw: str) -> datetime | None:
         return None
 
 
-def format_utc(dt: datetime) -> str:
+def format_utc_py(dt: datetime) -> str:
     """Format an aware datetime as ``YYYY-MM-DDTHH:MM:SS[.ffffff]Z`` in UTC.
 
     The fraction appears only when non-zero, with 6 digits (``isoformat`` style);
@@ -215,3 +240,7 @@ def format_utc(dt: datetime) -> str:
         dt = dt.astimezone(UTC)
     # isoformat() of a UTC-aware datetime always ends in "+00:00".
     return dt.isoformat()[:-6] + "Z"
+
+
+# The compiled formatter gives the same strings (~0.1 µs against ~1 µs).
+format_utc: Callable[[datetime], str] = _cdates.format_utc if _cdates is not None else format_utc_py

@@ -60,12 +60,20 @@ from urllib.parse import quote, unquote, urlsplit
 
 import idna
 
+from harvester import compiled
 from harvester.config import NormalizeConfig, NormalizeRules
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
 __all__ = ["Normalizer", "Rules", "canonical", "host_of"]
+
+_cnormalize = compiled.load("_cnormalize")
+# The compiled check for query-less URLs that are canonical already (most sitemap URLs);
+# it says no to everything else, which then takes the regex below (None: not built).
+_already_canonical: Callable[[str, bool], bool] | None = (
+    _cnormalize.already_canonical if _cnormalize is not None else None
+)
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
@@ -206,6 +214,8 @@ class Rules:
         >>> canonical("HTTPS://Example.COM:443/a/./b/?utm_source=x&id=5&color=red#top")
         'https://example.com/a/b/?color=red&id=5'
         """
+        if _already_canonical is not None and _already_canonical(loc, self._strip_slash):
+            return loc
         m = self._fast(loc)
         if m is not None:
             scheme, port, path, query = m.groups()

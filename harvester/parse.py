@@ -22,13 +22,13 @@ elements (image, video, news, xhtml:link) by their namespace.
 from __future__ import annotations
 
 import codecs
-import os
 import re
 from typing import TYPE_CHECKING, TypeAlias
 
 from lxml import etree
 
-from harvester.dates import DateQuality, parse_lastmod, parse_rfc822
+from harvester import compiled
+from harvester.dates import DateQuality, parse_lastmod, parse_rfc822, w3c_common
 from harvester.errors import LimitExceeded, ParseError, TruncatedDocument
 from harvester.extensions import parse_news, parse_video
 from harvester.models import Image, Kind, SitemapChild, UrlEntry
@@ -49,18 +49,10 @@ UrlValues: TypeAlias = """tuple[
 
 # The compiled walker (harvester/_cparse.pyx, built at install when a C compiler is
 # there); without it, or with HARVESTER_PURE_PYTHON=1, the Python path reads every <url>.
-_url_values: Callable[[etree._Element, bool], UrlValues | None] | None = None
-_cparse_error: str | None = "HARVESTER_PURE_PYTHON is set"  # why there is no walker
-if not os.environ.get("HARVESTER_PURE_PYTHON"):
-    try:
-        from harvester._cparse import url_values as _url_values
-    except Exception as exc:  # not built, or built against another lxml
-        # ImportError when it was not built; ValueError when Cython finds lxml's
-        # types changed size since the build (lxml upgraded under it). Either way
-        # the Python path reads every <url>; test_cparse fails on such a machine.
-        _cparse_error = f"{type(exc).__name__}: {exc}"
-    else:
-        _cparse_error = None
+_cparse = compiled.load("_cparse")
+_url_values: Callable[[etree._Element, bool], UrlValues | None] | None = (
+    _cparse.url_values if _cparse is not None else None
+)
 
 __all__ = ["EntrySink", "TextSitemapParser", "XmlSitemapParser"]
 
@@ -172,6 +164,10 @@ class EntrySink:
         raw = raw.strip()
         if not raw:
             return None, None
+        if w3c_common is not None:  # the compiled parse of the usual shapes, ~20x faster
+            value = w3c_common(raw)
+            if value is not None:
+                return value, raw
         value, quality = parse_lastmod(raw)
         if quality is not DateQuality.W3C:
             if quality is DateQuality.NONSTANDARD:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, Any
 
-from harvester.dates import format_utc
+from harvester.dates import format_utc, format_utc_py
 from harvester.models import SitemapChild
 from harvester.normalize import canonical, host_of
 
@@ -26,8 +26,9 @@ if TYPE_CHECKING:
 
 __all__ = ["record"]
 
-# Sitemaps repeat a handful of timestamps thousands of times: format each once.
-_iso = functools.lru_cache(maxsize=8192)(format_utc)
+# The compiled formatter (~0.1 µs) beats a cache lookup; the Python one is memoised,
+# for the sitemaps that repeat a handful of timestamps thousands of times.
+_iso = format_utc if format_utc is not format_utc_py else functools.lru_cache(8192)(format_utc)
 
 
 def record(

@@ -11,7 +11,6 @@ leaves to Python), and on generated documents.
 from __future__ import annotations
 
 import gzip
-import os
 from pathlib import Path
 
 import pytest
@@ -47,20 +46,6 @@ def both(
         m.setattr(parse, "_url_values", None)
         pure = outcome(data, cfg)
     return compiled, pure
-
-
-@pytest.mark.skipif(
-    bool(os.environ.get("HARVESTER_PURE_PYTHON")), reason="the pure-Python path was asked for"
-)
-def test_the_compiled_walker_is_built() -> None:
-    # The install builds it wherever a C compiler is (every machine of this project);
-    # if this fails, `pip install -e .` printed why the build of harvester._cparse failed.
-    assert parse._url_values is not None, f"no compiled walker: {parse._cparse_error}"
-    import harvester._cparse as compiled
-
-    built = Path(compiled.__file__).stat().st_mtime
-    source = Path(parse.__file__).with_name("_cparse.pyx").stat().st_mtime
-    assert built >= source, "harvester/_cparse.pyx changed since the build: run scripts/setup"
 
 
 @pytest.mark.parametrize("path", sorted(CASES.iterdir()), ids=lambda p: p.name)
@@ -229,20 +214,3 @@ def test_generated_documents_read_the_same(
     finally:
         parse._url_values = saved
     assert compiled == pure
-
-
-def test_version_says_whether_the_compiled_reader_is_in_use(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from harvester.cli import main
-
-    monkeypatch.setattr(parse, "_cparse_error", None)  # loaded (what the build test checks)
-    assert main(["--version"]) == 0
-    out = capsys.readouterr().out
-    assert out.startswith("harvester ")
-    assert "compiled reader: yes" in out
-    monkeypatch.setattr(parse, "_cparse_error", "ImportError: no module named harvester._cparse")
-    main(["--version"])
-    assert "compiled reader: no (ImportError: no module named harvester._cparse)" in (
-        capsys.readouterr().out
-    )

@@ -1,0 +1,131 @@
+"""The compiled check (harvester/_cnormalize.pyx) says yes exactly where the fast regex does.
+
+``already_canonical(loc, strip)`` must be True precisely for the query-less URLs
+that ``Rules.canonical``'s fast regex and its checks return untouched: a False
+where the regex says yes only costs speed, but a True where it says no would
+skip a rule, so both directions are checked, on hand-made cases and generated
+URLs (including the property tests' URL builders).
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from harvester.config import NormalizeRules
+from harvester.normalize import Rules
+from tests.property.test_normalize_hypothesis import ANY_URL, urls
+
+cnormalize = pytest.importorskip(
+    "harvester._cnormalize",
+    reason="compiled module not built (test_compiled says why)",
+    exc_type=ImportError,
+)
+pytestmark = pytest.mark.skipif(
+    bool(os.environ.get("HARVESTER_PURE_PYTHON")), reason="the pure-Python path was asked for"
+)
+
+RULES = {strip: Rules(NormalizeRules(strip_trailing_slash=strip)) for strip in (False, True)}
+
+
+def regex_says(loc: str, strip: bool) -> bool:
+    """What ``Rules.canonical``'s fast route decides for a URL without a query."""
+    rules = RULES[strip]
+    m = rules._fast(loc)
+    if m is None:
+        return False
+    scheme, port, path, query = m.groups()
+    return (
+        query is None
+        and "?" not in loc
+        and (port is None or port != (":80" if scheme == "http" else ":443"))
+        and "/." not in path
+        and not (strip and path.endswith("/") and len(path) > 1)
+    )
+
+
+def check(loc: str) -> None:
+    for strip in (False, True):
+        fast = cnormalize.already_canonical(loc, strip)
+        assert fast == regex_says(loc, strip), (loc, strip)
+        if fast:
+            assert RULES[strip]._general(loc) == loc, (loc, strip)
+
+
+@pytest.mark.parametrize(
+    "loc",
+    [
+        "https://example.com/",
+        "http://127.1.3.210:8765/articles/new-arrivals/case-830157.html",
+        "https://a-b.c0.example/x/y-z_~!$&'()*+,=:@/",
+        "https://example.com/a/",
+        "https://example.com:8443/a",
+    ],
+)
+def test_canonical_urls_without_a_query_say_yes(loc: str) -> None:
+    assert cnormalize.already_canonical(loc, False)
+    check(loc)
+
+
+@pytest.mark.parametrize(
+    "loc",
+    [
+        "https://example.com",  # no path
+        "HTTPS://example.com/",
+        "https://Example.com/",
+        "https://example.com:443/",
+        "http://example.com:80/",
+        "https://example.com:0443/",
+        "https://example.com:123456/",
+        "https://example.com:/",
+        "https://example..com/",
+        "https://.example.com/",
+        "https://example.com./",
+        "https://example.com/a/./b",
+        "https://example.com/a/../b",
+        "https://example.com/.hidden",
+        "https://example.com/a%20b",
+        "https://example.com/a b",
+        "https://example.com/a;jsessionid=1",
+        "https://example.com/ä",
+        "https://example.com/a?b=1",
+        "https://example.com/a#top",
+        "https://user@example.com/",
+        "https://[::1]/",
+        "ftp://example.com/",
+        "https:/example.com/",
+        "https://exa_mple.com/",
+        " https://example.com/",
+        "https://example.com/\n",
+    ],
+)
+def test_everything_else_says_no(loc: str) -> None:
+    assert not cnormalize.already_canonical(loc, False)
+    check(loc)
+
+
+def test_strip_trailing_slash_says_no_to_a_trailing_slash() -> None:
+    assert not cnormalize.already_canonical("https://example.com/a/", True)
+    assert cnormalize.already_canonical("https://example.com/", True)  # the root stays
+
+
+URL_CHARS = "hHtTpPsS:/.a-z0Z9_~!$&'()*+,=@%;?#[] \n\täé"
+
+
+@settings(max_examples=3000, deadline=None)
+@given(
+    ANY_URL
+    | urls()
+    | st.text(URL_CHARS, max_size=30).map(lambda s: "https://" + s)
+    | st.text(URL_CHARS, max_size=30).map(lambda s: "http://example.com" + s)
+    | st.text(URL_CHARS, max_size=40)
+)
+@example("http://e.com:65536/")
+@example("http://e.com:99999/")
+@example("https://e.com:80/")
+@example("http://e.com:443/")
+def test_generated_urls_agree_with_the_regex(loc: str) -> None:
+    check(loc)
