@@ -18,7 +18,7 @@ import functools
 from typing import TYPE_CHECKING, Any
 
 from harvester.dates import format_utc, format_utc_py
-from harvester.models import SitemapChild
+from harvester.models import SitemapChild, UrlEntry
 from harvester.normalize import canonical, host_of
 
 if TYPE_CHECKING:
@@ -41,7 +41,22 @@ def record(
     """
     if url is None:
         url = canonical(entry.loc)
-    out: dict[str, Any] = {
+    if type(entry) is UrlEntry:
+        # The per-URL case, unpacked in one step (nine field reads cost a third more).
+        loc, lastmod, _raw, changefreq, priority, images, alternates, videos, news = entry
+        out: dict[str, Any] = {
+            "loc": loc,
+            "url": url,
+            "host": host if host is not None else host_of(url),
+            "sitemap": sitemap,
+            "lastmod": _iso(lastmod) if lastmod is not None else None,
+            "changefreq": changefreq,
+            "priority": priority,
+        }
+        if images or alternates or videos or news is not None:
+            _extensions(out, entry)
+        return out
+    out = {
         "loc": entry.loc,
         "url": url,
         "host": host if host is not None else host_of(url),
@@ -53,6 +68,12 @@ def record(
         return out
     out["changefreq"] = entry.changefreq
     out["priority"] = entry.priority
+    _extensions(out, entry)
+    return out
+
+
+def _extensions(out: dict[str, Any], entry: UrlEntry) -> None:
+    """Add the extension fields ``entry`` has (images, alternates, videos, news) to ``out``."""
     if entry.images:
         out["images"] = [_image(i) for i in entry.images]
     if entry.alternates:
@@ -61,7 +82,6 @@ def record(
         out["videos"] = [_video(v) for v in entry.videos]
     if entry.news is not None:
         out["news"] = _news(entry.news)
-    return out
 
 
 def _image(image: Image) -> dict[str, Any]:

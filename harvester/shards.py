@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import gc
 import hashlib
 import multiprocessing
@@ -69,6 +70,7 @@ if TYPE_CHECKING:
 __all__ = ["RunFailed", "Stop", "event_loop_runner", "run_job", "shard_of", "tune_gc"]
 
 _BLOCK = 256 * 1024  # bytes of encoded records per message from a worker
+_PIPE_BYTES = 1 << 20  # the results pipe's capacity (see _widen_pipe)
 _SEED_QUEUE = 256  # seeds buffered per worker
 _RESULT_QUEUE = 16  # messages (~256 KiB blocks) buffered for the writer: bounds parent memory
 _EXIT_MARGIN = 5.0  # seconds past the grace a stopping worker gets to flush and say "done"
@@ -407,6 +409,7 @@ def _run_processes(
     ctx = multiprocessing.get_context("spawn")
     seed_queues = [ctx.Queue(maxsize=_SEED_QUEUE) for _ in range(workers)]
     results = ctx.Queue(maxsize=_RESULT_QUEUE)
+    _widen_pipe(results)
     worker_stop = ctx.Event()  # the parent's stop, relayed to the workers
     procs = [
         ctx.Process(
@@ -468,6 +471,20 @@ def _run_processes(
         for q in seed_queues:
             # Seeds nobody will read (a stopped run): exiting must not wait to flush them.
             q.cancel_join_thread()
+
+
+def _widen_pipe(q: Any) -> None:
+    """Give the results queue's pipe room for a whole message (Linux; elsewhere a no-op).
+
+    A 256 KiB message through the default 64 KiB pipe takes four writes, each waking
+    the parent for a partial read; a 1 MiB pipe (the unprivileged maximum) takes one.
+    """
+    setpipe = getattr(fcntl, "F_SETPIPE_SZ", None)
+    reader = getattr(q, "_reader", None)  # multiprocessing's Connection, one pipe end
+    if setpipe is None or reader is None:
+        return
+    with contextlib.suppress(OSError, ValueError):
+        fcntl.fcntl(reader.fileno(), setpipe, _PIPE_BYTES)
 
 
 class _Pool:

@@ -1,0 +1,59 @@
+"""The compiled fingerprint (harvester/_cdedupe.pyx) is hashlib's BLAKE2b-64, bit for bit.
+
+The value is a contract: the state file keys every URL by it, so a run with the
+compiled module and a run without must agree on every string, whatever its
+length (block boundaries at 128 bytes) or script (multi-byte UTF-8).
+"""
+
+from __future__ import annotations
+
+import os
+from hashlib import blake2b
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from harvester.dedupe import fingerprint, fingerprint_py
+
+cdedupe = pytest.importorskip(
+    "harvester._cdedupe",
+    reason="compiled module not built (test_compiled says why)",
+    exc_type=ImportError,
+)
+pytestmark = pytest.mark.skipif(
+    bool(os.environ.get("HARVESTER_PURE_PYTHON")), reason="the pure-Python path was asked for"
+)
+
+
+def reference(text: str) -> int:
+    return int.from_bytes(blake2b(text.encode(), digest_size=8).digest(), "big")
+
+
+def test_the_pipeline_uses_the_compiled_one() -> None:
+    assert fingerprint is cdedupe.fingerprint
+
+
+def test_known_value() -> None:
+    # int(hashlib.blake2b(b"https://example.com/", digest_size=8).hexdigest(), 16), fixed
+    # here: a change in both implementations at once would break every state file.
+    assert cdedupe.fingerprint("https://example.com/") == 1493557592560457051
+    assert cdedupe.fingerprint("") == reference("")
+
+
+@pytest.mark.parametrize("length", range(300))
+def test_every_length_across_block_boundaries(length: int) -> None:
+    text = "".join(chr(97 + (i * 7) % 26) for i in range(length))
+    assert cdedupe.fingerprint(text) == fingerprint_py(text) == reference(text)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.text(max_size=400))
+def test_generated_strings_agree(text: str) -> None:
+    try:
+        expected = reference(text)
+    except UnicodeEncodeError:  # a lone surrogate: both refuse it the same way
+        with pytest.raises(UnicodeEncodeError):
+            cdedupe.fingerprint(text)
+        return
+    assert cdedupe.fingerprint(text) == expected
