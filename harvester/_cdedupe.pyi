@@ -1,4 +1,11 @@
-"""Types of the compiled fingerprint (harvester/_cdedupe.pyx)."""
+"""Types of the compiled fingerprint and bulk seen-set insert (harvester/_cdedupe.pyx)."""
+
+from array import array
 
 def fingerprint(url: str) -> int:
     """``int.from_bytes(blake2b(url.encode(), digest_size=8).digest(), "big")``."""
+
+def add_many(
+    buckets: list[array[int]], shift: int, fps: array[int], runs: list[memoryview]
+) -> tuple[int, int]:
+    """Insert ``fps`` into ``SeenSet``'s sorted buckets: ``(added, already_there)``."""

@@ -39,8 +39,7 @@ class CrossHostTracker:
             fps.frombytes(fingerprints)
         else:
             fps = fingerprints
-        add = self._seen.add
-        repeated = sum(1 for fp in fps if not add(fp))
+        repeated = self._seen.add_many(fps)
         if repeated:
             self._counts[host] = self._counts.get(host, 0) + repeated
 

@@ -49,7 +49,7 @@ import tempfile
 from array import array
 from bisect import bisect_left
 from hashlib import blake2b
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from harvester import compiled
 from harvester.config import DedupeConfig
@@ -77,6 +77,11 @@ _cdedupe = compiled.load("_cdedupe")
 # The same value from harvester/_cdedupe.pyx (BLAKE2b in C over the str's cached UTF-8:
 # ~0.24 against ~0.54 µs a URL); the Python one where it is not built.
 fingerprint: Callable[[str], int] = _cdedupe.fingerprint if _cdedupe is not None else fingerprint_py
+# Bulk inserts into the compact buckets (SeenSet.add_many); None: one add() at a time.
+_AddMany: TypeAlias = (
+    "Callable[[list[array[int]], int, array[int], list[memoryview]], tuple[int, int]]"
+)
+_add_many: _AddMany | None = _cdedupe.add_many if _cdedupe is not None else None
 
 
 SMALL_LIMIT = 4096  # fingerprints kept in a plain set before the compact buckets take over
@@ -150,6 +155,26 @@ class SeenSet:
             self.count += 1
             return True
         return False
+
+    def add_many(self, fps: array[int]) -> int:
+        """Record every fingerprint of ``fps`` (an ``array('Q')``); return how many were seen.
+
+        The same as ``add`` on each in turn. In the compact mode with the compiled
+        module, one call inserts the whole batch (~0.15 against ~1.3 µs a fingerprint)
+        and the buckets split or spill afterwards, at most one batch later than
+        ``add`` would have: membership is the same either way.
+        """
+        if _add_many is None or self._small is not None or self._bloom is not None:
+            return sum(1 for fp in fps if not self.add(fp))
+        runs = [view for _, view in self._runs]
+        added, repeated = _add_many(self._buckets, self._shift, fps, runs)
+        self.count += added
+        self._in_memory += added
+        while self._in_memory > self._split_at:
+            self._split()
+        if self._in_memory >= self._threshold:
+            self._spill()
+        return repeated
 
     def _add_compact(self, fp: int) -> bool:
         """Add to the sorted buckets (and check the spilled runs); True if new."""

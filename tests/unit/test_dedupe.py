@@ -140,3 +140,54 @@ def test_small_set_promotes_to_compact_buckets() -> None:
     assert all(fp in seen for fp in fps)
     assert len(seen) == len(fps)
     assert seen.memory_bytes / len(fps) < 24
+
+
+@pytest.mark.parametrize("compiled_inserts", [True, False], ids=["compiled", "python"])
+@given(
+    batches=st.lists(
+        st.lists(st.integers(min_value=0, max_value=2**64 - 1) | st.sampled_from([0, 1, 2**63])),
+        max_size=12,
+    ),
+    threshold=st.integers(min_value=100, max_value=3_000),
+    small=st.sampled_from([0, 5, 4096]),
+)
+def test_add_many_matches_a_set(
+    tmp_path_factory: pytest.TempPathFactory,
+    batches: list[list[int]],
+    threshold: int,
+    small: int,
+    compiled_inserts: bool,
+) -> None:
+    """Batches (with repeats inside and across them) count what a set says was seen,
+    through the small set, the buckets as they split, and the spilled runs."""
+    from array import array
+
+    from harvester import dedupe
+
+    spill_dir = tmp_path_factory.mktemp("spill")
+    saved = dedupe._add_many
+    if not compiled_inserts:
+        dedupe._add_many = None  # hypothesis and function-scoped fixtures do not mix
+    try:
+        ref: set[int] = set()
+        with SeenSet(DedupeConfig(spill_threshold=threshold), spill_dir=spill_dir) as seen:
+            seen._small_limit = min(small, threshold)
+            if small == 0:
+                seen._small = None
+            for batch in [*batches, _fps(1_000, seed=len(batches)), *batches[:2]]:
+                expected = 0
+                for fp in batch:
+                    expected += fp in ref
+                    ref.add(fp)
+                assert seen.add_many(array("Q", batch)) == expected
+            assert len(seen) == len(ref)
+            assert all(fp in seen for fp in ref)
+    finally:
+        dedupe._add_many = saved
+    assert list(spill_dir.iterdir()) == []
+
+
+def test_add_many_is_compiled_where_built() -> None:
+    from harvester import compiled, dedupe
+
+    assert (dedupe._add_many is not None) == (compiled.load("_cdedupe") is not None)
