@@ -1,8 +1,16 @@
 """Types of the compiled walker (harvester/_cparse.pyx)."""
 
+from typing import Any
+
 from lxml import etree
 
+from harvester.models import Entry
 from harvester.parse import UrlValues
 
 def url_values(el: etree._Element, extensions: bool) -> UrlValues | None:
     """The raw values of one ``<url>``; None: let the Python path read this one."""
+
+def url_entry(
+    el: etree._Element, ctx: tuple[Any, ...], parser: Any, out: list[Entry]
+) -> UrlValues | None:
+    """Append one ``<url>``'s ``UrlEntry`` to ``out`` (None), or return its raw values."""

@@ -1,5 +1,12 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False
-"""Compiled half of the parse stage: the values of one ``<url>``, read from libxml2's tree.
+"""Compiled half of the parse stage: one ``<url>``, read from libxml2's tree.
+
+``url_entry`` (what the parser calls) builds the ``UrlEntry`` itself in the usual
+case, with ``_url``'s checks: an absolute http(s) loc within the protocol's
+length, a lastmod in a common W3C shape (``_cdates.w3c``), the file's counts
+below their limits. Anything else it hands back with the values read, for the
+Python path to finish, before changing anything; so the entries, counters and
+flags are the Python path's by construction. ``url_values`` is the walk:
 
 In: an lxml element (a ``<url>`` that has just closed, still whole) and whether
 extension children (image, xhtml:link) are read. Out: the raw values that
@@ -204,3 +211,95 @@ def url_values(cetree._Element el not None, bint extensions):
             return None
         c = c.next
     return loc, lastmod, changefreq, priority, images, alternates, None, None
+
+
+cdef Py_ssize_t PROTOCOL_MAX_LOC = 2_048
+cdef Py_ssize_t PROTOCOL_MAX_ENTRIES = 50_000
+
+
+cdef inline bint _http_start(str loc) noexcept:
+    """``parse._HTTP_URL`` for the usual case: ``http(s)://`` (any case) and then a host
+    character that is ASCII and neither '/', '?', '#' nor whitespace. False also where
+    that regex might say yes (a non-ASCII first host character): Python decides those."""
+    cdef Py_ssize_t n = len(loc), i
+    cdef Py_UCS4 c
+    if n < 8:
+        return False
+    if loc[0] not in u"hH" or loc[1] not in u"tT" or loc[2] not in u"tT" or loc[3] not in u"pP":
+        return False
+    i = 4
+    if loc[4] in u"sS":
+        i = 5
+    if n < i + 4 or loc[i] != u":" or loc[i + 1] != u"/" or loc[i + 2] != u"/":
+        return False
+    c = loc[i + 3]
+    return 33 <= <int>c <= 126 and c not in u"/?#"
+
+
+def url_entry(cetree._Element el not None, tuple ctx, parser, list out):
+    """Append the ``UrlEntry`` of one ``<url>`` to ``out`` and return None, exactly as
+    ``parse.XmlSitemapParser._url`` would; or change nothing and return its raw values
+    (as ``url_values``, or from ``ctx``'s Python reader when the walker declines) for
+    the Python path to finish: a loc it must drop or flag, a lastmod not in a common
+    W3C shape, an entry at a count limit.
+
+    ``ctx`` is the parser's ``_entry_ctx``: ``(extensions, stats, seen, cap, w3c,
+    UrlEntry)``; ``parser`` the ``XmlSitemapParser`` (its ``_changefreq``, ``_priority``
+    and ``_url_values``; passed, not kept in ``ctx``, so ``ctx`` makes no cycle).
+    """
+    cdef bint extensions = ctx[0]
+    cdef Py_ssize_t total, cap = ctx[3]
+    values = url_values(el, extensions)
+    if values is None:
+        return parser._url_values(el)  # the Python walker (video, news, nested markup)
+    raw_loc = (<tuple>values)[0]
+    if raw_loc is None:
+        return values
+    loc = (<str>raw_loc).strip()
+    if len(loc) > PROTOCOL_MAX_LOC or not _http_start(loc):
+        return values
+    stats = ctx[1]
+    seen = ctx[2]
+    key = None
+    if seen is not None:
+        key = hash(loc)
+        if key in <set>seen:
+            return values
+    total = stats.entries + stats.children
+    if total >= cap or total == PROTOCOL_MAX_ENTRIES:
+        return values
+    when = raw = None
+    lastmod = (<tuple>values)[1]
+    if lastmod is not None:
+        raw = (<str>lastmod).strip()
+        if raw:
+            when = ctx[4](raw)
+            if when is None:
+                return values
+        else:
+            raw = None
+    # Nothing can send it back to Python now: the side effects of accept() and count().
+    if seen is not None:
+        (<set>seen).add(key)
+    stats.entries += 1
+    changefreq = (<tuple>values)[2]
+    priority = (<tuple>values)[3]
+    images = (<tuple>values)[4]
+    alternates = (<tuple>values)[5]
+    out.append(
+        _new_tuple(
+            ctx[5],
+            (
+                loc,
+                when,
+                raw,
+                parser._changefreq(changefreq) if changefreq is not None else None,
+                parser._priority(priority) if priority is not None else None,
+                tuple(images) if images else (),
+                tuple(alternates) if alternates else (),
+                (),
+                None,
+            ),
+        )
+    )
+    return None

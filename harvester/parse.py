@@ -11,9 +11,10 @@ elements (``{*}url``, ``{*}sitemap``, ``{*}item``, ``{*}entry``), so libxml2
 does the walking in C and Python touches each entry once. Input goes to libxml2
 in 16 KiB slices; after each slice the handled entries and their earlier
 siblings are deleted, so the tree never holds more than one slice's entries:
-memory does not grow with the file. A ``<url>``'s values are read by the
-compiled walker ``harvester/_cparse.pyx`` where it is built (pointer reads on
-libxml2's nodes), else, and for what it leaves over, by ``_url_values``.
+memory does not grow with the file. Where ``harvester/_cparse.pyx`` is built,
+its walker reads a ``<url>``'s values (pointer reads on libxml2's nodes) and
+its entry builder makes the ``UrlEntry`` in the usual case; what they leave
+over is read by ``_url_values`` and finished by ``_url`` in Python.
 
 Namespaces vary in the wild; core elements match on local name, extension
 elements (image, video, news, xhtml:link) by their namespace.
@@ -23,7 +24,7 @@ from __future__ import annotations
 
 import codecs
 import re
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from lxml import etree
 
@@ -50,9 +51,12 @@ UrlValues: TypeAlias = """tuple[
 # The compiled walker (harvester/_cparse.pyx, built at install when a C compiler is
 # there); without it, or with HARVESTER_PURE_PYTHON=1, the Python path reads every <url>.
 _cparse = compiled.load("_cparse")
-_url_values: Callable[[etree._Element, bool], UrlValues | None] | None = (
-    _cparse.url_values if _cparse is not None else None
-)
+# Its entry builder: appends the UrlEntry of a <url> (None), or hands back the raw values
+# for this module's Python path to finish (see XmlSitemapParser._url). It needs the
+# compiled lastmod parse too; the tests set it to None to read documents both ways.
+_url_entry: (
+    Callable[[etree._Element, tuple[Any, ...], Any, list[Entry]], UrlValues | None] | None
+) = _cparse.url_entry if _cparse is not None and w3c_common is not None else None
 
 __all__ = ["EntrySink", "TextSitemapParser", "XmlSitemapParser"]
 
@@ -238,6 +242,9 @@ class XmlSitemapParser:
         self._image_tags: dict[object, int] = {}  # image child tag -> Image field index
         self._changefreqs: dict[str, str | None] = {}  # raw text -> valid value or None
         self._priorities: dict[str, float | None] = {}
+        # What the compiled entry builder reads per <url> (see _url); no bound methods,
+        # so it makes no reference cycle.
+        self._entry_ctx = (extensions, sink.stats, sink._seen, sink._cap, w3c_common, UrlEntry)
         self._feed_head_done = False  # channel/feed-level date captured (feeds only)
         self._root: etree._Element | None = None  # the urlset/sitemapindex, once seen
         self._handle = {
@@ -320,8 +327,15 @@ class XmlSitemapParser:
         return code
 
     def _url(self, el: etree._Element, out: list[Entry]) -> None:
-        values = _url_values(el, self._extensions) if _url_values is not None else None
-        if values is None:
+        if _url_entry is not None:
+            # The compiled builder does the whole entry in the usual case; what it hands
+            # back (a loc to drop or flag, an unusual lastmod, a count limit) is finished
+            # here from the values it already read.
+            found = _url_entry(el, self._entry_ctx, self, out)
+            if found is None:
+                return
+            values = found
+        else:
             values = self._url_values(el)
         raw_loc, lastmod, changefreq, priority, images, alternates, videos, news = values
         sink = self._sink

@@ -1,7 +1,7 @@
 """The compiled <url> walker (harvester/_cparse.pyx) reads exactly what the Python path reads.
 
 Every document is read twice, once with the compiled walker and once with
-``parse._url_values`` set to None (the Python path alone, as on a machine without a
+``parse._url_entry`` set to None (the Python path alone, as on a machine without a
 C compiler, or with HARVESTER_PURE_PYTHON=1), and the entries, stats and errors must
 be equal: on every conformance case, on hand-made corner cases (CDATA, entities,
 markup nested in values, attributes, namespaces, videos and news that the walker
@@ -43,7 +43,7 @@ def both(
 ) -> tuple[tuple[object, ...], tuple[object, ...]]:
     compiled = outcome(data, cfg)
     with monkeypatch.context() as m:
-        m.setattr(parse, "_url_values", None)
+        m.setattr(parse, "_url_entry", None)
         pure = outcome(data, cfg)
     return compiled, pure
 
@@ -137,6 +137,21 @@ def test_corner_cases_read_the_same(
     assert compiled == pure
 
 
+@pytest.mark.parametrize("cap", [1, 2, 3])
+def test_the_entry_cap_reads_the_same(cap: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    data = urlset(*(f"<loc>https://e.com/{i}</loc>" for i in range(5)))
+    compiled, pure = both(data, monkeypatch, ReaderConfig(max_entries_per_file=cap))
+    assert compiled == pure
+    assert compiled[3] is not None  # the cap is an error, with the entries before it kept
+
+
+def test_the_protocol_limit_is_flagged_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
+    data = urlset(*(f"<loc>https://e.com/{i}</loc>" for i in range(50_002)))
+    compiled, pure = both(data, monkeypatch)
+    assert compiled == pure
+    assert "more than 50000 entries" in str(compiled[4])
+
+
 def test_what_the_walker_reads() -> None:
     # Not only equal to the Python path: right. Values decoded, trimmed, first image loc.
     entries, _ = read_bytes([CORNERS["images"]])
@@ -166,8 +181,20 @@ CHILDREN = [
     "<loc> <![CDATA[https://e.com/{i}?q&r]]> </loc>",
     "<loc>https://e.com/<!-- c -->{i}&amp;x</loc>",
     "<loc>https://e.com/<em>{i}</em></loc>",
+    "<loc>HTTPS://E.com/{i}</loc>",
+    "<loc>\n  https://e.com/{i}  \n</loc>",
+    "<loc>https://\u00e9.com/{i}</loc>",
+    "<loc>http:///{i}</loc>",
+    "<loc>https:// e.com/{i}</loc>",
+    "<loc>https://?{i}</loc>",
+    "<loc>hTTp://e.com/{i}</loc>",
+    "<loc>https://e.com/{i}/" + "a" * 2050 + "</loc>",
     "<lastmod>2024-0{d}-01T10:00:00Z</lastmod>",
     "<lastmod>0{d}/01/2024</lastmod>",
+    "<lastmod> 2024-0{d}-01 </lastmod>",
+    "<lastmod>  </lastmod>",
+    "<lastmod>2024-0{d}-01T10:00:00.5+01:00</lastmod>",
+    "<lastmod>2024-0{d}-31</lastmod>",
     "<changefreq>{cf}</changefreq>",
     "<priority>0.{d}</priority>",
     "<priority>{d}</priority>",
@@ -207,10 +234,10 @@ def test_generated_documents_read_the_same(
         data = draw.draw(mutated(data))
     cfg = ReaderConfig(extensions=extensions)
     compiled = outcome(data, cfg)
-    saved = parse._url_values
-    parse._url_values = None  # hypothesis and function-scoped fixtures do not mix
+    saved = parse._url_entry
+    parse._url_entry = None  # hypothesis and function-scoped fixtures do not mix
     try:
         pure = outcome(data, cfg)
     finally:
-        parse._url_values = saved
+        parse._url_entry = saved
     assert compiled == pure
