@@ -5,6 +5,7 @@
 - ``harvester._cdates``: the common lastmod shapes, parsed and formatted.
 - ``harvester._cnormalize``: whether a query-less URL is already canonical.
 - ``harvester._cdedupe``: the URL fingerprint (BLAKE2b-64, the same value as hashlib's).
+- ``harvester._chost``: the host worker's loop over a batch of URL entries.
 
 Each extension is optional: where it cannot be built (no C compiler), the install goes
 on and the Python path does the same work, with the same results.
@@ -28,6 +29,8 @@ extensions = [
     Extension("harvester._cdates", ["harvester/_cdates.pyx"], optional=True),
     Extension("harvester._cnormalize", ["harvester/_cnormalize.pyx"], optional=True),
     Extension("harvester._cdedupe", ["harvester/_cdedupe.pyx"], optional=True),
+    # Uses the two above at C level (their .pxd files).
+    Extension("harvester._chost", ["harvester/_chost.pyx"], optional=True),
 ]
 
 setup(ext_modules=cythonize(extensions, language_level=3, quiet=True))

@@ -21,7 +21,6 @@ through Python's bisect and ``array.insert`` one by one).
 from cpython cimport array
 from cpython.object cimport Py_SIZE
 from cpython.unicode cimport PyUnicode_AsUTF8AndSize
-from libc.stdint cimport uint8_t, uint64_t
 from libc.string cimport memcpy, memmove, memset
 
 cdef uint64_t[8] IV = [
@@ -126,6 +125,10 @@ cdef uint64_t _blake2b_64(const uint8_t* data, Py_ssize_t n) noexcept nogil:
 
 def fingerprint(str url):
     """``int.from_bytes(blake2b(url.encode(), digest_size=8).digest(), "big")``."""
+    return _fingerprint(url)
+
+
+cdef uint64_t _fingerprint(str url) except? 0:
     cdef Py_ssize_t n
     cdef const char* data = PyUnicode_AsUTF8AndSize(url, &n)  # raises as str.encode() does
     return _blake2b_64(<const uint8_t*>data, n)

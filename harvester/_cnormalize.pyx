@@ -29,6 +29,10 @@ cdef inline bint _path_char(Py_UCS4 c) noexcept:
 
 def already_canonical(str loc, bint strip_slash):
     """True: ``loc`` is a query-less http(s) URL in canonical form (return it as it is)."""
+    return _already_canonical(loc, strip_slash)
+
+
+cdef bint _already_canonical(str loc, bint strip_slash):
     cdef Py_ssize_t n = len(loc)
     cdef Py_ssize_t i, start, path_start
     cdef Py_UCS4 c, prev

@@ -23,7 +23,13 @@ if TYPE_CHECKING:
 
 __all__ = ["MISSING", "NAMES", "load"]
 
-NAMES = ("_cparse", "_cdates", "_cnormalize", "_cdedupe")  # every compiled module setup.py builds
+NAMES = (
+    "_cparse",
+    "_cdates",
+    "_cnormalize",
+    "_cdedupe",
+    "_chost",
+)  # every compiled module setup.py builds
 MISSING: dict[str, str] = {}  # module name -> why it is not in use
 
 

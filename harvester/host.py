@@ -21,6 +21,7 @@ from array import array
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+from harvester import compiled
 from harvester.audit import LastmodDistribution
 from harvester.dedupe import SeenSet, fingerprint
 from harvester.discovery import child_allowed, discover, recall
@@ -44,7 +45,7 @@ from harvester.ledger import (
 from harvester.models import SitemapChild, UrlEntry
 from harvester.normalize import Normalizer, host_of
 from harvester.reader import SitemapReader
-from harvester.records import record
+from harvester.records import lastmod_iso, record
 from harvester.report import HostReport
 from harvester.robots import RobotsTxt
 from harvester.scheduler import host_key
@@ -66,6 +67,12 @@ if TYPE_CHECKING:
     Emit = Callable[[list[dict[str, Any]], array[int], list[LedgerRow] | None], Awaitable[None]]
 
 __all__ = ["HostWorker"]
+
+# The compiled URL loop (harvester/_chost.pyx); None: _entries' Python loop does it all.
+_chost = compiled.load("_chost")
+_url_entries: Callable[..., tuple[int, int, bool, list[Entry]]] | None = (
+    _chost.url_entries if _chost is not None else None
+)
 
 logger = logging.getLogger(__name__)
 
@@ -112,7 +119,9 @@ class HostWorker:
         # Fingerprints of the canonical URLs emitted for this host (bounded memory, spills).
         self._seen_urls = SeenSet(cfg.dedupe)
         # The host's canonicalization rules (its [normalize.hosts] override, if any).
-        self._canonical = (normalizer or Normalizer(cfg.normalize)).for_host(host_of(seed.origin))
+        rules = (normalizer or Normalizer(cfg.normalize)).rules_for(host_of(seed.origin))
+        self._canonical = rules.canonical
+        self._strip_slash = rules.strip_slash  # for the compiled loop's own check
         self._batch: list[dict[str, Any]] = []
         self._batch_fps: array[int] = array("Q")  # fingerprints of _batch, same order
         self._url_cap_hit = False
@@ -568,6 +577,33 @@ class HostWorker:
         dist = self._dist
         listed = self._listed
         modified, fetched_at = self._sitemap_modified, self._fetched_at
+        if _url_entries is not None:
+            # The compiled loop does the URL entries (the same steps as below, see
+            # harvester/_chost.pyx) and hands back the rest: index children.
+            listed, position, self._url_cap_hit, entries = _url_entries(
+                entries,
+                canon,
+                self._strip_slash,
+                seen,
+                batch,
+                fps,
+                lastmods,
+                NO_LASTMOD,
+                host,
+                sitemap,
+                cap,
+                listed,
+                position,
+                replayed,
+                self._url_cap_hit,
+                dist,
+                modified,
+                fetched_at,
+                lastmod_iso,
+                record,
+                UrlEntry,
+                report,
+            )
         for entry in entries:
             if type(entry) is UrlEntry:
                 if self._url_cap_hit:

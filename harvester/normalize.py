@@ -189,6 +189,11 @@ class Rules:
         self._hashbang = rules.keep_hashbang
         self._strip_slash = rules.strip_trailing_slash
 
+    @property
+    def strip_slash(self) -> bool:
+        """Whether this rule set removes a trailing slash (``strip_trailing_slash``)."""
+        return self._strip_slash
+
     def _dropped(self, key: str) -> bool:
         key = key.lower()
         return key in self._drop or (
@@ -311,6 +316,10 @@ class Normalizer:
         cfg = cfg if cfg is not None else NormalizeConfig()
         self._default = Rules(cfg)
         self._hosts = {host.lower(): Rules(cfg.rules_for(host)) for host in cfg.hosts}
+
+    def rules_for(self, host: str) -> Rules:
+        """The rule set for URLs of ``host`` (its override, or the default rules)."""
+        return self._hosts.get(host.lower(), self._default)
 
     def for_host(self, host: str) -> Callable[[str], str]:
         """The canonicalizer for URLs of ``host`` (its override, or the default rules)."""

@@ -24,11 +24,13 @@ from harvester.normalize import canonical, host_of
 if TYPE_CHECKING:
     from harvester.models import Entry, Image, News, Video
 
-__all__ = ["record"]
+__all__ = ["lastmod_iso", "record"]
 
 # The compiled formatter (~0.1 µs) beats a cache lookup; the Python one is memoised,
 # for the sitemaps that repeat a handful of timestamps thousands of times.
-_iso = format_utc if format_utc is not format_utc_py else functools.lru_cache(8192)(format_utc)
+lastmod_iso = (
+    format_utc if format_utc is not format_utc_py else functools.lru_cache(8192)(format_utc)
+)
 
 
 def record(
@@ -49,7 +51,7 @@ def record(
             "url": url,
             "host": host if host is not None else host_of(url),
             "sitemap": sitemap,
-            "lastmod": _iso(lastmod) if lastmod is not None else None,
+            "lastmod": lastmod_iso(lastmod) if lastmod is not None else None,
             "changefreq": changefreq,
             "priority": priority,
         }
@@ -61,7 +63,7 @@ def record(
         "url": url,
         "host": host if host is not None else host_of(url),
         "sitemap": sitemap,
-        "lastmod": _iso(entry.lastmod) if entry.lastmod is not None else None,
+        "lastmod": lastmod_iso(entry.lastmod) if entry.lastmod is not None else None,
     }
     if isinstance(entry, SitemapChild):
         out["is_sitemap"] = True

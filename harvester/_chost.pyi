@@ -1,0 +1,6 @@
+"""Types of the compiled URL loop (harvester/_chost.pyx)."""
+
+from typing import Any
+
+def url_entries(*args: Any) -> tuple[int, int, bool, list[Any]]:
+    """Handle the ``UrlEntry`` items of a batch as ``HostWorker._entries`` does."""

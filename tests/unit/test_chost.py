@@ -1,0 +1,179 @@
+"""The compiled URL loop (harvester/_chost.pyx) does what ``HostWorker._entries`` does in Python.
+
+Each batch list goes through two fresh host workers, one with the compiled loop
+and one with ``host._url_entries`` set to None (the Python loop alone, as
+without a C compiler), and everything the loop touches must be equal: the
+records (with their key order), fingerprints and lastmod epochs of the batches
+emitted, the report's counters and limits, the seen-set, the index children
+admitted, and the lastmod audit's figures. The generated entries repeat URLs,
+need canonicalizing or not, carry extensions or not, mix in index children,
+and run into the URL cap, the seen-set's small-set limit and its spills, and
+replayed positions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import os
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from harvester import host as hostmod
+from harvester.config import Config
+from harvester.frontier import SitemapRef
+from harvester.host import HostWorker
+from harvester.models import Image, SitemapChild, UrlEntry
+from harvester.seeds import Seed
+
+if TYPE_CHECKING:
+    from array import array
+
+chost = pytest.importorskip(
+    "harvester._chost",
+    reason="compiled module not built (test_compiled says why)",
+    exc_type=ImportError,
+)
+pytestmark = pytest.mark.skipif(
+    bool(os.environ.get("HARVESTER_PURE_PYTHON")), reason="the pure-Python path was asked for"
+)
+
+HOST = "e.com"
+T0 = datetime(2024, 5, 1, tzinfo=UTC)
+LOCS = [
+    "https://e.com/a",
+    "https://e.com/b/",
+    "https://E.com/c",  # not canonical: the host's rules
+    "https://e.com/d?utm_source=x&id=1",
+    "https://e.com:443/e",
+    "https://e.com/f#top",
+    "https://cdn.e.com/g",
+    "https://e.com/h?b=2&a=1",
+]
+
+
+@st.composite
+def entries(draw: st.DrawFn) -> list[Any]:
+    out: list[Any] = []
+    for _ in range(draw(st.integers(0, 40))):
+        kind = draw(st.integers(0, 9))
+        if kind == 0:
+            out.append(SitemapChild(f"https://e.com/s{draw(st.integers(0, 5))}.xml", None))
+            continue
+        loc = draw(st.sampled_from(LOCS)) + ("" if kind < 3 else str(draw(st.integers(0, 60))))
+        when = None if draw(st.booleans()) else T0 + timedelta(hours=draw(st.integers(-9, 9)))
+        images: tuple[Image, ...] = ()
+        if kind == 9:
+            images = (Image("https://e.com/i.jpg", None, None, None, None),)
+        out.append(
+            UrlEntry(
+                loc,
+                when,
+                None if when is None else when.isoformat(),
+                draw(st.sampled_from([None, "daily"])),
+                draw(st.sampled_from([None, 0.5])),
+                images,
+            )
+        )
+    return out
+
+
+class Scheduler:
+    """The admission path (``_admit``) needs none of the scheduler."""
+
+
+def worker(cfg: Config) -> HostWorker:
+    seed = Seed(HOST, f"https://{HOST}", None, None, None, True)
+    emitted: list[tuple[list[dict[str, Any]], array[int]]] = []
+
+    async def emit(batch: list[dict[str, Any]], fps: array[int], rows: Any) -> None:
+        emitted.append((batch, fps))
+
+    w = HostWorker(seed, cfg, None, Scheduler(), emit)  # type: ignore[arg-type]
+    w.emitted = emitted  # type: ignore[attr-defined]
+    return w
+
+
+def state(w: HostWorker) -> dict[str, Any]:
+    report = w.report.as_dict()
+    report.pop("seconds", None)
+    dist = w._dist
+    return {
+        "emitted": [([list(r.items()) for r in b], list(f)) for b, f in w.emitted],  # type: ignore[attr-defined]
+        "batch": [list(r.items()) for r in w._batch],
+        "fps": list(w._batch_fps),
+        "lastmods": list(w._batch_lastmods),
+        "report": report,
+        "seen": (len(w._seen_urls), sorted(w._seen_urls._small or [])),
+        "listed": w._listed,
+        "position": w._position,
+        "cap_hit": w._url_cap_hit,
+        "frontier": [w._frontier.pop() for _ in range(3)],
+        "dist": None if dist is None else (dist.total, dist.dated, dist.verdict().as_dict()),
+    }
+
+
+def run_both(batches: list[list[Any]], cfg: Config, replayed: int) -> None:
+    results = []
+    saved = hostmod._url_entries
+    for compiled in (True, False):
+        hostmod._url_entries = saved if compiled else None
+        try:
+            w = worker(cfg)
+            w._replayed = replayed
+            ref = SitemapRef(f"https://{HOST}/sitemap.xml")
+
+            async def feed(w: HostWorker = w, ref: SitemapRef = ref) -> None:
+                for batch in batches:
+                    await w._entries(batch, ref)
+
+            asyncio.run(feed())
+            results.append(state(w))
+            w._seen_urls.close()
+        finally:
+            hostmod._url_entries = saved
+    assert results[0] == results[1]
+
+
+def config(cap: int, spill: int, dist: bool, since: bool) -> Config:
+    cfg = Config()
+    return dataclasses.replace(
+        cfg,
+        limits=dataclasses.replace(cfg.limits, max_urls_per_host=cap),
+        dedupe=dataclasses.replace(cfg.dedupe, spill_threshold=spill),
+        audit=dataclasses.replace(cfg.audit, distribution=dist),
+        output=dataclasses.replace(cfg.output, since="2024-05-01" if since else ""),
+    )
+
+
+def test_the_constants_agree() -> None:
+    # _chost.pyx keeps its own copy of host._AUDIT_ALL: a run with more than that many
+    # URLs must sample the same ones either way.
+    batch = [UrlEntry(f"https://e.com/{i}", T0) for i in range(hostmod._AUDIT_ALL + 200)]
+    run_both([batch], config(10**7, 10**7, True, False), 0)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(entries(), max_size=4),
+    st.sampled_from([3, 25, 10**7]),
+    st.sampled_from([4, 30, 10**7]),
+    st.booleans(),
+    st.booleans(),
+    st.integers(0, 20),
+)
+def test_both_loops_agree(
+    batches: list[list[Any]], cap: int, spill: int, dist: bool, since: bool, replayed: int
+) -> None:
+    run_both(batches, config(cap, spill, dist, since), replayed)
+
+
+def test_a_big_batch_with_the_audit_sample_and_the_small_set_promotion() -> None:
+    batch = [
+        UrlEntry(f"https://e.com/p/{i % 5000}", T0 + timedelta(seconds=i)) for i in range(6000)
+    ]
+    run_both([batch[:2500], batch[2500:]], config(10**7, 10**7, True, True), 100)
