@@ -51,7 +51,7 @@ def _parser() -> argparse.ArgumentParser:
         "--version",
         action="version",
         version=f"harvester {__version__}",
-        help="show the version and whether the compiled reader is in use, then exit",
+        help="show the version and whether the compiled modules are in use, then exit",
     )
     sub = ap.add_subparsers(dest="command", metavar="COMMAND", required=True)
     _run_parser(sub)
