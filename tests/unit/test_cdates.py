@@ -8,7 +8,6 @@ answer for the shapes it exists for, or the speed-up silently vanishes.
 
 from __future__ import annotations
 
-import os
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
@@ -16,15 +15,9 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from harvester.dates import DateQuality, format_utc_py, parse_lastmod, parse_lastmod_py
+from tests.compiled import compiled_module
 
-cdates = pytest.importorskip(
-    "harvester._cdates",
-    reason="compiled module not built (test_compiled says why)",
-    exc_type=ImportError,
-)
-pytestmark = pytest.mark.skipif(
-    bool(os.environ.get("HARVESTER_PURE_PYTHON")), reason="the pure-Python path was asked for"
-)
+cdates = compiled_module("_cdates")
 
 
 def check(raw: str) -> None:

@@ -7,7 +7,6 @@ length (block boundaries at 128 bytes) or script (multi-byte UTF-8).
 
 from __future__ import annotations
 
-import os
 from hashlib import blake2b
 
 import pytest
@@ -15,15 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harvester.dedupe import fingerprint, fingerprint_py
+from tests.compiled import compiled_module
 
-cdedupe = pytest.importorskip(
-    "harvester._cdedupe",
-    reason="compiled module not built (test_compiled says why)",
-    exc_type=ImportError,
-)
-pytestmark = pytest.mark.skipif(
-    bool(os.environ.get("HARVESTER_PURE_PYTHON")), reason="the pure-Python path was asked for"
-)
+cdedupe = compiled_module("_cdedupe")
 
 
 def reference(text: str) -> int:

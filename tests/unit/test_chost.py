@@ -15,11 +15,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import os
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -29,18 +27,12 @@ from harvester.frontier import SitemapRef
 from harvester.host import HostWorker
 from harvester.models import Image, SitemapChild, UrlEntry
 from harvester.seeds import Seed
+from tests.compiled import compiled_module
 
 if TYPE_CHECKING:
     from array import array
 
-chost = pytest.importorskip(
-    "harvester._chost",
-    reason="compiled module not built (test_compiled says why)",
-    exc_type=ImportError,
-)
-pytestmark = pytest.mark.skipif(
-    bool(os.environ.get("HARVESTER_PURE_PYTHON")), reason="the pure-Python path was asked for"
-)
+chost = compiled_module("_chost")
 
 HOST = "e.com"
 T0 = datetime(2024, 5, 1, tzinfo=UTC)

@@ -9,24 +9,16 @@ URLs (including the property tests' URL builders).
 
 from __future__ import annotations
 
-import os
-
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from harvester.config import NormalizeRules
 from harvester.normalize import Rules
+from tests.compiled import compiled_module
 from tests.property.test_normalize_hypothesis import ANY_URL, urls
 
-cnormalize = pytest.importorskip(
-    "harvester._cnormalize",
-    reason="compiled module not built (test_compiled says why)",
-    exc_type=ImportError,
-)
-pytestmark = pytest.mark.skipif(
-    bool(os.environ.get("HARVESTER_PURE_PYTHON")), reason="the pure-Python path was asked for"
-)
+cnormalize = compiled_module("_cnormalize")
 
 RULES = {strip: Rules(NormalizeRules(strip_trailing_slash=strip)) for strip in (False, True)}
 
