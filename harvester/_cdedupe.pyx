@@ -19,6 +19,7 @@ through Python's bisect and ``array.insert`` one by one).
 """
 
 from cpython cimport array
+from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from cpython.object cimport Py_SIZE
 from cpython.unicode cimport PyUnicode_AsUTF8AndSize
 from libc.string cimport memcpy, memmove, memset
@@ -134,21 +135,23 @@ cdef uint64_t _fingerprint(str url) except? 0:
     return _blake2b_64(<const uint8_t*>data, n)
 
 
-cdef bint _in_runs(list views, uint64_t fp):
-    """Whether ``fp`` is in one of the spilled sorted runs (each a uint64 buffer)."""
-    cdef const unsigned long long[::1] run
-    cdef Py_ssize_t lo, hi, mid
-    for view in views:
-        run = view
+cdef bint _in_runs(
+    const unsigned long long** starts, Py_ssize_t* sizes, Py_ssize_t count, uint64_t fp
+) noexcept:
+    """Whether ``fp`` is in one of the spilled sorted runs (``count`` uint64 arrays)."""
+    cdef Py_ssize_t r, lo, hi, mid
+    cdef const unsigned long long* run
+    for r in range(count):
+        run = starts[r]
         lo = 0
-        hi = run.shape[0]
+        hi = sizes[r]
         while lo < hi:
             mid = (lo + hi) >> 1
             if run[mid] < fp:
                 lo = mid + 1
             else:
                 hi = mid
-        if lo < run.shape[0] and run[lo] == fp:
+        if lo < sizes[r] and run[lo] == fp:
             return True
     return False
 
@@ -162,12 +165,45 @@ def add_many(list buckets, int shift, const unsigned long long[::1] fps, list ru
     new, inserted in order, exactly as ``SeenSet._add_compact`` does one at a time;
     the caller then splits or spills as that would have (dedupe.SeenSet.add_many).
     """
+    # The runs' buffers, acquired once per batch (not once per fingerprint); the typed
+    # views in ``held`` keep them valid until the end of the call.
+    cdef Py_ssize_t count = len(runs), r
+    cdef const unsigned long long[::1] view
+    cdef const unsigned long long** starts = NULL
+    cdef Py_ssize_t* sizes = NULL
+    cdef list held = []
+    if count:
+        starts = <const unsigned long long**>PyMem_Malloc(count * sizeof(void*))
+        sizes = <Py_ssize_t*>PyMem_Malloc(count * sizeof(Py_ssize_t))
+        if starts is NULL or sizes is NULL:
+            PyMem_Free(starts)
+            PyMem_Free(sizes)
+            raise MemoryError()
+        for r in range(count):
+            view = runs[r]
+            held.append(view)
+            sizes[r] = view.shape[0]
+            starts[r] = &view[0] if sizes[r] else NULL
+    try:
+        return _add_sorted(buckets, shift, fps, starts, sizes, count)
+    finally:
+        PyMem_Free(starts)
+        PyMem_Free(sizes)
+
+
+cdef tuple _add_sorted(
+    list buckets,
+    int shift,
+    const unsigned long long[::1] fps,
+    const unsigned long long** starts,
+    Py_ssize_t* sizes,
+    Py_ssize_t count,
+):
     cdef Py_ssize_t k, lo, hi, mid, n
     cdef uint64_t fp
     cdef unsigned long long* data
     cdef array.array bucket
     cdef Py_ssize_t added = 0, repeated = 0
-    cdef bint check_runs = len(runs) > 0
     for k in range(fps.shape[0]):
         fp = fps[k]
         bucket = buckets[0 if shift >= 64 else <Py_ssize_t>(fp >> shift)]
@@ -181,7 +217,7 @@ def add_many(list buckets, int shift, const unsigned long long[::1] fps, list ru
                 lo = mid + 1
             else:
                 hi = mid
-        if (lo < n and data[lo] == fp) or (check_runs and _in_runs(runs, fp)):
+        if (lo < n and data[lo] == fp) or (count and _in_runs(starts, sizes, count, fp)):
             repeated += 1
             continue
         array.resize_smart(bucket, n + 1)
