@@ -7,9 +7,6 @@ from lxml import etree
 from harvester.models import Entry
 from harvester.parse import UrlValues
 
-def url_values(el: etree._Element, extensions: bool) -> UrlValues | None:
-    """The raw values of one ``<url>``; None: let the Python path read this one."""
-
 def url_entry(
     el: etree._Element, ctx: tuple[Any, ...], parser: Any, out: list[Entry]
 ) -> UrlValues | None:

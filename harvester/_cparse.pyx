@@ -6,7 +6,7 @@ case, with ``_url``'s checks: an absolute http(s) loc within the protocol's
 length, a lastmod in a common W3C shape (``_cdates.w3c``), the file's counts
 below their limits. Anything else it hands back with the values read, for the
 Python path to finish, before changing anything; so the entries, counters and
-flags are the Python path's by construction. ``url_values`` is the walk:
+flags are the Python path's by construction. ``_url_values`` is the walk:
 
 In: an lxml element (a ``<url>`` that has just closed, still whole) and whether
 extension children (image, xhtml:link) are read. Out: the raw values that
@@ -165,7 +165,7 @@ cdef object _image(tree.xmlNode* c_image, bint* punt):
     return _new_tuple(Image, fields)
 
 
-def url_values(cetree._Element el not None, bint extensions):
+cdef object _url_values(cetree._Element el, bint extensions):
     """The raw values of one ``<url>``; None: let the Python path read this one."""
     cdef tree.xmlNode* c = el._c_node.children
     cdef bint punt = False
@@ -239,7 +239,7 @@ cdef inline bint _http_start(str loc) noexcept:
 def url_entry(cetree._Element el not None, tuple ctx, parser, list out):
     """Append the ``UrlEntry`` of one ``<url>`` to ``out`` and return None, exactly as
     ``parse.XmlSitemapParser._url`` would; or change nothing and return its raw values
-    (as ``url_values``, or from ``ctx``'s Python reader when the walker declines) for
+    (from ``_url_values``, or from the parser's Python reader when the walker declines) for
     the Python path to finish: a loc it must drop or flag, a lastmod not in a common
     W3C shape, an entry at a count limit.
 
@@ -249,7 +249,7 @@ def url_entry(cetree._Element el not None, tuple ctx, parser, list out):
     """
     cdef bint extensions = ctx[0]
     cdef Py_ssize_t total, cap = ctx[3]
-    values = url_values(el, extensions)
+    values = _url_values(el, extensions)  # a C call: no Python frame per <url>
     if values is None:
         return parser._url_values(el)  # the Python walker (video, news, nested markup)
     raw_loc = (<tuple>values)[0]

@@ -367,7 +367,7 @@ class XmlSitemapParser:
 
         Out: ``(loc, lastmod, changefreq, priority, images, alternates, videos, news)``,
         raw text (None when absent) and lists (None when empty). The compiled
-        ``_cparse.url_values`` reads the same from the C tree and leaves to this the
+        ``_cparse``'s walker reads the same from the C tree and leaves to this the
         elements it does not handle (video, news, nested markup).
         """
         tags = self._tags
