@@ -462,8 +462,8 @@ def _parse_command(path: str, url: str | None, output: str, cfg: ReaderConfig) -
 
 def _write(out: BinaryIO, entries: list[Entry], sitemap: str | None, host: str | None) -> None:
     from harvester.records import record
-    from harvester.sink import encode_record
+    from harvester.sink import encode_records
 
     if entries:
         # The same encoder as `harvester run`, so both verbs print identical records.
-        out.write(b"".join(encode_record(record(e, sitemap, host)) for e in entries))
+        out.write(encode_records(record(e, sitemap, host) for e in entries))

@@ -51,7 +51,7 @@ from harvester.ledger import EMIT_EVENTS
 from harvester.report import Progress, RunReport, write_report
 from harvester.seeds import Seed, SeedReader
 from harvester.shutdown import POLL, SeedGate, Stop, run_until_stopped
-from harvester.sink import JsonlSink, encode_record
+from harvester.sink import JsonlSink, encode_record, encode_records
 from harvester.state import StateStore, default_state_path
 
 if TYPE_CHECKING:
@@ -140,7 +140,7 @@ class _Writer:
             report["removed"] = len(removed)
             self.store.count({k: report.get(k, 0) for k in ("new", "changed", "unchanged")})
             if removed and self._emit_removed:
-                self.sink.write(b"".join(map(encode_record, removed)))
+                self.sink.write(encode_records(removed))
                 report["urls"] = report.get("urls", 0) + len(removed)
                 self.pending_urls += len(removed)
         if self.hosts is not None:
@@ -326,7 +326,7 @@ def _run_inline(
     async def send(item: OutputItem) -> None:
         if isinstance(item, RecordBatch):
             writer.records(
-                b"".join(map(encode_record, item.records)),
+                encode_records(item.records),
                 len(item.records),
                 [(item.host, item.fingerprints.tobytes())],
                 None if item.rows is None else [(item.host, item.rows)],
@@ -632,7 +632,7 @@ async def _worker(
     async def send(item: OutputItem) -> None:
         nonlocal size, count
         if isinstance(item, RecordBatch):
-            data = b"".join(map(encode_record, item.records))
+            data = encode_records(item.records)
             buffer.append(data)
             fingerprints.append((item.host, item.fingerprints.tobytes()))
             size += len(data)

@@ -11,7 +11,7 @@ import pytest
 
 from harvester.models import Image, UrlEntry
 from harvester.records import record
-from harvester.sink import JsonlSink, encode_record
+from harvester.sink import JsonlSink, encode_record, encode_records
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -56,6 +56,16 @@ def test_encode_record_lone_surrogate_falls_back_to_escapes() -> None:
     line = encode_record({"loc": "https://example.com/\udcff", "n": 1})
     assert line == b'{"loc":"https://example.com/\\udcff","n":1}\n'
     assert json.loads(line)["loc"] == "https://example.com/\udcff"
+
+
+def test_encode_records_is_each_record_encoded_in_order() -> None:
+    # A batch as a worker sends it: records, a NaN and a lone surrogate (the two
+    # fallbacks) between them, from a generator (encode_records takes any iterable).
+    batch = [_record(0), {"priority": float("nan")}, _record(1), {"loc": "https://e.com/\udcff"}]
+    data = encode_records(r for r in batch)
+    assert data == b"".join(encode_record(r) for r in batch)
+    assert [json.loads(line) for line in data.splitlines()][2] == batch[2]
+    assert encode_records([]) == b""
 
 
 # -- JsonlSink -----------------------------------------------------------------------------------
