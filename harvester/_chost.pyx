@@ -5,13 +5,14 @@ In: a list of reader entries and the worker's per-URL state (its canonicalizer,
 seen-set, output batch and counters, see ``url_entries``). Out: for each
 ``UrlEntry``, what ``HostWorker._entries``' Python loop does: the canonical URL
 (the compiled check, else the host's rules), its fingerprint, the per-host
-dedupe, the ``max_urls_per_host`` cap, the lastmod audit's sample, and the
-record appended to the batch; returned are the updated counters and the
+dedupe, the ``max_urls_per_host`` cap, the lastmod audit's sample (counted by
+``_Audit``, ``LastmodDistribution.add`` in C), and the record appended to the batch; returned are the updated counters and the
 entries that are not URLs (index children), which the Python loop then handles.
 
 Only the usual cases are done here; every other one calls the same Python the
 loop calls (``canonical`` for a URL the check says no to, ``SeenSet.add`` past
-its small set, ``records.record`` for an entry with extensions, ``dist.add``).
+its small set, ``records.record`` for an entry with extensions, ``dist.add`` for
+a lastmod that is not a UTC ``datetime``).
 tests/unit/test_chost.py runs both loops on the same entries and compares the
 batches, fingerprints, counters, the seen-set and the audit.
 
@@ -20,13 +21,232 @@ attribute reads between small steps; here those are C, and the steps that were
 already compiled (the canonical check, the fingerprint) need no call at all.
 """
 
+from cpython.datetime cimport (
+    PyDateTime_CheckExact,
+    PyDateTime_DATE_GET_HOUR,
+    PyDateTime_DATE_GET_MICROSECOND,
+    PyDateTime_DATE_GET_MINUTE,
+    PyDateTime_DATE_GET_SECOND,
+    PyDateTime_GET_DAY,
+    PyDateTime_GET_MONTH,
+    PyDateTime_GET_YEAR,
+    datetime_tzinfo,
+    import_datetime,
+)
+from cpython.dict cimport PyDict_GetItem, PyDict_SetItem
+from cpython.long cimport PyLong_AsUnsignedLongLong, PyLong_FromUnsignedLongLong
+from cpython.object cimport PyObject
 from cpython.set cimport PySet_Add, PySet_Contains
-from libc.stdint cimport uint64_t
+from cpython.unicode cimport PyUnicode_GET_LENGTH, PyUnicode_READ_CHAR
+from libc.stdint cimport int64_t, uint64_t
+
+from datetime import UTC
+from heapq import heappush, heappushpop
+
+from harvester.audit import _DAY_US, _WEB_EPOCH_US
 
 from harvester._cdedupe cimport _fingerprint
 from harvester._cnormalize cimport _already_canonical
 
 cdef Py_ssize_t AUDIT_ALL = 500  # host.py's _AUDIT_ALL (the test checks they are equal)
+cdef int64_t DAY_US = _DAY_US
+cdef int64_t WEB_EPOCH_US = _WEB_EPOCH_US
+cdef int64_t EXACT_DOUBLE = 1LL << 53  # |µs| below this: the float timestamp is key / 1e6
+cdef object _UTC = UTC
+
+import_datetime()
+
+
+cdef inline int64_t _days_from_civil(int64_t y, int64_t m, int64_t d) noexcept:
+    """Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm)."""
+    y -= m <= 2
+    cdef int64_t era = (y if y >= 0 else y - 399) // 400
+    cdef int64_t yoe = y - era * 400
+    cdef int64_t doy = (153 * (m + (-3 if m > 2 else 9)) + 2) // 5 + d - 1
+    cdef int64_t doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+    return era * 146097 + doe - 719468
+
+
+cdef inline int64_t _epoch_us(object dt) noexcept:
+    """Microseconds since 1970 of a UTC ``datetime``: ``(dt - _UNIX_EPOCH) // _MICROSECOND``."""
+    cdef int64_t days = _days_from_civil(
+        PyDateTime_GET_YEAR(dt), PyDateTime_GET_MONTH(dt), PyDateTime_GET_DAY(dt)
+    )
+    return (
+        ((days * 24 + PyDateTime_DATE_GET_HOUR(dt)) * 60 + PyDateTime_DATE_GET_MINUTE(dt)) * 60
+        + PyDateTime_DATE_GET_SECOND(dt)
+    ) * 1000000 + PyDateTime_DATE_GET_MICROSECOND(dt)
+
+
+cdef inline bint _is_space(Py_UCS4 c) noexcept:
+    # \s of an ASCII regex: space, \t \n \v \f \r
+    return c == 32 or 9 <= c <= 13
+
+
+cdef bint _date_only(str raw) noexcept:
+    """``audit._DATE_ONLY(raw)`` for a text of at most 10 characters: ``YYYY[-MM[-DD]]``."""
+    cdef Py_ssize_t n = PyUnicode_GET_LENGTH(raw), i = 0, j, k
+    cdef Py_UCS4 c
+    while i < n and _is_space(PyUnicode_READ_CHAR(raw, i)):
+        i += 1
+    while n > i and _is_space(PyUnicode_READ_CHAR(raw, n - 1)):
+        n -= 1
+    if n - i not in (4, 7, 10):
+        return False
+    for k in range(n - i):
+        c = PyUnicode_READ_CHAR(raw, i + k)
+        if k == 4 or k == 7:
+            if c != 45:  # "-"
+                return False
+        elif not 48 <= c <= 57:
+            return False
+    return True
+
+
+cdef inline uint64_t _mix64(uint64_t z) noexcept:
+    """``audit._mix64`` (splitmix64's finaliser), in uint64 arithmetic (mod 2**64 as there)."""
+    z += 0x9E3779B97F4A7C15ULL
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL
+    return z ^ (z >> 31)
+
+
+cdef class _Audit:
+    """``LastmodDistribution.add`` for one batch, its counters kept in C until ``close``.
+
+    The usual entry (no lastmod, or a ``datetime`` in UTC) is counted here with
+    the same arithmetic; the dicts, sets and heap it updates are the distribution's
+    own, and the Misra-Gries eviction (rare) calls its Python method. Any other lastmod calls ``dist.add`` itself. Counters are
+    added back to the distribution by ``close``, so the two kinds of call mix.
+    """
+
+    cdef object dist, modified, fetched_at, months, modal, kmv, heap
+    cdef Py_ssize_t modal_cap, distinct_cap
+    cdef bint ready, heap_full
+    cdef int64_t fetch_us, header_us, future_us, tol
+    cdef bint has_header
+    cdef uint64_t kth  # the sketch's largest kept hash, once it is full
+    cdef Py_ssize_t total, dated, generation, future, before, date_only
+
+    def __cinit__(self, dist, modified, fetched_at):
+        self.dist = dist
+        self.modified = modified
+        self.fetched_at = fetched_at
+
+    cdef int _setup(self) except -1:
+        # As the first add() of LastmodDistribution does, only when one is made.
+        dist = self.dist
+        ref = dist._ref
+        if self.fetched_at is not (<tuple>ref)[0] or self.modified is not (<tuple>ref)[1]:
+            dist._set_references(self.fetched_at, self.modified)
+            ref = dist._ref
+        self.fetch_us = (<tuple>ref)[2]
+        self.has_header = (<tuple>ref)[3] is not None
+        self.header_us = (<tuple>ref)[3] if self.has_header else 0
+        self.future_us = (<tuple>ref)[4]
+        self.tol = dist._tol_us
+        self.months = dist._months
+        self.modal = dist._modal
+        self.modal_cap = dist.modal_cap
+        self.kmv = dist._kmv
+        self.heap = dist._kmv_heap
+        self.distinct_cap = dist.distinct_cap
+        self._kth()
+        self.ready = True
+        return 0
+
+    cdef int _kth(self) except -1:
+        self.heap_full = len(<list>self.heap) >= self.distinct_cap
+        if self.heap_full:
+            self.kth = PyLong_AsUnsignedLongLong(-(<list>self.heap)[0])
+        return 0
+
+    cdef int add(self, object lastmod, object raw) except -1:
+        cdef int64_t key, limit
+        cdef Py_ssize_t month
+        cdef uint64_t h
+        cdef PyObject* count
+        if not self.ready:
+            self._setup()
+        if lastmod is None:
+            self.total += 1
+            return 0
+        if not PyDateTime_CheckExact(lastmod) or datetime_tzinfo(lastmod) is not _UTC:
+            self.dist.add(
+                lastmod, raw, sitemap_last_modified=self.modified, fetched_at=self.fetched_at
+            )
+            return 0
+        self.total += 1
+        self.dated += 1
+        key = _epoch_us(lastmod)
+        month = PyDateTime_GET_YEAR(lastmod) * 12 + PyDateTime_GET_MONTH(lastmod) - 1
+        if abs(key - self.fetch_us) <= self.tol or (
+            self.has_header and abs(key - self.header_us) <= self.tol
+        ):
+            self.generation += 1
+        limit = self.future_us
+        if type(raw) is str and PyUnicode_GET_LENGTH(<str>raw) <= 10 and _date_only(<str>raw):
+            self.date_only += 1
+            limit += DAY_US
+        if key > limit:
+            self.future += 1
+            month = -2
+        elif key < WEB_EPOCH_US:
+            self.before += 1
+            month = -1
+        m = month
+        count = PyDict_GetItem(self.months, m)
+        PyDict_SetItem(self.months, m, 1 if count is NULL else <object>count + 1)
+        k = key
+        count = PyDict_GetItem(self.modal, k)
+        if count is not NULL:
+            PyDict_SetItem(self.modal, k, <object>count + 1)
+        elif len(<dict>self.modal) < self.modal_cap:
+            PyDict_SetItem(self.modal, k, 1)
+        else:
+            self.dist._count_modal(k, 1)
+        h = _mix64(<uint64_t>key)
+        hk = PyLong_FromUnsignedLongLong(h)
+        if not PySet_Contains(self.kmv, hk):
+            # LastmodDistribution._sketch past its membership test, with heapq's C functions.
+            if not self.heap_full:
+                PySet_Add(self.kmv, hk)
+                heappush(self.heap, -hk)
+                if len(<list>self.heap) >= self.distinct_cap:
+                    self._kth()
+            elif h < self.kth:
+                self.kmv.discard(-heappushpop(self.heap, -hk))
+                PySet_Add(self.kmv, hk)
+                self._kth()
+        return 0
+
+    cdef int close(self) except -1:
+        dist = self.dist
+        if self.total:
+            dist.total += self.total
+        if self.dated:
+            dist.dated += self.dated
+        if self.generation:
+            dist.generation += self.generation
+        if self.future:
+            dist.future += self.future
+        if self.before:
+            dist.before_1995 += self.before
+        if self.date_only:
+            dist.date_only += self.date_only
+        return 0
+
+
+cdef inline object _epoch_s(object lastmod):
+    """``int(lastmod.timestamp())`` (the filter's lastmod epoch), without the float object."""
+    cdef int64_t key
+    if PyDateTime_CheckExact(lastmod) and datetime_tzinfo(lastmod) is _UTC:
+        key = _epoch_us(lastmod)
+        if -EXACT_DOUBLE < key < EXACT_DOUBLE:
+            # timestamp() divides the exact microseconds by 10**6, correctly rounded;
+            # so does one double division of two exact doubles; int() truncates.
+            return <int64_t>(<double>key / 1e6)
+    return int(lastmod.timestamp())
 
 
 def url_entries(
@@ -70,67 +290,73 @@ def url_entries(
     cdef uint64_t fp
     cdef object small = seen._small
     cdef bint is_new
+    cdef _Audit audit = _Audit(dist, modified, fetched_at) if dist is not None else None
     if small is not None:
         small_limit = seen._small_limit
-    for entry in entries:
-        if type(entry) is not url_entry_type:
-            others.append(entry)
-            continue
-        if cap_hit:
-            continue
-        loc = (<tuple>entry)[0]
-        url = loc if _already_canonical(loc, strip_slash) else canon(loc)
-        position += 1
-        fp = _fingerprint(url)
-        # The seen-set's small mode inline (a set of ints, as SeenSet.add); at its
-        # limit, and in the other modes, SeenSet.add itself.
-        if small is not None and len(<set>small) + 1 < small_limit:
-            key = fp
-            if PySet_Contains(small, key):
-                is_new = False
+    try:
+        for entry in entries:
+            if type(entry) is not url_entry_type:
+                others.append(entry)
+                continue
+            if cap_hit:
+                continue
+            loc = (<tuple>entry)[0]
+            url = loc if _already_canonical(loc, strip_slash) else canon(loc)
+            position += 1
+            fp = _fingerprint(url)
+            # The seen-set's small mode inline (a set of ints, as SeenSet.add); at its
+            # limit, and in the other modes, SeenSet.add itself.
+            if small is not None and len(<set>small) + 1 < small_limit:
+                key = fp
+                if PySet_Contains(small, key):
+                    is_new = False
+                else:
+                    PySet_Add(small, key)
+                    small_added += 1
+                    is_new = True
             else:
-                PySet_Add(small, key)
-                small_added += 1
-                is_new = True
-        else:
-            if small_added:
-                seen.count += small_added
-                small_added = 0
-            is_new = seen.add(fp)
-            small = seen._small
-        if not is_new:
-            if position > replayed:
-                duplicates += 1
-            continue
-        if listed >= cap:
-            # Added to the seen-set above but not emitted, as in the Python loop.
-            cap_hit = True
-            report.limit("max_urls_per_host")
-            continue
-        listed += 1
-        urls += 1
-        lastmod = (<tuple>entry)[1]
-        if dist is not None and (listed <= AUDIT_ALL or not fp & 7):
-            dist.add(lastmod, (<tuple>entry)[2], sitemap_last_modified=modified, fetched_at=fetched_at)
-        if (
-            (<tuple>entry)[5] or (<tuple>entry)[6] or (<tuple>entry)[7]
-            or (<tuple>entry)[8] is not None
-        ):
-            batch.append(record(entry, sitemap, host, url=url))
-        else:
-            # records.record's dict for an entry without extensions, key for key.
-            batch.append({
-                "loc": loc,
-                "url": url,
-                "host": host,
-                "sitemap": sitemap,
-                "lastmod": iso(lastmod) if lastmod is not None else None,
-                "changefreq": (<tuple>entry)[3],
-                "priority": (<tuple>entry)[4],
-            })
-        fps.append(fp)
-        if lastmods is not None:
-            lastmods.append(no_lastmod if lastmod is None else int(lastmod.timestamp()))
+                if small_added:
+                    seen.count += small_added
+                    small_added = 0
+                is_new = seen.add(fp)
+                small = seen._small
+            if not is_new:
+                if position > replayed:
+                    duplicates += 1
+                continue
+            if listed >= cap:
+                # Added to the seen-set above but not emitted, as in the Python loop.
+                cap_hit = True
+                report.limit("max_urls_per_host")
+                continue
+            listed += 1
+            urls += 1
+            lastmod = (<tuple>entry)[1]
+            if audit is not None and (listed <= AUDIT_ALL or not fp & 7):
+                audit.add(lastmod, (<tuple>entry)[2])
+            if (
+                (<tuple>entry)[5] or (<tuple>entry)[6] or (<tuple>entry)[7]
+                or (<tuple>entry)[8] is not None
+            ):
+                batch.append(record(entry, sitemap, host, url=url))
+            else:
+                # records.record's dict for an entry without extensions, key for key.
+                batch.append({
+                    "loc": loc,
+                    "url": url,
+                    "host": host,
+                    "sitemap": sitemap,
+                    "lastmod": iso(lastmod) if lastmod is not None else None,
+                    "changefreq": (<tuple>entry)[3],
+                    "priority": (<tuple>entry)[4],
+                })
+            fps.append(fp)
+            if lastmods is not None:
+                lastmods.append(no_lastmod if lastmod is None else _epoch_s(lastmod))
+    finally:
+        # What the batch counted reaches the distribution even if a step raised.
+        if audit is not None:
+            audit.close()
     if small_added:
         seen.count += small_added
     if duplicates:

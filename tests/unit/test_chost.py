@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harvester import host as hostmod
+from harvester.audit import DEFAULT_FUTURE_SKEW
 from harvester.config import Config
 from harvester.frontier import SitemapRef
 from harvester.host import HostWorker
@@ -32,10 +33,13 @@ from tests.compiled import compiled_module
 if TYPE_CHECKING:
     from array import array
 
+    from harvester.audit import LastmodDistribution
+
 chost = compiled_module("_chost")
 
 HOST = "e.com"
 T0 = datetime(2024, 5, 1, tzinfo=UTC)
+NOW = datetime(2026, 11, 30, 8, 0, tzinfo=UTC)  # the workers' fetch time
 LOCS = [
     "https://e.com/a",
     "https://e.com/b/",
@@ -57,7 +61,7 @@ def entries(draw: st.DrawFn) -> list[Any]:
             out.append(SitemapChild(f"https://e.com/s{draw(st.integers(0, 5))}.xml", None))
             continue
         loc = draw(st.sampled_from(LOCS)) + ("" if kind < 3 else str(draw(st.integers(0, 60))))
-        when = None if draw(st.booleans()) else T0 + timedelta(hours=draw(st.integers(-9, 9)))
+        when, raw = draw(lastmods())
         images: tuple[Image, ...] = ()
         if kind == 9:
             images = (Image("https://e.com/i.jpg", None, None, None, None),)
@@ -65,13 +69,40 @@ def entries(draw: st.DrawFn) -> list[Any]:
             UrlEntry(
                 loc,
                 when,
-                None if when is None else when.isoformat(),
+                raw,
                 draw(st.sampled_from([None, "daily"])),
                 draw(st.sampled_from([None, 0.5])),
                 images,
             )
         )
     return out
+
+
+@st.composite
+def lastmods(draw: st.DrawFn) -> tuple[datetime | None, str | None]:
+    """A lastmod and its text, in every branch of the audit's count."""
+    kind = draw(st.integers(0, 7))
+    if kind == 0:
+        return None, None
+    if kind == 1:  # date-only texts (with the blanks the audit's regex allows), or almost
+        text = draw(st.sampled_from(["2024-05-01", " 2024-05 ", "2024", "2024-5-01", "20240501"]))
+        return datetime(2024, 5, 1, tzinfo=UTC), text
+    if kind == 2:  # the future, or within a day of it, to the half second around its limits
+        edge = NOW + DEFAULT_FUTURE_SKEW + draw(st.sampled_from([timedelta(0), timedelta(days=1)]))
+        when = edge + timedelta(milliseconds=500 * draw(st.integers(-3, 3)))
+        if draw(st.booleans()):
+            when = NOW + timedelta(hours=draw(st.integers(-30, 30)))
+        return when, when.date().isoformat() if draw(st.booleans()) else when.isoformat()
+    if kind == 3:  # before 1995, and before 1970 (negative epochs)
+        when = datetime(draw(st.integers(1, 1994)), 3, 1, 12, 0, 0, 999_999, tzinfo=UTC)
+        return when, when.isoformat()
+    if kind == 4:  # not in UTC: the distribution's own add
+        when = T0.astimezone(timezone(timedelta(hours=draw(st.integers(-5, 5)))))
+        return when, when.isoformat()
+    if kind == 5:  # the fetch time: "generation time"
+        return NOW + timedelta(microseconds=draw(st.integers(-2_000_000, 2_000_000))), None
+    when = T0 + timedelta(hours=draw(st.integers(-9, 9)), microseconds=draw(st.integers(0, 9)))
+    return when, when.isoformat()
 
 
 class Scheduler:
@@ -105,11 +136,30 @@ def state(w: HostWorker) -> dict[str, Any]:
         "position": w._position,
         "cap_hit": w._url_cap_hit,
         "frontier": [w._frontier.pop() for _ in range(3)],
-        "dist": None if dist is None else (dist.total, dist.dated, dist.verdict().as_dict()),
+        "dist": None if dist is None else distribution(dist),
     }
 
 
-def run_both(batches: list[list[Any]], cfg: Config, replayed: int) -> None:
+def distribution(dist: LastmodDistribution) -> dict[str, Any]:
+    """Every figure and sketch of the lastmod audit, and its verdict."""
+    fields = ("total", "dated", "generation", "future", "before_1995", "date_only")
+    out: dict[str, Any] = {name: getattr(dist, name) for name in fields}
+    out.update(
+        months=dist._months,
+        modal=dist._modal,
+        evicted=dist._modal_evicted,
+        kmv=sorted(dist._kmv),
+        heap=sorted(dist._kmv_heap),
+        ref_days=dist._ref_days,
+        ref=dist._ref[2:],
+        verdict=dist.verdict().as_dict(),
+    )
+    return out
+
+
+def run_both(
+    batches: list[list[Any]], cfg: Config, replayed: int, modified: datetime | None = None
+) -> None:
     results = []
     saved = hostmod._url_entries
     for compiled in (True, False):
@@ -117,6 +167,8 @@ def run_both(batches: list[list[Any]], cfg: Config, replayed: int) -> None:
         try:
             w = worker(cfg)
             w._replayed = replayed
+            w._fetched_at = NOW
+            w._sitemap_modified = modified  # the sitemap's Last-Modified header
             ref = SitemapRef(f"https://{HOST}/sitemap.xml")
 
             async def feed(w: HostWorker = w, ref: SitemapRef = ref) -> None:
@@ -157,15 +209,26 @@ def test_the_constants_agree() -> None:
     st.booleans(),
     st.booleans(),
     st.integers(0, 20),
+    st.sampled_from([None, T0 + timedelta(hours=3), NOW]),
 )
 def test_both_loops_agree(
-    batches: list[list[Any]], cap: int, spill: int, dist: bool, since: bool, replayed: int
+    batches: list[list[Any]],
+    cap: int,
+    spill: int,
+    dist: bool,
+    since: bool,
+    replayed: int,
+    modified: datetime | None,
 ) -> None:
-    run_both(batches, config(cap, spill, dist, since), replayed)
+    run_both(batches, config(cap, spill, dist, since), replayed, modified)
 
 
 def test_a_big_batch_with_the_audit_sample_and_the_small_set_promotion() -> None:
     batch = [
         UrlEntry(f"https://e.com/p/{i % 5000}", T0 + timedelta(seconds=i)) for i in range(6000)
     ]
-    run_both([batch[:2500], batch[2500:]], config(10**7, 10**7, True, True), 100)
+    # Past the audit's caps: more distinct lastmods than its modal counter (256) and
+    # its distinct sketch (1,024) keep, so their eviction and replacement run too.
+    run_both(
+        [batch[:2500], batch[2500:]], config(10**7, 10**7, True, True), 100, T0 + timedelta(hours=1)
+    )
