@@ -69,11 +69,12 @@ if TYPE_CHECKING:
 __all__ = ["Normalizer", "Rules", "canonical", "host_of"]
 
 _cnormalize = compiled.load("_cnormalize")
-# The compiled check for query-less URLs that are canonical already (most sitemap URLs);
-# it says no to everything else, which then takes the regex below (None: not built).
-_already_canonical: Callable[[str, bool], bool] | None = (
-    _cnormalize.already_canonical if _cnormalize is not None else None
-)
+# The compiled canonical form of the usual URLs: no query, or a plain one (sorted in C
+# when its keys are out of order). None for the rest, which take the fast regex and the
+# general route below; None for everything when the module is not built.
+_canonical_query: (
+    Callable[[str, bool, frozenset[str], tuple[str, ...], bool], str | None] | None
+) = _cnormalize.canonical_query if _cnormalize is not None else None
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
@@ -219,8 +220,12 @@ class Rules:
         >>> canonical("HTTPS://Example.COM:443/a/./b/?utm_source=x&id=5&color=red#top")
         'https://example.com/a/b/?color=red&id=5'
         """
-        if _already_canonical is not None and _already_canonical(loc, self._strip_slash):
-            return loc
+        if _canonical_query is not None:
+            out = _canonical_query(
+                loc, self._strip_slash, self._drop, self._drop_prefixes, self._sort
+            )
+            if out is not None:
+                return out
         m = self._fast(loc)
         if m is not None:
             scheme, port, path, query = m.groups()
