@@ -11,3 +11,6 @@ def url_entry(
     el: etree._Element, ctx: tuple[Any, ...], parser: Any, out: list[Entry]
 ) -> UrlValues | None:
     """Append one ``<url>``'s ``UrlEntry`` to ``out`` (None), or return its raw values."""
+
+def drain(parser: Any, events: Any, out: list[Entry], urlset: bool) -> None:
+    """``XmlSitemapParser._drain`` for a urlset or sitemapindex (see the .pyx)."""

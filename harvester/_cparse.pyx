@@ -27,6 +27,8 @@ strings. Nothing in libxml2 is called (only its struct layout, from the headers
 that lxml ships), so the module links against nothing but Python.
 """
 
+from cpython.dict cimport PyDict_GetItem
+from cpython.object cimport PyObject
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.string cimport strcmp, strlen
 
@@ -213,6 +215,21 @@ cdef object _url_values(cetree._Element el, bint extensions):
     return loc, lastmod, changefreq, priority, images, alternates, None, None
 
 
+cdef inline object _cached(dict memo, object raw, object method):
+    """``method(raw)`` (the parser's ``_changefreq``/``_priority``) for a text; None for None.
+
+    A text whose memoised value is valid needs no call: the method would only have
+    looked it up. Invalid ones (None in ``memo``) go through it, which counts them.
+    """
+    cdef PyObject* value
+    if raw is None:
+        return None
+    value = PyDict_GetItem(memo, raw)
+    if value is not NULL and <object>value is not None:
+        return <object>value
+    return method(raw)
+
+
 cdef Py_ssize_t PROTOCOL_MAX_LOC = 2_048
 cdef Py_ssize_t PROTOCOL_MAX_ENTRIES = 50_000
 
@@ -237,6 +254,56 @@ cdef inline bint _http_start(str loc) noexcept:
 
 
 def url_entry(cetree._Element el not None, tuple ctx, parser, list out):
+    """Append the ``UrlEntry`` of one ``<url>`` (see ``_url_entry``); the parser's per-element call."""
+    return _url_entry(el, ctx, parser, out)
+
+
+def drain(parser, events, list out, bint urlset):
+    """``XmlSitemapParser._drain`` for a urlset or sitemapindex, as one C loop.
+
+    In: the parser, its ``read_events()`` iterator, the entry list, and whether the
+    document is a urlset. For each closed entry element whose parent is the root
+    (found as ``_drain`` finds it, and kept in ``parser._root``): a urlset's ``<url>``
+    goes to ``_url_entry`` and, when it hands values back, to ``parser._finish``;
+    an index's ``<sitemap>`` to ``parser._handle``. Then the handled entries are
+    pruned from the tree, as ``parse._prune`` does. Out: entries appended to ``out``.
+
+    Why: per ``<url>`` the Python loop cost a ``getparent`` proxy, two method calls
+    and its bytecode (about 0.3 µs); here they are pointer reads and C calls.
+    """
+    cdef tree.xmlNode* root_node = NULL
+    cdef tree.xmlNode* p
+    cdef cetree._Element el
+    cdef tuple ctx = parser._entry_ctx
+    handle = None if urlset else parser._handle
+    root = parser._root
+    last = None
+    if root is not None:
+        root_node = (<cetree._Element>root)._c_node
+    for event in events:
+        el = <cetree._Element?>(<tuple>event)[1]
+        p = el._c_node.parent
+        if p is NULL or not cetree._isElement(p):
+            continue  # getparent() is None: the root itself
+        if root_node is NULL and (p.parent is NULL or not cetree._isElement(p.parent)):
+            root = cetree.elementFactory(el._doc, p)
+            parser._root = root
+            root_node = p
+        if p is not root_node:
+            continue  # nested inside a value: part of its string, not an entry
+        if urlset:
+            found = _url_entry(el, ctx, parser, out)
+            if found is not None:
+                parser._finish(found, out)
+        else:
+            handle(el, out)
+        last = el
+    if last is not None:
+        # parse._prune: the handled entries, and every sibling before them.
+        del root[: root.index(last) + 1]
+
+
+cdef object _url_entry(cetree._Element el, tuple ctx, object parser, list out):
     """Append the ``UrlEntry`` of one ``<url>`` to ``out`` and return None, exactly as
     ``parse.XmlSitemapParser._url`` would; or change nothing and return its raw values
     (from ``_url_values``, or from the parser's Python reader when the walker declines) for
@@ -244,7 +311,7 @@ def url_entry(cetree._Element el not None, tuple ctx, parser, list out):
     W3C shape, an entry at a count limit.
 
     ``ctx`` is the parser's ``_entry_ctx``: ``(extensions, stats, seen, cap, w3c,
-    UrlEntry)``; ``parser`` the ``XmlSitemapParser`` (its ``_changefreq``, ``_priority``
+    UrlEntry, changefreq memo, priority memo)``; ``parser`` the ``XmlSitemapParser`` (its ``_changefreq``, ``_priority``
     and ``_url_values``; passed, not kept in ``ctx``, so ``ctx`` makes no cycle).
     """
     cdef bint extensions = ctx[0]
@@ -293,8 +360,8 @@ def url_entry(cetree._Element el not None, tuple ctx, parser, list out):
                 loc,
                 when,
                 raw,
-                parser._changefreq(changefreq) if changefreq is not None else None,
-                parser._priority(priority) if priority is not None else None,
+                _cached(ctx[6], changefreq, parser._changefreq),
+                _cached(ctx[7], priority, parser._priority),
                 tuple(images) if images else (),
                 tuple(alternates) if alternates else (),
                 (),

@@ -58,6 +58,11 @@ _url_entry: (
     Callable[[etree._Element, tuple[Any, ...], Any, list[Entry]], UrlValues | None] | None
 ) = _cparse.url_entry if _cparse is not None and w3c_common is not None else None
 
+# Its loop over the closed entries of a urlset or sitemapindex (XmlSitemapParser._drain).
+_drain_sitemap: Callable[[Any, Any, list[Entry], bool], None] | None = (
+    _cparse.drain if _cparse is not None else None
+)
+
 __all__ = ["EntrySink", "TextSitemapParser", "XmlSitemapParser"]
 
 PROTOCOL_MAX_ENTRIES = 50_000
@@ -244,7 +249,17 @@ class XmlSitemapParser:
         self._priorities: dict[str, float | None] = {}
         # What the compiled entry builder reads per <url> (see _url); no bound methods,
         # so it makes no reference cycle.
-        self._entry_ctx = (extensions, sink.stats, sink._seen, sink._cap, w3c_common, UrlEntry)
+        self._entry_ctx = (
+            extensions,
+            sink.stats,
+            sink._seen,
+            sink._cap,
+            w3c_common,
+            UrlEntry,
+            self._changefreqs,
+            self._priorities,
+        )
+        self._sitemap_kind = kind is Kind.URLSET or kind is Kind.SITEMAPINDEX
         self._feed_head_done = False  # channel/feed-level date captured (feeds only)
         self._root: etree._Element | None = None  # the urlset/sitemapindex, once seen
         self._handle = {
@@ -284,6 +299,10 @@ class XmlSitemapParser:
         self._drain(out)
 
     def _drain(self, out: list[Entry]) -> None:
+        if _drain_sitemap is not None and _url_entry is not None and self._sitemap_kind:
+            # The same loop in C (harvester/_cparse.pyx); tests turn it off with _url_entry.
+            _drain_sitemap(self, self._events, out, self.kind is Kind.URLSET)
+            return
         handle = self._handle
         sitemap = self.kind is Kind.URLSET or self.kind is Kind.SITEMAPINDEX
         last: etree._Element | None = None  # the last entry handled, and its parent
@@ -332,11 +351,13 @@ class XmlSitemapParser:
             # back (a loc to drop or flag, an unusual lastmod, a count limit) is finished
             # here from the values it already read.
             found = _url_entry(el, self._entry_ctx, self, out)
-            if found is None:
-                return
-            values = found
+            if found is not None:
+                self._finish(found, out)
         else:
-            values = self._url_values(el)
+            self._finish(self._url_values(el), out)
+
+    def _finish(self, values: UrlValues, out: list[Entry]) -> None:
+        """Append the ``UrlEntry`` of one ``<url>``'s raw values (or drop or flag its loc)."""
         raw_loc, lastmod, changefreq, priority, images, alternates, videos, news = values
         sink = self._sink
         loc = sink.accept(raw_loc)

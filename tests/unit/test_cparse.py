@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from harvester import parse
 from harvester.config import ReaderConfig
-from harvester.models import UrlEntry
+from harvester.models import Entry, Kind, ReadStats, UrlEntry
 from harvester.reader import read_bytes
 from tests.property.test_reader_fuzz import mutated
 
@@ -124,6 +124,25 @@ CORNERS = {
     ),
     "utf-16": '<?xml version="1.0" encoding="UTF-16"?><urlset><url><loc>https://e.com/\u00e9'
     "</loc></url></urlset>".encode("utf-16"),
+    "invalid values repeated": urlset(
+        *(
+            f"<loc>https://e.com/{i}</loc><changefreq>nope</changefreq><priority>2</priority>"
+            for i in range(3)
+        )
+    ),
+    # The drain: only the root's children are entries, whatever their depth elsewhere.
+    "url nested in loc": urlset("<loc>https://e.com/a<url><loc>https://e.com/in</loc></url></loc>"),
+    "url nested in other": urlset(
+        "<loc>https://e.com/a</loc><x><url><loc>https://e.com/in</loc></url></x>"
+    ),
+    "index": (
+        f"<sitemapindex {SM}><sitemap><loc>https://e.com/1.xml</loc><lastmod>2024-01-02"
+        "</lastmod></sitemap><sitemap><loc>https://e.com/2.xml<sitemap><loc>https://e.com/in"
+        "</loc></sitemap></loc></sitemap><sitemap><loc>/3.xml</loc></sitemap></sitemapindex>"
+    ).encode(),
+    "many slices": urlset(
+        *(f"<loc>https://e.com/{i}</loc><priority>0.{i % 10}</priority>" for i in range(3000))
+    ),
 }
 
 
@@ -241,3 +260,29 @@ def test_generated_documents_read_the_same(
     finally:
         parse._url_entry = saved
     assert compiled == pure
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 100, 20_000])
+def test_chunked_documents_read_the_same(chunk: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Entries closing in every possible piece of the input: the drain finds the root
+    # once, and later drains prune what earlier ones handled.
+    data = CORNERS["many slices"][:30_000] + b"</url></urlset>"
+    pieces = [data[i : i + chunk] for i in range(0, len(data), chunk)]
+    compiled = read_bytes(pieces)
+    with monkeypatch.context() as m:
+        m.setattr(parse, "_url_entry", None)
+        pure = read_bytes(pieces)
+    assert compiled[0] == pure[0]
+    assert compiled[1].stats.as_dict() == pure[1].stats.as_dict()
+    assert len(compiled[0]) > 300
+
+
+def test_the_drain_prunes_what_it_handled() -> None:
+    # Handled entries leave the tree (parse._prune's job), so a big file's tree stays small.
+    sink = parse.EntrySink(ReadStats(), ReaderConfig())
+    parser = parse.XmlSitemapParser(Kind.URLSET, sink)
+    out: list[Entry] = []
+    parser.feed(CORNERS["many slices"][:-20], out)  # open: the last <url>s are not closed
+    assert len(out) > 2900
+    assert parser._root is not None
+    assert len(parser._root) <= 1  # at most the <url> still being read
