@@ -33,17 +33,27 @@ from cpython.datetime cimport (
     datetime_tzinfo,
     import_datetime,
 )
+from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE, PyByteArray_Resize
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.dict cimport PyDict_GetItem, PyDict_SetItem
 from cpython.long cimport PyLong_AsUnsignedLongLong, PyLong_FromUnsignedLongLong
 from cpython.object cimport PyObject
 from cpython.set cimport PySet_Add, PySet_Contains
 from cpython.unicode cimport PyUnicode_GET_LENGTH, PyUnicode_READ_CHAR
 from libc.stdint cimport int64_t, uint64_t
+from libc.string cimport memcpy
+
+cdef extern from "Python.h":
+    bint PyUnicode_IS_COMPACT_ASCII(object o)
+    const char* PyUnicode_DATA(object o)
+
+import orjson
 
 from datetime import UTC
 from heapq import heappush, heappushpop
 
 from harvester.audit import _DAY_US, _WEB_EPOCH_US
+from harvester.sink import encode_record
 
 from harvester._cdedupe cimport _fingerprint
 from harvester._cnormalize cimport _already_canonical
@@ -237,6 +247,133 @@ cdef class _Audit:
         return 0
 
 
+# -- the JSON line of a record, written straight into the batch's bytes -----------------
+
+cdef object _dumps = orjson.dumps
+cdef dict _VALUE_JSON = {}  # changefreq text or priority float -> its orjson encoding
+cdef Py_ssize_t _VALUE_JSON_MAX = 4096  # distinct values kept (a file repeats a handful)
+
+
+cdef inline Py_ssize_t _plain(str s) noexcept:
+    """The length of ``s`` when orjson writes it as it is (ASCII, no quote, backslash or
+    control character), else -1."""
+    cdef Py_ssize_t n, i
+    cdef const char* d
+    cdef char c
+    if not PyUnicode_IS_COMPACT_ASCII(s):
+        return -1
+    n = PyUnicode_GET_LENGTH(s)
+    d = PyUnicode_DATA(s)
+    for i in range(n):
+        c = d[i]
+        if c < 32 or c == 34 or c == 92:
+            return -1
+    return n
+
+
+cdef inline bytes _value_json(object value):
+    """orjson's encoding of a changefreq or priority, memoised (None: null)."""
+    cdef PyObject* found
+    if value is None:
+        return b"null"
+    found = PyDict_GetItem(_VALUE_JSON, value)
+    if found is not NULL:
+        return <bytes>found
+    encoded = _dumps(value)
+    if len(_VALUE_JSON) < _VALUE_JSON_MAX:
+        _VALUE_JSON[value] = encoded
+    return encoded
+
+
+cdef inline char* _put_digits(char* p, int value, int width) noexcept:
+    cdef int k
+    for k in range(width - 1, -1, -1):
+        p[k] = <char>(48 + value % 10)
+        value //= 10
+    return p + width
+
+
+cdef inline char* _put(char* p, const char* s, Py_ssize_t n) noexcept:
+    memcpy(p, s, n)
+    return p + n
+
+
+cdef bint _write_record(
+    bytearray buf, str loc, str url, bytes middle, object lastmod, object changefreq,
+    object priority,
+) except -1:
+    """Append the JSON line ``encode_record`` makes of the record dict built above.
+
+    ``middle`` is ``,"host":<host>,"sitemap":<sitemap>,"lastmod":`` as orjson encodes
+    them (once per batch). False (nothing written) when a value needs what only orjson
+    does: escapes, non-ASCII, a lastmod that is not a UTC ``datetime``; the caller then
+    encodes the dict itself.
+    """
+    cdef Py_ssize_t n_loc = _plain(loc), n_url, size, start
+    cdef int us = 0
+    cdef bint dated = lastmod is not None
+    cdef char* p
+    if n_loc < 0:
+        return False
+    n_url = n_loc if url is loc else _plain(url)
+    if n_url < 0:
+        return False
+    if dated:
+        if not PyDateTime_CheckExact(lastmod) or datetime_tzinfo(lastmod) is not _UTC:
+            return False
+        us = PyDateTime_DATE_GET_MICROSECOND(lastmod)
+    cf = _value_json(changefreq)
+    pr = _value_json(priority)
+    size = (
+        8 + n_loc + 9 + n_url + 1 + PyBytes_GET_SIZE(middle)
+        + ((22 + (7 if us else 0)) if dated else 4)
+        + 14 + PyBytes_GET_SIZE(cf) + 12 + PyBytes_GET_SIZE(pr) + 2
+    )
+    start = PyByteArray_GET_SIZE(buf)
+    PyByteArray_Resize(buf, start + size)
+    p = PyByteArray_AS_STRING(buf) + start
+    p = _put(p, b'{"loc":"', 8)
+    p = _put(p, PyUnicode_DATA(loc), n_loc)
+    p = _put(p, b'","url":"', 9)
+    p = _put(p, PyUnicode_DATA(url), n_url)
+    p = _put(p, b'"', 1)
+    p = _put(p, PyBytes_AS_STRING(middle), PyBytes_GET_SIZE(middle))
+    if dated:
+        # records.lastmod_iso (dates.format_utc): YYYY-MM-DDTHH:MM:SS[.ffffff]Z
+        p[0] = b'"'
+        p = _put_digits(p + 1, PyDateTime_GET_YEAR(lastmod), 4)
+        p[0] = b"-"
+        p = _put_digits(p + 1, PyDateTime_GET_MONTH(lastmod), 2)
+        p[0] = b"-"
+        p = _put_digits(p + 1, PyDateTime_GET_DAY(lastmod), 2)
+        p[0] = b"T"
+        p = _put_digits(p + 1, PyDateTime_DATE_GET_HOUR(lastmod), 2)
+        p[0] = b":"
+        p = _put_digits(p + 1, PyDateTime_DATE_GET_MINUTE(lastmod), 2)
+        p[0] = b":"
+        p = _put_digits(p + 1, PyDateTime_DATE_GET_SECOND(lastmod), 2)
+        if us:
+            p[0] = b"."
+            p = _put_digits(p + 1, us, 6)
+        p = _put(p, b'Z"', 2)
+    else:
+        p = _put(p, b"null", 4)
+    p = _put(p, b',"changefreq":', 14)
+    p = _put(p, PyBytes_AS_STRING(cf), PyBytes_GET_SIZE(cf))
+    p = _put(p, b',"priority":', 12)
+    p = _put(p, PyBytes_AS_STRING(pr), PyBytes_GET_SIZE(pr))
+    p = _put(p, b"}\n", 2)
+    return True
+
+
+cdef bytes _middle(str host, str sitemap):
+    """``,"host":...,"sitemap":...,"lastmod":`` as orjson writes them; None if it cannot."""
+    try:
+        return b',"host":' + _dumps(host) + b',"sitemap":' + _dumps(sitemap) + b',"lastmod":'
+    except TypeError:  # a lone surrogate: encode_record's json fallback, record by record
+        return None
+
+
 cdef inline object _epoch_s(object lastmod):
     """``int(lastmod.timestamp())`` (the filter's lastmod epoch), without the float object."""
     cdef int64_t key
@@ -272,6 +409,7 @@ def url_entries(
     record,
     url_entry_type,
     report,
+    bytearray encoded=None,
 ):
     """Handle the ``UrlEntry`` items of ``entries`` as ``HostWorker._entries`` does.
 
@@ -280,7 +418,9 @@ def url_entries(
     its fingerprints (``array('Q')``) and, when filtering, lastmod epochs
     (``array('q')``, ``no_lastmod`` for none; None when not filtering);
     ``dist``: the ``LastmodDistribution`` or None; ``iso`` and ``record``:
-    ``records._iso`` and ``records.record``; ``report``: the ``HostReport``.
+    ``records._iso`` and ``records.record``; ``report``: the ``HostReport``;
+    ``encoded``: when given, records go into it as the JSON lines that
+    ``sink.encode_records`` makes of them (``batch`` stays empty).
 
     Returns ``(listed, position, cap_hit, others)``: the counters after the batch
     and, in order, the entries that are not ``UrlEntry`` (for the Python loop).
@@ -291,6 +431,9 @@ def url_entries(
     cdef object small = seen._small
     cdef bint is_new
     cdef _Audit audit = _Audit(dist, modified, fetched_at) if dist is not None else None
+    cdef bytes middle = None
+    if encoded is not None and host is not None and sitemap is not None:
+        middle = _middle(host, sitemap)
     if small is not None:
         small_limit = seen._small_limit
     try:
@@ -338,7 +481,24 @@ def url_entries(
                 (<tuple>entry)[5] or (<tuple>entry)[6] or (<tuple>entry)[7]
                 or (<tuple>entry)[8] is not None
             ):
-                batch.append(record(entry, sitemap, host, url=url))
+                if encoded is not None:
+                    encoded += encode_record(record(entry, sitemap, host, url=url))
+                else:
+                    batch.append(record(entry, sitemap, host, url=url))
+            elif encoded is not None and middle is not None and _write_record(
+                encoded, loc, url, middle, lastmod, (<tuple>entry)[3], (<tuple>entry)[4]
+            ):
+                pass
+            elif encoded is not None:
+                encoded += encode_record({
+                    "loc": loc,
+                    "url": url,
+                    "host": host,
+                    "sitemap": sitemap,
+                    "lastmod": iso(lastmod) if lastmod is not None else None,
+                    "changefreq": (<tuple>entry)[3],
+                    "priority": (<tuple>entry)[4],
+                })
             else:
                 # records.record's dict for an entry without extensions, key for key.
                 batch.append({

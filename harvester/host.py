@@ -64,7 +64,12 @@ if TYPE_CHECKING:
 
     # A batch of one host's records, their URL fingerprints (same order) and, with a
     # state file, the ledger rows of every URL listed (emitted or not).
-    Emit = Callable[[list[dict[str, Any]], array[int], list[LedgerRow] | None], Awaitable[None]]
+    # ``data``: the batch already encoded as JSON lines (``records`` then empty), when the
+    # worker was made with ``encoded=True`` (see HostWorker).
+    Emit = Callable[
+        [list[dict[str, Any]], array[int], list[LedgerRow] | None, bytes | None],
+        Awaitable[None],
+    ]
 
 __all__ = ["HostWorker"]
 
@@ -98,6 +103,8 @@ class HostWorker:
         normalizer: Normalizer | None = None,
         ledger: LedgerReader | None = None,
         emit_mode: str = "all",
+        *,
+        encoded: bool = False,
     ) -> None:
         """``normalizer`` is shared by a shard's workers (its rules compile once).
 
@@ -105,6 +112,12 @@ class HostWorker:
         URL events, conditional GETs (except with ``emit_mode`` ``all``, which
         must output every URL and so downloads everything), discovery memory,
         and the ``HostState`` left in ``self.state`` for the writer.
+
+        ``encoded``: the caller writes JSON Lines, so batches may come as their
+        encoded bytes (``sink.encode_records``' exact output) instead of dicts. The
+        compiled loop then writes each record's line itself; with a state file or
+        ``--since`` (whose filter reads the dicts) or without the compiled loop,
+        batches stay dicts.
         """
         self.seed = seed
         self.host = seed.host
@@ -138,6 +151,10 @@ class HostWorker:
         self._since = cfg.output.since_epoch
         self._filtering = ledger is not None or self._since is not None
         self._batch_lastmods: array[int] = array("q")  # lastmod epochs of _batch (filtering)
+        # The batch as JSON lines (see ``encoded``); None: records go to _batch as dicts.
+        self._encoded: bytearray | None = (
+            bytearray() if encoded and not self._filtering and _url_entries is not None else None
+        )
         self._memory = HostMemory()
         self.state: HostState | None = HostState(self.host) if ledger is not None else None
         self._child_refs: list[tuple[str, int | None]] = []  # the index being read (ledger)
@@ -603,6 +620,7 @@ class HostWorker:
                 record,
                 UrlEntry,
                 report,
+                self._encoded,
             )
         for entry in entries:
             if type(entry) is UrlEntry:
@@ -652,18 +670,22 @@ class HostWorker:
                 )
         self._position = position
         self._listed = listed
-        if len(batch) >= _BATCH:
+        if len(fps) >= _BATCH:
             await self._flush()
 
     async def _flush(self) -> None:
-        if self._batch:
+        if self._batch_fps:
             batch, self._batch = self._batch, []
             fps, self._batch_fps = self._batch_fps, array("Q")
             rows: list[LedgerRow] | None = None
+            data: bytes | None = None
             if self._filtering:
                 lastmods, self._batch_lastmods = self._batch_lastmods, array("q")
                 batch, rows = self._select(batch, fps, lastmods)
-            await self._emit(batch, fps, rows)
+            elif self._encoded is not None:
+                data = bytes(self._encoded)
+                self._encoded.clear()
+            await self._emit(batch, fps, rows, data)
 
     def _select(
         self, batch: list[dict[str, Any]], fps: array[int], lastmods: array[int]

@@ -37,6 +37,7 @@ from harvester.ledger import LedgerReader
 from harvester.normalize import Normalizer
 from harvester.scheduler import Scheduler
 from harvester.seeds import Seed, iter_seeds
+from harvester.sink import encode_records
 
 if TYPE_CHECKING:
     from array import array
@@ -71,6 +72,12 @@ class RecordBatch:
     records: list[dict[str, Any]]
     fingerprints: array[int]
     rows: list[LedgerRow] | None = None
+    # The records as JSON lines (``records`` then empty), from ``run_shard(encoded=True)``.
+    data: bytes | None = None
+
+    def encoded(self) -> bytes:
+        """The batch's JSON lines: ``data``, or ``sink.encode_records`` of ``records``."""
+        return self.data if self.data is not None else encode_records(self.records)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,8 +98,13 @@ async def run_shard(
     *,
     resolver: AbstractResolver | None = None,
     incremental: Incremental | None = None,
+    encoded: bool = False,
 ) -> None:
-    """Harvest every seed of ``seeds``; deliver records and host reports through ``send``."""
+    """Harvest every seed of ``seeds``; deliver records and host reports through ``send``.
+
+    ``encoded``: ``send`` writes JSON Lines, so a ``RecordBatch`` may carry its
+    records already encoded (``data``); read them with ``RecordBatch.encoded()``.
+    """
     workers = max(1, cfg.run.hosts_in_flight)
     ledger = LedgerReader(incremental.path, incremental.run_id) if incremental else None
     emit_mode = incremental.emit if incremental else "all"
@@ -102,9 +114,12 @@ async def run_shard(
 
     def emitter(host: str) -> Emit:
         async def emit(
-            batch: list[dict[str, Any]], fps: array[int], rows: list[LedgerRow] | None
+            batch: list[dict[str, Any]],
+            fps: array[int],
+            rows: list[LedgerRow] | None,
+            data: bytes | None = None,
         ) -> None:
-            await send(RecordBatch(host, batch, fps, rows))
+            await send(RecordBatch(host, batch, fps, rows, data))
 
         return emit
 
@@ -118,7 +133,15 @@ async def run_shard(
         while (seed := await hosts.get()) is not None:
             emit = emitter(seed.host)
             host = HostWorker(
-                seed, cfg, fetcher, scheduler, emit, normalizer, ledger=ledger, emit_mode=emit_mode
+                seed,
+                cfg,
+                fetcher,
+                scheduler,
+                emit,
+                normalizer,
+                ledger=ledger,
+                emit_mode=emit_mode,
+                encoded=encoded,
             )
             report = await host.run()
             await send(HostDone(report.as_dict(), host.state))

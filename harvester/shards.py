@@ -326,8 +326,8 @@ def _run_inline(
     async def send(item: OutputItem) -> None:
         if isinstance(item, RecordBatch):
             writer.records(
-                encode_records(item.records),
-                len(item.records),
+                item.encoded(),
+                len(item.fingerprints),
                 [(item.host, item.fingerprints.tobytes())],
                 None if item.rows is None else [(item.host, item.rows)],
             )
@@ -343,6 +343,7 @@ def _run_inline(
                 send,
                 resolver=resolver,
                 incremental=incremental,
+                encoded=True,
             ),
             stop.is_set,
             cfg.run.shutdown_grace,
@@ -637,11 +638,11 @@ async def _worker(
     async def send(item: OutputItem) -> None:
         nonlocal size, count
         if isinstance(item, RecordBatch):
-            data = encode_records(item.records)
+            data = item.encoded()
             buffer.append(data)
             fingerprints.append((item.host, item.fingerprints.tobytes()))
             size += len(data)
-            count += len(item.records)
+            count += len(item.fingerprints)
             if item.rows:
                 rows.append((item.host, item.rows))
                 size += 40 * len(item.rows)  # ledger rows weigh on the message too
@@ -676,7 +677,7 @@ async def _worker(
             yield seed
 
     await run_until_stopped(
-        run_shard(gate.seeds(from_queue(), stop), cfg, send, incremental=incremental),
+        run_shard(gate.seeds(from_queue(), stop), cfg, send, incremental=incremental, encoded=True),
         stop.is_set,
         cfg.run.shutdown_grace,
     )

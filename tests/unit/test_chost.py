@@ -18,6 +18,7 @@ import dataclasses
 from datetime import UTC, datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -28,6 +29,7 @@ from harvester.frontier import SitemapRef
 from harvester.host import HostWorker
 from harvester.models import Image, SitemapChild, UrlEntry
 from harvester.seeds import Seed
+from harvester.sink import encode_records
 from tests.compiled import compiled_module
 
 if TYPE_CHECKING:
@@ -42,6 +44,9 @@ T0 = datetime(2024, 5, 1, tzinfo=UTC)
 NOW = datetime(2026, 11, 30, 8, 0, tzinfo=UTC)  # the workers' fetch time
 LOCS = [
     "https://e.com/a",
+    'https://e.com/"q"\\b',  # JSON escapes: the encoded loop leaves them to orjson
+    "https://e.com/a\\b",
+    "https://e.com/ü\x01",
     "https://e.com/b/",
     "https://E.com/c",  # not canonical: the host's rules
     "https://e.com/d?utm_source=x&id=1",
@@ -70,8 +75,8 @@ def entries(draw: st.DrawFn) -> list[Any]:
                 loc,
                 when,
                 raw,
-                draw(st.sampled_from([None, "daily"])),
-                draw(st.sampled_from([None, 0.5])),
+                draw(st.sampled_from([None, "daily", "x\ty"])),
+                draw(st.sampled_from([None, 0.5, 1.0, 0.0, 1e-05])),
                 images,
             )
         )
@@ -109,27 +114,34 @@ class Scheduler:
     """The admission path (``_admit``) needs none of the scheduler."""
 
 
-def worker(cfg: Config) -> HostWorker:
+def worker(cfg: Config, encoded: bool = False) -> HostWorker:
     seed = Seed(HOST, f"https://{HOST}", None, None, None, True)
-    emitted: list[tuple[list[dict[str, Any]], array[int]]] = []
+    emitted: list[tuple[list[dict[str, Any]], array[int], bytes | None]] = []
 
-    async def emit(batch: list[dict[str, Any]], fps: array[int], rows: Any) -> None:
-        emitted.append((batch, fps))
+    async def emit(
+        batch: list[dict[str, Any]], fps: array[int], rows: Any, data: bytes | None
+    ) -> None:
+        emitted.append((batch, fps, data))
 
-    w = HostWorker(seed, cfg, None, Scheduler(), emit)  # type: ignore[arg-type]
+    w = HostWorker(seed, cfg, None, Scheduler(), emit, encoded=encoded)  # type: ignore[arg-type]
     w.emitted = emitted  # type: ignore[attr-defined]
     return w
 
 
 def state(w: HostWorker) -> dict[str, Any]:
+    """What the loop touched; records as the JSON lines the writer gets, and as dicts."""
     report = w.report.as_dict()
     report.pop("seconds", None)
     dist = w._dist
+    emitted = w.emitted  # type: ignore[attr-defined]
     return {
-        "emitted": [([list(r.items()) for r in b], list(f)) for b, f in w.emitted],  # type: ignore[attr-defined]
-        "batch": [list(r.items()) for r in w._batch],
+        "dicts": [[list(r.items()) for r in b] for b, _, _ in emitted]
+        + [[list(r.items()) for r in w._batch]],
+        "lines": [(encode_records(b) if d is None else d, list(f)) for b, f, d in emitted]
+        + [(encode_records(w._batch) + bytes(w._encoded or b""), [])],
         "fps": list(w._batch_fps),
         "lastmods": list(w._batch_lastmods),
+        "filtering": w._filtering,
         "report": report,
         "seen": (len(w._seen_urls), sorted(w._seen_urls._small or [])),
         "listed": w._listed,
@@ -158,18 +170,23 @@ def distribution(dist: LastmodDistribution) -> dict[str, Any]:
 
 
 def run_both(
-    batches: list[list[Any]], cfg: Config, replayed: int, modified: datetime | None = None
+    batches: list[list[Any]],
+    cfg: Config,
+    replayed: int,
+    modified: datetime | None = None,
+    sitemap: str = f"https://{HOST}/sitemap.xml",
 ) -> None:
+    """The compiled loop (dicts, and JSON lines as for the writer) against the Python one."""
     results = []
     saved = hostmod._url_entries
-    for compiled in (True, False):
+    for compiled, encoded in ((True, False), (False, False), (True, True)):
         hostmod._url_entries = saved if compiled else None
         try:
-            w = worker(cfg)
+            w = worker(cfg, encoded)
             w._replayed = replayed
             w._fetched_at = NOW
             w._sitemap_modified = modified  # the sitemap's Last-Modified header
-            ref = SitemapRef(f"https://{HOST}/sitemap.xml")
+            ref = SitemapRef(sitemap)
 
             async def feed(w: HostWorker = w, ref: SitemapRef = ref) -> None:
                 for batch in batches:
@@ -181,6 +198,11 @@ def run_both(
         finally:
             hostmod._url_entries = saved
     assert results[0] == results[1]
+    # Encoded: the same lines (and no dicts), unless a filter needs the dicts.
+    if not results[2]["filtering"]:
+        assert results[2].pop("dicts") == [[]] * len(results[2]["lines"])
+        results[0].pop("dicts")
+    assert results[2] == results[0]
 
 
 def config(cap: int, spill: int, dist: bool, since: bool) -> Config:
@@ -232,3 +254,10 @@ def test_a_big_batch_with_the_audit_sample_and_the_small_set_promotion() -> None
     run_both(
         [batch[:2500], batch[2500:]], config(10**7, 10**7, True, True), 100, T0 + timedelta(hours=1)
     )
+
+
+@pytest.mark.parametrize("sitemap", ["https://e.com/ü.xml", "https://e.com/\udcff.xml"])
+def test_a_sitemap_url_that_needs_escapes(sitemap: str) -> None:
+    # Non-ASCII, and a lone surrogate (orjson refuses it: encode_record's json fallback).
+    batch = [UrlEntry(f"https://e.com/{i}", T0, None, "daily", 0.5) for i in range(20)]
+    run_both([batch], config(10**7, 10**7, True, False), 0, None, sitemap)

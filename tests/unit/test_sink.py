@@ -61,7 +61,12 @@ def test_encode_record_lone_surrogate_falls_back_to_escapes() -> None:
 def test_encode_records_is_each_record_encoded_in_order() -> None:
     # A batch as a worker sends it: records, a NaN and a lone surrogate (the two
     # fallbacks) between them, from a generator (encode_records takes any iterable).
-    batch = [_record(0), {"priority": float("nan")}, _record(1), {"loc": "https://e.com/\udcff"}]
+    batch: list[dict[str, object]] = [
+        _record(0),
+        {"priority": float("nan")},
+        _record(1),
+        {"loc": "https://e.com/\udcff"},
+    ]
     data = encode_records(r for r in batch)
     assert data == b"".join(encode_record(r) for r in batch)
     assert [json.loads(line) for line in data.splitlines()][2] == batch[2]
