@@ -24,27 +24,46 @@ against ~0.1 µs here. A URL with a query went the general route whenever its
 pairs were out of order (3-8 µs); here it is sorted in C.
 """
 
-from cpython.unicode cimport PyUnicode_READ_CHAR
+cdef extern from "Python.h":
+    bint PyUnicode_IS_COMPACT_ASCII(object o)
+    const char* PyUnicode_DATA(object o)
 
 DEF MAX_PAIRS = 32  # more pairs than this: the Python path
 
+# Character classes of the ASCII range, as bits: a URL with any other character is
+# never decided here (the Python path percent-encodes or IDNA-encodes it).
+cdef enum:
+    HOST = 1  # a-z 0-9 -  (a host label)
+    PATH = 2  # A-Z a-z 0-9 - . _ ~ ! $ & ' ( ) * + , = : @ /  (no '%', ';', '?', '#')
+    QUERY = 4  # normalize._QUERY_CHARS: A-Z a-z 0-9 - . _ ~ ! $ ' ( ) * + , ; : @ / ?
 
-cdef inline bint _host_char(Py_UCS4 c) noexcept:
-    return (u"a" <= c <= u"z") or (u"0" <= c <= u"9") or c == u"-"
-
-
-cdef inline bint _path_char(Py_UCS4 c) noexcept:
-    # A-Z a-z 0-9 - . _ ~ ! $ & ' ( ) * + , = : @ /  (no '%', ';', '?', '#')
-    if (u"a" <= c <= u"z") or (u"A" <= c <= u"Z") or (u"0" <= c <= u"9"):
-        return True
-    return c in u"-._~!$&'()*+,=:@/"
+cdef unsigned char CLASS[128]
 
 
-cdef inline bint _query_char(Py_UCS4 c) noexcept:
-    # normalize._QUERY_CHARS: A-Z a-z 0-9 - . _ ~ ! $ ' ( ) * + , ; : @ / ?
-    if (u"a" <= c <= u"z") or (u"A" <= c <= u"Z") or (u"0" <= c <= u"9"):
-        return True
-    return c in u"-._~!$'()*+,;:@/?"
+cdef void _classes() noexcept:
+    cdef int c
+    for c in range(128):
+        CLASS[c] = 0
+    for c in range(ord("a"), ord("z") + 1):
+        CLASS[c] = HOST | PATH | QUERY
+    for c in range(ord("0"), ord("9") + 1):
+        CLASS[c] = HOST | PATH | QUERY
+    for c in range(ord("A"), ord("Z") + 1):
+        CLASS[c] = PATH | QUERY
+    CLASS[ord("-")] = HOST | PATH | QUERY
+    for c in b"._~!$'()*+,:@/":
+        CLASS[c] = PATH | QUERY
+    CLASS[ord("&")] = PATH
+    CLASS[ord("=")] = PATH
+    CLASS[ord(";")] = QUERY
+    CLASS[ord("?")] = QUERY
+
+
+_classes()
+
+
+cdef inline bint _is(const unsigned char* d, Py_ssize_t i, unsigned char cls) noexcept:
+    return CLASS[d[i]] & cls  # d holds ASCII only (< 128)
 
 
 def already_canonical(str loc, bint strip_slash):
@@ -56,14 +75,13 @@ cdef bint _already_canonical(str loc, bint strip_slash):
     return _base_end(loc, strip_slash) == len(loc)
 
 
-cdef inline int _key_cmp(str loc, Py_ssize_t a, Py_ssize_t a_end, Py_ssize_t b, Py_ssize_t b_end):
-    """Compare the keys loc[a:a_end] and loc[b:b_end] as Python compares strings."""
-    cdef Py_UCS4 x, y
+cdef inline int _key_cmp(
+    const unsigned char* d, Py_ssize_t a, Py_ssize_t a_end, Py_ssize_t b, Py_ssize_t b_end
+) noexcept:
+    """Compare the keys d[a:a_end] and d[b:b_end] as Python compares (ASCII) strings."""
     while a < a_end and b < b_end:
-        x = PyUnicode_READ_CHAR(loc, a)
-        y = PyUnicode_READ_CHAR(loc, b)
-        if x != y:
-            return -1 if x < y else 1
+        if d[a] != d[b]:
+            return -1 if d[a] < d[b] else 1
         a += 1
         b += 1
     return (a < a_end) - (b < b_end)
@@ -80,34 +98,36 @@ def canonical_query(str loc, bint strip_slash, frozenset drop, tuple prefixes, b
     cdef Py_ssize_t keys[MAX_PAIRS]
     cdef Py_ssize_t ends[MAX_PAIRS]
     cdef Py_ssize_t order[MAX_PAIRS]
-    cdef Py_UCS4 c
+    cdef const unsigned char* d
+    cdef unsigned char c
     cdef bint in_order = True, dropping = bool(drop) or bool(prefixes)
     if q < 0:
         return None
     if q == n:
         return loc
-    i = q + 1  # loc[q] is '?'
+    d = <const unsigned char*>PyUnicode_DATA(loc)  # ASCII: _base_end said yes
+    i = q + 1  # d[q] is '?'
     while True:
         if count == MAX_PAIRS:
             return None
         start = i
         while i < n:
-            c = PyUnicode_READ_CHAR(loc, i)
-            if c == u"=" or c == u"&":
+            c = d[i]
+            if c == b"=" or c == b"&":
                 break
-            if not _query_char(c):
+            if not _is(d, i, QUERY):
                 return None  # '%', '#', a space, non-ASCII...: the general route
             i += 1
         key_end = i
         if key_end == start:
             return None  # an empty pair or key ('&&', '?&', '?=x', a trailing '&')
-        if i < n and PyUnicode_READ_CHAR(loc, i) == u"=":
+        if i < n and d[i] == b"=":
             i += 1
             while i < n:
-                c = PyUnicode_READ_CHAR(loc, i)
-                if c == u"&":
+                c = d[i]
+                if c == b"&":
                     break
-                if c != u"=" and not _query_char(c):
+                if c != b"=" and not _is(d, i, QUERY):
                     return None
                 i += 1
         if dropping:
@@ -117,7 +137,7 @@ def canonical_query(str loc, bint strip_slash, frozenset drop, tuple prefixes, b
         starts[count] = start
         keys[count] = key_end
         ends[count] = i
-        if count and _key_cmp(loc, starts[count - 1], keys[count - 1], start, key_end) > 0:
+        if count and _key_cmp(d, starts[count - 1], keys[count - 1], start, key_end) > 0:
             in_order = False
         count += 1
         if i == n:
@@ -131,7 +151,7 @@ def canonical_query(str loc, bint strip_slash, frozenset drop, tuple prefixes, b
     for k in range(count):
         j = k
         while j > 0 and _key_cmp(
-            loc, starts[order[j - 1]], keys[order[j - 1]], starts[k], keys[k]
+            d, starts[order[j - 1]], keys[order[j - 1]], starts[k], keys[k]
         ) > 0:
             order[j] = order[j - 1]
             j -= 1
@@ -142,60 +162,65 @@ def canonical_query(str loc, bint strip_slash, frozenset drop, tuple prefixes, b
 cdef Py_ssize_t _base_end(str loc, bint strip_slash):
     """Where the query of a canonical ``http(s)://host[:port]/path`` begins (its '?').
 
-    ``len(loc)`` when it has none; -1 when the part before it is not canonical.
+    ``len(loc)`` when it has none; -1 when the part before it is not canonical (also
+    for any non-ASCII character, which no canonical form the Python path makes keeps).
     """
-    cdef Py_ssize_t n = len(loc)
-    cdef Py_ssize_t i, start, path_start
-    cdef Py_UCS4 c, prev
+    cdef Py_ssize_t n, i, start, path_start
+    cdef const unsigned char* d
+    cdef unsigned char c, prev
     cdef bint https
     cdef long port = 0
-    if n < 8 or loc[0] != u"h" or loc[1] != u"t" or loc[2] != u"t" or loc[3] != u"p":
+    if not PyUnicode_IS_COMPACT_ASCII(loc):
         return -1
-    https = loc[4] == u"s"
+    n = len(loc)
+    d = <const unsigned char*>PyUnicode_DATA(loc)
+    if n < 8 or d[0] != b"h" or d[1] != b"t" or d[2] != b"t" or d[3] != b"p":
+        return -1
+    https = d[4] == b"s"
     i = 5 if https else 4
-    if n < i + 4 or loc[i] != u":" or loc[i + 1] != u"/" or loc[i + 2] != u"/":
+    if n < i + 4 or d[i] != b":" or d[i + 1] != b"/" or d[i + 2] != b"/":
         return -1
     i += 3
     # Host: dot-separated non-empty labels of [a-z0-9-].
     start = i
-    prev = u"."
+    prev = b"."
     while i < n:
-        c = loc[i]
-        if c == u".":
-            if prev == u".":
+        c = d[i]
+        if c == b".":
+            if prev == b".":
                 return -1
-        elif not _host_char(c):
+        elif not _is(d, i, HOST):
             break
         prev = c
         i += 1
-    if i == start or prev == u".":
+    if i == start or prev == b".":
         return -1
     # Port: ':' and 1-5 digits, no leading zero, and not the scheme's default.
-    if i < n and loc[i] == u":":
+    if i < n and d[i] == b":":
         i += 1
         start = i
-        while i < n and u"0" <= loc[i] <= u"9" and i - start < 6:
-            port = port * 10 + <long>(<int>loc[i] - 48)
+        while i < n and b"0" <= d[i] <= b"9" and i - start < 6:
+            port = port * 10 + <long>(d[i] - 48)
             i += 1
-        if i - start < 1 or i - start > 5 or loc[start] == u"0":
+        if i - start < 1 or i - start > 5 or d[start] == b"0":
             return -1
         if port == (443 if https else 80):
             return -1
     # Path: required, every character allowed, no dot segment ('/.' anywhere).
-    if i >= n or loc[i] != u"/":
+    if i >= n or d[i] != b"/":
         return -1
     path_start = i
     prev = 0
     while i < n:
-        c = loc[i]
-        if c == u"?":
+        c = d[i]
+        if c == b"?":
             break
-        if not _path_char(c):
+        if not _is(d, i, PATH):
             return -1  # also '#': fragments go the Python way
-        if c == u"." and prev == u"/":
+        if c == b"." and prev == b"/":
             return -1
         prev = c
         i += 1
-    if strip_slash and prev == u"/" and i - path_start > 1:
+    if strip_slash and prev == b"/" and i - path_start > 1:
         return -1
     return i
