@@ -79,6 +79,11 @@ class RecordBatch:
         """The batch's JSON lines: ``data``, or ``sink.encode_records`` of ``records``."""
         return self.data if self.data is not None else encode_records(self.records)
 
+    def size(self) -> int:
+        """How many records the batch holds (``fingerprints`` also counts filtered ones)."""
+        # Encoded batches are never filtered: one line per fingerprint.
+        return len(self.records) if self.data is None else len(self.fingerprints)
+
 
 @dataclass(frozen=True, slots=True)
 class HostDone:

@@ -123,7 +123,7 @@ class _Writer:
         rows: list[tuple[str, list[LedgerRow]]] | None = None,
     ) -> None:
         # run.urls is summed from host reports (add_host); count is for progress only.
-        self.sink.write(data)
+        self.sink.write(data, count)
         for host, fps in fingerprints:
             self.cross.add(host, fps)
         if self.store is not None and rows:
@@ -327,7 +327,7 @@ def _run_inline(
         if isinstance(item, RecordBatch):
             writer.records(
                 item.encoded(),
-                len(item.fingerprints),
+                item.size(),
                 [(item.host, item.fingerprints.tobytes())],
                 None if item.rows is None else [(item.host, item.rows)],
             )
@@ -642,7 +642,7 @@ async def _worker(
             buffer.append(data)
             fingerprints.append((item.host, item.fingerprints.tobytes()))
             size += len(data)
-            count += len(item.fingerprints)
+            count += item.size()
             if item.rows:
                 rows.append((item.host, item.rows))
                 size += 40 * len(item.rows)  # ledger rows weigh on the message too

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+from array import array
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import pytest
 
 from harvester.models import Image, UrlEntry
+from harvester.pipeline import RecordBatch
 from harvester.records import record
 from harvester.sink import JsonlSink, encode_record, encode_records
 
@@ -202,3 +204,23 @@ def test_stdout_mode_is_not_closed_on_error(capsysbinary: pytest.CaptureFixture[
     print("still open")
     captured = capsysbinary.readouterr().out
     assert captured == b'{"a":1}\nstill open\n'
+
+
+def test_record_batch_size_and_bytes_in_both_forms() -> None:
+    # With a state file the filter drops records but keeps every fingerprint (the
+    # ledger needs them all): the writer counts records, not fingerprints.
+    fps = array("Q", [1, 2, 3])
+    filtered = RecordBatch("e.com", [_record(1)], fps)
+    assert filtered.size() == 1
+    assert filtered.encoded() == encode_record(_record(1))
+    lines = encode_records([_record(1), _record(2), _record(3)])
+    encoded = RecordBatch("e.com", [], fps, None, lines)
+    assert (encoded.size(), encoded.encoded()) == (3, lines)
+
+
+def test_write_takes_the_callers_count(tmp_path: Path) -> None:
+    sink = JsonlSink(str(tmp_path / "out.jsonl"))
+    sink.write(encode_records([_record(1), _record(2)]), 2)
+    sink.write(encode_record(_record(3)))
+    assert sink.records == 3
+    sink.close(complete=True)
