@@ -34,6 +34,10 @@ from cpython.datetime cimport (
     import_datetime,
 )
 from cpython.unicode cimport PyUnicode_DecodeASCII
+
+cdef extern from "Python.h":
+    bint PyUnicode_IS_COMPACT_ASCII(object o)
+    const char* PyUnicode_DATA(object o)
 from libc.stdint cimport int64_t
 
 from datetime import UTC, datetime
@@ -45,13 +49,13 @@ cdef object _datetime = datetime
 cdef int[13] _DAYS = [0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
 
 
-cdef inline int _digits(str s, Py_ssize_t i, Py_ssize_t n) noexcept:
+cdef inline int _digits(const char* s, Py_ssize_t i, Py_ssize_t n) noexcept:
     """The value of ``n`` ASCII digits at ``s[i]``, or -1 if any is not one."""
     cdef int value = 0
     cdef int c
     cdef Py_ssize_t k
     for k in range(i, i + n):
-        c = <int>s[k]  # (Cython does Py_UCS4 arithmetic on str objects: go through int)
+        c = s[k]
         if c < 48 or c > 57:
             return -1
         value = value * 10 + c - 48
@@ -89,43 +93,47 @@ def w3c(str raw):
     cdef Py_ssize_t n = len(raw)
     cdef int year, month, day, hour = 0, minute = 0, second = 0, oh = 0, om = 0, sign = 0
     cdef Py_ssize_t zone
-    cdef Py_UCS4 z
+    cdef char z
+    cdef const char* text
     if n != 10 and n != 17 and n != 20 and n != 22 and n != 25:
         return None
-    if raw[4] != u"-" or raw[7] != u"-":
+    if not PyUnicode_IS_COMPACT_ASCII(raw):
+        return None  # every shape handled here is ASCII; the Python path decides the rest
+    text = PyUnicode_DATA(raw)
+    if text[4] != b"-" or text[7] != b"-":
         return None
-    year = _digits(raw, 0, 4)
-    month = _digits(raw, 5, 2)
-    day = _digits(raw, 8, 2)
+    year = _digits(text, 0, 4)
+    month = _digits(text, 5, 2)
+    day = _digits(text, 8, 2)
     if year < 2 or year > 9998 or month < 1 or month > 12 or day < 1:
         return None
     if day > _DAYS[month] and not (month == 2 and day == 29 and _leap(year)):
         return None
     if n > 10:
-        if raw[10] != u"T" or raw[13] != u":":
+        if text[10] != b"T" or text[13] != b":":
             return None
-        hour = _digits(raw, 11, 2)
-        minute = _digits(raw, 14, 2)
+        hour = _digits(text, 11, 2)
+        minute = _digits(text, 14, 2)
         zone = 16
         if n == 20 or n == 25:
-            if raw[16] != u":":
+            if text[16] != b":":
                 return None
-            second = _digits(raw, 17, 2)
+            second = _digits(text, 17, 2)
             zone = 19
         if hour < 0 or hour > 23 or minute < 0 or minute > 59 or second < 0 or second > 59:
             return None
-        z = raw[zone]
-        if z == u"Z":
+        z = text[zone]
+        if z == b"Z":
             if n - zone != 1:
                 return None
-        elif z == u"+" or z == u"-":
-            if n - zone != 6 or raw[zone + 3] != u":":
+        elif z == b"+" or z == b"-":
+            if n - zone != 6 or text[zone + 3] != b":":
                 return None
-            oh = _digits(raw, zone + 1, 2)
-            om = _digits(raw, zone + 4, 2)
+            oh = _digits(text, zone + 1, 2)
+            om = _digits(text, zone + 4, 2)
             if oh < 0 or oh > 23 or om < 0 or om > 59:
                 return None
-            sign = 1 if z == u"+" else -1
+            sign = 1 if z == b"+" else -1
         else:
             return None
     if sign != 0 and (oh != 0 or om != 0):
