@@ -1,11 +1,13 @@
 """Build of the compiled modules (everything else is in pyproject.toml).
 
-- ``harvester._cparse``: the parse stage's walk of each ``<url>`` (Cython against lxml's
-  public C API, so lxml's headers are needed at build time).
+- ``harvester._cparse``: the parse stage's loop over closed entries and walk of each
+  ``<url>`` (Cython against lxml's public C API, so lxml's headers are needed at build
+  time).
 - ``harvester._cdates``: the common lastmod shapes, parsed and formatted.
-- ``harvester._cnormalize``: whether a query-less URL is already canonical.
+- ``harvester._cnormalize``: the canonical form of URLs without a query or with a plain one.
 - ``harvester._cdedupe``: the URL fingerprint (BLAKE2b-64, the same value as hashlib's).
-- ``harvester._chost``: the host worker's loop over a batch of URL entries.
+- ``harvester._chost``: the host worker's loop over a batch of URL entries (records, or
+  their JSON lines, and the lastmod audit's count).
 
 Each extension is optional: where it cannot be built (no C compiler), the install goes
 on and the Python path does the same work, with the same results.

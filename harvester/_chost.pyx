@@ -6,7 +6,8 @@ seen-set, output batch and counters, see ``url_entries``). Out: for each
 ``UrlEntry``, what ``HostWorker._entries``' Python loop does: the canonical URL
 (the compiled check, else the host's rules), its fingerprint, the per-host
 dedupe, the ``max_urls_per_host`` cap, the lastmod audit's sample (counted by
-``_Audit``, ``LastmodDistribution.add`` in C), and the record appended to the batch; returned are the updated counters and the
+``_Audit``, ``LastmodDistribution.add`` in C), and the record appended to the batch
+(or, given ``encoded``, its JSON line written by ``_write_record``); returned are the updated counters and the
 entries that are not URLs (index children), which the Python loop then handles.
 
 Only the usual cases are done here; every other one calls the same Python the
