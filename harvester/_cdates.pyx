@@ -66,16 +66,6 @@ cdef inline bint _leap(int y) noexcept:
     return y % 4 == 0 and (y % 100 != 0 or y % 400 == 0)
 
 
-cdef inline int64_t _days_from_civil(int64_t y, int64_t m, int64_t d) noexcept:
-    """Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm)."""
-    y -= m <= 2
-    cdef int64_t era = (y if y >= 0 else y - 399) // 400
-    cdef int64_t yoe = y - era * 400
-    cdef int64_t doy = (153 * (m + (-3 if m > 2 else 9)) + 2) // 5 + d - 1
-    cdef int64_t doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
-    return era * 146097 + doe - 719468
-
-
 cdef inline void _civil_from_days(int64_t z, int* y, int* m, int* d) noexcept:
     z += 719468
     cdef int64_t era = (z if z >= 0 else z - 146096) // 146097

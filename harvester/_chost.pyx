@@ -56,6 +56,7 @@ from heapq import heappush, heappushpop
 from harvester.audit import _DAY_US, _WEB_EPOCH_US
 from harvester.sink import encode_record
 
+from harvester._cdates cimport _days_from_civil
 from harvester._cdedupe cimport _fingerprint
 from harvester._cnormalize cimport _already_canonical
 
@@ -66,16 +67,6 @@ cdef int64_t EXACT_DOUBLE = 1LL << 53  # |µs| below this: the float timestamp i
 cdef object _UTC = UTC
 
 import_datetime()
-
-
-cdef inline int64_t _days_from_civil(int64_t y, int64_t m, int64_t d) noexcept:
-    """Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm)."""
-    y -= m <= 2
-    cdef int64_t era = (y if y >= 0 else y - 399) // 400
-    cdef int64_t yoe = y - era * 400
-    cdef int64_t doy = (153 * (m + (-3 if m > 2 else 9)) + 2) // 5 + d - 1
-    cdef int64_t doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
-    return era * 146097 + doe - 719468
 
 
 cdef inline int64_t _epoch_us(object dt) noexcept:
@@ -490,19 +481,9 @@ def url_entries(
                 encoded, loc, url, middle, lastmod, (<tuple>entry)[3], (<tuple>entry)[4]
             ):
                 pass
-            elif encoded is not None:
-                encoded += encode_record({
-                    "loc": loc,
-                    "url": url,
-                    "host": host,
-                    "sitemap": sitemap,
-                    "lastmod": iso(lastmod) if lastmod is not None else None,
-                    "changefreq": (<tuple>entry)[3],
-                    "priority": (<tuple>entry)[4],
-                })
             else:
                 # records.record's dict for an entry without extensions, key for key.
-                batch.append({
+                rec = {
                     "loc": loc,
                     "url": url,
                     "host": host,
@@ -510,7 +491,11 @@ def url_entries(
                     "lastmod": iso(lastmod) if lastmod is not None else None,
                     "changefreq": (<tuple>entry)[3],
                     "priority": (<tuple>entry)[4],
-                })
+                }
+                if encoded is not None:
+                    encoded += encode_record(rec)  # a value only orjson can write
+                else:
+                    batch.append(rec)
             fps.append(fp)
             if lastmods is not None:
                 lastmods.append(no_lastmod if lastmod is None else _epoch_s(lastmod))
