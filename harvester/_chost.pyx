@@ -268,6 +268,9 @@ cdef inline bytes _value_json(object value):
     cdef PyObject* found
     if value is None:
         return b"null"
+    if value == 0:
+        # -0.0 equals 0.0 as a dict key, but orjson writes them differently.
+        return _dumps(value)
     found = PyDict_GetItem(_VALUE_JSON, value)
     if found is not NULL:
         return <bytes>found

@@ -76,7 +76,7 @@ def entries(draw: st.DrawFn) -> list[Any]:
                 when,
                 raw,
                 draw(st.sampled_from([None, "daily", "x\ty"])),
-                draw(st.sampled_from([None, 0.5, 1.0, 0.0, 1e-05])),
+                draw(st.sampled_from([None, 0.5, 1.0, 0.0, -0.0, 1e-05])),  # "-0.0" is valid
                 images,
             )
         )
@@ -261,3 +261,9 @@ def test_a_sitemap_url_that_needs_escapes(sitemap: str) -> None:
     # Non-ASCII, and a lone surrogate (orjson refuses it: encode_record's json fallback).
     batch = [UrlEntry(f"https://e.com/{i}", T0, None, "daily", 0.5) for i in range(20)]
     run_both([batch], config(10**7, 10**7, True, False), 0, None, sitemap)
+
+
+def test_zero_and_negative_zero_priorities_keep_their_own_json() -> None:
+    # Equal as dict keys (the encoded loop's memo), different in JSON: 0.0 and -0.0.
+    batch = [UrlEntry(f"https://e.com/{i}", None, None, None, (0.0, -0.0)[i % 2]) for i in range(4)]
+    run_both([batch], config(10**7, 10**7, False, False), 0)
