@@ -304,7 +304,7 @@ class XmlSitemapParser:
             _drain_sitemap(self, self._events, out, self.kind is Kind.URLSET)
             return
         handle = self._handle
-        sitemap = self.kind is Kind.URLSET or self.kind is Kind.SITEMAPINDEX
+        sitemap = self._sitemap_kind
         last: etree._Element | None = None  # the last entry handled, and its parent
         last_parent: etree._Element | None = None
         for _, el in self._events:
