@@ -49,6 +49,7 @@ from harvester.records import lastmod_iso, record
 from harvester.report import HostReport
 from harvester.robots import RobotsTxt
 from harvester.scheduler import host_key
+from harvester.sink import encode_records
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -105,6 +106,7 @@ class HostWorker:
         emit_mode: str = "all",
         *,
         encoded: bool = False,
+        ready: Callable[[], Awaitable[object]] | None = None,
     ) -> None:
         """``normalizer`` is shared by a shard's workers (its rules compile once).
 
@@ -118,6 +120,8 @@ class HostWorker:
         compiled loop then writes each record's line itself; with a state file or
         ``--since`` (whose filter reads the dicts) or without the compiled loop,
         batches stay dicts.
+
+        ``ready``: awaited before each body chunk is parsed (see ``run_shard``).
         """
         self.seed = seed
         self.host = seed.host
@@ -126,6 +130,7 @@ class HostWorker:
         self._fetcher = fetcher
         self._scheduler = scheduler
         self._emit = emit
+        self._ready = ready
         self._frontier = Frontier(cfg.limits)
         self._declared: frozenset[str] = frozenset()  # sitemaps the host's robots.txt lists
         self._robots = RobotsTxt()  # the host's robots.txt (everything allowed until read)
@@ -155,6 +160,9 @@ class HostWorker:
         self._encoded: bytearray | None = (
             bytearray() if encoded and not self._filtering and _url_entries is not None else None
         )
+        # Filtered batches are encoded once selected, before they wait for the output: a
+        # line is ~5x smaller than its record dict (the writer would encode them anyway).
+        self._encode_selected = encoded and self._filtering
         self._memory = HostMemory()
         self.state: HostState | None = HostState(self.host) if ledger is not None else None
         self._child_refs: list[tuple[str, int | None]] = []  # the index being read (ledger)
@@ -363,9 +371,12 @@ class HostWorker:
                             self.report.bytes += len(chunk)
                             if digest is not None:
                                 digest.update(chunk)
-                            entries = reader.feed(chunk)
-                            if entries:
-                                await self._entries(entries, ref)
+                            if self._ready is not None:
+                                await self._ready()  # the output is behind: wait unparsed
+                            # No local name for the entries: once the loop below has
+                            # turned them into records they die, instead of waiting with
+                            # this frame while the output is behind (~19k per worker).
+                            await self._entries(reader.feed(chunk), ref)
                             if reader.failed:
                                 break
                     await self._entries(reader.finish(), ref)
@@ -581,6 +592,15 @@ class HostWorker:
         """Turn reader entries into records (deduplicated per host) and frontier refs."""
         if not entries:
             return
+        self._take(entries, ref)
+        # While the output is behind, the flush waits: only the batch it sends may wait
+        # with it, not the parsed entries nor the batch's records (no frame holds them).
+        del entries
+        if len(self._batch_fps) >= _BATCH:
+            await self._flush()
+
+    def _take(self, entries: list[Entry], ref: SitemapRef) -> None:
+        """``_entries`` up to the flush: records into the batch, children into the frontier."""
         seen = self._seen_urls
         canon = self._canonical
         batch = self._batch
@@ -670,8 +690,6 @@ class HostWorker:
                 )
         self._position = position
         self._listed = listed
-        if len(fps) >= _BATCH:
-            await self._flush()
 
     async def _flush(self) -> None:
         if self._batch_fps:
@@ -682,6 +700,9 @@ class HostWorker:
             if self._filtering:
                 lastmods, self._batch_lastmods = self._batch_lastmods, array("q")
                 batch, rows = self._select(batch, fps, lastmods)
+                if self._encode_selected:
+                    data = encode_records(batch)
+                    batch = []
             elif self._encoded is not None:
                 data = bytes(self._encoded)
                 self._encoded.clear()

@@ -81,8 +81,8 @@ class RecordBatch:
 
     def size(self) -> int:
         """How many records the batch holds (``fingerprints`` also counts filtered ones)."""
-        # Encoded batches are never filtered: one line per fingerprint.
-        return len(self.records) if self.data is None else len(self.fingerprints)
+        # One line per record (JSON escapes every newline inside a string).
+        return len(self.records) if self.data is None else self.data.count(b"\n")
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,11 +104,15 @@ async def run_shard(
     resolver: AbstractResolver | None = None,
     incremental: Incremental | None = None,
     encoded: bool = False,
+    ready: Callable[[], Awaitable[object]] | None = None,
 ) -> None:
     """Harvest every seed of ``seeds``; deliver records and host reports through ``send``.
 
     ``encoded``: ``send`` writes JSON Lines, so a ``RecordBatch`` may carry its
     records already encoded (``data``); read them with ``RecordBatch.encoded()``.
+
+    ``ready``: awaited before each body chunk is parsed; it returns when the output
+    can take more (so a slow consumer holds the hosts before parsing, not after).
     """
     workers = max(1, cfg.run.hosts_in_flight)
     ledger = LedgerReader(incremental.path, incremental.run_id) if incremental else None
@@ -147,6 +151,7 @@ async def run_shard(
                 ledger=ledger,
                 emit_mode=emit_mode,
                 encoded=encoded,
+                ready=ready,
             )
             report = await host.run()
             await send(HostDone(report.as_dict(), host.state))

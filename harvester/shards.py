@@ -613,15 +613,32 @@ async def _worker(
     rows: list[tuple[str, list[LedgerRow]]] = []  # (host, ledger rows) of what is in buffer
     size = 0
     count = 0
+    # Backpressure. While the parent is behind, hosts wait before parsing their next
+    # chunk (``run_shard``'s ``ready``): unparsed XML is smaller than records waiting
+    # to be sent (with a state file, ~450 bytes a URL with its ledger row). Without it,
+    # every host in flight went on parsing and parked one ~256 KiB message of its own
+    # on a blocked put (64 per worker on bench_pipeline, whose state-file writer is the
+    # slower side): up to +40 MB per worker.
+    blocked = 0
+    ready = asyncio.Event()
+    ready.set()
 
     async def put(msg: tuple[Any, ...]) -> None:
         # mp.Queue.put blocks when the parent is behind: then it waits off the loop. While
         # the queue has room, no thread hop (each woke an executor thread to contend for
         # the GIL with this loop: 3 % of a worker's samples on the many benchmark).
+        nonlocal blocked
         try:
             results.put_nowait(msg)
         except queue.Full:
-            await loop.run_in_executor(None, results.put, msg)
+            blocked += 1
+            ready.clear()
+            try:
+                await loop.run_in_executor(None, results.put, msg)
+            finally:
+                blocked -= 1
+                if not blocked:
+                    ready.set()
 
     async def flush() -> None:
         nonlocal size, count
@@ -677,7 +694,14 @@ async def _worker(
             yield seed
 
     await run_until_stopped(
-        run_shard(gate.seeds(from_queue(), stop), cfg, send, incremental=incremental, encoded=True),
+        run_shard(
+            gate.seeds(from_queue(), stop),
+            cfg,
+            send,
+            incremental=incremental,
+            encoded=True,
+            ready=ready.wait,
+        ),
         stop.is_set,
         cfg.run.shutdown_grace,
     )

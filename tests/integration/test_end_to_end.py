@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 from typing import TYPE_CHECKING, Any
 
-from harvester.pipeline import harvest
+from harvester.pipeline import OutputItem, RecordBatch, aiter_seeds, harvest, run_shard
 from tests.integration.conftest import LoopbackResolver, Reply, fast_config, free_port
 
 if TYPE_CHECKING:
@@ -261,3 +262,44 @@ async def test_cross_host_duplicates_are_reported_not_merged(sites: Sites) -> No
     assert [r["loc"] for r in records].count(shared) == 2  # both emitted
     assert hosts[first.origin.removeprefix("http://")]["cross_host_duplicates"] == 0
     assert hosts[second.origin.removeprefix("http://")]["cross_host_duplicates"] == 1
+
+
+async def test_hosts_wait_unparsed_while_the_output_is_behind(sites: Sites) -> None:
+    # run_shard's ``ready`` (the shards worker's backpressure): a closed gate holds
+    # every body chunk before it is parsed, and opening it loses nothing.
+    routes: dict[str, Any] = {}
+    site = await sites.start("127.0.0.2", routes)
+    locs = [site.url(f"/page/{i:05d}-{'x' * 60}") for i in range(3000)]  # ~300 KB: chunks
+    routes.update({"/robots.txt": robots(site.url("/big.xml")), "/big.xml": urlset(*locs)})
+    gate, reached = asyncio.Event(), asyncio.Event()
+    waits = 0
+
+    async def ready() -> None:
+        nonlocal waits
+        waits += 1
+        reached.set()
+        await gate.wait()
+
+    records: list[dict[str, Any]] = []
+    reports: list[dict[str, Any]] = []
+
+    async def send(item: OutputItem) -> None:
+        if isinstance(item, RecordBatch):
+            records.extend(item.records)
+        else:
+            reports.append(item.report)
+
+    task = asyncio.create_task(
+        run_shard(aiter_seeds([site.origin]), fast_config(), send, ready=ready)
+    )
+    await asyncio.wait_for(reached.wait(), 10)
+    for _ in range(50):  # loop turns, no wall clock: the body may arrive, not be parsed
+        await asyncio.sleep(0)
+    assert records == []
+    assert waits == 1
+    gate.set()
+    await asyncio.wait_for(task, 30)
+    assert [r["loc"] for r in records] == locs
+    assert waits > 1  # once per chunk, not once per file
+    assert reports[0]["urls"] == 3000
+    assert reports[0]["failures"] == []
