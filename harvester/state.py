@@ -556,7 +556,7 @@ def _connect(path: str) -> sqlite3.Connection:
         # NORMAL in WAL mode: a power cut may lose the last commits, never corrupt; a lost
         # commit only makes the state lag the output, which resume handles (see above).
         db.execute("PRAGMA synchronous = NORMAL")
-        db.execute("PRAGMA cache_size = -8192")  # 8 MiB page cache, whatever the ledger size
+        db.execute("PRAGMA cache_size = -2048")  # 2 MiB page cache, whatever the ledger size
         db.execute("PRAGMA temp_store = MEMORY")
     except sqlite3.DatabaseError as exc:
         raise StateError(
