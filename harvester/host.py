@@ -66,9 +66,10 @@ if TYPE_CHECKING:
     # A batch of one host's records, their URL fingerprints (same order) and, with a
     # state file, the ledger rows of every URL listed (emitted or not).
     # ``data``: the batch already encoded as JSON lines (``records`` then empty), when the
-    # worker was made with ``encoded=True`` (see HostWorker).
+    # worker was made with ``encoded=True`` (see HostWorker); ``lines``: how many lines
+    # ``data`` holds when a filter made it fewer than the fingerprints (else None).
     Emit = Callable[
-        [list[dict[str, Any]], array[int], list[LedgerRow] | None, bytes | None],
+        [list[dict[str, Any]], array[int], list[LedgerRow] | None, bytes | None, int | None],
         Awaitable[None],
     ]
 
@@ -697,16 +698,17 @@ class HostWorker:
             fps, self._batch_fps = self._batch_fps, array("Q")
             rows: list[LedgerRow] | None = None
             data: bytes | None = None
+            lines: int | None = None
             if self._filtering:
                 lastmods, self._batch_lastmods = self._batch_lastmods, array("q")
                 batch, rows = self._select(batch, fps, lastmods)
                 if self._encode_selected:
-                    data = encode_records(batch)
+                    data, lines = encode_records(batch), len(batch)
                     batch = []
             elif self._encoded is not None:
                 data = bytes(self._encoded)
                 self._encoded.clear()
-            await self._emit(batch, fps, rows, data)
+            await self._emit(batch, fps, rows, data, lines)
 
     def _select(
         self, batch: list[dict[str, Any]], fps: array[int], lastmods: array[int]

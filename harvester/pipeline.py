@@ -74,6 +74,7 @@ class RecordBatch:
     rows: list[LedgerRow] | None = None
     # The records as JSON lines (``records`` then empty), from ``run_shard(encoded=True)``.
     data: bytes | None = None
+    lines: int | None = None  # how many lines ``data`` holds; None: one per fingerprint
 
     def encoded(self) -> bytes:
         """The batch's JSON lines: ``data``, or ``sink.encode_records`` of ``records``."""
@@ -81,8 +82,9 @@ class RecordBatch:
 
     def size(self) -> int:
         """How many records the batch holds (``fingerprints`` also counts filtered ones)."""
-        # One line per record (JSON escapes every newline inside a string).
-        return len(self.records) if self.data is None else self.data.count(b"\n")
+        if self.data is None:
+            return len(self.records)
+        return len(self.fingerprints) if self.lines is None else self.lines
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,8 +129,9 @@ async def run_shard(
             fps: array[int],
             rows: list[LedgerRow] | None,
             data: bytes | None = None,
+            lines: int | None = None,
         ) -> None:
-            await send(RecordBatch(host, batch, fps, rows, data))
+            await send(RecordBatch(host, batch, fps, rows, data, lines))
 
         return emit
 

@@ -119,8 +119,13 @@ def worker(cfg: Config, encoded: bool = False) -> HostWorker:
     emitted: list[tuple[list[dict[str, Any]], array[int], bytes | None]] = []
 
     async def emit(
-        batch: list[dict[str, Any]], fps: array[int], rows: Any, data: bytes | None
+        batch: list[dict[str, Any]],
+        fps: array[int],
+        rows: Any,
+        data: bytes | None,
+        lines: int | None,
     ) -> None:
+        assert lines is None or (data is not None and lines == data.count(b"\n"))
         emitted.append((batch, fps, data))
 
     w = HostWorker(seed, cfg, None, Scheduler(), emit, encoded=encoded)  # type: ignore[arg-type]

@@ -216,6 +216,10 @@ def test_record_batch_size_and_bytes_in_both_forms() -> None:
     lines = encode_records([_record(1), _record(2), _record(3)])
     encoded = RecordBatch("e.com", [], fps, None, lines)
     assert (encoded.size(), encoded.encoded()) == (3, lines)
+    # Encoded after a filter: the batch says how many lines it kept.
+    kept = encode_records([_record(2)])
+    selected = RecordBatch("e.com", [], fps, None, kept, 1)
+    assert (selected.size(), selected.encoded()) == (1, kept)
 
 
 def test_write_takes_the_callers_count(tmp_path: Path) -> None:
