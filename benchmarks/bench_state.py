@@ -44,7 +44,7 @@ from typing import Any
 
 from aiohttp import web
 
-from harvester.ledger import LedgerReader, LedgerRow, signed
+from harvester.ledger import LedgerReader, LedgerRow, LedgerRows, signed
 from harvester.state import StateStore
 
 PER_HOST = 10_000
@@ -84,7 +84,7 @@ def ledger_upsert(path: Path, urls: int) -> dict[str, Any]:
         rows = _rows(host, rnd)
         host += 1
         for start in range(0, len(rows), BATCH):
-            store.add_urls(f"h{host}.example", rows[start : start + BATCH])
+            store.add_urls(f"h{host}.example", LedgerRows.of(rows[start : start + BATCH]))
         done += len(rows)
         since_commit += len(rows)
         if since_commit >= COMMIT_EVERY:

@@ -405,6 +405,7 @@ def url_entries(
     url_entry_type,
     report,
     bytearray encoded=None,
+    list canonical=None,
 ):
     """Handle the ``UrlEntry`` items of ``entries`` as ``HostWorker._entries`` does.
 
@@ -415,7 +416,9 @@ def url_entries(
     ``dist``: the ``LastmodDistribution`` or None; ``iso`` and ``record``:
     ``records._iso`` and ``records.record``; ``report``: the ``HostReport``;
     ``encoded``: when given, records go into it as the JSON lines that
-    ``sink.encode_records`` makes of them (``batch`` stays empty).
+    ``sink.encode_records`` makes of them (``batch`` stays empty); ``canonical``:
+    when given, each record's canonical URL is appended to it too (the state filter's
+    ledger rows need it, and it cannot be read back from an escaped line).
 
     Returns ``(listed, position, cap_hit, others)``: the counters after the batch
     and, in order, the entries that are not ``UrlEntry`` (for the Python loop).
@@ -502,6 +505,8 @@ def url_entries(
             fps.append(fp)
             if lastmods is not None:
                 lastmods.append(no_lastmod if lastmod is None else _epoch_s(lastmod))
+            if canonical is not None:
+                canonical.append(url)
     finally:
         # What the batch counted reaches the distribution even if a step raised.
         if audit is not None:

@@ -18,7 +18,9 @@ import hashlib
 import logging
 import time
 from array import array
+from collections import Counter
 from datetime import UTC, datetime
+from itertools import chain, compress, groupby, repeat
 from typing import TYPE_CHECKING
 
 from harvester import compiled
@@ -39,6 +41,7 @@ from harvester.ledger import (
     NO_LASTMOD,
     HostMemory,
     HostState,
+    LedgerRows,
     SitemapState,
     now,
 )
@@ -58,7 +61,7 @@ if TYPE_CHECKING:
     from harvester.config import Config
     from harvester.discovery import Discovered
     from harvester.fetch import Fetcher
-    from harvester.ledger import LedgerReader, LedgerRow, SitemapMemory
+    from harvester.ledger import LedgerReader, SitemapMemory
     from harvester.models import Entry, ReadResult
     from harvester.scheduler import HostSlot, Scheduler
     from harvester.seeds import Seed
@@ -69,7 +72,7 @@ if TYPE_CHECKING:
     # worker was made with ``encoded=True`` (see HostWorker); ``lines``: how many lines
     # ``data`` holds when a filter made it fewer than the fingerprints (else None).
     Emit = Callable[
-        [list[dict[str, Any]], array[int], list[LedgerRow] | None, bytes | None, int | None],
+        [list[dict[str, Any]], array[int], LedgerRows | None, bytes | None, int | None],
         Awaitable[None],
     ]
 
@@ -82,6 +85,10 @@ _url_entries: Callable[..., tuple[int, int, bool, list[Entry]]] | None = (
 )
 
 logger = logging.getLogger(__name__)
+
+# ``_select_lines``' labels, as orjson writes the keys ``_select`` adds to a record.
+_EVENT_LABELS = {e: b',"event":"%s"' % e.encode() for e in EMIT_EVENTS["all"] | {"removed"}}
+_SINCE_LABELS = {s: b',"since":"%s"' % s.encode() for s in ("after", "undated", "unverified")}
 
 _BATCH = 256  # records per emitted batch: amortises queue overhead; x hosts in flight = memory
 _AUDIT_ALL = 500  # URLs of a host that all feed the lastmod distribution; then 1 in 8
@@ -158,13 +165,19 @@ class HostWorker:
         self._filtering = ledger is not None or self._since is not None
         self._batch_lastmods: array[int] = array("q")  # lastmod epochs of _batch (filtering)
         # The batch as JSON lines (see ``encoded``); None: records go to _batch as dicts.
+        # A filter labels the lines (``_select_lines``): a line (~190 bytes here) is a
+        # fraction of its record dict with its strings and datetime, and the writer
+        # would encode the dict anyway.
         self._encoded: bytearray | None = (
-            bytearray() if encoded and not self._filtering and _url_entries is not None else None
+            bytearray() if encoded and _url_entries is not None else None
         )
-        # Filtered batches are encoded once selected, before they wait for the output: a
-        # line (~190 bytes here) is a fraction of its record dict with its strings and
-        # datetime, and the writer would encode them anyway.
-        self._encode_selected = encoded and self._filtering
+        # With a state file and lines, the ledger rows' URLs (same order) and sitemaps
+        # (runs of (sitemap, count)).
+        lines_ledger = self._encoded is not None and ledger is not None
+        self._batch_urls: list[str] | None = [] if lines_ledger else None
+        self._batch_sitemaps: list[tuple[str, int]] | None = [] if lines_ledger else None
+        # Without the compiled loop, filtered dicts are encoded once selected.
+        self._encode_selected = encoded and self._filtering and self._encoded is None
         self._memory = HostMemory()
         self.state: HostState | None = HostState(self.host) if ledger is not None else None
         self._child_refs: list[tuple[str, int | None]] = []  # the index being read (ledger)
@@ -643,7 +656,13 @@ class HostWorker:
                 UrlEntry,
                 report,
                 self._encoded,
+                self._batch_urls,
             )
+            runs = self._batch_sitemaps
+            if runs is not None:
+                added = len(fps) - sum(n for _, n in runs)
+                if added:
+                    runs.append((sitemap, added))
         for entry in entries:
             if type(entry) is UrlEntry:
                 if self._url_cap_hit:
@@ -697,72 +716,139 @@ class HostWorker:
         if self._batch_fps:
             batch, self._batch = self._batch, []
             fps, self._batch_fps = self._batch_fps, array("Q")
-            rows: list[LedgerRow] | None = None
+            rows: LedgerRows | None = None
             data: bytes | None = None
             lines: int | None = None
+            encoded = self._encoded
             if self._filtering:
                 lastmods, self._batch_lastmods = self._batch_lastmods, array("q")
-                batch, rows = self._select(batch, fps, lastmods)
-                if self._encode_selected:
-                    data, lines = encode_records(batch), len(batch)
-                    batch = []
-            elif self._encoded is not None:
-                data = bytes(self._encoded)
-                self._encoded.clear()
+                if encoded is not None:
+                    data, lines, rows = self._select_lines(encoded, fps, lastmods)
+                    encoded.clear()
+                else:
+                    batch, rows = self._select(batch, fps, lastmods)
+                    if self._encode_selected:
+                        data, lines = encode_records(batch), len(batch)
+                        batch = []
+            elif encoded is not None:
+                data = bytes(encoded)
+                encoded.clear()
             await self._emit(batch, fps, rows, data, lines)
 
     def _select(
         self, batch: list[dict[str, Any]], fps: array[int], lastmods: array[int]
-    ) -> tuple[list[dict[str, Any]], list[LedgerRow] | None]:
+    ) -> tuple[list[dict[str, Any]], LedgerRows | None]:
         """Label records with their event and keep those ``--emit``/``--since`` ask for.
 
         Returns the records to write and the ledger rows of every URL listed (also
         the ones not written: the ledger must know they are still listed).
         """
-        report = self.report
-        since = self._since
+        runs = [(s, len(list(group))) for s, group in groupby(r["sitemap"] for r in batch)]
+        kept, rows = self._labels(fps, lastmods, [r["url"] for r in batch], runs)
         out: list[dict[str, Any]] = []
-        rows: list[LedgerRow] | None = None
-        events: list[str | None] | None = None
-        signed_fps = array("q", fps.tobytes())  # same bits, as SQLite's signed integers
-        if self._ledger is not None:
-            events = self._ledger.events(self._memory.host_id, signed_fps, lastmods)
-            rows = []
-        wanted = self._events
-        unverified = self._unverified
-        for i, rec in enumerate(batch):
-            lastmod = lastmods[i]
-            if events is not None and rows is not None:
-                event = events[i]
-                if event is None:
-                    # This run recorded it before it was cut short: already in the output.
-                    report.replayed += 1
-                    continue
-                setattr(report, event, getattr(report, event) + 1)
-                if unverified and event != "new":
-                    event = "unverified"  # its lastmod cannot say whether it changed
-                rows.append(
-                    (
-                        signed_fps[i],
-                        rec["url"],
-                        rec["sitemap"],
-                        None if lastmod == NO_LASTMOD else lastmod,
-                    )
-                )
-                if event not in wanted:
-                    continue
+        for i, event, since in kept:
+            rec = batch[i]
+            if event is not None:
                 rec["event"] = event
             if since is not None:
+                rec["since"] = since
+            out.append(rec)
+        return out, rows
+
+    def _select_lines(
+        self, data: bytearray, fps: array[int], lastmods: array[int]
+    ) -> tuple[bytes, int, LedgerRows | None]:
+        """``_select`` for a batch the compiled loop wrote as JSON lines.
+
+        Returns the kept lines, labelled, their count and the ledger rows. A label
+        goes before its line's closing brace, in the order ``_select`` adds the
+        keys (``event``, then ``since``): the bytes are those of the labelled dicts.
+        """
+        urls, sitemaps = self._batch_urls, self._batch_sitemaps
+        if urls is not None and sitemaps is not None:
+            self._batch_urls, self._batch_sitemaps = [], []
+        kept, rows = self._labels(fps, lastmods, urls, sitemaps)
+        lines = data.split(b"\n")  # one more than the records: the empty tail
+        out = bytearray()
+        for i, event, since in kept:
+            line = lines[i]
+            if event is not None or since is not None:
+                del line[-1]  # the closing brace (the split made this copy of the line)
+                if event is not None:
+                    line += _EVENT_LABELS[event]
+                if since is not None:
+                    line += _SINCE_LABELS[since]
+                line += b"}"
+            out += line
+            out += b"\n"
+        return bytes(out), len(kept), rows
+
+    def _labels(
+        self,
+        fps: array[int],
+        lastmods: array[int],
+        urls: list[str] | None,
+        sitemaps: list[tuple[str, int]] | None,
+    ) -> tuple[list[tuple[int, str | None, str | None]], LedgerRows | None]:
+        """Decide, for a batch, which records ``--emit``/``--since`` keep and their labels.
+
+        In: the batch's fingerprints, lastmod epochs and, with a state file, its
+        canonical URLs and sitemaps as runs (for the ledger rows). Out: ``(index,
+        event, since)`` of each record to write (a label None: that key is not
+        added), and the ledger rows of every URL listed but the replayed ones (also
+        those not written: the ledger must know they are still listed). Counts the
+        events into the report.
+        """
+        report = self.report
+        since = self._since
+        out: list[tuple[int, str | None, str | None]] = []
+        rows: LedgerRows | None = None
+        events: list[str | None] = []
+        signed_fps = array("q", fps.tobytes())  # same bits, as SQLite's signed integers
+        if self._ledger is not None and urls is not None and sitemaps is not None:
+            events = self._ledger.events(self._memory.host_id, signed_fps, lastmods)
+            counts = Counter(events)
+            replayed = counts.pop(None, 0)
+            for name, count in counts.items():
+                setattr(report, name, getattr(report, name) + count)  # type: ignore[arg-type]
+            if replayed:
+                # Recorded by this run before it was cut short: in the output and ledger.
+                report.replayed += replayed
+                keep = [event is not None for event in events]
+                every = chain.from_iterable(repeat(s, n) for s, n in sitemaps)
+                sitemaps = [(s, len(list(g))) for s, g in groupby(compress(every, keep))]
+                rows = LedgerRows(
+                    array("q", compress(signed_fps, keep)),
+                    list(compress(urls, keep)),
+                    array("q", compress(lastmods, keep)),
+                    sitemaps,
+                )
+            else:
+                rows = LedgerRows(signed_fps, urls, lastmods, sitemaps)
+        wanted = self._events
+        unverified = self._unverified
+        for i, lastmod in enumerate(lastmods):
+            event: str | None = None
+            label: str | None = None
+            if events:
+                event = events[i]
+                if event is None:
+                    continue  # replayed (counted above)
+                if unverified and event != "new":
+                    event = "unverified"  # its lastmod cannot say whether it changed
+                if event not in wanted:
+                    continue
+            if since is not None:
                 if unverified:
-                    rec["since"] = "unverified"  # not filtered by a lastmod that may lie
+                    label = "unverified"  # not filtered by a lastmod that may lie
                 elif lastmod == NO_LASTMOD:
-                    rec["since"] = "undated"  # may have changed: the caller decides
+                    label = "undated"  # may have changed: the caller decides
                 elif lastmod <= since:
                     continue
                 else:
-                    rec["since"] = "after"
-            out.append(rec)
-        report.urls -= len(batch) - len(out)
+                    label = "after"
+            out.append((i, event, label))
+        report.urls -= len(lastmods) - len(out)
         return out, rows
 
 

@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from aiohttp.abc import AbstractResolver
 
     from harvester.host import Emit
-    from harvester.ledger import HostState, LedgerRow
+    from harvester.ledger import HostState, LedgerRows
 
 __all__ = ["HostDone", "Incremental", "RecordBatch", "harvest", "run_shard"]
 
@@ -71,7 +71,7 @@ class RecordBatch:
     host: str
     records: list[dict[str, Any]]
     fingerprints: array[int]
-    rows: list[LedgerRow] | None = None
+    rows: LedgerRows | None = None
     # The records as JSON lines (``records`` then empty), from ``run_shard(encoded=True)``.
     data: bytes | None = None
     lines: int | None = None  # how many lines ``data`` holds; None: one per fingerprint
@@ -127,7 +127,7 @@ async def run_shard(
         async def emit(
             batch: list[dict[str, Any]],
             fps: array[int],
-            rows: list[LedgerRow] | None,
+            rows: LedgerRows | None,
             data: bytes | None = None,
             lines: int | None = None,
         ) -> None:

@@ -60,7 +60,7 @@ if TYPE_CHECKING:
     from aiohttp.abc import AbstractResolver
 
     from harvester.config import Config
-    from harvester.ledger import HostState, LedgerRow
+    from harvester.ledger import HostState, LedgerRows
     from harvester.pipeline import Incremental, OutputItem
     from harvester.state import FinishedHosts
 
@@ -120,7 +120,7 @@ class _Writer:
         data: bytes,
         count: int,
         fingerprints: list[tuple[str, bytes]],
-        rows: list[tuple[str, list[LedgerRow]]] | None = None,
+        rows: list[tuple[str, LedgerRows]] | None = None,
     ) -> None:
         # run.urls is summed from host reports (add_host); count is for progress only.
         self.sink.write(data, count)
@@ -610,7 +610,7 @@ async def _worker(
     gate = SeedGate(cfg.run.hosts_in_flight)
     buffer: list[bytes] = []
     fingerprints: list[tuple[str, bytes]] = []  # (host, fingerprints) of what is in buffer
-    rows: list[tuple[str, list[LedgerRow]]] = []  # (host, ledger rows) of what is in buffer
+    rows: list[tuple[str, LedgerRows]] = []  # (host, ledger rows) of what is in buffer
     size = 0
     count = 0
     # Backpressure. While the parent is behind, hosts wait before parsing their next

@@ -1,6 +1,6 @@
 """State stage (writer side): the SQLite file that makes cron runs incremental and resumable.
 
-In: the state path, the run's options, and from the workers ``LedgerRow``
+In: the state path, the run's options, and from the workers ``LedgerRows``
 batches and finished hosts' ``HostState`` (see ``ledger.py``). Out: the state
 file, the removed-URL records of each finished host, and the run to resume.
 
@@ -36,6 +36,7 @@ import os
 import sqlite3
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from itertools import chain, repeat
 from typing import TYPE_CHECKING, Any
 
 from harvester.dates import format_utc
@@ -43,9 +44,9 @@ from harvester.errors import StateError
 from harvester.ledger import EMIT_EVENTS, dump_json, now
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator
+    from collections.abc import Iterator
 
-    from harvester.ledger import HostState, LedgerRow
+    from harvester.ledger import HostState, LedgerRows
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -144,13 +145,14 @@ _MIGRATIONS: tuple[str, ...] = (
 
 _UPSERT_URL = """
 INSERT INTO urls (host_id, fp, url, sitemap_id, first_seen, last_seen, lastmod)
-VALUES (?, ?, ?, ?, ?, ?, ?)
+VALUES (?, ?, ?, ?, ?, ?, nullif(?, -9223372036854775808))
 ON CONFLICT (host_id, fp) DO UPDATE SET
     sitemap_id = excluded.sitemap_id,
     last_seen = excluded.last_seen,
     lastmod = coalesce(excluded.lastmod, urls.lastmod),
     removed = NULL
 """
+# (nullif: the lastmods column's "none", ledger.NO_LASTMOD, is stored as NULL.)
 
 
 class StateLocked(StateError):
@@ -284,19 +286,26 @@ class StateStore:
 
     # -- writes ----------------------------------------------------------------
 
-    def add_urls(self, host: str, rows: Iterable[LedgerRow]) -> None:
+    def add_urls(self, host: str, rows: LedgerRows) -> None:
         """Upsert listed URLs of ``host`` (new, changed or unchanged) into the ledger."""
         run = self._require_run()
         self._begin()
         host_id = self._host_id(host)
         sitemap_id = self._sitemap_id
         run_id = run.id
+        # Each row's parameters are zipped from the columns in C: no Python per row.
         self._db.executemany(
             _UPSERT_URL,
-            [
-                (host_id, fp, url, sitemap_id(host_id, sitemap), run_id, run_id, lastmod)
-                for fp, url, sitemap, lastmod in rows
-            ],
+            zip(
+                repeat(host_id),
+                rows.fps,
+                rows.urls,
+                chain.from_iterable(repeat(sitemap_id(host_id, s), n) for s, n in rows.sitemaps),
+                repeat(run_id),
+                repeat(run_id),
+                rows.lastmods,
+                strict=False,  # (the repeats are endless; the columns have one length)
+            ),
         )
 
     def count(self, events: dict[str, int]) -> None:

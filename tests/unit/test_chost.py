@@ -114,22 +114,45 @@ class Scheduler:
     """The admission path (``_admit``) needs none of the scheduler."""
 
 
-def worker(cfg: Config, encoded: bool = False) -> HostWorker:
+class Ledger:
+    """A state file's verdicts without SQLite: each URL's event from its fingerprint."""
+
+    def events(self, host_id: int | None, fps: Any, lastmods: Any) -> list[str | None]:
+        # None: recorded by this run before it was cut short (a replay).
+        return [(None, "new", "changed", "unchanged")[fp % 4] for fp in fps]
+
+
+def worker(
+    cfg: Config, encoded: bool = False, emit_mode: str | None = None, unverified: bool = False
+) -> HostWorker:
     seed = Seed(HOST, f"https://{HOST}", None, None, None, True)
     emitted: list[tuple[list[dict[str, Any]], array[int], bytes | None]] = []
+    rows: list[Any] = []
 
     async def emit(
         batch: list[dict[str, Any]],
         fps: array[int],
-        rows: Any,
+        ledger_rows: Any,
         data: bytes | None,
         lines: int | None,
     ) -> None:
         assert lines is None or (data is not None and lines == data.count(b"\n"))
         emitted.append((batch, fps, data))
+        rows.append(ledger_rows)
 
-    w = HostWorker(seed, cfg, None, Scheduler(), emit, encoded=encoded)  # type: ignore[arg-type]
+    w = HostWorker(
+        seed,
+        cfg,
+        None,  # type: ignore[arg-type]
+        Scheduler(),  # type: ignore[arg-type]
+        emit,
+        ledger=None if emit_mode is None else Ledger(),  # type: ignore[arg-type]
+        emit_mode=emit_mode or "all",
+        encoded=encoded,
+    )
+    w._unverified = unverified  # the host's lastmods are not trusted (see _trust_lastmod)
     w.emitted = emitted  # type: ignore[attr-defined]
+    w.rows = rows  # type: ignore[attr-defined]
     return w
 
 
@@ -147,6 +170,7 @@ def state(w: HostWorker) -> dict[str, Any]:
         "fps": list(w._batch_fps),
         "lastmods": list(w._batch_lastmods),
         "filtering": w._filtering,
+        "rows": w.rows,  # type: ignore[attr-defined]
         "report": report,
         "seen": (len(w._seen_urls), sorted(w._seen_urls._small or [])),
         "listed": w._listed,
@@ -180,22 +204,30 @@ def run_both(
     replayed: int,
     modified: datetime | None = None,
     sitemap: str = f"https://{HOST}/sitemap.xml",
+    emit_mode: str | None = None,
+    unverified: bool = False,
 ) -> None:
-    """The compiled loop (dicts, and JSON lines as for the writer) against the Python one."""
+    """The compiled loop (dicts, and JSON lines as for the writer) against the Python one.
+
+    ``emit_mode``: with a state file (a fake ledger) and that ``--emit``; the lines
+    are then labelled by ``_select_lines``, the dicts by ``_select``. Each batch list
+    after the first comes from a sitemap of its own (``sitemap?2``, ...), so a
+    batch's ledger rows may name several.
+    """
     results = []
     saved = hostmod._url_entries
     for compiled, encoded in ((True, False), (False, False), (True, True)):
         hostmod._url_entries = saved if compiled else None
         try:
-            w = worker(cfg, encoded)
+            w = worker(cfg, encoded, emit_mode, unverified)
             w._replayed = replayed
             w._fetched_at = NOW
             w._sitemap_modified = modified  # the sitemap's Last-Modified header
-            ref = SitemapRef(sitemap)
 
-            async def feed(w: HostWorker = w, ref: SitemapRef = ref) -> None:
-                for batch in batches:
-                    await w._entries(batch, ref)
+            async def feed(w: HostWorker = w) -> None:
+                for k, batch in enumerate(batches):
+                    await w._entries(batch, SitemapRef(f"{sitemap}?{k}" if k else sitemap))
+                await w._flush()  # as at the host's end: the open batch is labelled too
 
             asyncio.run(feed())
             results.append(state(w))
@@ -203,11 +235,11 @@ def run_both(
         finally:
             hostmod._url_entries = saved
     assert results[0] == results[1]
-    # Encoded: the same lines, and no dicts in what was emitted (a filtered batch is
-    # encoded once selected); the batch still open is dicts only while a filter needs them.
-    dicts, expected = results[2].pop("dicts"), results[0].pop("dicts")
-    assert dicts[:-1] == [[]] * (len(dicts) - 1)
-    assert dicts[-1] == (expected[-1] if results[2]["filtering"] else [])
+    # Encoded: the same lines (labelled in place when filtered) and ledger rows, and
+    # no dicts at all, neither emitted nor in the batch still open.
+    dicts = results[2].pop("dicts")
+    results[0].pop("dicts")
+    assert dicts == [[]] * len(dicts)
     assert results[2] == results[0]
 
 
@@ -238,6 +270,8 @@ def test_the_constants_agree() -> None:
     st.booleans(),
     st.integers(0, 20),
     st.sampled_from([None, T0 + timedelta(hours=3), NOW]),
+    st.sampled_from([None, "all", "delta", "new"]),
+    st.booleans(),
 )
 def test_both_loops_agree(
     batches: list[list[Any]],
@@ -247,8 +281,11 @@ def test_both_loops_agree(
     since: bool,
     replayed: int,
     modified: datetime | None,
+    emit_mode: str | None,
+    unverified: bool,
 ) -> None:
-    run_both(batches, config(cap, spill, dist, since), replayed, modified)
+    cfg = config(cap, spill, dist, since)
+    run_both(batches, cfg, replayed, modified, emit_mode=emit_mode, unverified=unverified)
 
 
 def test_a_big_batch_with_the_audit_sample_and_the_small_set_promotion() -> None:
@@ -257,16 +294,15 @@ def test_a_big_batch_with_the_audit_sample_and_the_small_set_promotion() -> None
     ]
     # Past the audit's caps: more distinct lastmods than its modal counter (256) and
     # its distinct sketch (1,024) keep, so their eviction and replacement run too.
-    run_both(
-        [batch[:2500], batch[2500:]], config(10**7, 10**7, True, True), 100, T0 + timedelta(hours=1)
-    )
+    cfg = config(10**7, 10**7, True, True)
+    run_both([batch[:2500], batch[2500:]], cfg, 100, T0 + timedelta(hours=1), emit_mode="delta")
 
 
 @pytest.mark.parametrize("sitemap", ["https://e.com/ü.xml", "https://e.com/\udcff.xml"])
 def test_a_sitemap_url_that_needs_escapes(sitemap: str) -> None:
     # Non-ASCII, and a lone surrogate (orjson refuses it: encode_record's json fallback).
     batch = [UrlEntry(f"https://e.com/{i}", T0, None, "daily", 0.5) for i in range(20)]
-    run_both([batch], config(10**7, 10**7, True, False), 0, None, sitemap)
+    run_both([batch], config(10**7, 10**7, True, False), 0, None, sitemap, emit_mode="all")
 
 
 def test_zero_and_negative_zero_priorities_keep_their_own_json() -> None:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from harvester.errors import StateError
-from harvester.ledger import HostState, LedgerReader, LedgerRow, SitemapState, classify, signed
+from harvester.ledger import HostState, LedgerReader, LedgerRows, SitemapState, classify, signed
 from harvester.sink import JsonlSink
 from harvester.state import SCHEMA_VERSION, StateLocked, StateStore, default_state_path
 
@@ -18,8 +18,10 @@ if TYPE_CHECKING:
 SM = "https://a.example/s.xml"
 
 
-def rows(*names: str, lastmod: int | None = None) -> list[LedgerRow]:
-    return [(signed(hash(n) & (2**64 - 1)), f"https://a.example/{n}", SM, lastmod) for n in names]
+def rows(*names: str, lastmod: int | None = None) -> LedgerRows:
+    return LedgerRows.of(
+        (signed(hash(n) & (2**64 - 1)), f"https://a.example/{n}", SM, lastmod) for n in names
+    )
 
 
 def test_default_path_sits_beside_the_output() -> None:
@@ -106,7 +108,7 @@ def test_removed_only_from_sitemaps_in_the_removal_scope(tmp_path: Path) -> None
         store.commit(None)
         reader = LedgerReader(path, run.id + 1)
         memory = reader.host("a.example")
-        fps = [r[0] for r in rows("p1", "p2", "p9")]
+        fps = list(rows("p1", "p2", "p9").fps)
         from array import array
 
         assert reader.events(memory.host_id, fps, array("q", [0, 0, 0])) == [None, "new", "new"]
@@ -184,3 +186,27 @@ def test_a_file_corrupted_inside_is_a_state_error(tmp_path: Path) -> None:
     with pytest.raises(StateError, match="corrupt"), StateStore(str(path)) as store:
         store.start_run(emit="all", output=None)
     assert path.read_bytes() == bytes(data)  # left as it was, for the user to inspect
+
+
+def test_ledger_rows_travel_as_columns_and_land_as_rows(tmp_path: Path) -> None:
+    other = "https://a.example/other.xml"
+    tuples = [
+        (signed(1), "https://a.example/p1", SM, 1_700_000_000),
+        (signed(2**64 - 1), "https://a.example/p2", SM, None),  # the most negative signed
+        (signed(3), "https://a.example/p3", other, 0),  # the epoch itself is a lastmod
+        (signed(4), "https://a.example/p4", SM, None),
+    ]
+    columns = LedgerRows.of(tuples)
+    assert len(columns) == 4
+    assert columns.sitemaps == [(SM, 2), (other, 1), (SM, 1)]
+    assert list(columns.rows()) == tuples
+    path = str(tmp_path / "s.sqlite")
+    with StateStore(path) as store:
+        store.start_run(emit="delta", output=None)
+        store.add_urls("a.example", columns)
+        store.commit(None)
+        stored = store.db.execute(
+            "SELECT u.fp, u.url, s.url, u.lastmod FROM urls u "
+            "JOIN sitemaps s ON s.id = u.sitemap_id ORDER BY u.url"
+        ).fetchall()
+    assert stored == tuples
