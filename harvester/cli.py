@@ -249,7 +249,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run_command(ns: argparse.Namespace, cfg: Config) -> int:
     from harvester.report import summary_table
     from harvester.seeds import open_lines
-    from harvester.shards import RunFailed, run_job, tune_gc
+    from harvester.shards import RunFailed, run_job, tune_gc, tune_malloc
     from harvester.shutdown import Stop
     from harvester.state import StateLocked
 
@@ -259,6 +259,7 @@ def _run_command(ns: argparse.Namespace, cfg: Config) -> int:
         )
         return EXIT_USAGE
     tune_gc()  # this process is ours: parse with fewer garbage collections
+    tune_malloc()  # ...and one malloc arena for its threads
     report = ns.report
     if report is None and ns.output != "-":
         report = f"{ns.output}.report.json"

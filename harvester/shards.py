@@ -32,11 +32,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import fcntl
 import gc
 import hashlib
 import multiprocessing
 import os
+import platform
 import queue
 import signal
 import sys
@@ -386,6 +388,33 @@ def tune_gc() -> None:
     gc.freeze()
 
 
+_M_ARENA_MAX = -8  # glibc's mallopt parameter (malloc.h)
+
+
+def tune_malloc() -> None:
+    """One glibc malloc arena for all of this process's threads (else: nothing).
+
+    glibc gives each thread that allocates while another holds the main arena an
+    arena of its own (up to 8 per core), whose freed memory mostly stays resident.
+    Here the threads are a worker's queue feeder (it pickles each ~256 KiB message)
+    and the executor threads of blocked puts and seed reads, and the writer's
+    thread in the parent; the GIL already serialises nearly all their allocations,
+    so one arena serves them without contention.
+
+    Measured (``bench_pipeline --hosts 2000 --only harvester``, as the environment
+    variable ``MALLOC_ARENA_MAX=1``, runs alternated): state on, peak RSS of all
+    processes 291-292 MB against 297-304; state off, wall 14.7-18.9 s against
+    15.4-19.5 s (5 runs each): no cost seen. Call it before any thread starts.
+    """
+    if platform.libc_ver()[0] != "glibc":
+        return
+    try:
+        mallopt = ctypes.CDLL(None).mallopt  # the C library this interpreter runs on
+    except (OSError, AttributeError):
+        return
+    mallopt(_M_ARENA_MAX, 1)
+
+
 def event_loop_runner(cfg: Config) -> Any:
     """``asyncio.run``, with uvloop when installed and enabled (faster sockets and timers)."""
     if cfg.run.uvloop:
@@ -590,6 +619,7 @@ def _worker_main(
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         tune_gc()
+        tune_malloc()
         event_loop_runner(cfg)(_worker(index, cfg, seeds, results, stop, incremental))
     except BaseException:  # report any crash to the parent, then exit non-zero
         results.put(("error", index, traceback.format_exc()))
