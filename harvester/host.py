@@ -744,7 +744,11 @@ class HostWorker:
         the ones not written: the ledger must know they are still listed).
         """
         runs = [(s, len(list(group))) for s, group in groupby(r["sitemap"] for r in batch)]
-        kept, rows = self._labels(fps, lastmods, [r["url"] for r in batch], runs)
+        kept, rows, every = self._labels(fps, lastmods, [r["url"] for r in batch], runs)
+        if every is not None:
+            for rec in batch:
+                rec["event"] = every
+            return batch, rows
         out: list[dict[str, Any]] = []
         for i, event, since in kept:
             rec = batch[i]
@@ -767,7 +771,11 @@ class HostWorker:
         urls, sitemaps = self._batch_urls, self._batch_sitemaps
         if urls is not None and sitemaps is not None:
             self._batch_urls, self._batch_sitemaps = [], []
-        kept, rows = self._labels(fps, lastmods, urls, sitemaps)
+        kept, rows, every = self._labels(fps, lastmods, urls, sitemaps)
+        if every is not None:
+            # One label for every line: one replace in C. A raw "}\n" ends a line and
+            # nothing else (JSON escapes a newline inside a string).
+            return bytes(data.replace(b"}\n", _EVENT_LABELS[every] + b"}\n")), len(fps), rows
         lines = data.split(b"\n")  # one more than the records: the empty tail
         out = bytearray()
         for i, event, since in kept:
@@ -789,14 +797,16 @@ class HostWorker:
         lastmods: array[int],
         urls: list[str] | None,
         sitemaps: list[tuple[str, int]] | None,
-    ) -> tuple[list[tuple[int, str | None, str | None]], LedgerRows | None]:
+    ) -> tuple[list[tuple[int, str | None, str | None]], LedgerRows | None, str | None]:
         """Decide, for a batch, which records ``--emit``/``--since`` keep and their labels.
 
         In: the batch's fingerprints, lastmod epochs and, with a state file, its
         canonical URLs and sitemaps as runs (for the ledger rows). Out: ``(index,
         event, since)`` of each record to write (a label None: that key is not
-        added), and the ledger rows of every URL listed but the replayed ones (also
-        those not written: the ledger must know they are still listed). Counts the
+        added); the ledger rows of every URL listed but the replayed ones (also
+        those not written: the ledger must know they are still listed); and, when
+        every record is kept with one same event and no ``since`` (a host new to
+        the state file, say), that event, with no per-record list. Counts the
         events into the report.
         """
         report = self.report
@@ -825,6 +835,14 @@ class HostWorker:
                 )
             else:
                 rows = LedgerRows(signed_fps, urls, lastmods, sitemaps)
+                if since is None and len(counts) == 1:
+                    (only,) = counts
+                    if self._unverified and only != "new":
+                        only = "unverified"
+                    if only in self._events:
+                        return out, rows, only
+                    report.urls -= len(lastmods)
+                    return out, rows, None
         wanted = self._events
         unverified = self._unverified
         for i, lastmod in enumerate(lastmods):
@@ -849,7 +867,7 @@ class HostWorker:
                     label = "after"
             out.append((i, event, label))
         report.urls -= len(lastmods) - len(out)
-        return out, rows
+        return out, rows, None
 
 
 def _http_date(value: str | None) -> datetime | None:

@@ -18,6 +18,7 @@ import dataclasses
 from datetime import UTC, datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
+import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -115,15 +116,28 @@ class Scheduler:
 
 
 class Ledger:
-    """A state file's verdicts without SQLite: each URL's event from its fingerprint."""
+    """A state file's verdicts without SQLite: each URL's event from its fingerprint.
+
+    ``fresh``: the host is new to the state file, so every URL is new (as
+    ``LedgerReader.events`` answers for a host it has no id for).
+    """
+
+    def __init__(self, fresh: bool = False) -> None:
+        self.fresh = fresh
 
     def events(self, host_id: int | None, fps: Any, lastmods: Any) -> list[str | None]:
+        if self.fresh:
+            return ["new"] * len(fps)
         # None: recorded by this run before it was cut short (a replay).
         return [(None, "new", "changed", "unchanged")[fp % 4] for fp in fps]
 
 
 def worker(
-    cfg: Config, encoded: bool = False, emit_mode: str | None = None, unverified: bool = False
+    cfg: Config,
+    encoded: bool = False,
+    emit_mode: str | None = None,
+    unverified: bool = False,
+    fresh: bool = False,
 ) -> HostWorker:
     seed = Seed(HOST, f"https://{HOST}", None, None, None, True)
     emitted: list[tuple[list[dict[str, Any]], array[int], bytes | None]] = []
@@ -146,7 +160,7 @@ def worker(
         None,  # type: ignore[arg-type]
         Scheduler(),  # type: ignore[arg-type]
         emit,
-        ledger=None if emit_mode is None else Ledger(),  # type: ignore[arg-type]
+        ledger=None if emit_mode is None else Ledger(fresh),  # type: ignore[arg-type]
         emit_mode=emit_mode or "all",
         encoded=encoded,
     )
@@ -206,6 +220,7 @@ def run_both(
     sitemap: str = f"https://{HOST}/sitemap.xml",
     emit_mode: str | None = None,
     unverified: bool = False,
+    fresh: bool = False,
 ) -> None:
     """The compiled loop (dicts, and JSON lines as for the writer) against the Python one.
 
@@ -219,7 +234,7 @@ def run_both(
     for compiled, encoded in ((True, False), (False, False), (True, True)):
         hostmod._url_entries = saved if compiled else None
         try:
-            w = worker(cfg, encoded, emit_mode, unverified)
+            w = worker(cfg, encoded, emit_mode, unverified, fresh)
             w._replayed = replayed
             w._fetched_at = NOW
             w._sitemap_modified = modified  # the sitemap's Last-Modified header
@@ -270,7 +285,8 @@ def test_the_constants_agree() -> None:
     st.booleans(),
     st.integers(0, 20),
     st.sampled_from([None, T0 + timedelta(hours=3), NOW]),
-    st.sampled_from([None, "all", "delta", "new"]),
+    st.sampled_from([None, "all", "delta", "new", "changed"]),
+    st.booleans(),
     st.booleans(),
 )
 def test_both_loops_agree(
@@ -283,9 +299,12 @@ def test_both_loops_agree(
     modified: datetime | None,
     emit_mode: str | None,
     unverified: bool,
+    fresh: bool,
 ) -> None:
     cfg = config(cap, spill, dist, since)
-    run_both(batches, cfg, replayed, modified, emit_mode=emit_mode, unverified=unverified)
+    run_both(
+        batches, cfg, replayed, modified, emit_mode=emit_mode, unverified=unverified, fresh=fresh
+    )
 
 
 def test_a_big_batch_with_the_audit_sample_and_the_small_set_promotion() -> None:
@@ -309,3 +328,41 @@ def test_zero_and_negative_zero_priorities_keep_their_own_json() -> None:
     # Equal as dict keys (the encoded loop's memo), different in JSON: 0.0 and -0.0.
     batch = [UrlEntry(f"https://e.com/{i}", None, None, None, (0.0, -0.0)[i % 2]) for i in range(4)]
     run_both([batch], config(10**7, 10**7, False, False), 0)
+
+
+@pytest.mark.parametrize(
+    ("emit_mode", "unverified"), [("delta", False), ("all", True), ("changed", False)]
+)
+def test_a_host_new_to_the_state_file_labels_every_line_at_once(
+    emit_mode: str, unverified: bool
+) -> None:
+    # Every event the same: the lines are labelled with one replace (or all dropped,
+    # for --emit changed), the dicts in one loop; both as the per-record path would.
+    batch = [UrlEntry(f"https://e.com/{i}", T0, None, "daily", 0.5) for i in range(600)]
+    batch[7] = UrlEntry('https://e.com/"q"}\n', T0)  # a brace and an escaped newline
+    cfg = config(10**7, 10**7, False, False)
+    run_both(
+        [batch[:300], batch[300:]], cfg, 0, emit_mode=emit_mode, unverified=unverified, fresh=True
+    )
+    # And what a user reads: every URL new, written for delta/all, none for changed.
+    w = worker(cfg, True, emit_mode, unverified, fresh=True)
+
+    async def feed() -> None:
+        await w._entries(list(batch), SitemapRef(f"https://{HOST}/sitemap.xml"))
+        await w._flush()
+
+    asyncio.run(feed())
+    emitted = w.emitted  # type: ignore[attr-defined]
+    records = [
+        orjson.loads(line) for line in b"".join(d or b"" for _, _, d in emitted).splitlines()
+    ]
+    if emit_mode == "changed":
+        assert records == []
+        assert w.report.urls == 0
+    else:
+        assert [r["loc"] for r in records] == [e.loc for e in batch]
+        assert {r["event"] for r in records} == {"new"}
+        assert list(records[7])[-2:] == ["priority", "event"]
+        assert w.report.urls == 600
+    assert w.report.new == 600
+    w._seen_urls.close()
