@@ -825,8 +825,8 @@ class HostWorker:
                 # Recorded by this run before it was cut short: in the output and ledger.
                 report.replayed += replayed
                 keep = [event is not None for event in events]
-                every = chain.from_iterable(repeat(s, n) for s, n in sitemaps)
-                sitemaps = [(s, len(list(g))) for s, g in groupby(compress(every, keep))]
+                each = chain.from_iterable(repeat(s, n) for s, n in sitemaps)  # row by row
+                sitemaps = [(s, len(list(g))) for s, g in groupby(compress(each, keep))]
                 rows = LedgerRows(
                     array("q", compress(signed_fps, keep)),
                     list(compress(urls, keep)),
