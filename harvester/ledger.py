@@ -24,7 +24,6 @@ import time
 import zlib
 from array import array
 from dataclasses import dataclass, field
-from itertools import chain, repeat
 from typing import TYPE_CHECKING, Any, Literal
 
 import orjson
@@ -32,7 +31,7 @@ import orjson
 from harvester.errors import StateError
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator, Sequence
+    from collections.abc import Iterable, Sequence
 
 __all__ = [
     "EMIT_EVENTS",
@@ -115,14 +114,6 @@ class LedgerRows:
             else:
                 sitemaps.append((sitemap, 1))
         return cls(fps, urls, lastmods, sitemaps)
-
-    def rows(self) -> Iterator[LedgerRow]:
-        """The per-URL ``LedgerRow`` tuples (the inverse of ``of``)."""
-        sitemaps = chain.from_iterable(repeat(s, n) for s, n in self.sitemaps)
-        for fp, url, sitemap, lastmod in zip(
-            self.fps, self.urls, sitemaps, self.lastmods, strict=True
-        ):
-            yield fp, url, sitemap, None if lastmod == NO_LASTMOD else lastmod
 
 
 @dataclass(slots=True)

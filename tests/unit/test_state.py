@@ -8,7 +8,15 @@ from typing import TYPE_CHECKING
 import pytest
 
 from harvester.errors import StateError
-from harvester.ledger import HostState, LedgerReader, LedgerRows, SitemapState, classify, signed
+from harvester.ledger import (
+    NO_LASTMOD,
+    HostState,
+    LedgerReader,
+    LedgerRows,
+    SitemapState,
+    classify,
+    signed,
+)
 from harvester.sink import JsonlSink
 from harvester.state import SCHEMA_VERSION, StateLocked, StateStore, default_state_path
 
@@ -199,7 +207,9 @@ def test_ledger_rows_travel_as_columns_and_land_as_rows(tmp_path: Path) -> None:
     columns = LedgerRows.of(tuples)
     assert len(columns) == 4
     assert columns.sitemaps == [(SM, 2), (other, 1), (SM, 1)]
-    assert list(columns.rows()) == tuples
+    assert list(columns.fps) == [t[0] for t in tuples]
+    assert columns.urls == [t[1] for t in tuples]
+    assert list(columns.lastmods) == [1_700_000_000, NO_LASTMOD, 0, NO_LASTMOD]
     path = str(tmp_path / "s.sqlite")
     with StateStore(path) as store:
         store.start_run(emit="delta", output=None)
