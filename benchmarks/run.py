@@ -370,7 +370,7 @@ def _role(cmd: str) -> str:
     """What a process of a measured tree is, from its command line."""
     if "resource_tracker" in cmd:
         return "resource tracker"
-    if "spawn_main" in cmd or "multiprocessing" in cmd:
+    if "harvester-worker" in cmd or "spawn_main" in cmd or "multiprocessing" in cmd:
         return "worker"
     if "forkserver" in cmd:
         return "forkserver"

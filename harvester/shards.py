@@ -9,15 +9,16 @@ key across ``run.workers`` processes, each running ``pipeline.run_shard`` with
 its own event loop, session and limiters: a host lives in exactly one shard,
 so per-host politeness stays exact. The parent process is the one writer:
 
-    parent: dispatcher thread ──seed queue (bounded, per worker)──► worker i
-            main thread ◄──result queue (bounded): encoded record blocks,
-                                                   host reports, done/error── workers
+    parent: dispatcher thread ──seed pipe (bounded, per worker)──► worker i
+            main thread ◄──results pipe (bounded, per worker): encoded record
+                                         blocks, host reports, done/error── worker i
 
-Workers encode records to JSON Lines themselves and send blocks of about
-256 KiB, so the parent only copies bytes into the output file. The dispatcher
-is a thread so the parent can keep draining results while it waits on a full
-seed queue (waiting on both in one thread could deadlock). With one worker
-the shard runs in the parent process and writes directly.
+(``workers.py`` has the processes and the pipes.) Workers encode records to
+JSON Lines themselves and send blocks of about 256 KiB, so the parent only
+copies bytes into the output file. The dispatcher is a thread so the parent
+can keep draining results while it waits on a full seed pipe (waiting on both
+in one thread could deadlock). With one worker the shard runs in the parent
+process and writes directly.
 
 Shutdown (``harvester run`` on SIGINT/SIGTERM; ``Stop`` is set by the CLI's
 signal handler): no new host is started, hosts in flight get
@@ -25,7 +26,7 @@ signal handler): no new host is started, hosts in flight get
 already produced are written, and the output stays ``OUT.part`` with whole
 lines only; the report says ``interrupted``. Workers ignore SIGINT (a Ctrl-C
 reaches the whole process group): the parent tells them to stop through a
-shared event, so they never die mid-write on their own.
+pipe, so they never die mid-write on their own.
 """
 
 from __future__ import annotations
@@ -33,18 +34,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
-import fcntl
 import gc
 import hashlib
-import multiprocessing
 import os
 import platform
-import queue
-import signal
 import sys
 import threading
 import time
-import traceback
 from typing import TYPE_CHECKING, Any
 
 from harvester.crosshost import CrossHostTracker
@@ -57,7 +53,7 @@ from harvester.sink import JsonlSink, encode_record, encode_records
 from harvester.state import StateStore, default_state_path
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Iterable, Iterator
+    from collections.abc import AsyncIterator, Iterable
 
     from aiohttp.abc import AbstractResolver
 
@@ -65,16 +61,13 @@ if TYPE_CHECKING:
     from harvester.ledger import HostState, LedgerRows
     from harvester.pipeline import Incremental, OutputItem
     from harvester.state import FinishedHosts
+    from harvester.workers import WorkerProcess
 
 # harvester.pipeline (aiohttp, lxml: ~30 MB) is imported inside the functions that
 # run shards, so the parent process, which only dispatches and writes, stays small.
 
 __all__ = ["RunFailed", "Stop", "event_loop_runner", "run_job", "shard_of", "tune_gc"]
 
-_BLOCK = 256 * 1024  # bytes of encoded records per message from a worker
-_PIPE_BYTES = 1 << 20  # the results pipe's capacity (see _widen_pipe)
-_SEED_QUEUE = 256  # seeds buffered per worker
-_RESULT_QUEUE = 16  # messages (~256 KiB blocks) buffered for the writer: bounds parent memory
 _EXIT_MARGIN = 5.0  # seconds past the grace a stopping worker gets to flush and say "done"
 
 
@@ -119,7 +112,7 @@ class _Writer:
 
     def records(
         self,
-        data: bytes,
+        data: bytes | memoryview,
         count: int,
         fingerprints: list[tuple[str, bytes]],
         rows: list[tuple[str, LedgerRows]] | None = None,
@@ -202,7 +195,7 @@ def run_job(
     Raises ``RunFailed`` when the run itself fails; per-host failures are in the report.
     """
     stop = stop or Stop()
-    workers = cfg.run.workers or multiprocessing.cpu_count()
+    workers = cfg.run.workers or os.cpu_count() or 1
     run = RunReport(workers=workers)
     if hosts_path is None and report_path:
         hosts_path = report_path.removesuffix(".json").removesuffix(".report") + ".hosts.jsonl"
@@ -436,24 +429,15 @@ def _run_processes(
     user_stop: Stop,
     incremental: Incremental | None = None,
 ) -> None:
-    ctx = multiprocessing.get_context("spawn")
-    seed_queues = [ctx.Queue(maxsize=_SEED_QUEUE) for _ in range(workers)]
-    results = ctx.Queue(maxsize=_RESULT_QUEUE)
-    _widen_pipe(results)
-    worker_stop = ctx.Event()  # the parent's stop, relayed to the workers
-    procs = [
-        ctx.Process(
-            target=_worker_main,
-            args=(i, cfg, seed_queues[i], results, worker_stop, incremental),
-            daemon=True,
-        )
-        for i in range(workers)
-    ]
-    pool = _Pool(procs)
+    from multiprocessing.connection import wait
+
+    from harvester.workers import WorkerProcess
+
+    pool = _Pool([WorkerProcess(i, cfg, incremental) for i in range(workers)])
     stop = threading.Event()
     dispatcher = threading.Thread(
         target=_dispatch,
-        args=(seeds, seed_queues, stop, user_stop, pool),
+        args=(seeds, stop, user_stop, pool),
         name="harvester-dispatch",
         daemon=True,
     )
@@ -464,57 +448,54 @@ def _run_processes(
         # Until every seed was dispatched and every worker that got one has finished.
         while not (pool.dispatched.is_set() and pool.running() <= finished):
             if user_stop.is_set() and give_up is None:
-                worker_stop.set()
+                pool.stop()
                 give_up = time.monotonic() + cfg.run.shutdown_grace + _EXIT_MARGIN
             if give_up is not None and time.monotonic() > give_up:
                 break  # the finally terminates the workers that did not finish
-            try:
-                msg = results.get(timeout=POLL)
-            except queue.Empty:
-                # A worker that exited without saying "done" (killed, or a crash before
-                # its loop started) would otherwise leave the writer waiting forever.
-                for i in pool.running():
-                    if procs[i].exitcode is not None and i not in finished:
-                        raise RunFailed(
-                            f"worker {i} exited with status {procs[i].exitcode} before finishing"
-                        ) from None
-                continue
-            tag = msg[0]
-            if tag == "records":
-                writer.records(msg[1], msg[2], msg[3], msg[4])
-            elif tag == "host":
-                writer.host(msg[1], msg[2])
-            elif tag == "done":
-                finished.add(msg[1])
-            elif tag == "error":
-                raise RunFailed(f"worker {msg[1]} failed:\n{msg[2]}")
+            live = {
+                w.results.fileno(): w
+                for w in pool.started()
+                if w.results is not None and w.index not in finished
+            }
+            ready = wait(list(live), timeout=POLL) if live else _idle()
+            for fd in ready:
+                assert isinstance(fd, int)
+                worker = live[fd]
+                pipe = worker.results
+                assert pipe is not None
+                try:
+                    messages = pipe.messages()
+                except EOFError:
+                    # It exited (killed, or crashed before its loop ran) without "done".
+                    status = worker.exit_status()
+                    raise RunFailed(
+                        f"worker {worker.index} exited with status {status} before finishing"
+                    ) from None
+                for msg, data in messages:
+                    tag = msg[0]
+                    if tag == "records":
+                        writer.records(data, msg[1], msg[2], msg[3])
+                    elif tag == "host":
+                        writer.host(msg[1], msg[2])
+                    elif tag == "done":
+                        finished.add(msg[1])
+                    elif tag == "error":
+                        raise RunFailed(f"worker {msg[1]} failed:\n{msg[2]}")
     finally:
         stop.set()
         started = pool.close()
         writer.run.workers_started = len(started)
-        for i in started:
-            proc = procs[i]
-            if i not in finished and proc.is_alive():
-                proc.terminate()  # our own children only
-            proc.join(timeout=10)
-        dispatcher.join(timeout=1)
-        for q in seed_queues:
-            # Seeds nobody will read (a stopped run): exiting must not wait to flush them.
-            q.cancel_join_thread()
+        for w in started:
+            w.end(terminate=w.index not in finished)
+        dispatcher.join(timeout=1)  # its writes fail now that no worker reads them
+        if not dispatcher.is_alive():  # else it may still use a pipe: leave them open
+            for w in started:
+                w.close()
 
 
-def _widen_pipe(q: Any) -> None:
-    """Give the results queue's pipe room for a whole message (Linux; elsewhere a no-op).
-
-    A 256 KiB message through the default 64 KiB pipe takes four writes, each waking
-    the parent for a partial read; a 1 MiB pipe (the unprivileged maximum) takes one.
-    """
-    setpipe = getattr(fcntl, "F_SETPIPE_SZ", None)
-    reader = getattr(q, "_reader", None)  # multiprocessing's Connection, one pipe end
-    if setpipe is None or reader is None:
-        return
-    with contextlib.suppress(OSError, ValueError):
-        fcntl.fcntl(reader.fileno(), setpipe, _PIPE_BYTES)
+def _idle() -> list[Any]:
+    time.sleep(POLL)  # no worker started yet: the dispatcher is reading the input
+    return []
 
 
 class _Pool:
@@ -522,14 +503,15 @@ class _Pool:
 
     So a run over fewer hosts than ``--workers`` (one big site) does not pay for
     idle interpreters (~45-50 MB each). The dispatcher thread starts them; the
-    main thread asks which are running; ``close`` stops further starts.
+    main thread asks which are running, relays a stop; ``close`` stops further starts.
     """
 
-    def __init__(self, procs: list[Any]) -> None:
-        self._procs = procs
+    def __init__(self, workers: list[WorkerProcess]) -> None:
+        self.workers = workers
         self._lock = threading.Lock()
-        self._started: set[int] = set()
+        self._started: list[WorkerProcess] = []
         self._closed = False
+        self._stopping = False
         self.dispatched = threading.Event()  # set when the dispatcher is done
 
     def start(self, index: int) -> bool:
@@ -537,49 +519,46 @@ class _Pool:
         with self._lock:
             if self._closed:
                 return False
-            if index not in self._started:
-                with _worker_environment():
-                    self._procs[index].start()
-                self._started.add(index)
+            worker = self.workers[index]
+            if worker not in self._started:
+                worker.start()
+                self._started.append(worker)
+                if self._stopping:
+                    worker.stop()
             return True
 
-    def running(self) -> set[int]:
+    def started(self) -> list[WorkerProcess]:
         """The workers started so far."""
         with self._lock:
-            return set(self._started)
+            return list(self._started)
 
-    def close(self) -> set[int]:
+    def running(self) -> set[int]:
+        """The indices of the workers started so far."""
+        with self._lock:
+            return {w.index for w in self._started}
+
+    def stop(self) -> None:
+        """Tell every worker, started or yet to start, to stop."""
+        with self._lock:
+            self._stopping = True
+            for worker in self._started:
+                worker.stop()
+
+    def close(self) -> list[WorkerProcess]:
         """No more starts; return the workers that were started."""
         with self._lock:
             self._closed = True
-            return set(self._started)
+            return list(self._started)
 
 
-@contextlib.contextmanager
-def _worker_environment() -> Iterator[None]:
-    """Environment for spawned workers: at most two glibc malloc arenas.
-
-    Each thread that allocates (the executor threads that talk to the result
-    queue, aiohttp's resolver threads) would otherwise get its own 64 MiB arena,
-    and fragmented arenas kept 20-30 MB more resident per worker on
-    bench_pipeline. Set only while the workers start; the parent is untouched.
-    """
-    previous = os.environ.get("MALLOC_ARENA_MAX")
-    os.environ.setdefault("MALLOC_ARENA_MAX", "2")
-    try:
-        yield
-    finally:
-        if previous is None:
-            os.environ.pop("MALLOC_ARENA_MAX", None)
-
-
-def _dispatch(
-    seeds: SeedReader, queues: list[Any], stop: threading.Event, user_stop: Stop, pool: _Pool
-) -> None:
+def _dispatch(seeds: SeedReader, stop: threading.Event, user_stop: Stop, pool: _Pool) -> None:
     """Parent thread: send each seed to the shard that owns its host (starting its worker
     on the first one), then an end marker to every started worker.
+
+    A send blocks while that worker is behind (its seed pipe is full); it fails once the
+    worker is gone, and the finally of ``_run_processes`` ends every worker.
     """
-    n = len(queues)
+    n = len(pool.workers)
     try:
         for seed in seeds:
             if stop.is_set() or user_stop.is_set():
@@ -588,152 +567,10 @@ def _dispatch(
                 shard = shard_of(seed.host, n)
                 if not pool.start(shard):
                     return
-                _put(queues[shard], seed, stop)
+                pool.workers[shard].send(seed)
             else:
                 _invalid_line(seed, seeds.invalid)
-        for i in pool.running():
-            _put(queues[i], None, stop)
+        for worker in pool.started():
+            worker.send(None)
     finally:
         pool.dispatched.set()
-
-
-def _put(q: Any, item: object, stop: threading.Event) -> None:
-    while not stop.is_set():
-        try:
-            q.put(item, timeout=0.5)
-            return
-        except queue.Full:
-            continue
-
-
-def _worker_main(
-    index: int,
-    cfg: Config,
-    seeds: Any,
-    results: Any,
-    stop: Any,
-    incremental: Incremental | None = None,
-) -> None:
-    """Entry point of a worker process: run one shard, stream encoded records to the parent."""
-    # Ctrl-C signals the whole process group: the parent decides, and tells us via `stop`.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        tune_gc()
-        tune_malloc()
-        event_loop_runner(cfg)(_worker(index, cfg, seeds, results, stop, incremental))
-    except BaseException:  # report any crash to the parent, then exit non-zero
-        results.put(("error", index, traceback.format_exc()))
-        raise
-
-
-async def _worker(
-    index: int,
-    cfg: Config,
-    seeds: Any,
-    results: Any,
-    stop: Any,
-    incremental: Incremental | None = None,
-) -> None:
-    from harvester.pipeline import HostDone, RecordBatch, run_shard
-
-    loop = asyncio.get_running_loop()
-    gate = SeedGate(cfg.run.hosts_in_flight)
-    buffer: list[bytes] = []
-    fingerprints: list[tuple[str, bytes]] = []  # (host, fingerprints) of what is in buffer
-    rows: list[tuple[str, LedgerRows]] = []  # (host, ledger rows) of what is in buffer
-    size = 0
-    count = 0
-    # Backpressure. While the parent is behind, hosts wait before parsing their next
-    # chunk (``run_shard``'s ``ready``): unparsed XML is smaller than records waiting
-    # to be sent (with a state file, ~450 bytes a URL with its ledger row). Without it,
-    # every host in flight went on parsing and parked one ~256 KiB message of its own
-    # on a blocked put (64 per worker on bench_pipeline, whose state-file writer is the
-    # slower side): up to +40 MB per worker.
-    blocked = 0
-    ready = asyncio.Event()
-    ready.set()
-
-    async def put(msg: tuple[Any, ...]) -> None:
-        # mp.Queue.put blocks when the parent is behind: then it waits off the loop. While
-        # the queue has room, no thread hop (each woke an executor thread to contend for
-        # the GIL with this loop: 3 % of a worker's samples on the many benchmark).
-        nonlocal blocked
-        try:
-            results.put_nowait(msg)
-        except queue.Full:
-            blocked += 1
-            ready.clear()
-            try:
-                await loop.run_in_executor(None, results.put, msg)
-            finally:
-                blocked -= 1
-                if not blocked:
-                    ready.set()
-
-    async def flush() -> None:
-        nonlocal size, count
-        if buffer or rows:
-            data = b"".join(buffer)
-            fps = list(fingerprints)
-            ledger = list(rows) if incremental is not None else None
-            buffer.clear()
-            fingerprints.clear()
-            rows.clear()
-            n, size, count = count, 0, 0
-            await put(("records", data, n, fps, ledger))
-
-    async def send(item: OutputItem) -> None:
-        nonlocal size, count
-        if isinstance(item, RecordBatch):
-            data = item.encoded()
-            buffer.append(data)
-            fingerprints.append((item.host, item.fingerprints.tobytes()))
-            size += len(data)
-            count += item.size()
-            if item.rows:
-                rows.append((item.host, item.rows))
-                size += 40 * len(item.rows)  # ledger rows weigh on the message too
-            if size >= _BLOCK:
-                await flush()
-        elif isinstance(item, HostDone):
-            gate.done()
-            await flush()  # a host's records reach the writer before its report
-            await put(("host", item.report, item.state))
-
-    def next_seed() -> Seed | None:
-        # A bounded wait, so a stop is noticed and no executor thread outlives the loop.
-        while not stop.is_set():
-            try:
-                seed: Seed | None = seeds.get(timeout=POLL)
-            except queue.Empty:
-                continue
-            return seed
-        return None
-
-    async def from_queue() -> AsyncIterator[Seed]:
-        while True:
-            seed: Seed | None
-            try:
-                if stop.is_set():
-                    raise queue.Empty
-                seed = seeds.get_nowait()  # one is waiting: no thread hop (as in put)
-            except queue.Empty:
-                seed = await loop.run_in_executor(None, next_seed)
-            if seed is None:
-                return
-            yield seed
-
-    await run_until_stopped(
-        run_shard(
-            gate.seeds(from_queue(), stop),
-            cfg,
-            send,
-            incremental=incremental,
-            encoded=True,
-            ready=ready.wait,
-        ),
-        stop.is_set,
-        cfg.run.shutdown_grace,
-    )
-    await flush()
-    await put(("done", index))

@@ -113,7 +113,7 @@ class JsonlSink:
             else:
                 self._file = open(self.temp_path, "wb", buffering=_BUFFER_SIZE)  # noqa: SIM115
 
-    def write(self, data: bytes, records: int | None = None) -> None:
+    def write(self, data: bytes | memoryview, records: int | None = None) -> None:
         """Append a batch of complete JSON lines (each ending in ``\\n``).
 
         ``records``: how many lines ``data`` holds, when the caller knows (the
@@ -124,12 +124,14 @@ class JsonlSink:
             raise ValueError("write to a closed JsonlSink")
         if not data:
             return
-        if not data.endswith(b"\n"):
+        if data[-1:] != b"\n":
             # A batch must end on a line boundary, or a crash could leave half a line.
             raise ValueError("JsonlSink.write needs whole lines ending in b'\\n'")
         self._file.write(data)
         # encode_record escapes newlines inside strings, so b"\n" counts records.
-        self.records += data.count(b"\n") if records is None else records
+        if records is None:
+            records = (data if isinstance(data, bytes) else bytes(data)).count(b"\n")
+        self.records += records
         self.bytes += len(data)
 
     def sync(self) -> None:

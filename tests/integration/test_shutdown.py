@@ -76,12 +76,19 @@ async def slow_host(
     return site
 
 
-def children_of(pid: int) -> set[int]:
-    """Direct children of ``pid`` (Linux /proc)."""
-    found: set[int] = set()
+def children_of(pid: int) -> dict[int, str]:
+    """Direct children of ``pid`` (Linux /proc), each with its role: the first argument
+    after ``-c CODE`` (a harvester worker's is ``harvester-worker``), else its program.
+    """
+    found: dict[int, str] = {}
     for task in Path(f"/proc/{pid}/task").iterdir():
-        text = (task / "children").read_text()
-        found.update(int(p) for p in text.split())
+        for child in (task / "children").read_text().split():
+            try:
+                argv = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
+            except OSError:
+                argv = [b""]
+            role = argv[argv.index(b"-c") + 2] if b"-c" in argv[:-2] else argv[0]
+            found[int(child)] = role.decode(errors="replace")
     return found
 
 
@@ -95,7 +102,7 @@ def alive(pid: int) -> bool:
 
 async def run_and_signal(
     sites: Sites, tmp_path: Path, *, workers: int, sig: signal.Signals, group: bool
-) -> tuple[int, str, Path, list[Site], set[int], float]:
+) -> tuple[int, str, Path, list[Site], dict[int, str], float]:
     hosts = [await slow_host(sites, f"127.0.0.{90 + i}") for i in range(6)]
     domains = tmp_path / "domains.txt"
     domains.write_text("".join(f"{h.origin}\n" for h in hosts))
@@ -120,7 +127,7 @@ async def run_and_signal(
         stderr=asyncio.subprocess.PIPE,
         start_new_session=True,  # its own process group: killpg reaches it and its workers only
     )
-    kids: set[int] = set()
+    kids: dict[int, str] = {}
     try:
         # Wait until a few child sitemaps were served: records exist in the run by then.
         deadline = time.monotonic() + 30
@@ -154,7 +161,13 @@ def read_outputs(out: Path) -> tuple[bool, bool, bytes, dict[str, Any], bool]:
 
 
 async def check_interrupted_run(
-    code: int, expected: int, err: str, out: Path, hosts: list[Site], kids: set[int], elapsed: float
+    code: int,
+    expected: int,
+    err: str,
+    out: Path,
+    hosts: list[Site],
+    kids: dict[int, str],
+    elapsed: float,
 ) -> None:
     assert code == expected, err
     assert "Traceback" not in err, err  # no worker died noisily
@@ -190,7 +203,8 @@ async def test_sigint_to_the_process_group_with_worker_processes(
     code, err, out, hosts, kids, elapsed = await run_and_signal(
         sites, tmp_path, workers=2, sig=signal.SIGINT, group=True
     )
-    assert len(kids) >= 2  # the two workers (and multiprocessing's resource tracker)
+    assert len(kids) == 2  # the two workers, and no helper process
+    assert all(role == "harvester-worker" for role in kids.values())
     await check_interrupted_run(code, 130, err, out, hosts, kids, elapsed)
 
 

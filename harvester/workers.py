@@ -1,0 +1,590 @@
+"""Worker processes, and the pipes between them and the parent (the one writer).
+
+In: a worker's index, the config and the state-file settings (``Incremental``).
+Out: a child process running one shard (``pipeline.run_shard``) and three pipes:
+
+    parent ──seeds───► worker   frames: (index, Config, Incremental), then Seeds, then None
+    parent ──stop────► worker   one byte, or end of file (the parent is gone): stop
+    parent ◄─results── worker   frames: ("records", data, n, fingerprints, ledger rows),
+                                ("host", report, state), ("done", index), ("error", index, tb)
+
+A frame is ``multiprocessing.connection``'s: a 4-byte big-endian signed length,
+then that many bytes of pickle. The parent waits on every worker's results pipe
+at once (``multiprocessing.connection.wait``) and reads whatever each has,
+without blocking (``ResultPipe``): a worker writes a frame as its event loop
+gets to it, so waiting for the rest of a half-arrived frame stalled the writer
+(40 % of its wall time on bench_pipeline with a state file). A worker that
+exits, however it dies, shows as end of file after its last whole frame.
+
+Why plain pipes and ``subprocess`` rather than multiprocessing's spawn, Queue and
+Event (as before): spawn always starts a resource-tracker process (a whole
+interpreter, ~12 MB resident for the run's lifetime, 4 % of the pipeline's
+300 MB budget), there only to clean up the named semaphores of those queues and
+events; each worker's Queue ran a feeder thread that pickled and wrote every
+message while contending for the GIL with the event loop; and the worker read
+seeds and polled the stop event from executor threads. Here the event loop does
+it all: results go out through a pipe transport whose flow control is the
+backpressure (``Results.ready``), seeds and the stop arrive as loop callbacks.
+
+Bounds: the seed pipe (the kernel's 64 KiB, a few hundred seeds) blocks the
+parent's dispatcher when a worker is behind; the results pipe (1 MiB) plus the
+transport's buffer (``_HIGH_WATER``) holds what a worker sent and the parent has
+not read yet. Past the high-water mark the worker's hosts wait before parsing
+their next chunk, and a host flushing a message waits too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import os
+import pickle
+import signal
+import struct
+import subprocess
+import sys
+import traceback
+from multiprocessing.connection import Connection
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Callable, Sequence
+
+    from harvester.config import Config
+    from harvester.ledger import LedgerRows
+    from harvester.pipeline import Incremental, OutputItem
+    from harvester.seeds import Seed
+
+__all__ = ["WorkerProcess", "main"]
+
+_BLOCK = 256 * 1024  # bytes of encoded records per message from a worker
+_HIGH_WATER = 512 * 1024  # a worker's unsent result bytes before its hosts wait
+_PIPE_BYTES = 1 << 20  # the results pipe's capacity (see _widen_pipe)
+_HEADER = struct.Struct("!i")  # a seed frame's header (multiprocessing.connection's)
+# A results frame: the length of the rest, the length of the pickled message, the
+# pickled message, then (for "records") the encoded lines as they are.
+_LENGTH = struct.Struct("!I")
+_FRAME = struct.Struct("!II")
+_READ_BYTES = 2 << 20  # the parent's read buffer per worker: the pipe's capacity and more
+_ROLE = "harvester-worker"  # in the worker's command line, for ps and the benchmarks
+
+# The worker's program: the parent's copy of the package comes first on its path.
+_PROGRAM = "import sys; sys.path.insert(0, {root!r}); from harvester.workers import main; main()"
+
+
+# -- the parent's side ---------------------------------------------------------------
+
+
+class WorkerProcess:
+    """The parent's handle on one worker: its process and the parent's ends of its pipes.
+
+    ``start`` runs in the dispatcher thread, as do ``send``s of seeds; the main
+    thread reads ``results``, calls ``stop`` and, last, ``end``.
+    """
+
+    def __init__(self, index: int, cfg: Config, incremental: Incremental | None) -> None:
+        self.index = index
+        self._init = (index, cfg, incremental)
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._seeds: Connection | None = None
+        self._stop_fd: int | None = None
+        self.results: ResultPipe | None = None  # set once started
+
+    def start(self) -> None:
+        """Start the process and send it its config (blocks until the pipe takes it)."""
+        seeds_r, seeds_w = os.pipe()
+        results_r, results_w = os.pipe()
+        stop_r, stop_w = os.pipe()
+        _widen_pipe(results_r)
+        child_fds = (seeds_r, results_w, stop_r)
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        command = [
+            sys.executable,
+            *_interpreter_flags(),
+            "-c",
+            _PROGRAM.format(root=root),
+            _ROLE,
+            str(self.index),
+            *map(str, child_fds),
+        ]
+        # At most two glibc malloc arenas in the worker: each thread that allocates
+        # (aiohttp's resolver threads, executor threads) would otherwise get its own
+        # 64 MiB arena, and fragmented arenas kept 20-30 MB more resident per worker.
+        env = dict(os.environ)
+        env.setdefault("MALLOC_ARENA_MAX", "2")
+        try:
+            self._proc = subprocess.Popen(  # noqa: S603 - this interpreter, our own program
+                command,
+                pass_fds=child_fds,
+                env=env,
+                stdin=subprocess.DEVNULL,  # `-i -` is the parent's: a worker never reads it
+                stdout=subprocess.DEVNULL,  # `-o -` is the parent's: nothing may mix into it
+            )
+        except BaseException:
+            for fd in (seeds_w, results_r, stop_w):
+                os.close(fd)
+            raise
+        finally:
+            for fd in child_fds:  # the child has its copies; ours would hide its exit (no EOF)
+                os.close(fd)
+        self._seeds = Connection(seeds_w, readable=False)
+        self._stop_fd = stop_w
+        os.set_blocking(stop_w, False)
+        self.results = ResultPipe(results_r)
+        self.send(self._init)
+
+    def send(self, item: object) -> bool:
+        """Send a seed (or None: no more). Blocks while the worker is behind; False once
+        the worker is gone (it exited or stopped reading for good).
+        """
+        if self._seeds is None:
+            return False
+        try:
+            self._seeds.send_bytes(pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL))
+        except OSError:  # BrokenPipeError: the worker exited
+            return False
+        return True
+
+    def stop(self) -> None:
+        """Tell the worker to stop (it stops taking seeds; its hosts get the grace)."""
+        if self._stop_fd is not None:
+            with contextlib.suppress(OSError):  # gone already, or told already (pipe full)
+                os.write(self._stop_fd, b"s")
+
+    def exitcode(self) -> int | None:
+        """The worker's exit status, None while it runs (or before it started)."""
+        return None if self._proc is None else self._proc.poll()
+
+    def exit_status(self, timeout: float = 5.0) -> int | None:
+        """The exit status of a worker whose results pipe ended (it is exiting)."""
+        if self._proc is None:
+            return None
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            return self._proc.wait(timeout)
+        return None
+
+    def end(self, *, terminate: bool) -> None:
+        """Wait for the process (``terminate``: send it SIGTERM first); close our pipe ends."""
+        if self._proc is not None:
+            if terminate and self._proc.poll() is None:
+                self._proc.terminate()  # our own child only
+            try:
+                self._proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+
+    def close(self) -> None:
+        """Close the parent's ends of the pipes (after ``end``, once no thread uses them)."""
+        for conn in (self._seeds, self.results):
+            if conn is not None:
+                conn.close()
+        if self._stop_fd is not None:
+            os.close(self._stop_fd)
+            self._stop_fd = None
+
+
+class ResultPipe:
+    """The parent's end of a worker's results pipe, read without blocking into one
+    reused buffer.
+
+    ``fileno`` is for ``multiprocessing.connection.wait``; ``messages`` returns the
+    whole frames read so far as (message, records bytes).
+    """
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        os.set_blocking(fd, False)
+        self._buf = bytearray(_READ_BYTES)
+        self._start = 0  # the first byte not yet handed out
+        self._end = 0  # one past the last byte read
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def messages(self) -> list[tuple[tuple[Any, ...], memoryview]]:
+        """Read what the pipe holds; return the whole frames' (message, records bytes).
+
+        The records bytes are a view of the buffer, valid until the next call.
+        Raises EOFError once the worker's end is closed and every whole frame was read.
+        """
+        self._compact()
+        with memoryview(self._buf) as free:
+            try:
+                n = os.readv(self._fd, [free[self._end :]])
+            except BlockingIOError:
+                return []
+        if not n:
+            raise EOFError("the worker closed its results pipe")
+        self._end += n
+        out: list[tuple[tuple[Any, ...], memoryview]] = []
+        view = memoryview(self._buf)
+        while self._end - self._start >= _FRAME.size:
+            size, meta = _FRAME.unpack_from(self._buf, self._start)
+            end = self._start + _LENGTH.size + size
+            if end > self._end:
+                break
+            first = self._start + _FRAME.size
+            msg = pickle.loads(view[first : first + meta])  # noqa: S301 - from our own child
+            out.append((msg, view[first + meta : end]))
+            self._start = end
+        return out
+
+    def _compact(self) -> None:
+        # Move a half-read frame to the front, growing the buffer when it is larger.
+        pending = self._end - self._start
+        if pending >= _FRAME.size:
+            (size,) = _LENGTH.unpack_from(self._buf, self._start)
+            need = _LENGTH.size + size
+            if need > len(self._buf):
+                grown = bytearray(max(need, len(self._buf)))
+                grown[:pending] = self._buf[self._start : self._end]
+                self._buf = grown  # views of the old buffer stay valid until dropped
+                self._start, self._end = 0, pending
+                return
+        if self._start:
+            self._buf[:pending] = self._buf[self._start : self._end]
+            self._start, self._end = 0, pending
+
+    def close(self) -> None:
+        os.close(self._fd)
+
+
+def _interpreter_flags() -> list[str]:
+    # The interpreter options of this process (-B, -X ..., -W ...), as multiprocessing
+    # gives its children; a private helper of subprocess, hence the lookup.
+    flags: Callable[[], list[str]] = getattr(subprocess, "_args_from_interpreter_flags", list)
+    return flags()
+
+
+def _widen_pipe(fd: int) -> None:
+    """Give a results pipe room for whole messages (Linux; elsewhere a no-op).
+
+    A 256 KiB message through the default 64 KiB pipe takes four writes, each waking
+    the parent for a partial read; a 1 MiB pipe (the unprivileged maximum) takes one.
+    """
+    setpipe = getattr(fcntl, "F_SETPIPE_SZ", None)
+    if setpipe is not None:
+        with contextlib.suppress(OSError):
+            fcntl.fcntl(fd, setpipe, _PIPE_BYTES)
+
+
+# -- the worker's side ---------------------------------------------------------------
+
+
+def main() -> None:
+    """Entry point of a worker process: ``python -c PROGRAM harvester-worker INDEX FD FD FD``
+    (its seeds, results and stop pipes). Runs one shard until its seeds end or a stop.
+    """
+    # Ctrl-C signals the whole process group: the parent decides, and tells us to stop.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    index, seeds_fd, results_fd, stop_fd = (int(arg) for arg in sys.argv[2:6])
+    results = Results(results_fd)
+    try:
+        from harvester.shards import event_loop_runner, tune_gc, tune_malloc
+
+        _, cfg, incremental = pickle.loads(_read_frame(seeds_fd))  # noqa: S301 - our parent
+        tune_gc()
+        tune_malloc()
+        event_loop_runner(cfg)(_serve(index, cfg, incremental, seeds_fd, results, stop_fd))
+    except BaseException:  # report any crash to the parent, then exit non-zero
+        results.report_crash(index, traceback.format_exc())
+        raise
+
+
+def _read_frame(fd: int) -> bytes:
+    """One whole frame from a blocking pipe (the worker's config, before its loop runs)."""
+    (size,) = _HEADER.unpack(_read_exact(fd, _HEADER.size))
+    return _read_exact(fd, size)
+
+
+def _read_exact(fd: int, size: int) -> bytes:
+    chunks = []
+    while size:
+        chunk = os.read(fd, size)
+        if not chunk:
+            raise EOFError("the parent closed the pipe mid-frame")
+        chunks.append(chunk)
+        size -= len(chunk)
+    return b"".join(chunks)
+
+
+class Results:
+    """The worker's results pipe, written by the event loop without blocking.
+
+    Each message is built in one reused buffer (the frame layout is in
+    ``_FRAME``): a "records" message carries its encoded lines as raw bytes
+    after the pickled rest, so they are copied once, into the buffer, and never
+    joined or pickled. At most one frame is pending: ``ready`` is clear while
+    part of it waits for room in the pipe (the parent is behind); ``put`` waits
+    for it before building the next frame, and hosts wait for it before parsing
+    their next chunk.
+    """
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._buf = bytearray(_BLOCK + (64 << 10))
+        self._pending: memoryview | None = None  # the unwritten rest of the frame
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.ready = asyncio.Event()
+        self.ready.set()
+        self._broken = False  # the parent closed its end
+        self._reported = False  # an "error" message went out
+
+    async def open(self) -> None:
+        """Attach the pipe to the running loop."""
+        self._loop = asyncio.get_running_loop()
+        os.set_blocking(self._fd, False)
+
+    async def put(self, msg: tuple[Any, ...], records: Sequence[bytes] = ()) -> None:
+        """Send one message (and, for "records", the encoded lines after it); wait while
+        the parent is behind.
+        """
+        await self.ready.wait()
+        if self._broken:
+            raise BrokenPipeError("the parent closed the results pipe")
+        size = self._build(msg, records)
+        self._pending = memoryview(self._buf)[:size]
+        self._write()
+        if self._pending is not None:
+            assert self._loop is not None
+            self.ready.clear()
+            self._loop.add_writer(self._fd, self._write)
+            await self.ready.wait()
+
+    def _build(self, msg: tuple[Any, ...], records: Sequence[bytes]) -> int:
+        meta = pickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL)
+        size = _FRAME.size + len(meta) + sum(map(len, records))
+        if size > len(self._buf):
+            self._buf = bytearray(size)  # a message over the usual size (a huge report)
+        buf = self._buf
+        _FRAME.pack_into(buf, 0, size - _LENGTH.size, len(meta))
+        at = _FRAME.size
+        for part in (meta, *records):
+            end = at + len(part)
+            buf[at:end] = part  # same length: no resize, so the buffer is reused as is
+            at = end
+        return size
+
+    def _write(self) -> None:
+        view = self._pending
+        assert view is not None
+        try:
+            n = os.write(self._fd, view)
+        except BlockingIOError:
+            return
+        except OSError:
+            self._broken = True  # the parent is gone; the next put raises
+            n = len(view)
+        if n < len(view):
+            self._pending = view[n:]
+            view.release()
+            return
+        view.release()
+        self._pending = None
+        if not self.ready.is_set():
+            assert self._loop is not None
+            self._loop.remove_writer(self._fd)
+            self.ready.set()
+
+    async def close(self) -> None:
+        """Wait until the last frame is written, then close the pipe."""
+        await self.ready.wait()
+        os.close(self._fd)
+        self._fd = -1
+
+    async def report(self, index: int, tb: str) -> None:
+        """Send a crash report (best effort) and close."""
+        with contextlib.suppress(Exception):
+            await self.put(("error", index, tb))
+            self._reported = True
+            await self.close()
+
+    def report_crash(self, index: int, tb: str) -> None:
+        """After the loop is gone: write the crash report straight to the pipe, unless it
+        went out already, or a frame is half-written.
+        """
+        if self._reported or self._pending is not None or self._fd < 0:
+            return
+        with contextlib.suppress(OSError):
+            os.set_blocking(self._fd, True)
+            size = self._build(("error", index, tb), ())
+            with memoryview(self._buf) as whole:
+                view = whole[:size]
+                while view:
+                    view = view[os.write(self._fd, view) :]
+
+
+class PipeStop:
+    """The worker's stop flag: set when the parent writes to the stop pipe or closes it.
+
+    ``is_set`` is what the shard polls (a ``shutdown.StopFlag``); ``wake`` lets a wait
+    on seeds end at once.
+    """
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._set = False
+        self._waiters: list[asyncio.Future[None]] = []
+
+    def watch(self, loop: asyncio.AbstractEventLoop) -> None:
+        os.set_blocking(self._fd, False)
+        loop.add_reader(self._fd, self._fire, loop)
+
+    def _fire(self, loop: asyncio.AbstractEventLoop) -> None:
+        loop.remove_reader(self._fd)
+        self._set = True
+        for waiter in self._waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+        self._waiters.clear()
+
+    def is_set(self) -> bool:
+        return self._set
+
+    def wake(self, waiter: asyncio.Future[None]) -> None:
+        """Complete ``waiter`` when the stop comes (at once if it came)."""
+        if self._set:
+            if not waiter.done():
+                waiter.set_result(None)
+        else:
+            self._waiters.append(waiter)
+
+
+class SeedPipe:
+    """The worker's seed pipe, read by the event loop: ``get`` returns the next seed, or
+    None at the end (the parent's None, end of file, or a stop).
+
+    It reads only when a seed is wanted, so unread seeds stay in the kernel's pipe and a
+    parent with a long input blocks there instead of growing this buffer.
+    """
+
+    def __init__(self, fd: int, stop: PipeStop) -> None:
+        self._fd = fd
+        self._stop = stop
+        self._buf = bytearray()
+        self._eof = False
+
+    async def get(self) -> Seed | None:
+        loop = asyncio.get_running_loop()
+        while not self._stop.is_set():
+            frame = self._take()
+            if frame is not None:
+                seed: Seed | None = pickle.loads(frame)  # noqa: S301 - from our parent
+                return seed
+            if self._eof:
+                return None
+            readable: asyncio.Future[None] = loop.create_future()
+            loop.add_reader(self._fd, _done, readable)
+            self._stop.wake(readable)
+            try:
+                await readable
+            finally:
+                loop.remove_reader(self._fd)
+            with contextlib.suppress(BlockingIOError):
+                data = os.read(self._fd, 65536)
+                self._eof = not data
+                self._buf += data
+        return None
+
+    def _take(self) -> bytes | None:
+        if len(self._buf) < _HEADER.size:
+            return None
+        (size,) = _HEADER.unpack_from(self._buf)
+        end = _HEADER.size + size
+        if len(self._buf) < end:
+            return None
+        frame = bytes(self._buf[_HEADER.size : end])
+        del self._buf[:end]
+        return frame
+
+
+def _done(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+async def _serve(
+    index: int,
+    cfg: Config,
+    incremental: Incremental | None,
+    seeds_fd: int,
+    results: Results,
+    stop_fd: int,
+) -> None:
+    """The worker's loop: seeds from the pipe through ``run_shard``; records, host reports
+    and a last "done" (or "error") out through ``results``.
+    """
+    from harvester.pipeline import HostDone, RecordBatch, run_shard
+    from harvester.shutdown import SeedGate, run_until_stopped
+
+    loop = asyncio.get_running_loop()
+    stop = PipeStop(stop_fd)
+    stop.watch(loop)
+    os.set_blocking(seeds_fd, False)
+    seeds = SeedPipe(seeds_fd, stop)
+    await results.open()
+    gate = SeedGate(cfg.run.hosts_in_flight)
+    buffer: list[bytes] = []
+    fingerprints: list[tuple[str, bytes]] = []  # (host, fingerprints) of what is in buffer
+    rows: list[tuple[str, LedgerRows]] = []  # (host, ledger rows) of what is in buffer
+    size = 0
+    count = 0
+
+    async def flush() -> None:
+        nonlocal size, count
+        if buffer or rows:
+            ledger = list(rows) if incremental is not None else None
+            msg = ("records", count, list(fingerprints), ledger)
+            chunks = list(buffer)
+            buffer.clear()
+            fingerprints.clear()
+            rows.clear()
+            size = count = 0
+            await results.put(msg, chunks)
+
+    async def send(item: OutputItem) -> None:
+        nonlocal size, count
+        if isinstance(item, RecordBatch):
+            data = item.encoded()
+            buffer.append(data)
+            fingerprints.append((item.host, item.fingerprints.tobytes()))
+            size += len(data)
+            count += item.size()
+            if item.rows:
+                rows.append((item.host, item.rows))
+                size += 40 * len(item.rows)  # ledger rows weigh on the message too
+            if size >= _BLOCK:
+                await flush()
+        elif isinstance(item, HostDone):
+            gate.done()
+            await flush()  # a host's records reach the writer before its report
+            await results.put(("host", item.report, item.state))
+
+    async def from_pipe() -> AsyncIterator[Seed]:
+        while (seed := await seeds.get()) is not None:
+            yield seed
+
+    try:
+        # Backpressure: while the parent is behind, hosts wait before parsing their
+        # next chunk (``run_shard``'s ``ready``): unparsed XML is smaller than records
+        # waiting to be sent (with a state file, ~450 bytes a URL with its ledger row).
+        await run_until_stopped(
+            run_shard(
+                gate.seeds(from_pipe(), stop),
+                cfg,
+                send,
+                incremental=incremental,
+                encoded=True,
+                ready=results.ready.wait,
+            ),
+            stop.is_set,
+            cfg.run.shutdown_grace,
+        )
+        await flush()
+        await results.put(("done", index))
+    except BaseException:
+        await results.report(index, traceback.format_exc())
+        raise
+    await results.close()

@@ -1,0 +1,232 @@
+"""Worker processes and their pipes (``harvester.workers``): real processes, real pipes.
+
+The tests start their own workers (``WorkerProcess``) or run ``run_job`` with two
+workers against loopback sites, and end only the processes they started.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import struct
+import time
+from multiprocessing.connection import wait
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from harvester.config import Config
+from harvester.seeds import parse_seed
+from harvester.shards import RunFailed, run_job
+from harvester.workers import PipeStop, ResultPipe, Results, SeedPipe, WorkerProcess
+from tests.integration.conftest import fast_config
+from tests.integration.test_shutdown import alive, children_of, slow_host
+
+if TYPE_CHECKING:
+    from tests.integration.conftest import Sites
+
+
+def read_until_eof(worker: WorkerProcess, timeout: float = 30.0) -> list[tuple[Any, ...]]:
+    """Every message the worker sends, until its results pipe ends."""
+    assert worker.results is not None
+    messages: list[tuple[Any, ...]] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not wait([worker.results.fileno()], timeout=0.5):
+            continue
+        try:
+            messages.extend(msg for msg, _ in worker.results.messages())
+        except EOFError:
+            return messages
+    raise AssertionError(f"the worker did not end; sent so far: {messages}")
+
+
+def worker_pids() -> list[int]:
+    """This process's children that run a harvester worker."""
+    return [pid for pid, role in children_of(os.getpid()).items() if role == "harvester-worker"]
+
+
+def which_outputs(out: Path) -> tuple[bool, bool]:
+    """(OUT.part exists, OUT exists)."""
+    return Path(f"{out}.part").exists(), out.exists()
+
+
+def test_a_crash_before_the_loop_is_reported_with_its_traceback() -> None:
+    worker = WorkerProcess(0, None, None)  # type: ignore[arg-type]  # no Config: it fails
+    worker.start()
+    try:
+        messages = read_until_eof(worker)
+        assert [m[:2] for m in messages] == [("error", 0)]
+        assert "AttributeError: 'NoneType' object has no attribute 'run'" in messages[0][2]
+        assert worker.exit_status() == 1
+    finally:
+        worker.end(terminate=True)
+        worker.close()
+
+
+def test_a_crash_in_the_loop_is_reported_through_the_pipe() -> None:
+    """A bug inside the shard (here a seed that is not a ``Seed``) ends the worker with an
+    "error" message holding the traceback: the transport is flushed, not cut mid-frame.
+    """
+    worker = WorkerProcess(3, Config(), None)
+    worker.start()
+    try:
+        assert worker.send("not a seed")
+        assert worker.send(None)
+        messages = read_until_eof(worker)
+        assert [m[:2] for m in messages] == [("error", 3)]
+        assert "'str' object has no attribute 'host'" in messages[0][2]
+        assert worker.exit_status() == 1
+        assert worker.send(None) is False  # it is gone: a send fails instead of blocking
+    finally:
+        worker.end(terminate=True)
+        worker.close()
+
+
+async def test_a_worker_killed_midway_fails_the_run_and_leaves_no_process(
+    sites: Sites, tmp_path: Path
+) -> None:
+    hosts = [await slow_host(sites, f"127.0.0.{110 + i}", delay=0.1) for i in range(6)]
+    cfg = fast_config(**{"run.workers": 2, "run.hosts_in_flight": 1})
+    out = tmp_path / "urls.jsonl"
+    run = asyncio.create_task(
+        asyncio.to_thread(run_job, cfg, [h.origin for h in hosts], str(out), progress=False)
+    )
+    deadline = time.monotonic() + 30
+    while sum(1 for h in hosts for hit in h.log if hit.end and "/c" in hit.path) < 3:
+        assert time.monotonic() < deadline, "the run never got going"
+        assert not run.done()
+        await asyncio.sleep(0.05)
+    pids = worker_pids()
+    assert len(pids) == 2  # the two workers are this run's only processes
+    os.kill(pids[0], signal.SIGKILL)
+    with pytest.raises(RunFailed, match=r"worker \d exited with status -9 before finishing"):
+        await asyncio.wait_for(run, timeout=30)
+    assert not [pid for pid in pids if alive(pid)]  # the other worker was ended too
+    assert which_outputs(out) == (True, False)  # a failed run never looks complete
+
+
+def frame(obj: object) -> bytes:
+    import pickle
+
+    payload = pickle.dumps(obj)
+    return struct.pack("!i", len(payload)) + payload
+
+
+async def results_bytes(*messages: tuple[tuple[Any, ...], list[bytes]]) -> bytes:
+    """What a worker's ``Results`` writes for ``messages`` (small: they fit in the pipe)."""
+    r, w = os.pipe()
+    out = Results(w)
+    await out.open()
+    for msg, records in messages:
+        await out.put(msg, records)
+    await out.close()
+    data = b""
+    while chunk := os.read(r, 65536):
+        data += chunk
+    os.close(r)
+    return data
+
+
+async def test_result_pipe_reassembles_frames_split_across_reads() -> None:
+    data = await results_bytes(
+        (("records", 2, [("a", b"12345678")], None), [b'{"url":"a"}\n', b'{"url":"b"}\n']),
+        (("host", {"host": "a"}, None), []),
+        (("done", 1), []),
+    )
+    r, w = os.pipe()
+    pipe = ResultPipe(r)
+    try:
+        assert pipe.messages() == []  # nothing written yet: no wait, no message
+        os.write(w, data[:3])  # half a header
+        assert pipe.messages() == []
+        os.write(w, data[3:20])  # the header and part of the first frame
+        assert pipe.messages() == []
+        os.write(w, data[20:])
+        got = [(msg, bytes(records)) for msg, records in pipe.messages()]
+        assert got == [
+            (("records", 2, [("a", b"12345678")], None), b'{"url":"a"}\n{"url":"b"}\n'),
+            (("host", {"host": "a"}, None), b""),
+            (("done", 1), b""),
+        ]
+        os.close(w)
+        with pytest.raises(EOFError):
+            pipe.messages()
+    finally:
+        pipe.close()
+
+
+async def test_results_flow_control_holds_the_worker_until_the_parent_reads() -> None:
+    r, w = os.pipe()
+    reader = ResultPipe(r)
+    results = Results(w)
+    await results.open()
+    # More than the pipe holds and more than the parent's read buffer: both must cope.
+    lines = b"x" * (3 << 20) + b"\n"
+    put = asyncio.create_task(results.put(("records", 1, [], None), [lines]))
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert not results.ready.is_set()  # hosts wait before parsing their next chunk
+    assert not put.done()  # and so does the sender
+    received: list[tuple[tuple[Any, ...], bytes]] = []
+    while not received:
+        await asyncio.sleep(0.001)
+        received += [(msg, bytes(data)) for msg, data in reader.messages()]
+    await asyncio.wait_for(put, timeout=5)
+    assert results.ready.is_set()
+    assert received == [(("records", 1, [], None), lines)]
+    await results.close()
+    with pytest.raises(EOFError):
+        reader.messages()
+    reader.close()
+
+
+async def test_seed_pipe_reads_split_frames_then_ends_at_the_parents_none() -> None:
+    r, w = os.pipe()
+    s_r, s_w = os.pipe()
+    stop = PipeStop(s_r)
+    stop.watch(asyncio.get_running_loop())
+    os.set_blocking(r, False)
+    seeds = SeedPipe(r, stop)
+    seed = parse_seed("https://a.example")
+    data = frame(seed) + frame(None)
+    got = asyncio.create_task(seeds.get())
+    await asyncio.sleep(0.01)
+    assert not got.done()  # waits for bytes, without a thread
+    os.write(w, data[:5])
+    await asyncio.sleep(0.01)
+    assert not got.done()
+    os.write(w, data[5:])
+    assert await asyncio.wait_for(got, 5) == seed
+    assert await asyncio.wait_for(seeds.get(), 5) is None
+    for fd in (r, w, s_w):
+        os.close(fd)
+    asyncio.get_running_loop().remove_reader(s_r)
+    os.close(s_r)
+
+
+async def test_a_stop_ends_a_wait_for_seeds_at_once_and_so_does_a_dead_parent() -> None:
+    loop = asyncio.get_running_loop()
+    for how in ("byte", "eof"):
+        r, w = os.pipe()
+        s_r, s_w = os.pipe()
+        stop = PipeStop(s_r)
+        stop.watch(loop)
+        os.set_blocking(r, False)
+        seeds = SeedPipe(r, stop)
+        got = asyncio.create_task(seeds.get())
+        await asyncio.sleep(0.01)
+        assert not got.done()
+        assert not stop.is_set()
+        if how == "byte":
+            os.write(s_w, b"s")
+        else:
+            os.close(s_w)  # the parent died: its end closed
+        assert await asyncio.wait_for(got, 5) is None
+        assert stop.is_set()
+        os.write(w, frame(parse_seed("https://b.example")))
+        assert await seeds.get() is None  # stopped: no more seeds are taken
+        for fd in (r, w, s_r) if how == "eof" else (r, w, s_r, s_w):
+            os.close(fd)
