@@ -341,7 +341,10 @@ class Results:
         """Send one message (and, for "records", the encoded lines after it); wait while
         the parent is behind.
         """
-        await self.ready.wait()
+        # Several hosts may wait here: each looks again once woken, as another one may
+        # have taken the buffer in between (a woken Event.wait returns even if cleared).
+        while self._pending is not None:
+            await self.ready.wait()
         if self._broken:
             raise BrokenPipeError("the parent closed the results pipe")
         size = self._build(msg, records)
@@ -390,7 +393,8 @@ class Results:
 
     async def close(self) -> None:
         """Wait until the last frame is written, then close the pipe."""
-        await self.ready.wait()
+        while self._pending is not None:
+            await self.ready.wait()
         os.close(self._fd)
         self._fd = -1
 

@@ -230,3 +230,24 @@ async def test_a_stop_ends_a_wait_for_seeds_at_once_and_so_does_a_dead_parent() 
         assert await seeds.get() is None  # stopped: no more seeds are taken
         for fd in (r, w, s_r) if how == "eof" else (r, w, s_r, s_w):
             os.close(fd)
+
+
+async def test_hosts_sending_at_once_while_the_parent_is_behind_each_arrive_whole() -> None:
+    """Several hosts flushing while a frame is half-written: each message is built only
+    once the one before it is out, so none overwrites another in the shared buffer.
+    """
+    r, w = os.pipe()
+    reader = ResultPipe(r)
+    results = Results(w)
+    await results.open()
+    lines = {i: bytes([65 + i]) * 300_000 + b"\n" for i in range(4)}  # each over the pipe
+    puts = [asyncio.create_task(results.put(("records", i, [], None), [lines[i]])) for i in lines]
+    received: list[tuple[tuple[Any, ...], bytes]] = []
+    async with asyncio.timeout(10):
+        while len(received) < len(lines):
+            await asyncio.sleep(0.001)
+            received += [(msg, bytes(data)) for msg, data in reader.messages()]
+    await asyncio.wait_for(asyncio.gather(*puts), timeout=5)
+    assert sorted(received) == [(("records", i, [], None), lines[i]) for i in lines]
+    await results.close()
+    reader.close()
