@@ -238,13 +238,15 @@ class ResultPipe:
             (size,) = _LENGTH.unpack_from(self._buf, self._start)
             need = _LENGTH.size + size
             if need > len(self._buf):
-                grown = bytearray(max(need, len(self._buf)))
-                grown[:pending] = self._buf[self._start : self._end]
+                grown = bytearray(need)
+                with memoryview(grown) as dst, memoryview(self._buf) as src:
+                    dst[:pending] = src[self._start : self._end]
                 self._buf = grown  # views of the old buffer stay valid until dropped
                 self._start, self._end = 0, pending
                 return
         if self._start:
-            self._buf[:pending] = self._buf[self._start : self._end]
+            with memoryview(self._buf) as buf:
+                buf[:pending] = buf[self._start : self._end]  # memmove: may overlap
             self._start, self._end = 0, pending
 
     def close(self) -> None:
@@ -316,17 +318,21 @@ class Results:
     Each message is built in one reused buffer (the frame layout is in
     ``_FRAME``): a "records" message carries its encoded lines as raw bytes
     after the pickled rest, so they are copied once, into the buffer, and never
-    joined or pickled. At most one frame is pending: ``ready`` is clear while
-    part of it waits for room in the pipe (the parent is behind); ``put`` waits
-    for it before building the next frame, and hosts wait for it before parsing
-    their next chunk.
+    joined or pickled. At most one frame is pending (part of it waits for room
+    in the pipe: the parent is behind); a ``put`` meanwhile waits for it to go
+    out before building its own. ``ready`` is clear while a frame is pending or
+    a put waits: hosts wait for it before parsing their next chunk, so while the
+    parent is behind no new message is made, and the waiting ones are sent first.
     """
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
         self._buf = bytearray(_BLOCK + (64 << 10))
         self._pending: memoryview | None = None  # the unwritten rest of the frame
+        self._waiting = 0  # puts waiting for the pending frame to go out
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._free = asyncio.Event()  # no frame is pending
+        self._free.set()
         self.ready = asyncio.Event()
         self.ready.set()
         self._broken = False  # the parent closed its end
@@ -341,10 +347,15 @@ class Results:
         """Send one message (and, for "records", the encoded lines after it); wait while
         the parent is behind.
         """
-        # Several hosts may wait here: each looks again once woken, as another one may
-        # have taken the buffer in between (a woken Event.wait returns even if cleared).
-        while self._pending is not None:
-            await self.ready.wait()
+        self._waiting += 1
+        self.ready.clear()
+        try:
+            # Each looks again once woken: another waiting put may have taken the
+            # buffer in between (a woken Event.wait returns even if cleared since).
+            while self._pending is not None:
+                await self._free.wait()
+        finally:
+            self._waiting -= 1
         if self._broken:
             raise BrokenPipeError("the parent closed the results pipe")
         size = self._build(msg, records)
@@ -352,22 +363,28 @@ class Results:
         self._write()
         if self._pending is not None:
             assert self._loop is not None
-            self.ready.clear()
+            self._free.clear()
             self._loop.add_writer(self._fd, self._write)
-            await self.ready.wait()
+        self._update_ready()
+
+    def _update_ready(self) -> None:
+        if self._pending is None and not self._waiting:
+            self.ready.set()
 
     def _build(self, msg: tuple[Any, ...], records: Sequence[bytes]) -> int:
         meta = pickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL)
         size = _FRAME.size + len(meta) + sum(map(len, records))
         if size > len(self._buf):
             self._buf = bytearray(size)  # a message over the usual size (a huge report)
-        buf = self._buf
-        _FRAME.pack_into(buf, 0, size - _LENGTH.size, len(meta))
+        _FRAME.pack_into(self._buf, 0, size - _LENGTH.size, len(meta))
         at = _FRAME.size
-        for part in (meta, *records):
-            end = at + len(part)
-            buf[at:end] = part  # same length: no resize, so the buffer is reused as is
-            at = end
+        # Through a memoryview: a bytearray's own slice assignment first copies bytes
+        # into a temporary bytearray (a large malloc and free per part).
+        with memoryview(self._buf) as buf:
+            for part in (meta, *records):
+                end = at + len(part)
+                buf[at:end] = part
+                at = end
         return size
 
     def _write(self) -> None:
@@ -386,15 +403,16 @@ class Results:
             return
         view.release()
         self._pending = None
-        if not self.ready.is_set():
+        if not self._free.is_set():  # it waited for room: stop watching the pipe
             assert self._loop is not None
             self._loop.remove_writer(self._fd)
-            self.ready.set()
+            self._free.set()
+            self._update_ready()
 
     async def close(self) -> None:
         """Wait until the last frame is written, then close the pipe."""
         while self._pending is not None:
-            await self.ready.wait()
+            await self._free.wait()
         os.close(self._fd)
         self._fd = -1
 

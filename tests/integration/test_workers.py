@@ -165,18 +165,21 @@ async def test_results_flow_control_holds_the_worker_until_the_parent_reads() ->
     await results.open()
     # More than the pipe holds and more than the parent's read buffer: both must cope.
     lines = b"x" * (3 << 20) + b"\n"
-    put = asyncio.create_task(results.put(("records", 1, [], None), [lines]))
+    await results.put(("records", 1, [], None), [lines])  # it goes out as the pipe drains
+    assert not results.ready.is_set()  # hosts wait before parsing their next chunk
+    second = asyncio.create_task(results.put(("done", 0)))
     for _ in range(20):
         await asyncio.sleep(0)
-    assert not results.ready.is_set()  # hosts wait before parsing their next chunk
-    assert not put.done()  # and so does the sender
+    assert not second.done()  # and the next message waits for the first to go out
+    assert not results.ready.is_set()
     received: list[tuple[tuple[Any, ...], bytes]] = []
-    while not received:
-        await asyncio.sleep(0.001)
-        received += [(msg, bytes(data)) for msg, data in reader.messages()]
-    await asyncio.wait_for(put, timeout=5)
+    async with asyncio.timeout(10):
+        while len(received) < 2:
+            await asyncio.sleep(0.001)
+            received += [(msg, bytes(data)) for msg, data in reader.messages()]
+    await asyncio.wait_for(second, timeout=5)
     assert results.ready.is_set()
-    assert received == [(("records", 1, [], None), lines)]
+    assert received == [(("records", 1, [], None), lines), (("done", 0), b"")]
     await results.close()
     with pytest.raises(EOFError):
         reader.messages()
