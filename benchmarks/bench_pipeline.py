@@ -157,7 +157,10 @@ def _cmdline(pid: int) -> str:
     argv = [a for a in argv if a]
     if not argv:
         return "?"
-    return " ".join([Path(argv[0]).name, *argv[1:]])[:100]
+    label = " ".join([Path(argv[0]).name, *argv[1:]])
+    if "harvester-worker" in argv:  # after a long -c program: put the role where it shows
+        label = f"harvester-worker: {label}"
+    return label[:100]
 
 
 class TreeSampler(threading.Thread):

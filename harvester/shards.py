@@ -389,10 +389,11 @@ def tune_malloc() -> None:
 
     glibc gives each thread that allocates while another holds the main arena an
     arena of its own (up to 8 per core), whose freed memory mostly stays resident.
-    Here the threads are a worker's queue feeder (it pickles each ~256 KiB message)
-    and the executor threads of blocked puts and seed reads, and the writer's
-    thread in the parent; the GIL already serialises nearly all their allocations,
-    so one arena serves them without contention.
+    Here the threads are aiohttp's resolver threads in a worker and the
+    dispatcher thread in the parent (before ``workers.py``, also each worker's
+    queue feeder, which pickled every ~256 KiB message); the GIL already
+    serialises nearly all their allocations, so one arena serves them without
+    contention.
 
     Measured (``bench_pipeline --hosts 2000 --only harvester``, as the environment
     variable ``MALLOC_ARENA_MAX=1``, runs alternated): state on, peak RSS of all

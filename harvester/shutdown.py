@@ -1,7 +1,7 @@
 """Graceful shutdown primitives: a signal-safe stop flag, a seed gate, a grace deadline.
 
-In: a ``Stop`` that the CLI's SIGINT/SIGTERM handler sets (or a
-``multiprocessing.Event`` in a worker process). Out: seeds stop flowing to the
+In: a ``Stop`` that the CLI's SIGINT/SIGTERM handler sets (or, in a worker
+process, ``workers.PipeStop``, set by the parent through a pipe). Out: seeds stop flowing to the
 pipeline at once (``SeedGate``), and the shard is cancelled when the grace ends
 (``run_until_stopped``). Used by ``shards.py``; the pipeline itself knows
 nothing about signals.
@@ -36,7 +36,7 @@ POLL = 0.1  # seconds between looks at a stop flag (a signal handler sets no asy
 
 
 class StopFlag(Protocol):
-    """What is polled for a stop: a ``Stop``, or a ``multiprocessing.Event`` in a worker."""
+    """What is polled for a stop: a ``Stop``, or a worker's ``workers.PipeStop``."""
 
     def is_set(self) -> bool:
         """True once a stop was asked for."""
