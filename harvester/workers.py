@@ -5,16 +5,20 @@ Out: a child process running one shard (``pipeline.run_shard``) and three pipes:
 
     parent ──seeds───► worker   frames: (index, Config, Incremental), then Seeds, then None
     parent ──stop────► worker   one byte, or end of file (the parent is gone): stop
-    parent ◄─results── worker   frames: ("records", data, n, fingerprints, ledger rows),
+    parent ◄─results── worker   frames: ("records", n, fingerprints, ledger rows) + lines,
                                 ("host", report, state), ("done", index), ("error", index, tb)
 
-A frame is ``multiprocessing.connection``'s: a 4-byte big-endian signed length,
-then that many bytes of pickle. The parent waits on every worker's results pipe
-at once (``multiprocessing.connection.wait``) and reads whatever each has,
-without blocking (``ResultPipe``): a worker writes a frame as its event loop
-gets to it, so waiting for the rest of a half-arrived frame stalled the writer
-(40 % of its wall time on bench_pipeline with a state file). A worker that
-exits, however it dies, shows as end of file after its last whole frame.
+A seed frame is ``multiprocessing.connection``'s: a 4-byte big-endian signed
+length, then that many bytes of pickle. A results frame (``_FRAME``) is the
+length of the rest, the length of the pickled message, the pickled message,
+then for "records" the encoded JSON lines as they are: built in one reused
+buffer, they are copied once and never joined or pickled. The parent waits on
+every worker's results pipe at once (``multiprocessing.connection.wait``) and
+reads whatever each has, without blocking, into one reused buffer
+(``ResultPipe``): a worker writes a frame as its event loop gets to it, so
+waiting for the rest of a half-arrived frame stalled the writer (40 % of its
+wall time on bench_pipeline with a state file). A worker that exits, however
+it dies, shows as end of file after its last whole frame.
 
 Why plain pipes and ``subprocess`` rather than multiprocessing's spawn, Queue and
 Event (as before): spawn always starts a resource-tracker process (a whole
@@ -23,14 +27,14 @@ interpreter, ~12 MB resident for the run's lifetime, 4 % of the pipeline's
 events; each worker's Queue ran a feeder thread that pickled and wrote every
 message while contending for the GIL with the event loop; and the worker read
 seeds and polled the stop event from executor threads. Here the event loop does
-it all: results go out through a pipe transport whose flow control is the
-backpressure (``Results.ready``), seeds and the stop arrive as loop callbacks.
+it all: results go out through non-blocking writes (``Results``), seeds and the
+stop arrive as loop callbacks.
 
 Bounds: the seed pipe (the kernel's 64 KiB, a few hundred seeds) blocks the
-parent's dispatcher when a worker is behind; the results pipe (1 MiB) plus the
-transport's buffer (``_HIGH_WATER``) holds what a worker sent and the parent has
-not read yet. Past the high-water mark the worker's hosts wait before parsing
-their next chunk, and a host flushing a message waits too.
+parent's dispatcher when a worker is behind; a worker's results pipe (1 MiB)
+plus at most one frame waiting for room in it hold what it sent and the parent
+has not read. While a frame waits, the worker's hosts wait before parsing
+their next chunk, and a host with a message to send waits for the frame.
 """
 
 from __future__ import annotations
@@ -59,7 +63,6 @@ if TYPE_CHECKING:
 __all__ = ["WorkerProcess", "main"]
 
 _BLOCK = 256 * 1024  # bytes of encoded records per message from a worker
-_HIGH_WATER = 512 * 1024  # a worker's unsent result bytes before its hosts wait
 _PIPE_BYTES = 1 << 20  # the results pipe's capacity (see _widen_pipe)
 _HEADER = struct.Struct("!i")  # a seed frame's header (multiprocessing.connection's)
 # A results frame: the length of the rest, the length of the pickled message, the
@@ -152,10 +155,6 @@ class WorkerProcess:
             with contextlib.suppress(OSError):  # gone already, or told already (pipe full)
                 os.write(self._stop_fd, b"s")
 
-    def exitcode(self) -> int | None:
-        """The worker's exit status, None while it runs (or before it started)."""
-        return None if self._proc is None else self._proc.poll()
-
     def exit_status(self, timeout: float = 5.0) -> int | None:
         """The exit status of a worker whose results pipe ended (it is exiting)."""
         if self._proc is None:
@@ -165,7 +164,7 @@ class WorkerProcess:
         return None
 
     def end(self, *, terminate: bool) -> None:
-        """Wait for the process (``terminate``: send it SIGTERM first); close our pipe ends."""
+        """Wait for the process to exit (``terminate``: send it SIGTERM first)."""
         if self._proc is not None:
             if terminate and self._proc.poll() is None:
                 self._proc.terminate()  # our own child only
