@@ -22,7 +22,7 @@ from harvester.seeds import parse_seed
 from harvester.shards import RunFailed, run_job
 from harvester.workers import PipeStop, ResultPipe, Results, SeedPipe, WorkerProcess
 from tests.integration.conftest import fast_config
-from tests.integration.test_shutdown import alive, children_of, slow_host
+from tests.integration.test_shutdown import alive, shards_used, slow_host, workers_of
 
 if TYPE_CHECKING:
     from tests.integration.conftest import Sites
@@ -43,9 +43,12 @@ def read_until_eof(worker: WorkerProcess, timeout: float = 30.0) -> list[tuple[A
     raise AssertionError(f"the worker did not end; sent so far: {messages}")
 
 
-def worker_pids() -> list[int]:
-    """This process's children that run a harvester worker."""
-    return [pid for pid, role in children_of(os.getpid()).items() if role == "harvester-worker"]
+async def worker_pids(expected: int) -> list[int]:
+    """This process's children that run a harvester worker (sampled until ``expected``
+    show up, see ``workers_of``).
+    """
+    kids = await workers_of(os.getpid(), expected)
+    return [pid for pid, role in kids.items() if role == "harvester-worker"]
 
 
 def which_outputs(out: Path) -> tuple[bool, bool]:
@@ -99,8 +102,9 @@ async def test_a_worker_killed_midway_fails_the_run_and_leaves_no_process(
         assert time.monotonic() < deadline, "the run never got going"
         assert not run.done()
         await asyncio.sleep(0.05)
-    pids = worker_pids()
-    assert len(pids) == 2  # the two workers are this run's only processes
+    expected = shards_used(hosts, 2)  # random ports: all six may hash to one shard
+    pids = await worker_pids(expected)
+    assert len(pids) == expected  # the workers are this run's only processes
     os.kill(pids[0], signal.SIGKILL)
     with pytest.raises(RunFailed, match=r"worker \d exited with status -9 before finishing"):
         await asyncio.wait_for(run, timeout=30)
