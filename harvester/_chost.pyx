@@ -45,6 +45,8 @@ from libc.stdint cimport int64_t, uint64_t
 from libc.string cimport memcpy
 
 cdef extern from "Python.h":
+    ctypedef struct PyByteArrayObject:
+        Py_ssize_t ob_alloc  # bytes allocated (CPython's struct; the size is separate)
     bint PyUnicode_IS_COMPACT_ASCII(object o)
     const char* PyUnicode_DATA(object o)
 
@@ -288,6 +290,20 @@ cdef inline char* _put_digits(char* p, int value, int width) noexcept:
     return p + width
 
 
+cdef inline int _grow(bytearray buf, Py_ssize_t size) except -1:
+    """Make ``buf`` ``size`` bytes long, doubling its room when it must grow.
+
+    bytearray's own growth adds an eighth, so as a batch's lines filled it, realloc
+    moved the whole batch every few records (1.6 % of a worker's CPU, all of it in
+    memmove). Asking for twice the size, then for the size (a minor shrink, which
+    keeps the room), moves it at most about once per doubling.
+    """
+    if size + 1 > (<PyByteArrayObject*>buf).ob_alloc:
+        PyByteArray_Resize(buf, 2 * size)
+    PyByteArray_Resize(buf, size)
+    return 0
+
+
 cdef inline char* _put(char* p, const char* s, Py_ssize_t n) noexcept:
     memcpy(p, s, n)
     return p + n
@@ -325,7 +341,7 @@ cdef bint _write_record(
         + 14 + PyBytes_GET_SIZE(cf) + 12 + PyBytes_GET_SIZE(pr) + 2
     )
     start = PyByteArray_GET_SIZE(buf)
-    PyByteArray_Resize(buf, start + size)
+    _grow(buf, start + size)
     p = PyByteArray_AS_STRING(buf) + start
     p = _put(p, b'{"loc":"', 8)
     p = _put(p, PyUnicode_DATA(loc), n_loc)
