@@ -66,7 +66,6 @@ from benchmarks.bench_pipeline import (
     prepare_corpus,
     run_harvester,
     run_measured,
-    tally_output,
 )
 from benchmarks.peers import PEERS, PROXY_VARS
 from benchmarks.server import FD_MARGIN, raise_nofile
@@ -307,36 +306,8 @@ def tally_lines(path: Path) -> UrlTally:
     return tally
 
 
-def compare(tally: UrlTally, truth: GroundTruth) -> list[str]:
-    """``tally.compare(truth)``; on ``messy`` a host may also have salvaged every
-    complete entry of its truncated children (truth.json's ``partial``): accepted too."""
-    problems = tally.compare(truth)
-    if not problems or truth.profile != "messy":
-        return problems
-    hosts = json.loads((truth.out_dir / "truth.json").read_text())["hosts"]
-    kept = []
-    salvaged = 0
-    for problem in problems:
-        address = problem.split(":", 1)[0]
-        partial = hosts.get(address, {}).get("partial") or {}
-        count, total = tally.per_host.get(address, [0, 0])
-        want = truth.urls_per_host.get(address, 0) + sum(p["urls"] for p in partial.values())
-        digest = int(truth.digests.get(address, "0"), 16)
-        digest += sum(int(p["digest"], 16) for p in partial.values())
-        if not partial or count != want or (total - digest) % 2**64:
-            kept.append(problem)
-        else:
-            salvaged += count - truth.urls_per_host.get(address, 0)
-    if salvaged:
-        kept.append(
-            f"SALVAGED {salvaged:,} URLs: every complete entry of the truncated gzip children"
-            " of their hosts (truth.json 'partial'; accepted)"
-        )
-    return kept
-
-
 def _check(result: Result, tally: UrlTally, truth: GroundTruth) -> None:
-    problems = compare(tally, truth)
+    problems = tally.compare_salvaged(truth)
     if problems and problems[-1].startswith("SALVAGED"):
         result.notes.append(problems.pop())
     result.found = tally.distinct
@@ -554,10 +525,11 @@ def run_ours(
     p: ProcResult = r.pop("process")
     _proc_fields(result, p)
     result.found = r["urls"]
-    result.exact = r["url_problem_count"] == 0 and r["urls"] == truth.total_urls
-    if r["url_problem_count"] and truth.profile == "messy":  # salvaged prefixes are fine
-        _check(result, tally_output(out_dir / "urls.jsonl"), truth)
-    elif r["url_problem_count"]:
+    # bench_pipeline's check already accepts messy's salvaged prefixes (its "salvaged").
+    result.exact = r["url_problem_count"] == 0
+    if r.get("salvaged"):
+        result.notes.append(r["salvaged"])
+    if r["url_problem_count"]:
         result.notes.append(f"{r['url_problem_count']} hosts differ: {r['url_problems'][0]}")
     result.notes.append(
         f"harvester run, bench_pipeline config (allow_private, {args.concurrency} conns/host,"

@@ -170,6 +170,35 @@ class UrlTally:
         )
         return problems
 
+    def compare_salvaged(self, truth: GroundTruth) -> list[str]:
+        """``compare``; on ``messy`` a host may also have salvaged every complete entry of
+        its truncated children (truth.json's ``partial``): accepted, and summed up in a
+        last line starting with ``SALVAGED``.
+        """
+        problems = self.compare(truth)
+        if not problems or truth.profile != "messy":
+            return problems
+        hosts = json.loads((truth.out_dir / "truth.json").read_text())["hosts"]
+        kept = []
+        salvaged = 0
+        for problem in problems:
+            address = problem.split(":", 1)[0]
+            partial = hosts.get(address, {}).get("partial") or {}
+            count, total = self.per_host.get(address, [0, 0])
+            want = truth.urls_per_host.get(address, 0) + sum(p["urls"] for p in partial.values())
+            digest = int(truth.digests.get(address, "0"), 16)
+            digest += sum(int(p["digest"], 16) for p in partial.values())
+            if not partial or count != want or (total - digest) % 2**64:
+                kept.append(problem)
+            else:
+                salvaged += count - truth.urls_per_host.get(address, 0)
+        if salvaged:
+            kept.append(
+                f"SALVAGED {salvaged:,} URLs: every complete entry of the truncated gzip children"
+                " of their hosts (truth.json 'partial'; accepted)"
+            )
+        return kept
+
 
 # --------------------------------------------------------------------------- ground truth
 
