@@ -461,6 +461,7 @@ def _run_processes(
     try:
         # Until every seed was dispatched and every worker that got one has finished.
         while not (pool.dispatched.is_set() and pool.running() <= finished):
+            _check_dispatch(pool)
             if user_stop.is_set() and give_up is None:
                 pool.stop()
                 give_up = time.monotonic() + cfg.run.shutdown_grace + _EXIT_MARGIN
@@ -495,6 +496,7 @@ def _run_processes(
                         finished.add(msg[1])
                     elif tag == "error":
                         raise RunFailed(f"worker {msg[1]} failed:\n{msg[2]}")
+        _check_dispatch(pool)  # (it may have failed before any worker started)
     finally:
         stop.set()
         started = pool.close()
@@ -505,6 +507,11 @@ def _run_processes(
         if not dispatcher.is_alive():  # else it may still use a pipe: leave them open
             for w in started:
                 w.close()
+
+
+def _check_dispatch(pool: _Pool) -> None:
+    if pool.failure is not None:
+        raise RunFailed(f"dispatching hosts failed: {pool.failure!r}") from pool.failure
 
 
 def _idle() -> list[Any]:
@@ -527,6 +534,7 @@ class _Pool:
         self._closed = False
         self._stopping = False
         self.dispatched = threading.Event()  # set when the dispatcher is done
+        self.failure: BaseException | None = None  # what ended the dispatcher early
 
     def start(self, index: int) -> bool:
         """Start worker ``index`` unless it runs already; False once closed."""
@@ -586,5 +594,7 @@ def _dispatch(seeds: SeedReader, stop: threading.Event, user_stop: Stop, pool: _
                 _invalid_line(seed, seeds.invalid)
         for worker in pool.started():
             worker.send(None)
+    except BaseException as exc:  # a worker that cannot start, an input that cannot be read
+        pool.failure = exc  # the main thread fails the run with it
     finally:
         pool.dispatched.set()

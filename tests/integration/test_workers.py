@@ -258,3 +258,19 @@ async def test_hosts_sending_at_once_while_the_parent_is_behind_each_arrive_whol
     assert sorted(received) == [(("records", i, [], None), lines[i]) for i in lines]
     await results.close()
     reader.close()
+
+
+def test_a_worker_that_cannot_start_fails_the_run(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Not a silent, empty, "complete" run: the reason reaches the caller."""
+
+    def cannot_start(self: WorkerProcess) -> None:
+        raise OSError("no interpreter here")
+
+    monkeypatch.setattr(WorkerProcess, "start", cannot_start)
+    cfg = fast_config(**{"run.workers": 2})
+    out = tmp_path / "urls.jsonl"
+    with pytest.raises(RunFailed, match="no interpreter here"):
+        run_job(cfg, ["http://127.0.0.1:9/"], str(out), progress=False)
+    assert which_outputs(out) == (True, False)  # a failed run never looks complete
