@@ -3,6 +3,9 @@
 - ``harvester._cparse``: the parse stage's loop over closed entries and walk of each
   ``<url>`` (Cython against lxml's public C API, so lxml's headers are needed at build
   time).
+- ``harvester._cpush``: libxml2's push parser driven without lxml for urlsets (lxml's own
+  libxml2, found with ``dlsym``; lxml's headers again), its ``<url>`` nodes read by
+  ``_cparse``.
 - ``harvester._cdates``: the common lastmod shapes, parsed and formatted.
 - ``harvester._cnormalize``: the canonical form of URLs without a query or with a plain one.
 - ``harvester._cdedupe``: the URL fingerprint (BLAKE2b-64, the same value as hashlib's).
@@ -25,6 +28,13 @@ extensions = [
         ["harvester/_cparse.pyx"],
         # lxml's public C API and the libxml2 headers that match the lxml it ships with;
         # only struct layouts are used, so nothing is linked but Python.
+        include_dirs=lxml.get_include(),
+        optional=True,
+    ),
+    # Uses _cparse's entry builder at C level (its .pxd); links nothing but Python.
+    Extension(
+        "harvester._cpush",
+        ["harvester/_cpush.pyx"],
         include_dirs=lxml.get_include(),
         optional=True,
     ),

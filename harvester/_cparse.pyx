@@ -35,9 +35,14 @@ from libc.string cimport strcmp, strlen
 cimport lxml.includes.etreepublic as cetree
 from lxml.includes cimport tree
 
+from lxml import etree
+
 from harvester.models import Image
 
 cetree.import_lxml__etree()
+
+# Where the Python walker's copies of nodes from outside lxml live (see _url_entry).
+cdef cetree._Document _SCRATCH = cetree.documentOrRaise(etree.Element("scratch"))
 
 cdef const char* NS_IMAGE = b"http://www.google.com/schemas/sitemap-image/1.1"
 cdef const char* NS_VIDEO = b"http://www.google.com/schemas/sitemap-video/1.1"
@@ -167,9 +172,9 @@ cdef object _image(tree.xmlNode* c_image, bint* punt):
     return _new_tuple(Image, fields)
 
 
-cdef object _url_values(cetree._Element el, bint extensions):
+cdef object _url_values(tree.xmlNode* c_url, bint extensions):
     """The raw values of one ``<url>``; None: let the Python path read this one."""
-    cdef tree.xmlNode* c = el._c_node.children
+    cdef tree.xmlNode* c = c_url.children
     cdef bint punt = False
     cdef int code
     loc = lastmod = changefreq = priority = None
@@ -215,11 +220,12 @@ cdef object _url_values(cetree._Element el, bint extensions):
     return loc, lastmod, changefreq, priority, images, alternates, None, None
 
 
-cdef inline object _cached(dict memo, object raw, object method):
-    """``method(raw)`` (the parser's ``_changefreq``/``_priority``) for a text; None for None.
+cdef inline object _cached(dict memo, object raw, object parser, bint priority):
+    """The parser's ``_priority(raw)`` or ``_changefreq(raw)`` for a text; None for None.
 
     A text whose memoised value is valid needs no call: the method would only have
     looked it up. Invalid ones (None in ``memo``) go through it, which counts them.
+    The method is looked up only then: a bound method per ``<url>`` showed in profiles.
     """
     cdef PyObject* value
     if raw is None:
@@ -227,7 +233,7 @@ cdef inline object _cached(dict memo, object raw, object method):
     value = PyDict_GetItem(memo, raw)
     if value is not NULL and <object>value is not None:
         return <object>value
-    return method(raw)
+    return parser._priority(raw) if priority else parser._changefreq(raw)
 
 
 cdef Py_ssize_t PROTOCOL_MAX_LOC = 2_048
@@ -255,7 +261,7 @@ cdef inline bint _http_start(str loc) noexcept:
 
 def url_entry(cetree._Element el not None, tuple ctx, parser, list out):
     """Append the ``UrlEntry`` of one ``<url>`` (see ``_url_entry``); the parser's per-element call."""
-    return _url_entry(el, ctx, parser, out)
+    return _url_entry(el._c_node, el, ctx, parser, out)
 
 
 def drain(parser, events, list out, bint urlset):
@@ -265,8 +271,9 @@ def drain(parser, events, list out, bint urlset):
     document is a urlset. For each closed entry element whose parent is the root
     (found as ``_drain`` finds it, and kept in ``parser._root``): a urlset's ``<url>``
     goes to ``_url_entry`` and, when it hands values back, to ``parser._finish``;
-    an index's ``<sitemap>`` to ``parser._handle``. Then the handled entries are
-    pruned from the tree, as ``parse._prune`` does. Out: entries appended to ``out``.
+    an index's ``<sitemap>`` to ``parser._handle`` (a function, called with the parser).
+    Then the handled entries are pruned from the tree, as ``parse._prune`` does.
+    Out: entries appended to ``out``.
 
     Why: per ``<url>`` the Python loop cost a ``getparent`` proxy, two method calls
     and its bytecode (about 0.3 µs); here they are pointer reads and C calls.
@@ -292,32 +299,39 @@ def drain(parser, events, list out, bint urlset):
         if p is not root_node:
             continue  # nested inside a value: part of its string, not an entry
         if urlset:
-            found = _url_entry(el, ctx, parser, out)
+            found = _url_entry(el._c_node, el, ctx, parser, out)
             if found is not None:
                 parser._finish(found, out)
         else:
-            handle(el, out)
+            handle(parser, el, out)
         last = el
     if last is not None:
         # parse._prune: the handled entries, and every sibling before them.
         del root[: root.index(last) + 1]
 
 
-cdef object _url_entry(cetree._Element el, tuple ctx, object parser, list out):
+cdef object _url_entry(tree.xmlNode* c_url, object el, tuple ctx, object parser, list out):
     """Append the ``UrlEntry`` of one ``<url>`` to ``out`` and return None, exactly as
     ``parse.XmlSitemapParser._url`` would; or change nothing and return its raw values
     (from ``_url_values``, or from the parser's Python reader when the walker declines) for
     the Python path to finish: a loc it must drop or flag, a lastmod not in a common
     W3C shape, an entry at a count limit.
 
-    ``ctx`` is the parser's ``_entry_ctx``: ``(extensions, stats, seen, cap, w3c,
-    UrlEntry, changefreq memo, priority memo)``; ``parser`` the ``XmlSitemapParser`` (its ``_changefreq``, ``_priority``
-    and ``_url_values``; passed, not kept in ``ctx``, so ``ctx`` makes no cycle).
+    ``c_url`` is the element's node; ``el`` its lxml proxy, or None when the node is in
+    no document of lxml's (``_cpush``: the Python walker then reads a copy). ``ctx`` is
+    the parser's ``_entry_ctx``: ``(extensions, stats, seen, cap, w3c, UrlEntry,
+    changefreq memo, priority memo)``; ``parser`` the ``XmlSitemapParser`` (its
+    ``_changefreq``, ``_priority`` and ``_url_values``; passed, not kept in ``ctx``, so
+    ``ctx`` makes no cycle).
     """
     cdef bint extensions = ctx[0]
     cdef Py_ssize_t total, cap = ctx[3]
-    values = _url_values(el, extensions)  # a C call: no Python frame per <url>
+    values = _url_values(c_url, extensions)  # a C call: no Python frame per <url>
     if values is None:
+        if el is None:
+            # Read by libxml2 without lxml (harvester/_cpush.pyx): the Python walker gets a
+            # copy of the element in a document of lxml's; the copy is freed with its proxy.
+            el = cetree.deepcopyNodeToDocument(_SCRATCH, c_url)
         return parser._url_values(el)  # the Python walker (video, news, nested markup)
     raw_loc = (<tuple>values)[0]
     if raw_loc is None:
@@ -360,8 +374,8 @@ cdef object _url_entry(cetree._Element el, tuple ctx, object parser, list out):
                 loc,
                 when,
                 raw,
-                _cached(ctx[6], changefreq, parser._changefreq),
-                _cached(ctx[7], priority, parser._priority),
+                _cached(ctx[6], changefreq, parser, False),
+                _cached(ctx[7], priority, parser, True),
                 tuple(images) if images else (),
                 tuple(alternates) if alternates else (),
                 (),

@@ -25,6 +25,7 @@ __all__ = ["MISSING", "NAMES", "load"]
 
 NAMES = (
     "_cparse",
+    "_cpush",
     "_cdates",
     "_cnormalize",
     "_cdedupe",

@@ -63,6 +63,16 @@ _drain_sitemap: Callable[[Any, Any, list[Entry], bool], None] | None = (
     _cparse.drain if _cparse is not None else None
 )
 
+# The urlset reader that drives libxml2 itself (harvester/_cpush.pyx): used, with the
+# entry builder above, where it loaded and found lxml's libxml2; the tests set it to None
+# to read documents through lxml's XMLPullParser instead and compare.
+_cpush = compiled.load("_cpush")
+_urlset_push: Callable[..., Any] | None = (
+    _cpush.UrlsetPush if _cpush is not None and _cpush.AVAILABLE else None
+)
+if _cpush is not None and not _cpush.AVAILABLE:
+    compiled.MISSING["_cpush"] = _cpush.MISSING
+
 __all__ = ["EntrySink", "TextSitemapParser", "XmlSitemapParser"]
 
 PROTOCOL_MAX_ENTRIES = 50_000
@@ -104,7 +114,6 @@ _new_tuple = tuple.__new__
 _FEED_SLICE = 16_384  # bytes handed to libxml2 at a time (see XmlSitemapParser.feed)
 _CHANGEFREQS = frozenset(("always", "hourly", "daily", "weekly", "monthly", "yearly", "never"))
 _DECIMAL = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)\Z")
-_POSITION_SUFFIX = re.compile(r",? line \d+, column \d+\Z")
 _HTTP_URL = re.compile(r"https?://[^/?#\s]", re.IGNORECASE).match
 
 
@@ -225,24 +234,6 @@ class XmlSitemapParser:
         self._extensions = extensions  # False: image/video/news/xhtml children are skipped
         self.channel_lastmod: datetime | None = None
         self._sink = sink
-        self._parser = etree.XMLPullParser(
-            events=("end",),
-            tag=_ENTRY_TAG[kind],
-            # Hardened settings: nothing external, nothing expanded, no giant nodes.
-            resolve_entities=False,
-            no_network=True,
-            load_dtd=False,
-            dtd_validation=False,
-            attribute_defaults=False,
-            huge_tree=False,
-            remove_comments=True,
-            remove_pis=True,
-            # Whitespace-only text between elements is never read (values are stripped): not
-            # building those nodes saves ~0.6 µs a URL (bench_parse).
-            remove_blank_text=True,
-            encoding=encoding,
-        )
-        self._events = self._parser.read_events()
         self._tags: dict[object, int] = {}  # tag cache, see _classify
         self._image_tags: dict[object, int] = {}  # image child tag -> Image field index
         self._changefreqs: dict[str, str | None] = {}  # raw text -> valid value or None
@@ -259,14 +250,41 @@ class XmlSitemapParser:
             self._changefreqs,
             self._priorities,
         )
+        # A urlset, with both compiled modules there: libxml2 driven from C (_cpush), with
+        # the same options and slices as the XMLPullParser below.
+        self._push: Any = None
+        self._parser: etree.XMLPullParser | None = None
+        if kind is Kind.URLSET and _urlset_push is not None and _url_entry is not None:
+            self._push = _urlset_push(self._entry_ctx, encoding)
+        else:
+            self._parser = etree.XMLPullParser(
+                events=("end",),
+                tag=_ENTRY_TAG[kind],
+                # Hardened settings: nothing external, nothing expanded, no giant nodes.
+                resolve_entities=False,
+                no_network=True,
+                load_dtd=False,
+                dtd_validation=False,
+                attribute_defaults=False,
+                huge_tree=False,
+                remove_comments=True,
+                remove_pis=True,
+                # Whitespace-only text between elements is never read (values are
+                # stripped): not building those nodes saves ~0.6 µs a URL (bench_parse).
+                remove_blank_text=True,
+                encoding=encoding,
+            )
+            self._events = self._parser.read_events()
         self._sitemap_kind = kind is Kind.URLSET or kind is Kind.SITEMAPINDEX
         self._feed_head_done = False  # channel/feed-level date captured (feeds only)
         self._root: etree._Element | None = None  # the urlset/sitemapindex, once seen
-        self._handle = {
-            Kind.URLSET: self._url,
-            Kind.SITEMAPINDEX: self._sitemap,
-            Kind.RSS: self._item,
-            Kind.ATOM: self._item,
+        # The function, not a bound method: that would make a reference cycle, and every
+        # document's parser (its libxml2 context and buffers) would wait for the collector.
+        self._handle: Callable[[XmlSitemapParser, etree._Element, list[Entry]], None] = {
+            Kind.URLSET: XmlSitemapParser._url,
+            Kind.SITEMAPINDEX: XmlSitemapParser._sitemap,
+            Kind.RSS: XmlSitemapParser._item,
+            Kind.ATOM: XmlSitemapParser._item,
         }[kind]
 
     def feed(self, data: bytes, out: list[Entry]) -> None:
@@ -275,7 +293,13 @@ class XmlSitemapParser:
         Entries go into the caller's list rather than a return value so that
         those completed before an error survive the raise.
         """
+        if self._push is not None:
+            error = self._push.feed(data, out, self)
+            if error is not None:
+                raise _parse_error(*error, truncated=False)
+            return
         parser = self._parser
+        assert parser is not None
         # In slices: libxml2 keeps an input buffer as large as the biggest piece it was
         # fed (about twice), for the parser's life, and the tree holds a whole piece's
         # entries until they are drained. The decompressor hands over up to 256 KiB at
@@ -291,6 +315,12 @@ class XmlSitemapParser:
 
     def close(self, out: list[Entry]) -> None:
         """Signal end of input; append the last entries, or raise if the document is incomplete."""
+        if self._push is not None:
+            error = self._push.close(out, self)
+            if error is not None:
+                raise _parse_error(*error, truncated=True)
+            return
+        assert self._parser is not None
         try:
             self._parser.close()
         except etree.XMLSyntaxError as exc:
@@ -322,7 +352,7 @@ class XmlSitemapParser:
                     continue
             elif not self._feed_head_done:
                 self._feed_head(parent)
-            handle(el, out)
+            handle(self, el, out)
             if parent is not last_parent:
                 if last is not None and last_parent is not None:
                     _prune(last_parent, last)  # entries of another parent (an RSS channel)
@@ -557,8 +587,20 @@ def _parse_priority(raw: str) -> float | None:
 def _syntax_error(exc: etree.XMLSyntaxError, *, truncated: bool) -> ParseError:
     """Translate an lxml error once, keeping its message and position."""
     line, column = exc.position
-    # libxml2 appends ", line N, column M"; ParseError adds the position itself.
-    message = _POSITION_SUFFIX.sub("", str(exc.msg or exc).strip())
+    message = str(exc.msg or exc).strip()
+    # lxml appends the position (", line N, column M", or ", line N" without a column);
+    # ParseError adds it itself.
+    for suffix in (f", line {line}, column {column}", f", line {line}"):
+        if line > 0 and message.endswith(suffix):
+            message = message[: -len(suffix)]
+            break
+    return _parse_error(message, line, column, truncated=truncated)
+
+
+def _parse_error(message: str, line: int, column: int, *, truncated: bool) -> ParseError:
+    """The error of a libxml2 message (trimmed) at a position; at the end of input, one
+    saying the document stopped early is a ``TruncatedDocument``."""
+    message = message.strip()
     if truncated and ("Premature end" in message or "not found" in message):
         return TruncatedDocument(f"document ended early: {message}", line=line, column=column)
     return ParseError(f"malformed XML: {message}", line=line, column=column)

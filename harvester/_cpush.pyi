@@ -1,0 +1,23 @@
+"""Types of the compiled urlset reader (harvester/_cpush.pyx)."""
+
+from typing import Any
+
+from harvester.models import Entry
+
+MISSING: str | None
+AVAILABLE: bool
+
+class UrlsetPush:
+    """One urlset document's libxml2 push parser."""
+
+    def __init__(self, ctx: tuple[Any, ...], encoding: str | None = None) -> None: ...
+    def feed(
+        self, data: bytes | memoryview, out: list[Entry], parser: Any
+    ) -> tuple[str, int, int] | None:
+        """Parse ``data``; None, or the error as (message, line, column)."""
+
+    def close(self, out: list[Entry], parser: Any) -> tuple[str, int, int] | None:
+        """End of input; None, or the error as (message, line, column)."""
+
+    def held(self) -> int:
+        """How many nodes the root element holds now."""

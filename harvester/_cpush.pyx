@@ -1,0 +1,333 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False
+"""Compiled reader of urlset documents: libxml2's push parser driven without lxml.
+
+In: the decoded bytes of one urlset (``UrlsetPush.feed``, in any split; then
+``close``), and the ``parse.XmlSitemapParser`` whose entry builder, memos and
+Python fallbacks it uses. Out: entries appended to the caller's list as each
+``<url>`` closes; ``feed`` and ``close`` return None, or ``(message, line,
+column)`` of the first libxml2 error (the caller raises it as lxml's errors
+are raised), and re-raise a Python exception raised while building an entry
+(``LimitExceeded``).
+
+Why: lxml's ``XMLPullParser`` costs more per ``<url>`` than libxml2's parse
+of it. It releases the GIL for each fed piece and takes it back in a SAX
+callback for every end tag (``loc`` and ``lastmod`` too), makes an event
+tuple and a proxy object per ``<url>``, and pruning deletes through proxies.
+Here the parser context is our own: the GIL stays held, the tree builder is
+libxml2's (``xmlSAX2EndElementNs``), and the one callback added runs when an
+element closes: at a child of the root it hands a ``<url>`` node to
+``_cparse._url_entry`` (pointer reads on the node) and frees it and
+everything before it, so the tree never holds more than the ``<url>`` being
+read. bench_parse and bench_pipeline measure the difference.
+
+The same parse as lxml's: the options ``XMLPullParser`` gets in parse.py
+(no entity substitution, no network, no DTD loading, no huge trees, blank
+text dropped, CDATA as text, comments and PIs not built), the same 16 KiB
+slices, the first four bytes given at reset as lxml gives them, and its
+rule for errors (after each slice, the first error of level ERROR or above).
+The tests read every document both ways and compare (tests/unit/test_cpush.py).
+
+libxml2 is lxml's own copy, the one its ``etree`` module is linked with: its
+functions are looked up with ``dlsym`` in that module, so this one links
+against nothing but Python, and is not used (``AVAILABLE`` is False, the
+lxml path reads) when a function is missing or the libxml2 lxml runs is not
+the one whose headers it was built with.
+"""
+
+from libc.string cimport strcmp
+
+cimport lxml.includes.etreepublic as cetree
+from lxml.includes cimport tree, xmlerror, xmlparser
+
+from harvester._cparse cimport _url_entry
+
+from lxml import etree
+
+cetree.import_lxml__etree()
+
+
+cdef extern from "dlfcn.h" nogil:
+    void* dlopen(const char* filename, int flag)
+    void* dlsym(void* handle, const char* symbol)
+    int RTLD_LAZY
+    int RTLD_NOLOAD
+
+
+cdef extern from "libxml/xmlversion.h":
+    int LIBXML_VERSION  # of the headers this module was compiled with
+
+
+ctypedef xmlparser.xmlParserCtxt* (*create_push_f)(
+    xmlparser.xmlSAXHandler*, void*, const char*, int, const char*) noexcept nogil
+ctypedef int (*reset_push_f)(
+    xmlparser.xmlParserCtxt*, const char*, int, const char*, const char*) noexcept nogil
+ctypedef int (*parse_chunk_f)(xmlparser.xmlParserCtxt*, const char*, int, int) noexcept nogil
+ctypedef int (*use_options_f)(xmlparser.xmlParserCtxt*, int) noexcept nogil
+ctypedef void (*ctxt_f)(xmlparser.xmlParserCtxt*) noexcept nogil
+ctypedef void (*doc_f)(tree.xmlDoc*) noexcept nogil
+ctypedef void (*node_f)(tree.xmlNode*) noexcept nogil
+ctypedef void (*set_handler_f)(
+    xmlparser.xmlParserCtxt*, xmlerror.xmlStructuredErrorFunc, void*) noexcept nogil
+
+cdef create_push_f _create_push = NULL
+cdef reset_push_f _reset_push = NULL
+cdef parse_chunk_f _parse_chunk = NULL
+cdef use_options_f _use_options = NULL
+cdef ctxt_f _free_ctxt = NULL
+cdef ctxt_f _stop = NULL
+cdef doc_f _free_doc = NULL
+cdef node_f _unlink = NULL
+cdef node_f _free_node = NULL
+cdef set_handler_f _set_handler = NULL
+
+# What lxml's XMLPullParser gets from parse.py: lxml's defaults (NOENT taken off by
+# resolve_entities=False) and NOBLANKS for remove_blank_text=True.
+cdef int OPTIONS = (
+    xmlparser.XML_PARSE_NOCDATA
+    | xmlparser.XML_PARSE_NONET
+    | xmlparser.XML_PARSE_COMPACT
+    | xmlparser.XML_PARSE_BIG_LINES
+    | xmlparser.XML_PARSE_NOBLANKS
+)
+cdef Py_ssize_t SLICE = 16_384  # parse._FEED_SLICE: the same pieces as the lxml path
+
+
+cdef str _resolve():
+    """Look up libxml2's functions in lxml's etree module; why not, or None when all found."""
+    global _create_push, _reset_push, _parse_chunk, _use_options, _free_ctxt, _stop
+    global _free_doc, _unlink, _free_node, _set_handler
+    if etree.LIBXML_VERSION != etree.LIBXML_COMPILED_VERSION:
+        return f"lxml runs libxml2 {etree.LIBXML_VERSION}, built for {etree.LIBXML_COMPILED_VERSION}"
+    running = etree.LIBXML_VERSION
+    if running[0] * 10000 + running[1] * 100 + running[2] != LIBXML_VERSION:
+        return f"libxml2 {running} is not the {LIBXML_VERSION} this module was built with"
+    cdef bytes path = etree.__file__.encode()
+    cdef void* handle = dlopen(path, RTLD_LAZY | RTLD_NOLOAD)
+    if handle is NULL:
+        return f"cannot open {etree.__file__}"
+    cdef dict found = {}
+    for name in (
+        b"xmlCreatePushParserCtxt", b"xmlCtxtResetPush", b"xmlParseChunk",
+        b"xmlCtxtUseOptions", b"xmlFreeParserCtxt", b"xmlStopParser", b"xmlFreeDoc",
+        b"xmlUnlinkNode", b"xmlFreeNode", b"xmlCtxtSetErrorHandler",
+    ):
+        address = <size_t>dlsym(handle, <const char*>name)
+        if address == 0:
+            return f"{name.decode()} not found in {etree.__file__}"
+        found[name] = address
+    _create_push = <create_push_f><size_t>found[b"xmlCreatePushParserCtxt"]
+    _reset_push = <reset_push_f><size_t>found[b"xmlCtxtResetPush"]
+    _parse_chunk = <parse_chunk_f><size_t>found[b"xmlParseChunk"]
+    _use_options = <use_options_f><size_t>found[b"xmlCtxtUseOptions"]
+    _free_ctxt = <ctxt_f><size_t>found[b"xmlFreeParserCtxt"]
+    _stop = <ctxt_f><size_t>found[b"xmlStopParser"]
+    _free_doc = <doc_f><size_t>found[b"xmlFreeDoc"]
+    _unlink = <node_f><size_t>found[b"xmlUnlinkNode"]
+    _free_node = <node_f><size_t>found[b"xmlFreeNode"]
+    _set_handler = <set_handler_f><size_t>found[b"xmlCtxtSetErrorHandler"]
+    return None
+
+
+MISSING = _resolve()  # why this module cannot read, or None
+AVAILABLE = MISSING is None
+
+
+cdef void _on_error(void* data, const xmlerror.xmlError* error) noexcept:
+    """libxml2's error handler: keep the first error of level ERROR or above (lxml's rule)."""
+    cdef UrlsetPush self = <UrlsetPush>data
+    cdef const char* text
+    if self._error is not None or error.level < xmlerror.XML_ERR_ERROR:
+        return
+    text = error.message
+    if text is NULL or text[0] == 0 or (text[0] == b"\n" and text[1] == 0):
+        message = "unknown error"  # lxml's words for it
+    else:
+        raw = <bytes>text
+        try:  # as lxml decodes it
+            message = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            message = raw.decode("ascii", "backslashreplace")
+    self._error = (message, error.line, error.int2)
+
+
+cdef void _on_end(
+    void* ctx,
+    const tree.const_xmlChar* localname,
+    const tree.const_xmlChar* prefix,
+    const tree.const_xmlChar* uri,
+) noexcept:
+    """An element closed: libxml2's tree builder first; then, at a child of the root, the
+    entry (a ``<url>`` in any namespace, as lxml's ``{*}url``) and the freeing."""
+    cdef xmlparser.xmlParserCtxt* ctxt = <xmlparser.xmlParserCtxt*>ctx
+    cdef tree.xmlNode* node = ctxt.node  # the element closing (the builder pops it)
+    cdef tree.xmlNode* root
+    cdef tree.xmlNode* first
+    cdef UrlsetPush self = <UrlsetPush>ctxt._private
+    self._end(ctx, localname, prefix, uri)
+    if node is NULL:
+        return
+    root = node.parent
+    if (
+        root is NULL
+        or root.type != tree.XML_ELEMENT_NODE
+        or root.parent is NULL
+        or root.parent.type != tree.XML_DOCUMENT_NODE
+    ):
+        return  # the root itself, or deeper: part of an entry still open
+    if self._exc is None and strcmp(<const char*>localname, b"url") == 0:
+        try:
+            found = _url_entry(node, None, self._ctx, self._parser, self._out)
+            if found is not None:
+                self._parser._finish(found, self._out)
+        except BaseException as exc:  # raised again by feed, as lxml's drain raises it
+            self._exc = exc
+            _stop(ctxt)
+    # Done with it, and with everything before it (text, other elements): the builder
+    # holds no pointer to them (its current node is the root; end tags reset its text
+    # state), so the tree keeps at most the entry being read.
+    while True:
+        first = root.children
+        _unlink(first)
+        _free_node(first)
+        if first is node:
+            break
+
+
+cdef class UrlsetPush:
+    """One urlset document's libxml2 push parser (see the module docstring)."""
+
+    cdef xmlparser.xmlParserCtxt* _ctxt
+    cdef xmlparser.endElementNsSAX2Func _end  # libxml2's tree builder's
+    cdef object _parser
+    cdef tuple _ctx
+    cdef list _out
+    cdef object _exc  # a Python exception raised in _on_end, re-raised by feed/close
+    cdef object _error  # (message, line, column): the first libxml2 error
+    cdef bytes _encoding
+    cdef bint _done
+
+    def __cinit__(self, tuple ctx not None, encoding=None):
+        """``ctx``: the ``XmlSitemapParser``'s ``_entry_ctx``; ``encoding``: the one
+        sniffed, or None (the document's own)."""
+        if not AVAILABLE:
+            raise RuntimeError(MISSING)
+        self._ctx = ctx
+        self._encoding = encoding.encode("ascii") if encoding else None
+
+    def __dealloc__(self):
+        cdef xmlparser.xmlParserCtxt* ctxt = self._ctxt
+        if ctxt is not NULL:
+            self._ctxt = NULL
+            if ctxt.myDoc is not NULL:
+                _free_doc(ctxt.myDoc)
+                ctxt.myDoc = NULL
+            _free_ctxt(ctxt)
+
+    cdef int _start(self, const char* head, int size) except -1:
+        """Make the context: lxml's reset with the first bytes, options and SAX changes."""
+        cdef xmlparser.xmlParserCtxt* ctxt = _create_push(NULL, NULL, NULL, 0, NULL)
+        if ctxt is NULL:
+            raise MemoryError()
+        self._ctxt = ctxt
+        ctxt._private = <void*>self
+        # Cast: libxml2's types say nogil; both callbacks run in a parse call, GIL held.
+        _set_handler(ctxt, <xmlerror.xmlStructuredErrorFunc>_on_error, <void*>self)
+        _use_options(ctxt, OPTIONS)
+        if _reset_push(
+            ctxt, head, size, NULL,
+            <const char*>self._encoding if self._encoding is not None else NULL,
+        ):
+            raise MemoryError()
+        # What lxml's remove_comments, remove_pis and strip_cdata do to the handler.
+        ctxt.sax.comment = NULL
+        ctxt.sax.processingInstruction = NULL
+        ctxt.sax.cdataBlock = NULL
+        self._end = ctxt.sax.endElementNs
+        ctxt.sax.endElementNs = <xmlparser.endElementNsSAX2Func>_on_end
+        return 0
+
+    cdef object _result(self, int status, bint end):
+        """After a parse call: raise the Python exception raised in it, or return the
+        first error (and read no more), or None.
+
+        lxml's rule: a fed piece fails on a fatal error; the end of input on any error
+        (a namespace error, say, lets the parse go on to the end).
+        """
+        if self._exc is not None:
+            exc, self._exc = self._exc, None
+            self._done = True
+            raise exc
+        if status != 0 or not self._ctxt.wellFormed or (end and self._error is not None):
+            self._done = True
+            if self._error is None:
+                return ("Document is not well formed", 0, 0)  # lxml's default message
+            return self._error
+        return None
+
+    def feed(self, const unsigned char[:] data not None, list out, parser):
+        """Parse ``data`` in 16 KiB slices; append finished entries to ``out``.
+
+        ``parser`` is the ``XmlSitemapParser`` (its ``_finish`` and ``_url_values``), held
+        only during the call: kept, it would make a reference cycle.
+
+        Returns None, or ``(message, line, column)`` of the error that ended the
+        document (no more input is read then).
+        """
+        cdef Py_ssize_t n = data.shape[0], start = 0, size
+        cdef const char* p = b""
+        cdef int status, first
+        if self._done:
+            return None
+        if n:
+            p = <const char*>&data[0]
+        self._out = out
+        self._parser = parser
+        try:
+            while True:
+                size = min(SLICE, n - start)
+                first = 0
+                if self._ctxt is NULL:
+                    first = 4 if size > 4 else <int>size  # lxml's: enough to see the encoding
+                    self._start(p + start, first)
+                status = 0
+                if size > first:
+                    status = _parse_chunk(self._ctxt, p + start + first, <int>(size - first), 0)
+                error = self._result(status, False)
+                start += size
+                if error is not None or start >= n:
+                    return error
+        finally:
+            self._out = None
+            self._parser = None
+
+    def close(self, list out, parser):
+        """End of input: append the last entries; None, or the error as ``feed`` gives it."""
+        if self._done:
+            return None
+        if self._ctxt is NULL:
+            return ("no element found", 0, 0)  # lxml's close() before any feed()
+        self._out = out
+        self._parser = parser
+        try:
+            return self._result(_parse_chunk(self._ctxt, NULL, 0, 1), True)
+        finally:
+            self._out = None
+            self._parser = None
+            self._done = True
+
+    def held(self):
+        """How many nodes the root element holds now: what is read is freed, so at most
+        the ``<url>`` still open (the tests check it)."""
+        cdef tree.xmlNode* node
+        cdef int count = 0
+        if self._ctxt is NULL or self._ctxt.myDoc is NULL:
+            return 0
+        node = self._ctxt.myDoc.children
+        while node is not NULL and node.type != tree.XML_ELEMENT_NODE:
+            node = node.next
+        if node is not NULL:
+            node = node.children
+        while node is not NULL:
+            count += 1
+            node = node.next
+        return count

@@ -1,0 +1,189 @@
+"""The urlset reader that drives libxml2 itself (harvester/_cpush.pyx) reads what lxml reads.
+
+Every document is read twice: through ``_cpush`` (the default where it is built) and
+through lxml's ``XMLPullParser`` with the same compiled walker (``parse._urlset_push``
+set to None). Entries, stats, status and the error (class and message) must be equal:
+on every conformance case, on the walker's corner cases, on generated documents (half
+of them damaged byte by byte) fed in random pieces, and at the entry cap. The one
+known difference, an undeclared entity, is tested on its own. tests/unit/test_cparse.py
+compares the default with the pure-Python path as well.
+"""
+
+from __future__ import annotations
+
+import gc
+import weakref
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from harvester import parse
+from harvester.config import ReaderConfig
+from harvester.errors import LimitExceeded, ParseError, TruncatedDocument
+from harvester.models import Entry, Kind, ReadStats, UrlEntry
+from harvester.reader import SitemapReader, read_bytes
+from tests.compiled import compiled_module
+from tests.property.test_reader_fuzz import mutated
+from tests.unit.test_cparse import CORNERS, SM, generated, urlset
+
+cpush = compiled_module("_cpush")
+
+CASES = Path(__file__).parents[1] / "data" / "conformance" / "cases"
+
+
+Outcome = tuple[list[Entry], Kind | None, str, tuple[type, str] | None, dict[str, object]]
+
+
+def outcome(pieces: list[bytes], cfg: ReaderConfig | None = None) -> Outcome:
+    entries, result = read_bytes(pieces, cfg=cfg)
+    error = None if result.error is None else (type(result.error), str(result.error))
+    return entries, result.kind, result.status, error, result.stats.as_dict()
+
+
+def through_lxml(pieces: list[bytes], cfg: ReaderConfig | None = None) -> Outcome:
+    saved = parse._urlset_push
+    parse._urlset_push = None  # hypothesis and function-scoped fixtures do not mix
+    try:
+        return outcome(pieces, cfg)
+    finally:
+        parse._urlset_push = saved
+
+
+def test_it_is_the_reader_in_use() -> None:
+    # Built here, so a urlset must go through it (else these tests compare lxml with itself).
+    assert cpush.AVAILABLE, cpush.MISSING
+    parser = parse.XmlSitemapParser(Kind.URLSET, parse.EntrySink(ReadStats(), ReaderConfig()))
+    assert isinstance(parser._push, cpush.UrlsetPush)
+    assert parser._parser is None
+    index = parse.XmlSitemapParser(Kind.SITEMAPINDEX, parse.EntrySink(ReadStats(), ReaderConfig()))
+    assert index._push is None  # indexes, RSS and Atom stay with lxml
+
+
+@pytest.mark.parametrize("path", sorted(CASES.iterdir()), ids=lambda p: p.name)
+def test_conformance_cases_read_the_same(path: Path) -> None:
+    data = path.read_bytes()
+    assert outcome([data]) == through_lxml([data])
+
+
+@pytest.mark.parametrize("name", sorted(CORNERS))
+@pytest.mark.parametrize("extensions", [True, False])
+def test_corner_cases_read_the_same(name: str, extensions: bool) -> None:
+    cfg = ReaderConfig(extensions=extensions)
+    assert outcome([CORNERS[name]], cfg) == through_lxml([CORNERS[name]], cfg)
+
+
+@settings(max_examples=300, deadline=None)
+@given(generated(), st.booleans(), st.data())
+def test_generated_documents_read_the_same(
+    data: bytes, extensions: bool, draw: st.DataObject
+) -> None:
+    if draw.draw(st.booleans()):
+        data = draw.draw(mutated(data))
+    # Cut anywhere: the 16 KiB slices and the four bytes of the first reset fall where
+    # lxml's do, so even a non-fatal error ends the same piece the same way.
+    cuts = sorted(draw.draw(st.lists(st.integers(0, len(data)), max_size=4)))
+    pieces = [data[a:b] for a, b in zip([0, *cuts], [*cuts, len(data)], strict=True)]
+    cfg = ReaderConfig(extensions=extensions)
+    ours = outcome(pieces, cfg)
+    theirs = through_lxml(pieces, cfg)
+    if ours[3] is not None and " not defined at line" in ours[3][1]:
+        # An undeclared entity: lxml's feed ignores the error and starts a new document
+        # with the next piece, so what it says then is anyone's guess (see the test below).
+        assert ours[3][0] is ParseError
+        return
+    assert ours == theirs
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 5, 4096, 16_384, 16_385, 100_000])
+def test_pieces_of_any_size_read_the_same(chunk: int) -> None:
+    data = CORNERS["many slices"].removesuffix(b"</url></urlset>")  # the last <url> open
+    pieces = [data[i : i + chunk] for i in range(0, len(data), chunk)]
+    ours = outcome(pieces)
+    assert ours == through_lxml(pieces)
+    assert len(ours[0]) == 2999
+    assert ours[2] == "partial"
+    assert ours[3] is not None
+    assert ours[3][0] is TruncatedDocument
+
+
+@pytest.mark.parametrize("cap", [1, 2, 2999])
+def test_the_entry_cap_stops_both_at_the_same_entry(cap: int) -> None:
+    # LimitExceeded is raised inside libxml2's callback here: the parser is stopped and
+    # the exception raised again by feed(), with the entries before it kept.
+    cfg = ReaderConfig(max_entries_per_file=cap)
+    ours = outcome([CORNERS["many slices"]], cfg)
+    assert ours == through_lxml([CORNERS["many slices"]], cfg)
+    assert len(ours[0]) == cap
+    assert ours[3] is not None
+    assert ours[3][0] is LimitExceeded
+
+
+def test_an_undeclared_entity_names_itself() -> None:
+    # lxml ignores the error while feeding, restarts its parser and at the end says
+    # "no element found at line 0, column 0"; here the error names the entity and where.
+    data = urlset("<loc>https://e.com/a</loc>", "<loc>https://e.com/&nbsp;b</loc>")
+    entries, result = read_bytes([data])
+    assert [e.loc for e in entries] == ["https://e.com/a"]
+    assert result.status == "partial"
+    assert isinstance(result.error, ParseError)
+    assert "Entity 'nbsp' not defined" in str(result.error)
+    assert result.error.line == 1
+
+
+def test_what_is_read_is_freed() -> None:
+    # The tree holds the <url> still open, never the ones read: memory does not grow
+    # with the file (bench_parse measures it on 50 MB).
+    sink = parse.EntrySink(ReadStats(), ReaderConfig())
+    parser = parse.XmlSitemapParser(Kind.URLSET, sink)
+    out: list[Entry] = []
+    data = CORNERS["many slices"]
+    parser.feed(data[:-40], out)  # ends inside the last <url>
+    assert len(out) == 2999
+    assert parser._push.held() == 1
+    parser.feed(data[-40:], out)
+    parser.close(out)
+    assert len(out) == 3000
+    assert parser._push.held() == 0
+
+
+def test_a_parser_is_freed_without_the_cycle_collector() -> None:
+    # The reader keeps no reference to its XmlSitemapParser (that would be a cycle, and
+    # each document's libxml2 context would wait for a collection).
+    gc.disable()
+    try:
+        parser = parse.XmlSitemapParser(Kind.URLSET, parse.EntrySink(ReadStats(), ReaderConfig()))
+        out: list[Entry] = []
+        parser.feed(CORNERS["video and news"], out)  # the Python walker's copy path too
+        parser.close(out)
+        assert len(out) == 1
+        assert isinstance(out[0], UrlEntry)
+        assert out[0].videos
+        assert out[0].news
+        ref = weakref.ref(parser)
+        del parser
+        assert ref() is None
+    finally:
+        gc.enable()
+
+
+def test_errors_end_the_document_and_later_input_is_ignored() -> None:
+    reader = SitemapReader("https://e.com/s.xml")
+    good = f"<urlset {SM}><url><loc>https://e.com/a</loc></url><url><loc>https://e.com/b</lo>"
+    assert [e.loc for e in reader.feed(good.encode())] == ["https://e.com/a"]
+    assert reader.failed
+    assert reader.feed(b"</url></urlset>") == []
+    assert reader.finish() == []
+    result = reader.result()
+    assert result.status == "partial"
+    assert "Opening and ending tag mismatch" in str(result.error)
+    assert result.error is not None
+    assert result.error.url == "https://e.com/s.xml"
+
+
+def test_it_stands_aside_when_lxml_is_not_what_it_was_built_for() -> None:
+    # MISSING says why when the libxml2 lxml runs differs from the headers it was built
+    # with; here they agree, and parse.py falls back to lxml on its own otherwise.
+    assert cpush.MISSING is None
+    assert parse._urlset_push is cpush.UrlsetPush
