@@ -14,7 +14,10 @@ siblings are deleted, so the tree never holds more than one slice's entries:
 memory does not grow with the file. Where ``harvester/_cparse.pyx`` is built,
 its walker reads a ``<url>``'s values (pointer reads on libxml2's nodes) and
 its entry builder makes the ``UrlEntry`` in the usual case; what they leave
-over is read by ``_url_values`` and finished by ``_url`` in Python.
+over is read by ``_url_values`` and finished by ``_url`` in Python. Where
+``harvester/_cpush.pyx`` is built too, a urlset skips the ``XMLPullParser``:
+that module drives libxml2's push parser with the same settings and slices,
+hands each ``<url>`` node to the same entry builder and frees it as it closes.
 
 Namespaces vary in the wild; core elements match on local name, extension
 elements (image, video, news, xhtml:link) by their namespace.
@@ -38,6 +41,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from datetime import datetime
 
+    from harvester._cpush import UrlsetPush
     from harvester.config import ReaderConfig
     from harvester.models import Entry, News, ReadStats, Video
 
@@ -252,7 +256,7 @@ class XmlSitemapParser:
         )
         # A urlset, with both compiled modules there: libxml2 driven from C (_cpush), with
         # the same options and slices as the XMLPullParser below.
-        self._push: Any = None
+        self._push: UrlsetPush | None = None
         self._parser: etree.XMLPullParser | None = None
         if kind is Kind.URLSET and _urlset_push is not None and _url_entry is not None:
             self._push = _urlset_push(self._entry_ctx, encoding)

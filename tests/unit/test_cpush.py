@@ -137,15 +137,17 @@ def test_what_is_read_is_freed() -> None:
     # with the file (bench_parse measures it on 50 MB).
     sink = parse.EntrySink(ReadStats(), ReaderConfig())
     parser = parse.XmlSitemapParser(Kind.URLSET, sink)
+    push = parser._push
+    assert push is not None
     out: list[Entry] = []
     data = CORNERS["many slices"]
     parser.feed(data[:-40], out)  # ends inside the last <url>
     assert len(out) == 2999
-    assert parser._push.held() == 1
+    assert push.held() == 1
     parser.feed(data[-40:], out)
     parser.close(out)
     assert len(out) == 3000
-    assert parser._push.held() == 0
+    assert push.held() == 0
 
 
 def test_a_parser_is_freed_without_the_cycle_collector() -> None:
