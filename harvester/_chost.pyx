@@ -35,14 +35,14 @@ from cpython.datetime cimport (
     import_datetime,
 )
 from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE, PyByteArray_Resize
-from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.dict cimport PyDict_GetItem, PyDict_SetItem
 from cpython.long cimport PyLong_AsUnsignedLongLong, PyLong_FromUnsignedLongLong
 from cpython.object cimport PyObject
 from cpython.set cimport PySet_Add, PySet_Contains
 from cpython.unicode cimport PyUnicode_GET_LENGTH, PyUnicode_READ_CHAR
 from libc.stdint cimport int64_t, uint64_t
-from libc.string cimport memcpy
+from libc.string cimport memchr, memcpy
 
 cdef extern from "Python.h":
     ctypedef struct PyByteArrayObject:
@@ -534,3 +534,52 @@ def url_entries(
     if urls:
         report.urls += urls
     return listed, position, cap_hit, others
+
+
+def label_lines(bytearray data not None, bytes label not None):
+    """``data`` (JSON lines) with ``label`` inserted before the closing brace that ends
+    each line, as one new bytes object.
+
+    In: a batch of lines as the loop above writes them (each ends in ``}`` and a
+    newline; JSON escapes any newline inside a string, so a newline ends a line and
+    nothing else) and a label such as ``,"event":"new"``. Out: the same as
+    ``bytes(data.replace(b"}\\n", label + b"}\\n"))``, which ``HostWorker._select_lines``
+    does without this module. Why: that replace searches for each line's end one at a
+    time and then copies the result again (0.54 µs a line, 8 % of a worker's time with
+    a state file); here two ``memchr`` passes size and fill the result once.
+    """
+    cdef Py_ssize_t n = PyByteArray_GET_SIZE(data), k = PyBytes_GET_SIZE(label), count = 0
+    cdef const char* src = PyByteArray_AS_STRING(data)
+    cdef const char* end = src + n
+    cdef const char* p = src
+    cdef const char* nl
+    cdef const char* tag = PyBytes_AS_STRING(label)
+    cdef char* dst
+    while p < end:
+        nl = <const char*>memchr(p, b"\n", end - p)
+        if nl is NULL:
+            break
+        if nl > src and nl[-1] == b"}":
+            count += 1
+        p = nl + 1
+    out = PyBytes_FromStringAndSize(NULL, n + count * k)
+    dst = PyBytes_AS_STRING(out)
+    p = src
+    while p < end:
+        nl = <const char*>memchr(p, b"\n", end - p)
+        if nl is NULL:
+            break
+        if nl > src and nl[-1] == b"}":
+            memcpy(dst, p, nl - 1 - p)  # the line up to its closing brace
+            dst += nl - 1 - p
+            memcpy(dst, tag, k)
+            dst += k
+            dst[0] = b"}"
+            dst[1] = b"\n"
+            dst += 2
+        else:
+            memcpy(dst, p, nl + 1 - p)
+            dst += nl + 1 - p
+        p = nl + 1
+    memcpy(dst, p, end - p)  # a last piece without a newline, if any
+    return out

@@ -83,6 +83,10 @@ _chost = compiled.load("_chost")
 _url_entries: Callable[..., tuple[int, int, bool, list[Entry]]] | None = (
     _chost.url_entries if _chost is not None else None
 )
+# Its one-pass labelling of a batch's lines (_select_lines); None: bytearray.replace.
+_label_lines: Callable[[bytearray, bytes], bytes] | None = (
+    _chost.label_lines if _chost is not None else None
+)
 
 logger = logging.getLogger(__name__)
 
@@ -773,9 +777,12 @@ class HostWorker:
             self._batch_urls, self._batch_sitemaps = [], []
         kept, rows, every = self._labels(fps, lastmods, urls, sitemaps)
         if every is not None:
-            # One label for every line: one replace in C. A raw "}\n" ends a line and
+            # One label for every line: one pass in C. A raw "}\n" ends a line and
             # nothing else (JSON escapes a newline inside a string).
-            return bytes(data.replace(b"}\n", _EVENT_LABELS[every] + b"}\n")), len(fps), rows
+            label = _EVENT_LABELS[every]
+            if _label_lines is not None:
+                return _label_lines(data, label), len(fps), rows
+            return bytes(data.replace(b"}\n", label + b"}\n")), len(fps), rows
         lines = data.split(b"\n")  # one more than the records: the empty tail
         out = bytearray()
         for i, event, since in kept:

@@ -366,3 +366,25 @@ def test_a_host_new_to_the_state_file_labels_every_line_at_once(
         assert w.report.urls == 600
     assert w.report.new == 600
     w._seen_urls.close()
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.dictionaries(
+            st.text(max_size=5), st.text(max_size=12) | st.integers(-(2**63), 2**63 - 1), max_size=4
+        ),
+        max_size=40,
+    ),
+    st.binary(max_size=6),
+    st.sampled_from([b"", b"\n", b"}", b"}\n}", b"{}"]),
+)
+def test_labelled_lines_are_the_replace_they_stand_for(
+    records: list[dict[str, Any]], tail: bytes, extra: bytes
+) -> None:
+    # _select_lines labels every line of a batch at once: the compiled pass must give
+    # the bytes bytearray.replace gives, on real JSON lines and on odd trailing bytes.
+    data = bytearray(b"".join(orjson.dumps(r) + b"\n" for r in records) + extra + tail)
+    for label in (b',"event":"new"', b""):
+        expected = bytes(data.replace(b"}\n", label + b"}\n"))
+        assert chost.label_lines(data, label) == expected
