@@ -28,7 +28,9 @@ that lxml ships), so the module links against nothing but Python.
 """
 
 from cpython.dict cimport PyDict_GetItem
-from cpython.object cimport PyObject
+from cpython.object cimport PyObject, PyTypeObject
+from cpython.ref cimport Py_INCREF
+from cpython.tuple cimport PyTuple_SET_ITEM
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.string cimport strcmp, strlen
 
@@ -236,6 +238,37 @@ cdef inline object _cached(dict memo, object raw, object parser, bint priority):
     return parser._priority(raw) if priority else parser._changefreq(raw)
 
 
+cdef extern from "Python.h":
+    # What a tuple subclass defined in Python allocates with (its tp_alloc).
+    object PyType_GenericAlloc(PyTypeObject* cls, Py_ssize_t items)  # a new reference
+
+
+cdef inline void _put(object entry, Py_ssize_t i, object value) noexcept:
+    Py_INCREF(value)  # SET_ITEM takes over a reference
+    PyTuple_SET_ITEM(entry, i, value)
+
+
+cdef object _entry(
+    object cls, object loc, object when, object raw, object changefreq, object priority,
+    object images, object alternates,
+):
+    """``cls(loc, when, raw, changefreq, priority, images, alternates, (), None)``: a
+    ``UrlEntry`` allocated as its type allocates and filled in place, as ``tuple.__new__``
+    does, without the argument tuple it copies from (an allocation and a call per
+    ``<url>``)."""
+    entry = PyType_GenericAlloc(<PyTypeObject*>cls, 9)  # (raises MemoryError itself)
+    _put(entry, 0, loc)
+    _put(entry, 1, when)
+    _put(entry, 2, raw)
+    _put(entry, 3, changefreq)
+    _put(entry, 4, priority)
+    _put(entry, 5, images)
+    _put(entry, 6, alternates)
+    _put(entry, 7, ())
+    _put(entry, 8, None)
+    return entry
+
+
 cdef Py_ssize_t PROTOCOL_MAX_LOC = 2_048
 cdef Py_ssize_t PROTOCOL_MAX_ENTRIES = 50_000
 
@@ -261,7 +294,11 @@ cdef inline bint _http_start(str loc) noexcept:
 
 def url_entry(cetree._Element el not None, tuple ctx, parser, list out):
     """Append the ``UrlEntry`` of one ``<url>`` (see ``_url_entry``); the parser's per-element call."""
-    return _url_entry(el._c_node, el, ctx, parser, out)
+    cdef Count count = Count(-1, 0)
+    try:
+        return _url_entry(el._c_node, el, ctx, parser, out, &count)
+    finally:
+        _flush_count(ctx, &count)
 
 
 def drain(parser, events, list out, bint urlset):
@@ -287,30 +324,63 @@ def drain(parser, events, list out, bint urlset):
     last = None
     if root is not None:
         root_node = (<cetree._Element>root)._c_node
-    for event in events:
-        el = <cetree._Element?>(<tuple>event)[1]
-        p = el._c_node.parent
-        if p is NULL or not cetree._isElement(p):
-            continue  # getparent() is None: the root itself
-        if root_node is NULL and (p.parent is NULL or not cetree._isElement(p.parent)):
-            root = cetree.elementFactory(el._doc, p)
-            parser._root = root
-            root_node = p
-        if p is not root_node:
-            continue  # nested inside a value: part of its string, not an entry
-        if urlset:
-            found = _url_entry(el._c_node, el, ctx, parser, out)
-            if found is not None:
-                parser._finish(found, out)
-        else:
-            handle(parser, el, out)
-        last = el
+    cdef Count count = Count(-1, 0)
+    try:
+        for event in events:
+            el = <cetree._Element?>(<tuple>event)[1]
+            p = el._c_node.parent
+            if p is NULL or not cetree._isElement(p):
+                continue  # getparent() is None: the root itself
+            if root_node is NULL and (p.parent is NULL or not cetree._isElement(p.parent)):
+                root = cetree.elementFactory(el._doc, p)
+                parser._root = root
+                root_node = p
+            if p is not root_node:
+                continue  # nested inside a value: part of its string, not an entry
+            if urlset:
+                found = _url_entry(el._c_node, el, ctx, parser, out, &count)
+                if found is not None:
+                    parser._finish(found, out)
+            else:
+                handle(parser, el, out)
+            last = el
+    finally:
+        _flush_count(ctx, &count)  # the entries counted in C, even if one raised
     if last is not None:
         # parse._prune: the handled entries, and every sibling before them.
         del root[: root.index(last) + 1]
 
 
-cdef object _url_entry(tree.xmlNode* c_url, object el, tuple ctx, object parser, list out):
+cdef int _flush_count(tuple ctx, Count* count) except -1:
+    """Add the entries ``count`` holds to the stats (``ctx[1]``); read them again next time."""
+    cdef Py_ssize_t pending = count.pending
+    count.pending = 0
+    count.total = -1
+    if pending:
+        stats = ctx[1]
+        stats.entries += pending
+    return 0
+
+
+cdef object _url_entry(
+    tree.xmlNode* c_url, object el, tuple ctx, object parser, list out, Count* count
+):
+    """``_entry_or_values``; the count is flushed to the stats before values go back to
+    Python (whose ``_finish`` counts, and checks the caps, on the stats themselves).
+
+    ``count`` keeps the entries built here in C until a flush: through the stats object
+    each ``<url>`` cost two attribute reads, a write and an int (7 % of the parse stage).
+    Whoever passes a count flushes it when done (``drain``, ``url_entry``, ``_cpush``).
+    """
+    found = _entry_or_values(c_url, el, ctx, parser, out, count)
+    if found is not None:
+        _flush_count(ctx, count)
+    return found
+
+
+cdef object _entry_or_values(
+    tree.xmlNode* c_url, object el, tuple ctx, object parser, list out, Count* count
+):
     """Append the ``UrlEntry`` of one ``<url>`` to ``out`` and return None, exactly as
     ``parse.XmlSitemapParser._url`` would; or change nothing and return its raw values
     (from ``_url_values``, or from the parser's Python reader when the walker declines) for
@@ -346,7 +416,9 @@ cdef object _url_entry(tree.xmlNode* c_url, object el, tuple ctx, object parser,
         key = hash(loc)
         if key in <set>seen:
             return values
-    total = stats.entries + stats.children
+    if count.total < 0:
+        count.total = stats.entries + stats.children
+    total = count.total
     if total >= cap or total == PROTOCOL_MAX_ENTRIES:
         return values
     when = raw = None
@@ -362,25 +434,22 @@ cdef object _url_entry(tree.xmlNode* c_url, object el, tuple ctx, object parser,
     # Nothing can send it back to Python now: the side effects of accept() and count().
     if seen is not None:
         (<set>seen).add(key)
-    stats.entries += 1
+    count.total += 1  # stats.entries += 1, at the next flush
+    count.pending += 1
     changefreq = (<tuple>values)[2]
     priority = (<tuple>values)[3]
     images = (<tuple>values)[4]
     alternates = (<tuple>values)[5]
     out.append(
-        _new_tuple(
+        _entry(
             ctx[5],
-            (
-                loc,
-                when,
-                raw,
-                _cached(ctx[6], changefreq, parser, False),
-                _cached(ctx[7], priority, parser, True),
-                tuple(images) if images else (),
-                tuple(alternates) if alternates else (),
-                (),
-                None,
-            ),
+            loc,
+            when,
+            raw,
+            _cached(ctx[6], changefreq, parser, False),
+            _cached(ctx[7], priority, parser, True),
+            tuple(images) if images else (),
+            tuple(alternates) if alternates else (),
         )
     )
     return None

@@ -39,7 +39,7 @@ from libc.string cimport strcmp
 cimport lxml.includes.etreepublic as cetree
 from lxml.includes cimport tree, xmlerror, xmlparser
 
-from harvester._cparse cimport _url_entry
+from harvester._cparse cimport Count, _flush_count, _url_entry
 
 from lxml import etree
 
@@ -176,7 +176,7 @@ cdef void _on_end(
         return  # the root itself, or deeper: part of an entry still open
     if self._exc is None and strcmp(<const char*>localname, b"url") == 0:
         try:
-            found = _url_entry(node, None, self._ctx, self._parser, self._out)
+            found = _url_entry(node, None, self._ctx, self._parser, self._out, &self._count)
             if found is not None:
                 self._parser._finish(found, self._out)
         except BaseException as exc:  # raised again by feed, as lxml's drain raises it
@@ -203,6 +203,7 @@ cdef class UrlsetPush:
     cdef list _out
     cdef object _exc  # a Python exception raised in _on_end, re-raised by feed/close
     cdef object _error  # (message, line, column): the first libxml2 error
+    cdef Count _count  # entries not yet in the stats: flushed at the end of feed and close
     cdef bytes _encoding
     cdef bint _done
 
@@ -212,6 +213,8 @@ cdef class UrlsetPush:
         if not AVAILABLE:
             raise RuntimeError(MISSING)
         self._ctx = ctx
+        self._count.total = -1
+        self._count.pending = 0
         self._encoding = encoding.encode("ascii") if encoding else None
 
     def __dealloc__(self):
@@ -299,6 +302,7 @@ cdef class UrlsetPush:
         finally:
             self._out = None
             self._parser = None
+            _flush_count(self._ctx, &self._count)
 
     def close(self, list out, parser):
         """End of input: append the last entries; None, or the error as ``feed`` gives it."""
@@ -314,6 +318,7 @@ cdef class UrlsetPush:
             self._out = None
             self._parser = None
             self._done = True
+            _flush_count(self._ctx, &self._count)
 
     def held(self):
         """How many nodes the root element holds now: what is read is freed, so at most

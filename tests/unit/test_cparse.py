@@ -260,6 +260,12 @@ def test_generated_documents_read_the_same(
         pure = outcome(data, cfg)
     finally:
         parse._url_entry = saved
+    error = compiled[3]
+    if parse._urlset_push is not None and error is not None and " not defined at" in str(error):
+        # An undeclared entity: read by _cpush, the error names it; lxml's feed parser
+        # restarts and says something else (tests/unit/test_cpush.py).
+        assert pure[3] is not None
+        return
     assert compiled == pure
 
 
