@@ -34,11 +34,12 @@ from cpython.datetime cimport (
     datetime_tzinfo,
     import_datetime,
 )
+from cpython cimport array
 from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE, PyByteArray_Resize
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.dict cimport PyDict_GetItem, PyDict_SetItem
 from cpython.long cimport PyLong_AsUnsignedLongLong, PyLong_FromUnsignedLongLong
-from cpython.object cimport PyObject
+from cpython.object cimport Py_SIZE, PyObject
 from cpython.set cimport PySet_Add, PySet_Contains
 from cpython.unicode cimport PyUnicode_GET_LENGTH, PyUnicode_READ_CHAR
 from libc.stdint cimport int64_t, uint64_t
@@ -397,6 +398,22 @@ cdef inline object _epoch_s(object lastmod):
     return int(lastmod.timestamp())
 
 
+cdef inline int _append_u64(array.array values, uint64_t value) except -1:
+    """``values.append(value)`` for an ``array('Q')``."""
+    cdef Py_ssize_t n = Py_SIZE(values)
+    array.resize_smart(values, n + 1)
+    values.data.as_ulonglongs[n] = value
+    return 0
+
+
+cdef inline int _append_i64(array.array values, int64_t value) except -1:
+    """``values.append(value)`` for an ``array('q')``."""
+    cdef Py_ssize_t n = Py_SIZE(values)
+    array.resize_smart(values, n + 1)
+    values.data.as_longlongs[n] = value
+    return 0
+
+
 def url_entries(
     list entries,
     canon,
@@ -446,6 +463,15 @@ def url_entries(
     cdef bint is_new
     cdef _Audit audit = _Audit(dist, modified, fetched_at) if dist is not None else None
     cdef bytes middle = None
+    # The fingerprints and lastmod epochs go into the arrays' memory directly: through
+    # .append each was a method call, an int object and its conversion back.
+    cdef array.array fp_array = fps
+    cdef array.array lastmod_array = lastmods
+    cdef int64_t no_epoch = no_lastmod
+    if fp_array.ob_descr.typecode != b"Q" or (
+        lastmod_array is not None and lastmod_array.ob_descr.typecode != b"q"
+    ):
+        raise TypeError("fps must be an array('Q'), lastmods an array('q') or None")
     if encoded is not None and host is not None and sitemap is not None:
         middle = _middle(host, sitemap)
     if small is not None:
@@ -518,9 +544,9 @@ def url_entries(
                     encoded += encode_record(rec)  # a value only orjson can write
                 else:
                     batch.append(rec)
-            fps.append(fp)
-            if lastmods is not None:
-                lastmods.append(no_lastmod if lastmod is None else _epoch_s(lastmod))
+            _append_u64(fp_array, fp)
+            if lastmod_array is not None:
+                _append_i64(lastmod_array, no_epoch if lastmod is None else _epoch_s(lastmod))
             if canonical is not None:
                 canonical.append(url)
     finally:
