@@ -6,6 +6,13 @@ def fingerprint(url: str) -> int:
     """``int.from_bytes(blake2b(url.encode(), digest_size=8).digest(), "big")``."""
 
 def add_many(
-    buckets: list[array[int]], shift: int, fps: array[int], runs: list[memoryview]
+    buckets: list[array[int]],
+    shift: int,
+    fps: array[int],
+    runs: list[memoryview],
+    filters: list[bytearray] | None = None,
 ) -> tuple[int, int]:
     """Insert ``fps`` into ``SeenSet``'s sorted buckets: ``(added, already_there)``."""
+
+def run_filter(run: memoryview | array[int]) -> bytearray:
+    """A Bloom filter of a sorted run, for ``add_many``'s ``filters``."""

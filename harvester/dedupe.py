@@ -79,9 +79,14 @@ _cdedupe = compiled.load("_cdedupe")
 fingerprint: Callable[[str], int] = _cdedupe.fingerprint if _cdedupe is not None else fingerprint_py
 # Bulk inserts into the compact buckets (SeenSet.add_many); None: one add() at a time.
 _AddMany: TypeAlias = (
-    "Callable[[list[array[int]], int, array[int], list[memoryview]], tuple[int, int]]"
+    "Callable[[list[array[int]], int, array[int], list[memoryview], list[bytearray] | None],"
+    " tuple[int, int]]"
 )
 _add_many: _AddMany | None = _cdedupe.add_many if _cdedupe is not None else None
+# A Bloom filter of each spilled run, which add_many tests before bisecting the run.
+_run_filter: Callable[[memoryview], bytearray] | None = (
+    _cdedupe.run_filter if _cdedupe is not None else None
+)
 
 
 SMALL_LIMIT = 4096  # fingerprints kept in a plain set before the compact buckets take over
@@ -98,6 +103,7 @@ class SeenSet:
         "_bloom",
         "_buckets",
         "_file",
+        "_filters",
         "_in_memory",
         "_runs",
         "_shift",
@@ -121,6 +127,7 @@ class SeenSet:
         self._in_memory = 0  # fingerprints in _buckets
         self._file: Any = None  # the spill file (a NamedTemporaryFile), opened on first spill
         self._runs: list[tuple[mmap.mmap, memoryview]] = []  # spilled sorted runs, mapped
+        self._filters: list[bytearray] = []  # a Bloom filter per run (compiled add_many only)
         self._bloom: Any = None  # rbloom.Bloom in bloom mode
         # Most hosts list a few thousand URLs: a plain set answers ~10x faster than
         # bisect + insert, and at this size costs at most ~300 KB. Past SMALL_LIMIT
@@ -167,7 +174,8 @@ class SeenSet:
         if _add_many is None or self._small is not None or self._bloom is not None:
             return sum(1 for fp in fps if not self.add(fp))
         runs = [view for _, view in self._runs]
-        added, repeated = _add_many(self._buckets, self._shift, fps, runs)
+        filters = self._filters if len(self._filters) == len(runs) else None
+        added, repeated = _add_many(self._buckets, self._shift, fps, runs, filters)
         self.count += added
         self._in_memory += added
         while self._in_memory > self._split_at:
@@ -242,7 +250,10 @@ class SeenSet:
         fh.write(b"\0" * pad)
         fh.flush()
         mapped = mmap.mmap(fh.fileno(), size, offset=offset, access=mmap.ACCESS_READ)
-        self._runs.append((mapped, memoryview(mapped).cast("Q")))
+        view = memoryview(mapped).cast("Q")
+        self._runs.append((mapped, view))
+        if _run_filter is not None:
+            self._filters.append(_run_filter(view))  # 1 byte a fingerprint in memory
         self._buckets = [array("Q")]
         self._bits, self._shift, self._split_at, self._in_memory = 0, 64, _SPLIT_AT, 0
 
@@ -252,7 +263,10 @@ class SeenSet:
         if self._bloom is not None:
             return int(self._bloom.size_in_bits) // 8
         small = sys.getsizeof(self._small) if self._small is not None else 0
-        return small + sys.getsizeof(self._buckets) + sum(map(sys.getsizeof, self._buckets))
+        filters = sum(map(sys.getsizeof, self._filters))
+        return (
+            small + filters + sys.getsizeof(self._buckets) + sum(map(sys.getsizeof, self._buckets))
+        )
 
     @property
     def spilled(self) -> int:
@@ -265,6 +279,7 @@ class SeenSet:
             view.release()
             mapped.close()
         self._runs = []
+        self._filters = []
         if self._file is not None:
             self._file.close()  # NamedTemporaryFile deletes itself on close
             self._file = None

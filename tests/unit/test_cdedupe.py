@@ -7,6 +7,8 @@ length (block boundaries at 128 bytes) or script (multi-byte UTF-8).
 
 from __future__ import annotations
 
+import random
+from array import array
 from hashlib import blake2b
 
 import pytest
@@ -50,3 +52,26 @@ def test_generated_strings_agree(text: str) -> None:
             cdedupe.fingerprint(text)
         return
     assert cdedupe.fingerprint(text) == expected
+
+
+def test_a_run_filter_never_says_no_to_a_member() -> None:
+    # The writer's cross-host set tests a spilled run's filter before bisecting the run:
+    # a member the filter missed would be counted as new. Non-members mostly get a no.
+    rng = random.Random(7)
+    members = sorted({rng.getrandbits(64) for _ in range(20_000)})
+    run = array("Q", members)
+    bits = cdedupe.run_filter(run)
+    assert len(bits) & (len(bits) - 1) == 0  # a power of two of bytes
+    assert len(bits) >= len(members)  # 8 bits a fingerprint at least
+    buckets: list[array[int]] = [array("Q")]
+    added, repeated = cdedupe.add_many(buckets, 64, run, [memoryview(run)], [bits])
+    assert (added, repeated) == (0, len(members))  # every member found through its filter
+    others = array("Q", (rng.getrandbits(64) for _ in range(20_000)))
+    added, repeated = cdedupe.add_many(buckets, 64, others, [memoryview(run)], [bits])
+    assert (added, repeated) == (len(set(others) - set(members)), len(others) - added)
+
+
+def test_a_filter_that_run_filter_did_not_make_is_refused() -> None:
+    run = array("Q", [1, 2, 3])
+    with pytest.raises(ValueError, match="power of two"):
+        cdedupe.add_many([array("Q")], 64, array("Q", [5]), [memoryview(run)], [bytearray(24)])
