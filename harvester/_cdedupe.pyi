@@ -10,7 +10,7 @@ def add_many(
     shift: int,
     fps: array[int],
     runs: list[memoryview],
-    filters: list[bytearray] | None = None,
+    filters: list[bytearray | None] | None = None,
 ) -> tuple[int, int]:
     """Insert ``fps`` into ``SeenSet``'s sorted buckets: ``(added, already_there)``."""
 

@@ -79,7 +79,8 @@ _cdedupe = compiled.load("_cdedupe")
 fingerprint: Callable[[str], int] = _cdedupe.fingerprint if _cdedupe is not None else fingerprint_py
 # Bulk inserts into the compact buckets (SeenSet.add_many); None: one add() at a time.
 _AddMany: TypeAlias = (
-    "Callable[[list[array[int]], int, array[int], list[memoryview], list[bytearray] | None],"
+    "Callable[[list[array[int]], int, array[int], list[memoryview],"
+    " list[bytearray | None] | None],"
     " tuple[int, int]]"
 )
 _add_many: _AddMany | None = _cdedupe.add_many if _cdedupe is not None else None
@@ -127,7 +128,7 @@ class SeenSet:
         self._in_memory = 0  # fingerprints in _buckets
         self._file: Any = None  # the spill file (a NamedTemporaryFile), opened on first spill
         self._runs: list[tuple[mmap.mmap, memoryview]] = []  # spilled sorted runs, mapped
-        self._filters: list[bytearray] = []  # a Bloom filter per run (compiled add_many only)
+        self._filters: list[bytearray | None] = []  # a Bloom filter per run, or None
         self._bloom: Any = None  # rbloom.Bloom in bloom mode
         # Most hosts list a few thousand URLs: a plain set answers ~10x faster than
         # bisect + insert, and at this size costs at most ~300 KB. Past SMALL_LIMIT
@@ -252,8 +253,14 @@ class SeenSet:
         mapped = mmap.mmap(fh.fileno(), size, offset=offset, access=mmap.ACCESS_READ)
         view = memoryview(mapped).cast("Q")
         self._runs.append((mapped, view))
-        if _run_filter is not None:
-            self._filters.append(_run_filter(view))  # 1 byte a fingerprint in memory
+        # A filter costs 1 byte a spilled fingerprint. They stop where they would hold more
+        # than the buckets may (8 bytes a fingerprint up to the threshold): memory stays
+        # bounded however many runs a long run spills; later runs are bisected unfiltered.
+        made = _run_filter(view) if _run_filter is not None else None
+        held = sum(len(f) for f in self._filters if f is not None)
+        if made is not None and held + len(made) > 8 * self._threshold:
+            made = None
+        self._filters.append(made)
         self._buckets = [array("Q")]
         self._bits, self._shift, self._split_at, self._in_memory = 0, 64, _SPLIT_AT, 0
 
@@ -263,7 +270,7 @@ class SeenSet:
         if self._bloom is not None:
             return int(self._bloom.size_in_bits) // 8
         small = sys.getsizeof(self._small) if self._small is not None else 0
-        filters = sum(map(sys.getsizeof, self._filters))
+        filters = sum(sys.getsizeof(f) for f in self._filters if f is not None)
         return (
             small + filters + sys.getsizeof(self._buckets) + sum(map(sys.getsizeof, self._buckets))
         )

@@ -76,6 +76,30 @@ def test_spill_path(tmp_path: Path) -> None:
     assert seen.add(fps[0])  # empty after close
 
 
+def test_run_filters_stay_within_the_memory_the_buckets_may_take(tmp_path: Path) -> None:
+    # Each spilled run gets a Bloom filter (1 byte a fingerprint, where the compiled
+    # module is built) until they would hold more than 8 bytes a fingerprint up to the
+    # threshold; later runs have none and are bisected. Lookups are exact either way.
+    from array import array
+
+    from harvester import dedupe
+
+    with SeenSet(DedupeConfig(spill_threshold=1_000), spill_dir=tmp_path) as seen:
+        seen._small = None  # straight to the buckets, so add_many takes every batch
+        fps = _fps(20_000)
+        for start in range(0, len(fps), 500):
+            assert seen.add_many(array("Q", fps[start : start + 500])) == 0
+        filters = seen._filters
+        assert len(filters) == len(seen._runs) >= 19
+        held = sum(len(f) for f in filters if f is not None)
+        assert held <= 8 * 1_000
+        if dedupe._run_filter is not None:
+            assert filters[0] is not None
+            assert filters[-1] is None  # past the budget
+        assert seen.add_many(array("Q", fps[::7])) == len(fps[::7])
+        assert seen.add_many(array("Q", [12345, 67890])) == 0
+
+
 def test_context_manager_cleans_up(tmp_path: Path) -> None:
     with SeenSet(DedupeConfig(spill_threshold=10), spill_dir=tmp_path) as seen:
         for fp in _fps(25):
