@@ -184,8 +184,17 @@ def test_errors_end_the_document_and_later_input_is_ignored() -> None:
     assert result.error.url == "https://e.com/s.xml"
 
 
-def test_it_stands_aside_when_lxml_is_not_what_it_was_built_for() -> None:
-    # MISSING says why when the libxml2 lxml runs differs from the headers it was built
-    # with; here they agree, and parse.py falls back to lxml on its own otherwise.
+def test_without_it_urlsets_go_back_to_lxml(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Here it loaded against the libxml2 lxml runs (MISSING would say why not). Where
+    # it cannot (another libxml2, a missing function), parse._urlset_push is None and a
+    # urlset parser is lxml's XMLPullParser again, reading the same entries.
     assert cpush.MISSING is None
     assert parse._urlset_push is cpush.UrlsetPush
+    monkeypatch.setattr(parse, "_urlset_push", None)
+    parser = parse.XmlSitemapParser(Kind.URLSET, parse.EntrySink(ReadStats(), ReaderConfig()))
+    assert parser._push is None
+    assert parser._parser is not None
+    out: list[Entry] = []
+    parser.feed(CORNERS["plain"], out)
+    parser.close(out)
+    assert [e.loc for e in out] == ["https://e.com/a"]
