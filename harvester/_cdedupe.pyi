@@ -11,8 +11,12 @@ def add_many(
     fps: array[int],
     runs: list[memoryview],
     filters: list[bytearray | None] | None = None,
+    fences: list[array[int] | None] | None = None,
 ) -> tuple[int, int]:
     """Insert ``fps`` into ``SeenSet``'s sorted buckets: ``(added, already_there)``."""
 
-def run_filter(run: memoryview | array[int]) -> bytearray:
+FENCE: int
+"""Fingerprints a fence entry stands for (one 4 KiB page of a run)."""
+
+def run_filter(run: memoryview | array[int] | list[array[int]]) -> bytearray:
     """A Bloom filter of a sorted run, for ``add_many``'s ``filters``."""

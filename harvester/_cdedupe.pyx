@@ -23,6 +23,8 @@ from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from cpython.object cimport Py_SIZE
 from cpython.unicode cimport PyUnicode_AsUTF8AndSize
 from libc.string cimport memcpy, memmove, memset
+from posix.types cimport off_t
+from posix.unistd cimport pread
 
 cdef uint64_t[8] IV = [
     0x6A09E667F3BCC908, 0xBB67AE8584CAA73B, 0x3C6EF372FE94F82B, 0xA54FF53A5F1D36F1,
@@ -135,6 +137,8 @@ cdef uint64_t _fingerprint(str url) except? 0:
     return _blake2b_64(<const uint8_t*>data, n)
 
 
+FENCE = 512  # fingerprints a fence entry stands for: one 4 KiB page of a run
+cdef Py_ssize_t _FENCE = FENCE
 cdef int FILTER_PROBES = 6  # bits set and tested per fingerprint (8 bits each: ~2 % false)
 
 
@@ -152,28 +156,39 @@ cdef inline bint _filter_maybe(const unsigned char* bits, uint64_t mask, uint64_
     return True
 
 
-def run_filter(const unsigned long long[::1] run):
+def run_filter(run):
     """A Bloom filter of a spilled run: 8 bits a fingerprint (rounded up to a power of
     two), ``FILTER_PROBES`` probes; a ``bytearray`` for ``add_many``'s ``filters``.
+
+    ``run``: the run as one uint64 buffer, or as a list of them in order (the set's
+    buckets, before they are written: the filter is then made without reading the
+    spilled run back through its mapping, which would count in the process's RSS).
 
     Why: after a spill every later fingerprint is looked up in the run too, a bisection
     of 21 probes in a 2-million run (the writer's cross-host set spills there), and
     nearly all of them are not in it; the filter answers those in a few bit tests.
     """
-    cdef Py_ssize_t n = run.shape[0], i
+    cdef list parts = run if isinstance(run, list) else [run]
+    cdef const unsigned long long[::1] part
+    cdef Py_ssize_t n = 0, i
     cdef uint64_t size = 64, h, step, pos
     cdef int j
+    for item in parts:
+        part = item
+        n += part.shape[0]
     while size < <uint64_t>n * 8:
         size <<= 1
     out = bytearray(size // 8)
     cdef unsigned char* bits = out
-    for i in range(n):
-        h = run[i]
-        step = ((h >> 32) | (h << 32)) | 1
-        for j in range(FILTER_PROBES):
-            pos = h & (size - 1)
-            bits[pos >> 3] |= <unsigned char>(1 << (pos & 7))
-            h += step
+    for item in parts:
+        part = item
+        for i in range(part.shape[0]):
+            h = part[i]
+            step = ((h >> 32) | (h << 32)) | 1
+            for j in range(FILTER_PROBES):
+                pos = h & (size - 1)
+                bits[pos >> 3] |= <unsigned char>(1 << (pos & 7))
+                h += step
     return out
 
 
@@ -182,38 +197,81 @@ cdef bint _in_runs(
     Py_ssize_t* sizes,
     const unsigned char** filters,
     uint64_t* masks,
+    const unsigned long long** fences,
+    Py_ssize_t* fence_sizes,
+    int* fds,
+    off_t* offsets,
     Py_ssize_t count,
     uint64_t fp,
 ) noexcept:
     """Whether ``fp`` is in one of the spilled sorted runs (``count`` uint64 arrays), each
-    bisected only when its filter (NULL: none) says it may be there."""
-    cdef Py_ssize_t r, lo, hi, mid
-    cdef const unsigned long long* run
+    bisected only when its filter (NULL: none) says it may be there.
+
+    A run with a fence (NULL: none), the first fingerprint of each of its ``FENCE``-long
+    pages, is bisected in the fence first, then in that one page: read with ``pread``
+    from ``fds[r]`` at ``offsets[r]`` when the fd is not -1 (so the run's mapping is
+    never touched and never counts in the process's RSS), else through the mapping.
+    """
+    cdef Py_ssize_t r, lo, hi, mid, end, base, top
+    cdef const unsigned long long* data
+    cdef const unsigned long long* fence
+    cdef unsigned long long buf[512]  # one page: FENCE fingerprints
     for r in range(count):
         if filters[r] is not NULL and not _filter_maybe(filters[r], masks[r], fp):
             continue
-        run = starts[r]
+        data = starts[r]  # data[i - base] is the run's i-th fingerprint, for lo <= i < top
+        base = 0
         lo = 0
-        hi = sizes[r]
+        top = sizes[r]
+        fence = fences[r]
+        if fence is not NULL:
+            end = fence_sizes[r]
+            while lo < end:  # lo: how many pages start at or below fp
+                mid = (lo + end) >> 1
+                if fence[mid] <= fp:
+                    lo = mid + 1
+                else:
+                    end = mid
+            if lo == 0:
+                continue  # below the run's first fingerprint
+            lo = (lo - 1) * _FENCE  # fp is in this page or nowhere in the run
+            if lo + _FENCE < top:
+                top = lo + _FENCE
+            if fds[r] >= 0 and pread(
+                fds[r], buf, (top - lo) * 8, offsets[r] + <off_t>lo * 8
+            ) == (top - lo) * 8:
+                data = buf
+                base = lo
+        hi = top
         while lo < hi:
             mid = (lo + hi) >> 1
-            if run[mid] < fp:
+            if data[mid - base] < fp:
                 lo = mid + 1
             else:
                 hi = mid
-        if lo < sizes[r] and run[lo] == fp:
+        if lo < top and data[lo - base] == fp:
             return True
     return False
 
 
 def add_many(
-    list buckets, int shift, const unsigned long long[::1] fps, list runs, list filters=None
+    list buckets,
+    int shift,
+    const unsigned long long[::1] fps,
+    list runs,
+    list filters=None,
+    list fences=None,
+    list reads=None,
 ):
     """Insert ``fps`` into ``SeenSet``'s sorted buckets: ``(added, already_there)``.
 
     ``buckets`` are the set's ``array('Q')`` buckets (bucket ``fp >> shift``, or the
     only one when ``shift`` is 64), ``runs`` its spilled runs as uint64 memoryviews,
-    ``filters`` their ``run_filter``s (None, or None for a run: none).
+    ``filters`` their ``run_filter``s (None, or None for a run: none), ``fences``
+    their first fingerprint of every ``FENCE`` (``run[::FENCE]`` as ``array('Q')``;
+    None, or None for a run: none), so a lookup reads one page of a run; ``reads``
+    their ``(fd, byte offset)`` in the spill file (None, or None for a run: through the
+    mapping), so that page is read with ``pread`` and the mapping is never touched.
     Each fingerprint is looked up (bisect in its bucket, then in each run) and, when
     new, inserted in order, exactly as ``SeenSet._add_compact`` does one at a time;
     the caller then splits or spills as that would have (dedupe.SeenSet.add_many).
@@ -223,23 +281,43 @@ def add_many(
     cdef Py_ssize_t count = len(runs), r
     cdef const unsigned long long[::1] view
     cdef const unsigned char[::1] bits
+    cdef const unsigned long long[::1] keys
     cdef const unsigned long long** starts = NULL
     cdef Py_ssize_t* sizes = NULL
     cdef const unsigned char** filter_bits = NULL
     cdef uint64_t* masks = NULL
+    cdef const unsigned long long** fence_starts = NULL
+    cdef Py_ssize_t* fence_sizes = NULL
+    cdef int* fds = NULL
+    cdef off_t* offsets = NULL
     cdef list held = []
     if filters is not None and len(filters) != count:
         raise ValueError("one filter (or None) per run")
+    if fences is not None and len(fences) != count:
+        raise ValueError("one fence (or None) per run")
+    if reads is not None and len(reads) != count:
+        raise ValueError("one (fd, offset) (or None) per run")
     if count:
         starts = <const unsigned long long**>PyMem_Malloc(count * sizeof(void*))
         sizes = <Py_ssize_t*>PyMem_Malloc(count * sizeof(Py_ssize_t))
         filter_bits = <const unsigned char**>PyMem_Malloc(count * sizeof(void*))
         masks = <uint64_t*>PyMem_Malloc(count * sizeof(uint64_t))
-        if starts is NULL or sizes is NULL or filter_bits is NULL or masks is NULL:
+        fence_starts = <const unsigned long long**>PyMem_Malloc(count * sizeof(void*))
+        fence_sizes = <Py_ssize_t*>PyMem_Malloc(count * sizeof(Py_ssize_t))
+        fds = <int*>PyMem_Malloc(count * sizeof(int))
+        offsets = <off_t*>PyMem_Malloc(count * sizeof(off_t))
+        if (
+            starts is NULL or sizes is NULL or filter_bits is NULL or masks is NULL
+            or fence_starts is NULL or fence_sizes is NULL or fds is NULL or offsets is NULL
+        ):
+            PyMem_Free(fds)
+            PyMem_Free(offsets)
             PyMem_Free(starts)
             PyMem_Free(sizes)
             PyMem_Free(filter_bits)
             PyMem_Free(masks)
+            PyMem_Free(fence_starts)
+            PyMem_Free(fence_sizes)
             raise MemoryError()
     try:
         for r in range(count):
@@ -257,12 +335,35 @@ def add_many(
                     raise ValueError("not a run_filter: its size is a power of two")
                 filter_bits[r] = &bits[0]
                 masks[r] = <uint64_t>bits.shape[0] * 8 - 1
-        return _add_sorted(buckets, shift, fps, starts, sizes, filter_bits, masks, count)
+            fence_starts[r] = NULL
+            fence_sizes[r] = 0
+            found = fences[r] if fences is not None else None
+            if found is not None:
+                keys = found
+                held.append(keys)
+                if keys.shape[0] != (sizes[r] + _FENCE - 1) // _FENCE:
+                    raise ValueError("not a fence of this run: one key a FENCE")
+                if keys.shape[0]:
+                    fence_starts[r] = &keys[0]
+                    fence_sizes[r] = keys.shape[0]
+            fds[r] = -1
+            offsets[r] = 0
+            found = reads[r] if reads is not None else None
+            if found is not None:
+                fds[r], offsets[r] = found
+        return _add_sorted(
+            buckets, shift, fps, starts, sizes, filter_bits, masks, fence_starts, fence_sizes,
+            fds, offsets, count,
+        )
     finally:
         PyMem_Free(starts)
         PyMem_Free(sizes)
         PyMem_Free(filter_bits)
         PyMem_Free(masks)
+        PyMem_Free(fence_starts)
+        PyMem_Free(fence_sizes)
+        PyMem_Free(fds)
+        PyMem_Free(offsets)
 
 
 cdef tuple _add_sorted(
@@ -273,6 +374,10 @@ cdef tuple _add_sorted(
     Py_ssize_t* sizes,
     const unsigned char** filter_bits,
     uint64_t* masks,
+    const unsigned long long** fence_starts,
+    Py_ssize_t* fence_sizes,
+    int* fds,
+    off_t* offsets,
     Py_ssize_t count,
 ):
     cdef Py_ssize_t k, lo, hi, mid, n
@@ -294,7 +399,11 @@ cdef tuple _add_sorted(
             else:
                 hi = mid
         if (lo < n and data[lo] == fp) or (
-            count and _in_runs(starts, sizes, filter_bits, masks, count, fp)
+            count
+            and _in_runs(
+                starts, sizes, filter_bits, masks, fence_starts, fence_sizes, fds, offsets,
+                count, fp,
+            )
         ):
             repeated += 1
             continue

@@ -80,17 +80,32 @@ fingerprint: Callable[[str], int] = _cdedupe.fingerprint if _cdedupe is not None
 # Bulk inserts into the compact buckets (SeenSet.add_many); None: one add() at a time.
 _AddMany: TypeAlias = (
     "Callable[[list[array[int]], int, array[int], list[memoryview],"
-    " list[bytearray | None] | None],"
+    " list[bytearray | None] | None, list[array[int] | None] | None,"
+    " list[tuple[int, int] | None] | None],"
     " tuple[int, int]]"
 )
 _add_many: _AddMany | None = _cdedupe.add_many if _cdedupe is not None else None
+# A spilled run's fence: its first fingerprint of every page (FENCE of them). add_many
+# bisects the fence, then reads that one page of the run with pread, not through the
+# mapping: a page read through a mapping stays in the process's RSS until unmapped.
+_FENCE: int = _cdedupe.FENCE if _cdedupe is not None else 512
 # A Bloom filter of each spilled run, which add_many tests before bisecting the run.
-_run_filter: Callable[[memoryview], bytearray] | None = (
+_run_filter: Callable[[list[array[int]]], bytearray] | None = (
     _cdedupe.run_filter if _cdedupe is not None else None
 )
 
 
 SMALL_LIMIT = 4096  # fingerprints kept in a plain set before the compact buckets take over
+
+
+def _fence(buckets: list[array[int]]) -> array[int]:
+    """The run the sorted ``buckets`` make, one fingerprint in ``_FENCE``: ``run[::_FENCE]``."""
+    fence: array[int] = array("Q")
+    start = 0  # the run's index of the bucket's first fingerprint
+    for bucket in buckets:
+        fence.extend(bucket[-start % _FENCE :: _FENCE])
+        start += len(bucket)
+    return fence
 
 
 class SeenSet:
@@ -103,9 +118,11 @@ class SeenSet:
         "_bits",
         "_bloom",
         "_buckets",
+        "_fences",
         "_file",
         "_filters",
         "_in_memory",
+        "_reads",
         "_runs",
         "_shift",
         "_small",
@@ -129,6 +146,8 @@ class SeenSet:
         self._file: Any = None  # the spill file (a NamedTemporaryFile), opened on first spill
         self._runs: list[tuple[mmap.mmap, memoryview]] = []  # spilled sorted runs, mapped
         self._filters: list[bytearray | None] = []  # a Bloom filter per run, or None
+        self._fences: list[array[int] | None] = []  # a fence per run, or None
+        self._reads: list[tuple[int, int] | None] = []  # (fd, byte offset) per run, or None
         self._bloom: Any = None  # rbloom.Bloom in bloom mode
         # Most hosts list a few thousand URLs: a plain set answers ~10x faster than
         # bisect + insert, and at this size costs at most ~300 KB. Past SMALL_LIMIT
@@ -176,7 +195,9 @@ class SeenSet:
             return sum(1 for fp in fps if not self.add(fp))
         runs = [view for _, view in self._runs]
         filters = self._filters if len(self._filters) == len(runs) else None
-        added, repeated = _add_many(self._buckets, self._shift, fps, runs, filters)
+        fences = self._fences if len(self._fences) == len(runs) else None
+        reads = self._reads if len(self._reads) == len(runs) else None
+        added, repeated = _add_many(self._buckets, self._shift, fps, runs, filters, fences, reads)
         self.count += added
         self._in_memory += added
         while self._in_memory > self._split_at:
@@ -253,14 +274,19 @@ class SeenSet:
         mapped = mmap.mmap(fh.fileno(), size, offset=offset, access=mmap.ACCESS_READ)
         view = memoryview(mapped).cast("Q")
         self._runs.append((mapped, view))
+        # The run's filter and fence are made from the buckets, still in memory: read
+        # back through the mapping, every page of the run would count in this process's
+        # RSS (16 MB a run at the default threshold). add_many reads a run with pread.
         # A filter costs 1 byte a spilled fingerprint. They stop where they would hold more
         # than the buckets may (8 bytes a fingerprint up to the threshold): memory stays
         # bounded however many runs a long run spills; later runs are bisected unfiltered.
-        made = _run_filter(view) if _run_filter is not None else None
+        made = _run_filter(self._buckets) if _run_filter is not None else None
         held = sum(len(f) for f in self._filters if f is not None)
         if made is not None and held + len(made) > 8 * self._threshold:
             made = None
         self._filters.append(made)
+        self._fences.append(_fence(self._buckets) if _add_many is not None else None)
+        self._reads.append((fh.fileno(), offset))
         self._buckets = [array("Q")]
         self._bits, self._shift, self._split_at, self._in_memory = 0, 64, _SPLIT_AT, 0
 
@@ -287,6 +313,8 @@ class SeenSet:
             mapped.close()
         self._runs = []
         self._filters = []
+        self._fences = []
+        self._reads = []
         if self._file is not None:
             self._file.close()  # NamedTemporaryFile deletes itself on close
             self._file = None

@@ -10,6 +10,7 @@ from __future__ import annotations
 import random
 from array import array
 from hashlib import blake2b
+from typing import TYPE_CHECKING
 
 import pytest
 from hypothesis import given, settings
@@ -17,6 +18,9 @@ from hypothesis import strategies as st
 
 from harvester.dedupe import fingerprint, fingerprint_py
 from tests.compiled import compiled_module
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 cdedupe = compiled_module("_cdedupe")
 
@@ -75,3 +79,37 @@ def test_a_filter_that_run_filter_did_not_make_is_refused() -> None:
     run = array("Q", [1, 2, 3])
     with pytest.raises(ValueError, match="power of two"):
         cdedupe.add_many([array("Q")], 64, array("Q", [5]), [memoryview(run)], [bytearray(24)])
+
+
+@pytest.mark.parametrize("size", [1, 511, 512, 513, 5_000])
+def test_a_fenced_run_read_with_pread_finds_exactly_its_members(tmp_path: Path, size: int) -> None:
+    # A fence (the run's first fingerprint of every FENCE) sends a lookup to one page of
+    # the run, read with pread from the spill file: every member must be found, at a
+    # page's first and last slot too, and nothing else (below the first, above the last,
+    # between two pages).
+    rng = random.Random(size)
+    members = sorted({rng.getrandbits(64) | 1 for _ in range(size)})  # odd: evens are out
+    run = array("Q", members)
+    path = tmp_path / "run.u64"
+    pad = 4096 * 3  # the run at an offset, as later runs in the spill file are
+    path.write_bytes(b"\xff" * pad + run.tobytes())
+    fence = array("Q", members[:: cdedupe.FENCE])
+    probes = array("Q", members + [0, 2**64 - 2] + [m - 1 for m in members[:: cdedupe.FENCE]])
+    probes.extend(m + 1 for m in members[cdedupe.FENCE - 1 :: cdedupe.FENCE])
+    with open(path, "rb") as fh:
+        for reads in ([(fh.fileno(), pad)], None):  # pread, and through the buffer
+            buckets: list[array[int]] = [array("Q")]
+            added, repeated = cdedupe.add_many(
+                buckets, 64, probes, [memoryview(run)], None, [fence], reads
+            )
+            assert repeated == len(members)
+            assert added == len(probes) - len(members)
+            assert set(buckets[0]) == set(probes) - set(members)
+
+
+def test_a_fence_of_another_run_is_refused() -> None:
+    run = array("Q", range(1_000))
+    with pytest.raises(ValueError, match="fence"):
+        cdedupe.add_many(
+            [array("Q")], 64, array("Q", [5]), [memoryview(run)], None, [array("Q", [0])]
+        )

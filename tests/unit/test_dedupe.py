@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import random
 from typing import TYPE_CHECKING
 
@@ -215,3 +216,63 @@ def test_add_many_is_compiled_where_built() -> None:
     from harvester import compiled, dedupe
 
     assert (dedupe._add_many is not None) == (compiled.load("_cdedupe") is not None)
+
+
+def _mapped_rss_kb(path: str) -> int:
+    """This process's resident KB of the mappings of ``path`` (from /proc/self/smaps)."""
+    total, inside = 0, False
+    with open("/proc/self/smaps") as fh:
+        for line in fh:
+            head = line.split()
+            if "-" in head[0] and len(head) >= 5 and ":" in head[3]:  # a mapping's first line
+                inside = head[-1] == path
+            elif inside and head[0] == "Rss:":
+                total += int(head[1])
+    return total
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/smaps"), reason="needs Linux /proc")
+def test_a_spilled_run_does_not_stay_resident_after_its_filter_is_made(tmp_path: Path) -> None:
+    # Making the run's Bloom filter reads the whole run through its mapping; the pages are
+    # then dropped from this process (they stay in the page cache), so a spilled run does
+    # not count in the writer's RSS: 2 MB here, 16 MB a run at the default threshold.
+    from array import array
+
+    from harvester import dedupe
+
+    if dedupe._run_filter is None:
+        pytest.skip("no run filters without the compiled module")
+    with SeenSet(DedupeConfig(spill_threshold=250_000), spill_dir=tmp_path) as seen:
+        seen._small = None
+        fps = _fps(260_000)
+        for start in range(0, len(fps), 10_000):
+            assert seen.add_many(array("Q", fps[start : start + 10_000])) == 0
+        assert len(seen._runs) == 1
+        assert seen._file is not None
+        assert seen.spilled * 8 > 1_900_000
+        assert _mapped_rss_kb(seen._file.name) < 200  # (was 1,956 KB)
+        probes = fps[::10_000]
+        assert seen.add_many(array("Q", probes)) == len(probes)  # still found
+
+
+def test_a_runs_filter_and_fence_made_from_the_buckets_are_those_of_the_run(
+    tmp_path: Path,
+) -> None:
+    # Both are made before the buckets are written (so the run is never read back through
+    # its mapping); they must be what the written run itself gives.
+    from array import array
+
+    from harvester import dedupe
+
+    if dedupe._run_filter is None:
+        pytest.skip("no run filters or fences without the compiled module")
+    with SeenSet(DedupeConfig(spill_threshold=100_000), spill_dir=tmp_path) as seen:
+        seen._small = None
+        fps = _fps(100_000, seed=3)
+        for start in range(0, len(fps), 1_000):
+            seen.add_many(array("Q", fps[start : start + 1_000]))
+        assert len(seen._runs) == 1
+        assert len(seen._buckets) == 1  # (the set had split into many buckets before)
+        run = seen._runs[0][1]
+        assert seen._fences[0] == array("Q", run[:: dedupe._FENCE])
+        assert seen._filters[0] == dedupe._run_filter([array("Q", run)])
