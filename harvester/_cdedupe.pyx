@@ -192,43 +192,44 @@ def run_filter(run):
     return out
 
 
-cdef bint _in_runs(
-    const unsigned long long** starts,
-    Py_ssize_t* sizes,
-    const unsigned char** filters,
-    uint64_t* masks,
-    const unsigned long long** fences,
-    Py_ssize_t* fence_sizes,
-    int* fds,
-    off_t* offsets,
-    Py_ssize_t count,
-    uint64_t fp,
-) noexcept:
-    """Whether ``fp`` is in one of the spilled sorted runs (``count`` uint64 arrays), each
-    bisected only when its filter (NULL: none) says it may be there.
+cdef struct Run:
+    # One spilled run, as add_many sees it for one batch.
+    const unsigned long long* start  # the run through its mapping
+    Py_ssize_t size
+    const unsigned char* filter  # its run_filter, or NULL
+    uint64_t mask  # the filter's bit count - 1
+    const unsigned long long* fence  # its first fingerprint of every FENCE, or NULL
+    Py_ssize_t fence_size
+    int fd  # the spill file to pread the run from, or -1 (read through the mapping)
+    off_t offset  # the run's byte offset in it
+
+
+cdef bint _in_runs(const Run* runs, Py_ssize_t count, uint64_t fp) noexcept:
+    """Whether ``fp`` is in one of the ``count`` spilled sorted runs, each bisected only
+    when its filter (NULL: none) says it may be there.
 
     A run with a fence (NULL: none), the first fingerprint of each of its ``FENCE``-long
     pages, is bisected in the fence first, then in that one page: read with ``pread``
-    from ``fds[r]`` at ``offsets[r]`` when the fd is not -1 (so the run's mapping is
-    never touched and never counts in the process's RSS), else through the mapping.
+    from its ``fd`` when that is not -1 (so the run's mapping is never touched and never
+    counts in the process's RSS), else through the mapping.
     """
     cdef Py_ssize_t r, lo, hi, mid, end, base, top
+    cdef const Run* run
     cdef const unsigned long long* data
-    cdef const unsigned long long* fence
     cdef unsigned long long buf[512]  # one page: FENCE fingerprints
     for r in range(count):
-        if filters[r] is not NULL and not _filter_maybe(filters[r], masks[r], fp):
+        run = &runs[r]
+        if run.filter is not NULL and not _filter_maybe(run.filter, run.mask, fp):
             continue
-        data = starts[r]  # data[i - base] is the run's i-th fingerprint, for lo <= i < top
+        data = run.start  # data[i - base] is the run's i-th fingerprint, for lo <= i < top
         base = 0
         lo = 0
-        top = sizes[r]
-        fence = fences[r]
-        if fence is not NULL:
-            end = fence_sizes[r]
+        top = run.size
+        if run.fence is not NULL:
+            end = run.fence_size
             while lo < end:  # lo: how many pages start at or below fp
                 mid = (lo + end) >> 1
-                if fence[mid] <= fp:
+                if run.fence[mid] <= fp:
                     lo = mid + 1
                 else:
                     end = mid
@@ -237,8 +238,8 @@ cdef bint _in_runs(
             lo = (lo - 1) * _FENCE  # fp is in this page or nowhere in the run
             if lo + _FENCE < top:
                 top = lo + _FENCE
-            if fds[r] >= 0 and pread(
-                fds[r], buf, (top - lo) * 8, offsets[r] + <off_t>lo * 8
+            if run.fd >= 0 and pread(
+                run.fd, buf, (top - lo) * 8, run.offset + <off_t>lo * 8
             ) == (top - lo) * 8:
                 data = buf
                 base = lo
@@ -282,14 +283,7 @@ def add_many(
     cdef const unsigned long long[::1] view
     cdef const unsigned char[::1] bits
     cdef const unsigned long long[::1] keys
-    cdef const unsigned long long** starts = NULL
-    cdef Py_ssize_t* sizes = NULL
-    cdef const unsigned char** filter_bits = NULL
-    cdef uint64_t* masks = NULL
-    cdef const unsigned long long** fence_starts = NULL
-    cdef Py_ssize_t* fence_sizes = NULL
-    cdef int* fds = NULL
-    cdef off_t* offsets = NULL
+    cdef Run* described = NULL
     cdef list held = []
     if filters is not None and len(filters) != count:
         raise ValueError("one filter (or None) per run")
@@ -298,86 +292,47 @@ def add_many(
     if reads is not None and len(reads) != count:
         raise ValueError("one (fd, offset) (or None) per run")
     if count:
-        starts = <const unsigned long long**>PyMem_Malloc(count * sizeof(void*))
-        sizes = <Py_ssize_t*>PyMem_Malloc(count * sizeof(Py_ssize_t))
-        filter_bits = <const unsigned char**>PyMem_Malloc(count * sizeof(void*))
-        masks = <uint64_t*>PyMem_Malloc(count * sizeof(uint64_t))
-        fence_starts = <const unsigned long long**>PyMem_Malloc(count * sizeof(void*))
-        fence_sizes = <Py_ssize_t*>PyMem_Malloc(count * sizeof(Py_ssize_t))
-        fds = <int*>PyMem_Malloc(count * sizeof(int))
-        offsets = <off_t*>PyMem_Malloc(count * sizeof(off_t))
-        if (
-            starts is NULL or sizes is NULL or filter_bits is NULL or masks is NULL
-            or fence_starts is NULL or fence_sizes is NULL or fds is NULL or offsets is NULL
-        ):
-            PyMem_Free(fds)
-            PyMem_Free(offsets)
-            PyMem_Free(starts)
-            PyMem_Free(sizes)
-            PyMem_Free(filter_bits)
-            PyMem_Free(masks)
-            PyMem_Free(fence_starts)
-            PyMem_Free(fence_sizes)
+        described = <Run*>PyMem_Malloc(count * sizeof(Run))
+        if described is NULL:
             raise MemoryError()
+        memset(described, 0, count * sizeof(Run))
     try:
         for r in range(count):
             view = runs[r]
             held.append(view)
-            sizes[r] = view.shape[0]
-            starts[r] = &view[0] if sizes[r] else NULL
-            filter_bits[r] = NULL
-            masks[r] = 0
+            described[r].size = view.shape[0]
+            described[r].start = &view[0] if view.shape[0] else NULL
+            described[r].fd = -1
             found = filters[r] if filters is not None else None
             if found is not None:
                 bits = found
                 held.append(bits)
                 if bits.shape[0] < 8 or bits.shape[0] & (bits.shape[0] - 1):
                     raise ValueError("not a run_filter: its size is a power of two")
-                filter_bits[r] = &bits[0]
-                masks[r] = <uint64_t>bits.shape[0] * 8 - 1
-            fence_starts[r] = NULL
-            fence_sizes[r] = 0
+                described[r].filter = &bits[0]
+                described[r].mask = <uint64_t>bits.shape[0] * 8 - 1
             found = fences[r] if fences is not None else None
             if found is not None:
                 keys = found
                 held.append(keys)
-                if keys.shape[0] != (sizes[r] + _FENCE - 1) // _FENCE:
+                if keys.shape[0] != (view.shape[0] + _FENCE - 1) // _FENCE:
                     raise ValueError("not a fence of this run: one key a FENCE")
                 if keys.shape[0]:
-                    fence_starts[r] = &keys[0]
-                    fence_sizes[r] = keys.shape[0]
-            fds[r] = -1
-            offsets[r] = 0
+                    described[r].fence = &keys[0]
+                    described[r].fence_size = keys.shape[0]
             found = reads[r] if reads is not None else None
             if found is not None:
-                fds[r], offsets[r] = found
-        return _add_sorted(
-            buckets, shift, fps, starts, sizes, filter_bits, masks, fence_starts, fence_sizes,
-            fds, offsets, count,
-        )
+                described[r].fd, described[r].offset = found
+        return _add_sorted(buckets, shift, fps, described, count)
     finally:
-        PyMem_Free(starts)
-        PyMem_Free(sizes)
-        PyMem_Free(filter_bits)
-        PyMem_Free(masks)
-        PyMem_Free(fence_starts)
-        PyMem_Free(fence_sizes)
-        PyMem_Free(fds)
-        PyMem_Free(offsets)
+        PyMem_Free(described)
 
 
 cdef tuple _add_sorted(
     list buckets,
     int shift,
     const unsigned long long[::1] fps,
-    const unsigned long long** starts,
-    Py_ssize_t* sizes,
-    const unsigned char** filter_bits,
-    uint64_t* masks,
-    const unsigned long long** fence_starts,
-    Py_ssize_t* fence_sizes,
-    int* fds,
-    off_t* offsets,
+    const Run* runs,
     Py_ssize_t count,
 ):
     cdef Py_ssize_t k, lo, hi, mid, n
@@ -399,11 +354,7 @@ cdef tuple _add_sorted(
             else:
                 hi = mid
         if (lo < n and data[lo] == fp) or (
-            count
-            and _in_runs(
-                starts, sizes, filter_bits, masks, fence_starts, fence_sizes, fds, offsets,
-                count, fp,
-            )
+            count and _in_runs(runs, count, fp)
         ):
             repeated += 1
             continue
