@@ -12,6 +12,7 @@ def add_many(
     runs: list[memoryview],
     filters: list[bytearray | None] | None = None,
     fences: list[array[int] | None] | None = None,
+    reads: list[tuple[int, int] | None] | None = None,
 ) -> tuple[int, int]:
     """Insert ``fps`` into ``SeenSet``'s sorted buckets: ``(added, already_there)``."""
 
