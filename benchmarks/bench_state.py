@@ -166,7 +166,7 @@ def ledger_lookup(path: Path, urls: int) -> dict[str, Any]:
         for start in range(0, len(rows), 256):
             part = rows[start : start + 256]
             lastmods = array("q", [r[3] or 0 for r in part])
-            events = reader.events(memory.host_id, [r[0] for r in part], lastmods)
+            events = reader.events(memory, array("q", [r[0] for r in part]), lastmods)
             found += sum(1 for e in events if e == "unchanged")
         done += len(rows)
     seconds = time.perf_counter() - started

@@ -21,3 +21,9 @@ FENCE: int
 
 def run_filter(run: memoryview | array[int] | list[array[int]]) -> bytearray:
     """A Bloom filter of a sorted run, for ``add_many``'s ``filters``."""
+
+def sort_unique(fps: array[int], lastmods: array[int]) -> tuple[array[int], array[int]]:
+    """Sorted unique ``fps`` (signed) with the newest lastmod any entry gave each."""
+
+def find_many(view: array[int], fps: array[int]) -> array[int]:
+    """The position of each of ``fps`` in the sorted ``view`` (``-1``: absent)."""

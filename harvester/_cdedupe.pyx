@@ -16,12 +16,16 @@ single BLAKE2b block.
 ``add_many``: a batch of fingerprints into a ``SeenSet``'s sorted buckets (the
 run-wide cross-host set in the writer takes every URL of the run, ~1.3 µs each
 through Python's bisect and ``array.insert`` one by one).
+
+``sort_unique`` and ``find_many``: a host's ledger view (``harvester/chunks.py``):
+its chunks' fingerprints sorted once, then each batch looked up by bisection.
 """
 
 from cpython cimport array
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from cpython.object cimport Py_SIZE
 from cpython.unicode cimport PyUnicode_AsUTF8AndSize
+from libc.stdlib cimport qsort
 from libc.string cimport memcpy, memmove, memset
 from posix.types cimport off_t
 from posix.unistd cimport pread
@@ -364,3 +368,79 @@ cdef tuple _add_sorted(
         data[lo] = fp
         added += 1
     return added, repeated
+
+
+# -- the ledger view (harvester/chunks.py) -------------------------------------------
+
+cdef struct Entry:
+    long long fp
+    Py_ssize_t at  # position in the input: among equal fps, the older chunk first
+
+
+cdef int _entry_order(const void* a, const void* b) noexcept nogil:
+    cdef const Entry* x = <const Entry*>a
+    cdef const Entry* y = <const Entry*>b
+    if x.fp != y.fp:
+        return -1 if x.fp < y.fp else 1
+    return -1 if x.at < y.at else (1 if x.at > y.at else 0)
+
+
+def sort_unique(array.array fps, array.array lastmods):
+    """``(fps, lastmods)`` sorted by fp, one entry each, with the newest lastmod given.
+
+    In: signed fps and lastmods (``array('q')``) of chunks, oldest chunk first.
+    Out: two new ``array('q')``; ``chunks.NO_LASTMOD`` never overrides a lastmod.
+    """
+    cdef Py_ssize_t n = Py_SIZE(fps), i, k = -1
+    if Py_SIZE(lastmods) != n:
+        raise ValueError("fps and lastmods differ in length")
+    cdef const long long* f = fps.data.as_longlongs
+    cdef const long long* m = lastmods.data.as_longlongs
+    cdef long long none = -0x7FFFFFFFFFFFFFFF - 1
+    cdef Entry* order = <Entry*>PyMem_Malloc(max(n, 1) * sizeof(Entry))
+    if order == NULL:
+        raise MemoryError()
+    out_fps = array.clone(fps, n, False)
+    out_lms = array.clone(lastmods, n, False)
+    cdef long long* of = out_fps.data.as_longlongs
+    cdef long long* om = out_lms.data.as_longlongs
+    try:
+        for i in range(n):
+            order[i].fp = f[i]
+            order[i].at = i
+        qsort(order, n, sizeof(Entry), _entry_order)
+        for i in range(n):
+            if k >= 0 and of[k] == order[i].fp:
+                if m[order[i].at] != none:
+                    om[k] = m[order[i].at]
+                continue
+            k += 1
+            of[k] = order[i].fp
+            om[k] = m[order[i].at]
+    finally:
+        PyMem_Free(order)
+    array.resize(out_fps, k + 1)
+    array.resize(out_lms, k + 1)
+    return out_fps, out_lms
+
+
+def find_many(array.array view, array.array fps):
+    """The position of each of ``fps`` in the sorted ``view`` (``-1``: absent), as ``array('q')``."""
+    cdef Py_ssize_t n = Py_SIZE(view), count = Py_SIZE(fps), i, lo, hi, mid
+    cdef const long long* v = view.data.as_longlongs
+    cdef const long long* f = fps.data.as_longlongs
+    cdef long long fp
+    out = array.clone(view, count, False)
+    cdef long long* o = out.data.as_longlongs
+    for i in range(count):
+        fp = f[i]
+        lo = 0
+        hi = n
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if v[mid] < fp:
+                lo = mid + 1
+            else:
+                hi = mid
+        o[i] = lo if lo < n and v[lo] == fp else -1
+    return out

@@ -823,7 +823,7 @@ class HostWorker:
         events: list[str | None] = []
         signed_fps = array("q", fps.tobytes())  # same bits, as SQLite's signed integers
         if self._ledger is not None and urls is not None and sitemaps is not None:
-            events = self._ledger.events(self._memory.host_id, signed_fps, lastmods)
+            events = self._ledger.events(self._memory, signed_fps, lastmods)
             counts = Counter(events)
             replayed = counts.pop(None, 0)
             for name, count in counts.items():
@@ -834,14 +834,14 @@ class HostWorker:
                 keep = [event is not None for event in events]
                 each = chain.from_iterable(repeat(s, n) for s, n in sitemaps)  # row by row
                 sitemaps = [(s, len(list(g))) for s, g in groupby(compress(each, keep))]
-                rows = LedgerRows(
+                rows = LedgerRows.pack(
                     array("q", compress(signed_fps, keep)),
                     list(compress(urls, keep)),
                     array("q", compress(lastmods, keep)),
                     sitemaps,
                 )
             else:
-                rows = LedgerRows(signed_fps, urls, lastmods, sitemaps)
+                rows = LedgerRows.pack(signed_fps, urls, lastmods, sitemaps)
                 if since is None and len(counts) == 1:
                     (only,) = counts
                     if self._unverified and only != "new":

@@ -7,14 +7,15 @@ hashes) and, per URL, its event against the ledger: ``new``, ``changed``,
 ``unchanged``, or ``None`` for a URL this same run already recorded (a resumed
 run replaying a host that was cut short: its records are already in the output).
 
-Events, against the URL's ledger row from earlier runs:
+Events, against what earlier runs listed (the ledger's chunks, ``harvester.chunks``):
 
-* ``new``: no row, or the row was marked removed (the URL came back);
+* ``new``: never listed, or listed and later removed (the URL came back: a removed
+  URL leaves the ledger when its removal is recorded);
 * ``changed``: its lastmod advanced (also: it had none and now has one);
 * ``unchanged``: anything else (a lastmod that went back or vanished is not news).
 
 The worker sends what it learned back to the writer as plain picklable values:
-``LedgerRows`` (columns) per batch and one ``HostState`` per finished host.
+``LedgerRows`` (chunks, packed) per batch and one ``HostState`` per finished host.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import orjson
 
+from harvester.chunks import NO_LASTMOD, LedgerView, pack
 from harvester.errors import StateError
 
 if TYPE_CHECKING:
@@ -60,7 +62,6 @@ EMIT_EVENTS: dict[str, frozenset[str]] = {
     "delta": frozenset({"new", "changed", "removed", "unverified"}),
 }
 
-NO_LASTMOD = -(1 << 63)  # lastmod epoch seconds in arrays: "none" (SQLite stores NULL)
 _SIGN = 1 << 63
 _WRAP = 1 << 64
 
@@ -70,37 +71,56 @@ def signed(fp: int) -> int:
     return fp - _WRAP if fp >= _SIGN else fp
 
 
-# One listed URL (upserted into the ``urls`` table): (signed 64-bit fingerprint of the
-# canonical URL, the canonical URL, the sitemap that listed it, lastmod epoch seconds
-# UTC or None). Batches of them travel as ``LedgerRows``.
+# One listed URL: (signed 64-bit fingerprint of the canonical URL, the canonical URL,
+# the sitemap that listed it, lastmod epoch seconds UTC or None). Batches of them
+# travel as ``LedgerRows`` and are stored as chunks (``harvester.chunks``).
 LedgerRow = tuple[int, str, str, int | None]
 
 
 @dataclass(frozen=True, slots=True)
 class LedgerRows:
-    """The ledger rows of a batch of one host's URLs, column by column, for the writer.
+    """The ledger chunks of a batch of one host's URLs, packed by the worker for the writer.
 
-    ``fps``: signed fingerprints (``array('q')``); ``urls``: the canonical URLs;
-    ``lastmods``: epoch seconds (``array('q')``, ``NO_LASTMOD`` for none);
-    ``sitemaps``: the sitemap of each row as runs ``(sitemap, count)``, in order.
+    ``sitemaps``: the sitemap of the batch's URLs as runs ``(sitemap, count)``, in
+    order; ``chunks``: the blobs of each run (``chunks.pack``: fingerprints,
+    lastmods, URLs), which the writer inserts as they are.
 
-    Why columns: millions of rows cross the process boundary. As one tuple per row
-    (two ints each) a row cost the worker its tuple and its pickling and the
-    writer the same again plus a Python loop to build SQLite's parameters; as
-    columns, the arrays pickle as bytes and ``StateStore.add_urls`` zips them in C.
+    Why packed in the worker: millions of URLs cross the process boundary, and the
+    writer is one process for all the workers. Packing (and compressing the URL
+    text) runs in parallel in the workers; the writer inserts a few rows a batch.
     """
 
-    fps: array[int]
-    urls: list[str]
-    lastmods: array[int]
     sitemaps: list[tuple[str, int]]
+    chunks: list[tuple[bytes, bytes, bytes]]
 
     def __len__(self) -> int:
-        return len(self.urls)
+        return sum(n for _, n in self.sitemaps)
+
+    @property
+    def nbytes(self) -> int:
+        """The bytes of its blobs (what it weighs on a message to the writer)."""
+        return sum(len(f) + len(m) + len(u) for f, m, u in self.chunks)
+
+    @classmethod
+    def pack(
+        cls,
+        fps: array[int],
+        urls: Sequence[str],
+        lastmods: array[int],
+        sitemaps: list[tuple[str, int]],
+    ) -> LedgerRows:
+        """One chunk per sitemap run of a batch's columns (signed fps, URLs, lastmods)."""
+        chunks: list[tuple[bytes, bytes, bytes]] = []
+        start = 0
+        for _sitemap, n in sitemaps:
+            end = start + n
+            chunks.append(pack(fps[start:end], lastmods[start:end], urls[start:end]))
+            start = end
+        return cls(sitemaps, chunks)
 
     @classmethod
     def of(cls, rows: Iterable[LedgerRow]) -> LedgerRows:
-        """The columns of per-URL ``LedgerRow`` tuples."""
+        """The chunks of per-URL ``LedgerRow`` tuples."""
         fps: array[int] = array("q")
         urls: list[str] = []
         lastmods: array[int] = array("q")
@@ -113,7 +133,7 @@ class LedgerRows:
                 sitemaps[-1] = (sitemap, sitemaps[-1][1] + 1)
             else:
                 sitemaps.append((sitemap, 1))
-        return cls(fps, urls, lastmods, sitemaps)
+        return cls.pack(fps, urls, lastmods, sitemaps)
 
 
 @dataclass(slots=True)
@@ -143,6 +163,10 @@ class HostMemory:
     sitemaps: dict[str, SitemapMemory] = field(default_factory=dict)
     verdict: str | None = None  # the lastmod distribution verdict of its last run
     trust: str | None = None  # trusted | untrusted | unknown, from sampled verification
+    # Its ledger, loaded at the first lookup (``LedgerReader.events``): what earlier
+    # runs listed, and what this same run recorded before it was cut short (a resume).
+    listed: LedgerView | None = None
+    recorded: LedgerView | None = None
 
 
 @dataclass(slots=True)
@@ -210,7 +234,7 @@ class LedgerReader:
 
         reader = LedgerReader("urls.state.sqlite", run_id=7)
         memory = reader.host("example.com")
-        events = reader.events(memory.host_id, fps, lastmods)
+        events = reader.events(memory, fps, lastmods)
     """
 
     def __init__(self, path: str, run_id: int) -> None:
@@ -269,28 +293,46 @@ class LedgerReader:
             )
         return memory
 
-    def events(
-        self, host_id: int | None, fps: Sequence[int], lastmods: array[int]
-    ) -> list[str | None]:
-        """The event of each URL (signed fingerprints; lastmods with ``NO_LASTMOD``)."""
-        if host_id is None:
+    def events(self, memory: HostMemory, fps: array[int], lastmods: array[int]) -> list[str | None]:
+        """The event of each URL (signed fingerprints; lastmods with ``NO_LASTMOD``).
+
+        The host's ledger is read once, at its first batch, into ``memory``.
+        """
+        if memory.host_id is None:
             return ["new"] * len(fps)
-        known: dict[int, tuple[int | None, int, int | None]] = {}
-        # One indexed IN-lookup per batch: the ledger itself never enters memory.
-        for start in range(0, len(fps), 500):
-            part = fps[start : start + 500]
-            marks = ",".join("?" * len(part))
-            for fp, old, last_seen, removed in self._db.execute(
-                f"SELECT fp, lastmod, last_seen, removed FROM urls "  # noqa: S608 - only '?'
-                f"WHERE host_id = ? AND fp IN ({marks})",
-                (host_id, *part),
-            ):
-                known[fp] = (old, last_seen, removed)
+        if memory.listed is None or memory.recorded is None:
+            memory.listed, memory.recorded = self._views(memory.host_id)
+        listed, recorded = memory.listed, memory.recorded
+        if not listed and not recorded:
+            return ["new"] * len(fps)
+        at = listed.find(fps)
+        replayed = recorded.find(fps) if recorded else None
+        old_lastmods = listed.lastmods
         run_id = self.run_id
-        return [
-            classify(known.get(fp), None if lm == NO_LASTMOD else lm, run_id)
-            for fp, lm in zip(fps, lastmods, strict=True)
-        ]
+        out: list[str | None] = []
+        for i, lm in enumerate(lastmods):
+            if replayed is not None and replayed[i] >= 0:
+                out.append(None)  # this run recorded it before it was cut short
+                continue
+            j = at[i]
+            if j < 0:
+                out.append("new")
+                continue
+            old = old_lastmods[j]
+            prev = (None if old == NO_LASTMOD else old, 0, None)
+            out.append(classify(prev, None if lm == NO_LASTMOD else lm, run_id))
+        return out
+
+    def _views(self, host_id: int) -> tuple[LedgerView, LedgerView]:
+        """The host's chunks from earlier runs, and from this run, as two views."""
+        earlier: list[tuple[bytes, bytes]] = []
+        this_run: list[tuple[bytes, bytes]] = []
+        for run, fps, lastmods in self._db.execute(
+            "SELECT run, fps, lastmods FROM url_chunks WHERE host_id = ? ORDER BY run, id",
+            (host_id,),
+        ):
+            (this_run if run == self.run_id else earlier).append((fps, lastmods))
+        return LedgerView.build(earlier), LedgerView.build(this_run)
 
 
 def load_json(data: bytes | str | None) -> Any:

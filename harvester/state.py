@@ -34,17 +34,19 @@ import contextlib
 import fcntl
 import os
 import sqlite3
+from array import array
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from itertools import chain, repeat
+from itertools import groupby
 from typing import TYPE_CHECKING, Any
 
+from harvester.chunks import NO_LASTMOD, LedgerView, pack, unpack_fps, unpack_urls
 from harvester.dates import format_utc
 from harvester.errors import StateError
 from harvester.ledger import EMIT_EVENTS, dump_json, now
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
 
     from harvester.ledger import HostState, LedgerRows
 
@@ -56,11 +58,54 @@ __all__ = [
     "default_state_path",
 ]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 APPLICATION_ID = 0x48525653  # "HRVS": tells our state files from any other SQLite file
 
+_CHUNKS = """
+CREATE TABLE url_chunks (
+    id INTEGER PRIMARY KEY,
+    host_id INTEGER NOT NULL,
+    sitemap_id INTEGER NOT NULL,
+    run INTEGER NOT NULL,          -- the run that listed these URLs (runs.id)
+    n INTEGER NOT NULL,            -- how many
+    fps BLOB NOT NULL,             -- signed 64-bit fingerprints, little-endian
+    lastmods BLOB NOT NULL,        -- epoch seconds UTC, little-endian; -2**63: none
+    urls BLOB NOT NULL             -- the canonical URLs, newline-joined UTF-8, zlib
+)"""
+_CHUNKS_INDEX = "CREATE INDEX url_chunks_by_host ON url_chunks (host_id, run)"
+_INSERT_CHUNK = (
+    "INSERT INTO url_chunks (host_id, sitemap_id, run, n, fps, lastmods, urls) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
+_MIGRATED_CHUNK = 10_000  # URLs per chunk when rows of schema 2 become chunks
+
+
+def _chunk_the_ledger(db: sqlite3.Connection) -> None:
+    """Schema 3: the rows of ``urls`` become chunks, per (host, sitemap, last run seen).
+
+    Rows marked removed are dropped: a URL that comes back is ``new`` either way.
+    """
+    db.execute(_CHUNKS)
+    db.execute(_CHUNKS_INDEX)
+    rows = db.execute(
+        "SELECT host_id, sitemap_id, last_seen, fp, url, coalesce(lastmod, ?) FROM urls "
+        "WHERE removed IS NULL ORDER BY host_id, sitemap_id, last_seen",
+        (NO_LASTMOD,),
+    )
+    for key, group in groupby(rows, key=lambda r: r[:3]):
+        listed = list(group)
+        for start in range(0, len(listed), _MIGRATED_CHUNK):
+            part = listed[start : start + _MIGRATED_CHUNK]
+            fps = array("q", [r[3] for r in part])
+            lastmods = array("q", [r[5] for r in part])
+            db.execute(_INSERT_CHUNK, (*key, len(part), *pack(fps, lastmods, [r[4] for r in part])))
+    db.execute("DROP TABLE urls")
+
+
 # Migration i takes a file from user_version i to i + 1. Never edit a released one: append.
-_MIGRATIONS: tuple[str, ...] = (
+# A string is a script; a function does what SQL alone cannot (it runs in the same
+# transaction as the version bump).
+_MIGRATIONS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
     """
     CREATE TABLE runs (
         id INTEGER PRIMARY KEY,
@@ -141,18 +186,10 @@ _MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX samples_by_url ON samples (host_id, fp, id);
     """,
+    # 3: the ledger as chunks (one row per sitemap per batch, blobs: harvester/chunks.py)
+    # instead of a row per URL; see _chunk_the_ledger.
+    _chunk_the_ledger,
 )
-
-_UPSERT_URL = """
-INSERT INTO urls (host_id, fp, url, sitemap_id, first_seen, last_seen, lastmod)
-VALUES (?, ?, ?, ?, ?, ?, nullif(?, -9223372036854775808))
-ON CONFLICT (host_id, fp) DO UPDATE SET
-    sitemap_id = excluded.sitemap_id,
-    last_seen = excluded.last_seen,
-    lastmod = coalesce(excluded.lastmod, urls.lastmod),
-    removed = NULL
-"""
-# (nullif: the lastmods column's "none", ledger.NO_LASTMOD, is stored as NULL.)
 
 
 class StateLocked(StateError):
@@ -287,25 +324,16 @@ class StateStore:
     # -- writes ----------------------------------------------------------------
 
     def add_urls(self, host: str, rows: LedgerRows) -> None:
-        """Upsert listed URLs of ``host`` (new, changed or unchanged) into the ledger."""
+        """Record listed URLs of ``host`` (new, changed or unchanged): one chunk per sitemap."""
         run = self._require_run()
         self._begin()
         host_id = self._host_id(host)
-        sitemap_id = self._sitemap_id
-        run_id = run.id
-        # Each row's parameters are zipped from the columns in C: no Python per row.
         self._db.executemany(
-            _UPSERT_URL,
-            zip(
-                repeat(host_id),
-                rows.fps,
-                rows.urls,
-                chain.from_iterable(repeat(sitemap_id(host_id, s), n) for s, n in rows.sitemaps),
-                repeat(run_id),
-                repeat(run_id),
-                rows.lastmods,
-                strict=False,  # (the repeats are endless; the columns have one length)
-            ),
+            _INSERT_CHUNK,
+            [
+                (host_id, self._sitemap_id(host_id, sitemap), run.id, n, *blobs)
+                for (sitemap, n), blobs in zip(rows.sitemaps, rows.chunks, strict=True)
+            ],
         )
 
     def count(self, events: dict[str, int]) -> None:
@@ -381,36 +409,101 @@ class StateStore:
         removed: list[dict[str, Any]] = []
         if not state.finished:
             return removed
-        scope = [self._sitemap_id(host_id, url) for url in state.removal_scope]
-        for start in range(0, len(scope), 500):
-            part = scope[start : start + 500]
-            marks = ",".join("?" * len(part))
-            rows = self._db.execute(
-                "SELECT u.fp, u.url, u.lastmod, s.url FROM urls u JOIN sitemaps s "  # noqa: S608
-                f"ON s.id = u.sitemap_id WHERE u.host_id = ? AND u.sitemap_id IN ({marks}) "
-                "AND u.removed IS NULL AND u.last_seen < ?",
-                (host_id, *part, run.id),
-            ).fetchall()
-            self._db.executemany(
-                "UPDATE urls SET removed = ? WHERE host_id = ? AND fp = ?",
-                [(run.id, host_id, fp) for fp, *_ in rows],
-            )
-            removed.extend(
-                {
-                    "loc": url,
-                    "url": url,
-                    "host": state.host,
-                    "sitemap": sitemap,
-                    "lastmod": _iso(lastmod),
-                    "event": "removed",
-                }
-                for _fp, url, lastmod, sitemap in rows
-            )
+        scope = {self._sitemap_id(host_id, url) for url in state.removal_scope}
+        removed = self._retire(host_id, state.host, scope, run.id)
         self._db.execute(
             "UPDATE hosts SET last_run = ?, last_finished = ? WHERE id = ?", (run.id, t, host_id)
         )
         self.counts["removed"] += len(removed)
         self.counts["hosts"] += 1
+        return removed
+
+    def _retire(
+        self, host_id: int, host: str, scope: set[int], run_id: int
+    ) -> list[dict[str, Any]]:
+        """Drop a finished host's chunks this run replaced; return its removed URLs as records.
+
+        Earlier chunks of a sitemap in ``scope`` (read in full this run, or no longer
+        listed) are replaced by this run's: those of their URLs that nothing lists any
+        more (neither this run's chunks nor an earlier chunk of a sitemap outside the
+        scope, say one that failed this time) are the removed ones. An earlier chunk
+        of a sitemap read only in part is dropped once this run listed all its URLs
+        again, so a sitemap that keeps failing midway does not grow the ledger.
+        """
+        earlier = self._db.execute(
+            "SELECT id, sitemap_id FROM url_chunks WHERE host_id = ? AND run < ?",
+            (host_id, run_id),
+        ).fetchall()
+        if not earlier:
+            return []  # a host new to the ledger (every first run): nothing to retire
+        read = {
+            sid
+            for (sid,) in self._db.execute(
+                "SELECT DISTINCT sitemap_id FROM url_chunks WHERE host_id = ? AND run = ?",
+                (host_id, run_id),
+            )
+        }
+        gone = {cid for cid, sid in earlier if sid in scope}
+        partial = {cid for cid, sid in earlier if sid in read and sid not in scope}
+        if not gone and not partial:
+            return []  # unchanged sitemaps (304) only: their chunks stand
+        listed: list[tuple[bytes, bytes]] = []  # this run's chunks, and earlier kept ones
+        current: list[tuple[bytes, bytes]] = []  # this run's chunks
+        for cid, run, fps, lastmods in self._db.execute(
+            "SELECT id, run, fps, lastmods FROM url_chunks WHERE host_id = ?", (host_id,)
+        ):
+            if run == run_id:
+                current.append((fps, lastmods))
+                listed.append((fps, lastmods))
+            elif cid not in gone:
+                listed.append((fps, lastmods))
+        still = LedgerView.build(listed)
+        now_listed = LedgerView.build(current)
+        removed: list[dict[str, Any]] = []
+        reported: set[int] = set()
+        drop: list[int] = []
+        # Newest first: a URL in two retired chunks is reported with its latest lastmod.
+        for cid, fps_blob, lastmods_blob in self._db.execute(
+            "SELECT id, fps, lastmods FROM url_chunks WHERE host_id = ? AND run < ? "
+            "ORDER BY run DESC, id DESC",
+            (host_id, run_id),
+        ).fetchall():
+            if cid in partial:
+                fps = unpack_fps(fps_blob)
+                if min(now_listed.find(fps), default=0) >= 0:
+                    drop.append(cid)  # every URL of it listed again this run
+                continue
+            if cid not in gone:
+                continue
+            drop.append(cid)
+            fps = unpack_fps(fps_blob)
+            lost = [i for i, at in enumerate(still.find(fps)) if at < 0 and fps[i] not in reported]
+            if not lost:
+                continue
+            lastmods = unpack_fps(lastmods_blob)
+            (urls_blob, sitemap) = self._db.execute(
+                "SELECT c.urls, s.url FROM url_chunks c JOIN sitemaps s ON s.id = c.sitemap_id "
+                "WHERE c.id = ?",
+                (cid,),
+            ).fetchone()
+            urls = unpack_urls(urls_blob)
+            for i in lost:
+                reported.add(fps[i])
+                lastmod = lastmods[i]
+                removed.append(
+                    {
+                        "loc": urls[i],
+                        "url": urls[i],
+                        "host": host,
+                        "sitemap": sitemap,
+                        "lastmod": _iso(None if lastmod == NO_LASTMOD else lastmod),
+                        "event": "removed",
+                    }
+                )
+        for start in range(0, len(drop), 500):
+            part = drop[start : start + 500]
+            marks = ",".join("?" * len(part))
+            self._db.execute(f"DELETE FROM url_chunks WHERE id IN ({marks})", part)  # noqa: S608
         return removed
 
     def commit(self, output_bytes: int | None) -> None:
@@ -596,9 +689,18 @@ def _migrate(db: sqlite3.Connection, path: str) -> None:
             url=path,
         )
     for target in range(version, SCHEMA_VERSION):
-        # executescript commits first; the whole step then runs in one transaction.
-        db.executescript(
-            f"BEGIN IMMEDIATE; {_MIGRATIONS[target]}; "
-            f"PRAGMA application_id = {APPLICATION_ID}; PRAGMA user_version = {target + 1}; "
-            "COMMIT;"
-        )
+        step = _MIGRATIONS[target]
+        bump = f"PRAGMA application_id = {APPLICATION_ID}; PRAGMA user_version = {target + 1};"
+        if isinstance(step, str):
+            # executescript commits first; the whole step then runs in one transaction.
+            db.executescript(f"BEGIN IMMEDIATE; {step}; {bump} COMMIT;")
+            continue
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            step(db)
+            for pragma in bump.split(";")[:2]:
+                db.execute(pragma)
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")

@@ -31,11 +31,13 @@ filters URLs (``--since``, ``--emit changed|delta``) only where it is trusted.
 from __future__ import annotations
 
 import asyncio
+import heapq
 import logging
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from harvester.audit import SignalAgreement, score_trust
+from harvester.chunks import NO_LASTMOD, unpack_fps, unpack_urls
 from harvester.errors import FetchError
 from harvester.fetch import Fetcher
 from harvester.ledger import load_json, now, signed
@@ -44,6 +46,7 @@ from harvester.robots import parse_robots
 from harvester.scheduler import Scheduler, host_key
 
 if TYPE_CHECKING:
+    from array import array
     from collections.abc import Sequence
 
     from aiohttp.abc import AbstractResolver
@@ -181,13 +184,8 @@ async def _sample_pages(
     k: int,
 ) -> None:
     host_id = result.host_id
-    picks = db.execute(
-        "SELECT fp, url, lastmod FROM (SELECT fp, url, lastmod, ROW_NUMBER() OVER "
-        "(PARTITION BY sitemap_id ORDER BY fp) AS n FROM urls "
-        "WHERE host_id = ? AND removed IS NULL) ORDER BY n, fp LIMIT ?",
-        (host_id, k),
-    ).fetchall()
-    for fp, url, lastmod in picks:
+    assert host_id is not None  # (_sample_host returns early for a host never recorded)
+    for fp, url, lastmod in _picks(db, host_id, k):
         if host_key(url) != name:
             # The protocol keeps a sitemap's URLs on its host; pages elsewhere are not
             # this host's evidence (and a sitemap must not steer our requests elsewhere).
@@ -197,6 +195,52 @@ async def _sample_pages(
             result.robots_disallowed += 1
             continue
         await _sample_page(result, cfg, fetcher, scheduler, fp, url, lastmod)
+
+
+def _picks(db: Any, host_id: int, k: int) -> list[tuple[int, str, int | None]]:
+    """``k`` listed URLs of a host, spread over its sitemaps: ``(fp, url, lastmod)``.
+
+    Round-robin over the sitemaps, each giving its URLs in fingerprint order: the
+    same pages every run (their fingerprints are compared across runs), drawn
+    from every part of the site. Reads the chunks' fingerprints, then the URLs of
+    only the chunks picked from.
+    """
+    smallest: dict[int, list[tuple[int, int, int]]] = {}  # sitemap -> (fp, chunk, index)
+    for cid, sid, blob in db.execute(
+        "SELECT id, sitemap_id, fps FROM url_chunks WHERE host_id = ? ORDER BY run DESC, id DESC",
+        (host_id,),
+    ):
+        fps = unpack_fps(blob)
+        best = smallest.get(sid, []) + [(fp, cid, i) for i, fp in enumerate(fps)]
+        smallest[sid] = heapq.nsmallest(k, best)
+    ranked: list[tuple[int, int, int, int]] = []  # (rank in its sitemap, fp, chunk, index)
+    for entries in smallest.values():
+        rank = 0
+        last: int | None = None
+        for fp, cid, i in entries:  # sorted; a URL in two chunks of one sitemap counts once
+            if fp != last:
+                ranked.append((rank, fp, cid, i))
+                rank += 1
+                last = fp
+    ranked.sort()
+    picks: list[tuple[int, int, int]] = []
+    chosen: set[int] = set()
+    for _rank, fp, cid, i in ranked:
+        if fp not in chosen and len(picks) < k:  # (a URL listed by two sitemaps: once)
+            chosen.add(fp)
+            picks.append((fp, cid, i))
+    chunks: dict[int, tuple[list[str], array[int]]] = {}
+    out: list[tuple[int, str, int | None]] = []
+    for fp, cid, i in picks:
+        if cid not in chunks:
+            urls, lastmods = db.execute(
+                "SELECT urls, lastmods FROM url_chunks WHERE id = ?", (cid,)
+            ).fetchone()
+            chunks[cid] = (unpack_urls(urls), unpack_fps(lastmods))
+        urls_of, lastmods_of = chunks[cid]
+        lastmod = lastmods_of[i]
+        out.append((fp, urls_of[i], None if lastmod == NO_LASTMOD else lastmod))
+    return out
 
 
 async def _sample_page(

@@ -575,7 +575,7 @@ async def _serve(
             count += item.size()
             if item.rows:
                 rows.append((item.host, item.rows))
-                size += 40 * len(item.rows)  # ledger rows weigh on the message too
+                size += item.rows.nbytes  # ledger chunks weigh on the message too
             if size >= _BLOCK:
                 await flush()
         elif isinstance(item, HostDone):
@@ -590,7 +590,7 @@ async def _serve(
     try:
         # Backpressure: while the parent is behind, hosts wait before parsing their
         # next chunk (``run_shard``'s ``ready``): unparsed XML is smaller than records
-        # waiting to be sent (with a state file, ~450 bytes a URL with its ledger row).
+        # waiting to be sent (with a state file, ~390 bytes a URL with its ledger chunk).
         await run_until_stopped(
             run_shard(
                 gate.seeds(from_pipe(), stop),

@@ -319,7 +319,8 @@ def test_the_state_file_is_real_sqlite_with_the_ledger(tmp_path: Path) -> None:
         store.start_run(emit="delta", output="x")
     db = sqlite3.connect(tmp_path / "s.sqlite")
     tables = {r[0] for r in db.execute("SELECT name FROM sqlite_schema WHERE type = 'table'")}
-    assert {"runs", "hosts", "sitemaps", "urls"} <= tables
+    assert {"runs", "hosts", "sitemaps", "url_chunks", "samples"} <= tables
+    assert "urls" not in tables  # schema 3: the ledger is chunks
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 

@@ -14,6 +14,7 @@ import itertools
 import json
 import random
 import sys
+from array import array
 from datetime import UTC, datetime
 from email.utils import format_datetime
 from pathlib import Path
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
+from harvester.chunks import NO_LASTMOD, pack
 from harvester.shards import run_job
 from harvester.verify import run_audit
 from tests.integration.conftest import fast_config
@@ -31,6 +33,7 @@ if TYPE_CHECKING:
 
 T0 = 1_720_000_000  # 2024-07-03
 DAY = 86_400
+METADATA = "http://169.254.169.254/latest/meta-data"  # a URL the audit must never request
 
 
 def _iso(epoch: int) -> str:
@@ -294,10 +297,11 @@ async def test_audit_honours_robots_and_never_leaves_the_host(sites: Sites, tmp_
         memory["robots"] = "User-agent: *\nDisallow: /p/3\nCrawl-delay: 0.1\n"
         db.execute("UPDATE hosts SET discovery = ? WHERE id = ?", (json.dumps(memory), host_id))
         sitemap_id = db.execute("SELECT id FROM sitemaps").fetchone()[0]
+        blobs = pack(array("q", [-1]), array("q", [NO_LASTMOD]), [METADATA])
         db.execute(
-            "INSERT INTO urls (host_id, fp, url, sitemap_id, first_seen, last_seen) "
-            "VALUES (?, -1, 'http://169.254.169.254/latest/meta-data', ?, 1, 1)",
-            (host_id, sitemap_id),
+            "INSERT INTO url_chunks (host_id, sitemap_id, run, n, fps, lastmods, urls) "
+            "VALUES (?, ?, 1, 1, ?, ?, ?)",
+            (host_id, sitemap_id, *blobs),
         )
     result = await audit(tmp_path, k=13)
     assert result["sample"] is not None

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import sqlite3
+from array import array
 from typing import TYPE_CHECKING
 
 import pytest
 
+from harvester.chunks import LedgerView, pack, unpack_fps, unpack_urls
 from harvester.errors import StateError
 from harvester.ledger import (
     NO_LASTMOD,
@@ -26,9 +28,14 @@ if TYPE_CHECKING:
 SM = "https://a.example/s.xml"
 
 
+def fps(*names: str) -> array[int]:
+    return array("q", [signed(hash(n) & (2**64 - 1)) for n in names])
+
+
 def rows(*names: str, lastmod: int | None = None) -> LedgerRows:
     return LedgerRows.of(
-        (signed(hash(n) & (2**64 - 1)), f"https://a.example/{n}", SM, lastmod) for n in names
+        (fp, f"https://a.example/{n}", SM, lastmod)
+        for fp, n in zip(fps(*names), names, strict=True)
     )
 
 
@@ -116,10 +123,8 @@ def test_removed_only_from_sitemaps_in_the_removal_scope(tmp_path: Path) -> None
         store.commit(None)
         reader = LedgerReader(path, run.id + 1)
         memory = reader.host("a.example")
-        fps = list(rows("p1", "p2", "p9").fps)
-        from array import array
-
-        assert reader.events(memory.host_id, fps, array("q", [0, 0, 0])) == [None, "new", "new"]
+        events = reader.events(memory, fps("p1", "p2", "p9"), array("q", [0, 0, 0]))
+        assert events == [None, "new", "new"]
         reader.close()
         store.finish_run("complete")
 
@@ -168,7 +173,9 @@ def test_a_version_1_file_is_migrated_and_keeps_its_data(tmp_path: Path) -> None
 
     path = tmp_path / "s.sqlite"
     db = sqlite3.connect(path)
-    db.executescript(state_module._MIGRATIONS[0])  # what harvester with schema 1 wrote
+    schema_1 = state_module._MIGRATIONS[0]
+    assert isinstance(schema_1, str)
+    db.executescript(schema_1)  # what harvester with schema 1 wrote
     db.execute(f"PRAGMA application_id = {state_module.APPLICATION_ID}")
     db.execute("PRAGMA user_version = 1")
     db.execute("INSERT INTO hosts (name) VALUES ('a.example')")
@@ -196,27 +203,161 @@ def test_a_file_corrupted_inside_is_a_state_error(tmp_path: Path) -> None:
     assert path.read_bytes() == bytes(data)  # left as it was, for the user to inspect
 
 
-def test_ledger_rows_travel_as_columns_and_land_as_rows(tmp_path: Path) -> None:
+def stored_urls(db: sqlite3.Connection) -> list[tuple[int, str, str, int | None, int]]:
+    """Every URL of the ledger's chunks: (fp, url, sitemap, lastmod or None, run), by URL."""
+    out = []
+    for sitemap, run, n, fp_blob, lm_blob, url_blob in db.execute(
+        "SELECT s.url, c.run, c.n, c.fps, c.lastmods, c.urls FROM url_chunks c "
+        "JOIN sitemaps s ON s.id = c.sitemap_id ORDER BY c.id"
+    ):
+        chunk = zip(unpack_fps(fp_blob), unpack_urls(url_blob), unpack_fps(lm_blob), strict=True)
+        listed = [
+            (fp, url, sitemap, None if lm == NO_LASTMOD else lm, run) for fp, url, lm in chunk
+        ]
+        assert len(listed) == n
+        out += listed
+    return sorted(out, key=lambda r: (r[1], r[4]))
+
+
+def test_ledger_rows_travel_as_chunks_and_land_as_one_row_per_sitemap(tmp_path: Path) -> None:
     other = "https://a.example/other.xml"
     tuples = [
         (signed(1), "https://a.example/p1", SM, 1_700_000_000),
         (signed(2**64 - 1), "https://a.example/p2", SM, None),  # the most negative signed
         (signed(3), "https://a.example/p3", other, 0),  # the epoch itself is a lastmod
-        (signed(4), "https://a.example/p4", SM, None),
+        (signed(4), "https://a.example/p4\u00e9", SM, None),  # not ASCII
     ]
-    columns = LedgerRows.of(tuples)
-    assert len(columns) == 4
-    assert columns.sitemaps == [(SM, 2), (other, 1), (SM, 1)]
-    assert list(columns.fps) == [t[0] for t in tuples]
-    assert columns.urls == [t[1] for t in tuples]
-    assert list(columns.lastmods) == [1_700_000_000, NO_LASTMOD, 0, NO_LASTMOD]
+    packed = LedgerRows.of(tuples)
+    assert len(packed) == 4
+    assert packed.sitemaps == [(SM, 2), (other, 1), (SM, 1)]
+    assert len(packed.chunks) == 3
+    path = str(tmp_path / "s.sqlite")
+    with StateStore(path) as store:
+        run = store.start_run(emit="delta", output=None)
+        store.add_urls("a.example", packed)
+        store.commit(None)
+        assert store.db.execute("SELECT count(*) FROM url_chunks").fetchone()[0] == 3
+        assert stored_urls(store.db) == [(*t, run.id) for t in tuples]
+
+
+def test_a_url_with_a_raw_newline_keeps_the_chunk_aligned() -> None:
+    urls = ["https://a.example/1", "https://a.example/x\ny", "https://a.example/3"]
+    _, _, blob = pack(array("q", [1, 2, 3]), array("q", [0, 0, 0]), urls)
+    assert unpack_urls(blob) == [
+        "https://a.example/1",
+        "https://a.example/x%0Ay",
+        "https://a.example/3",
+    ]
+    assert unpack_urls(pack(array("q"), array("q"), [])[2]) == []
+
+
+def test_the_view_keeps_the_newest_lastmod_and_finds_each_fingerprint() -> None:
+    older = (array("q", [5, -3, 9]).tobytes(), array("q", [50, 30, 90]).tobytes())
+    newer = (array("q", [9, 5, 7]).tobytes(), array("q", [NO_LASTMOD, 51, 70]).tobytes())
+    view = LedgerView.build([older, newer])
+    assert list(view.fps) == [-3, 5, 7, 9]
+    assert list(view.lastmods) == [30, 51, 70, 90]  # 9 listed again without one: keeps 90
+    assert list(view.find(array("q", [9, 4, -3, 10, -4]))) == [3, -1, 0, -1, -1]
+    assert len(LedgerView.build([])) == 0
+    assert list(LedgerView.build([]).find(array("q", [1]))) == [-1]
+
+
+def test_a_version_2_ledger_becomes_chunks_and_keeps_its_events(tmp_path: Path) -> None:
+    from harvester import state as state_module
+
+    path = tmp_path / "s.sqlite"
+    db = sqlite3.connect(path)
+    for step in state_module._MIGRATIONS[:2]:
+        assert isinstance(step, str)
+        db.executescript(step)
+    db.execute(f"PRAGMA application_id = {state_module.APPLICATION_ID}")
+    db.execute("PRAGMA user_version = 2")
+    db.execute("INSERT INTO runs (id, started, status, emit) VALUES (1, 0, 'complete', 'all')")
+    db.execute("INSERT INTO hosts (id, name) VALUES (1, 'a.example')")
+    db.execute("INSERT INTO sitemaps (id, host_id, url) VALUES (1, 1, ?)", (SM,))
+    (p1, p2, gone) = fps("p1", "p2", "gone")
+    db.executemany(
+        "INSERT INTO urls (host_id, fp, url, sitemap_id, first_seen, last_seen, lastmod, removed)"
+        " VALUES (1, ?, ?, 1, 1, 1, ?, ?)",
+        [
+            (p1, "https://a.example/p1", 100, None),
+            (p2, "https://a.example/p2", None, None),
+            (gone, "https://a.example/gone", 100, 1),  # removed by run 1
+        ],
+    )
+    db.commit()
+    db.close()
+    with StateStore(str(path)) as store:
+        run = store.start_run(emit="delta", output=None)
+        assert stored_urls(store.db) == [
+            (p1, "https://a.example/p1", SM, 100, 1),
+            (p2, "https://a.example/p2", SM, None, 1),
+        ]
+        assert store.db.execute(
+            "SELECT count(*) FROM sqlite_schema WHERE name = 'urls'"
+        ).fetchone() == (0,)
+        reader = LedgerReader(str(path), run.id)
+        memory = reader.host("a.example")
+        events = reader.events(memory, fps("p1", "p2", "gone"), array("q", [101, 5, 100]))
+        assert events == ["changed", "changed", "new"]
+        assert reader.events(memory, fps("p1", "p2"), array("q", [100, NO_LASTMOD])) == [
+            "unchanged",
+            "unchanged",
+        ]
+        reader.close()
+        # The migrated chunks retire like any: p2 is no longer listed.
+        store.add_urls("a.example", rows("p1", lastmod=100))
+        removed = store.finish_host(
+            HostState("a.example", [SitemapState(SM, None, "ok", 200, True)], [SM])
+        )
+        assert [r["url"] for r in removed] == ["https://a.example/p2"]
+
+
+def test_a_url_still_listed_by_an_unchanged_sitemap_is_not_removed(tmp_path: Path) -> None:
+    other = "https://a.example/other.xml"
+    both = LedgerRows.of(
+        [
+            (fp, f"https://a.example/{n}", s, None)
+            for fp, n, s in zip(
+                fps("p1", "shared", "shared"),
+                ["p1", "shared", "shared"],
+                [SM, SM, other],
+                strict=True,
+            )
+        ]
+    )
     path = str(tmp_path / "s.sqlite")
     with StateStore(path) as store:
         store.start_run(emit="delta", output=None)
-        store.add_urls("a.example", columns)
-        store.commit(None)
-        stored = store.db.execute(
-            "SELECT u.fp, u.url, s.url, u.lastmod FROM urls u "
-            "JOIN sitemaps s ON s.id = u.sitemap_id ORDER BY u.url"
-        ).fetchall()
-    assert stored == tuples
+        store.add_urls("a.example", both)
+        read = [SitemapState(SM, None, "ok", 200, True), SitemapState(other, None, "ok", 200, True)]
+        store.finish_host(HostState("a.example", read, [SM, other]))
+        store.finish_run("complete")
+    with StateStore(path) as store:
+        store.start_run(emit="delta", output=None)
+        # SM dropped "shared"; the other sitemap answered 304 (carried): it still lists it.
+        store.add_urls("a.example", rows("p1"))
+        carried = SitemapState(other, None, "not_modified", 304, True, carried=True)
+        removed = store.finish_host(
+            HostState("a.example", [SitemapState(SM, None, "ok", 200, True), carried], [SM])
+        )
+        assert removed == []
+        # The retired chunk of SM is gone; the other sitemap's chunk stands.
+        assert [(u, s) for _, u, s, _, _ in stored_urls(store.db)] == [
+            ("https://a.example/p1", SM),
+            ("https://a.example/shared", other),
+        ]
+
+
+def test_a_sitemap_read_in_part_every_run_does_not_grow_the_ledger(tmp_path: Path) -> None:
+    path = str(tmp_path / "s.sqlite")
+    partial = HostState("a.example", [SitemapState(SM, None, "partial", 200)], [])
+    counts = []
+    for _ in range(4):
+        with StateStore(path) as store:
+            store.start_run(emit="delta", output=None)
+            store.add_urls("a.example", rows("p1", "p2"))
+            assert store.finish_host(partial) == []
+            store.finish_run("complete")
+            counts.append(store.db.execute("SELECT count(*) FROM url_chunks").fetchone()[0])
+    assert counts == [1, 1, 1, 1]
