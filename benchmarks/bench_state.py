@@ -3,12 +3,14 @@
 Three measurements, each printed as a JSON line, then a markdown table:
 
 * ``ledger_upsert``: ``StateStore.add_urls`` as the writer calls it (batches of 10,000
-  ``LedgerRow``s, a commit every 100,000 rows, as ``state.commit_interval`` does about
-  every 2 s at pipeline speed) into a fresh state file until it holds ``--urls`` URLs (10
-  million) over hosts of 10,000 URLs; rows/s per million and overall, process RSS sampled
-  after each million (the ledger itself never enters memory: SQLite's page cache is capped
-  at 16 MiB). Side by side, ``raw_sqlite_insert``: the plain-SQLite limit, the same rows
-  with ``executemany`` of a bare ``INSERT`` into the same table (no upsert, no sitemap ids).
+  ``LedgerRow``s, packed into chunks here in the same process, where a run packs them in
+  the workers; a commit every 100,000 URLs, as ``state.commit_interval`` does about every
+  2 s at pipeline speed) into a fresh state file until it holds ``--urls`` URLs (10
+  million) over hosts of 10,000 URLs; URLs/s per million and overall, process RSS sampled
+  after each million, and the file's size. Side by side: ``raw_chunk_insert``, the same
+  chunks packed beforehand through a bare ``INSERT`` (SQLite's limit for them), and
+  ``raw_sqlite_insert``, the same URLs a row each with a bare ``INSERT`` (schema 2's
+  table: what the chunks replaced).
 * ``ledger_lookup``: ``LedgerReader.events`` (what each worker does per batch of 256
   records) over 1 million ledger URLs: lookups/s.
 * ``delta_unchanged``: ``harvester run --emit delta`` twice against one loopback host that
@@ -112,8 +114,54 @@ def ledger_upsert(path: Path, urls: int) -> dict[str, Any]:
     }
 
 
+def raw_chunk_insert(path: Path, urls: int) -> dict[str, Any]:
+    """The same URLs' chunks, packed beforehand, through a bare INSERT: SQLite's limit.
+
+    (``ledger_upsert`` packs in the same process; in a run the workers pack.)
+    """
+    rnd = random.Random(1)
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("PRAGMA journal_mode = WAL")
+    db.execute("PRAGMA synchronous = NORMAL")
+    db.execute(
+        "CREATE TABLE url_chunks (id INTEGER PRIMARY KEY, host_id INTEGER NOT NULL, "
+        "sitemap_id INTEGER NOT NULL, run INTEGER NOT NULL, n INTEGER NOT NULL, "
+        "fps BLOB NOT NULL, lastmods BLOB NOT NULL, urls BLOB NOT NULL)"
+    )
+    packed: list[LedgerRows] = []
+    done = 0
+    while done < urls:
+        rows = _rows(len(packed), rnd)
+        packed.append(LedgerRows.of(rows))
+        done += len(rows)
+    started = time.perf_counter()
+    db.execute("BEGIN")
+    for host, chunks in enumerate(packed):
+        db.executemany(
+            "INSERT INTO url_chunks (host_id, sitemap_id, run, n, fps, lastmods, urls) "
+            "VALUES (?, 1, 1, ?, ?, ?, ?)",
+            [
+                (host, n, *blobs)
+                for (_, n), blobs in zip(chunks.sitemaps, chunks.chunks, strict=True)
+            ],
+        )
+        if (host + 1) * PER_HOST % COMMIT_EVERY == 0:
+            db.execute("COMMIT")
+            db.execute("BEGIN")
+    db.execute("COMMIT")
+    seconds = time.perf_counter() - started
+    db.close()
+    return {
+        "step": "raw_chunk_insert",
+        "urls": done,
+        "seconds": round(seconds, 2),
+        "rows_per_s": round(done / seconds),
+        "rss_mb_last": rss_mb(),
+    }
+
+
 def raw_sqlite_insert(path: Path, urls: int) -> dict[str, Any]:
-    """The same rows through a bare executemany INSERT: SQLite's own limit here."""
+    """The same URLs as schema 2 stored them (a row each, bare INSERT): what chunks replace."""
     rnd = random.Random(1)
     db = sqlite3.connect(path, isolation_level=None)
     db.execute("PRAGMA journal_mode = WAL")
@@ -317,6 +365,8 @@ def main(argv: list[str] | None = None) -> int:
         results: list[dict[str, Any]] = []
         results.append(ledger_upsert(work / "ledger.sqlite", args.urls))
         print(json.dumps(results[-1]), flush=True)
+        results.append(raw_chunk_insert(work / "chunks.sqlite", min(args.urls, 2_000_000)))
+        print(json.dumps(results[-1]), flush=True)
         results.append(raw_sqlite_insert(work / "raw.sqlite", min(args.urls, 2_000_000)))
         print(json.dumps(results[-1]), flush=True)
         results.append(ledger_lookup(work / "ledger.sqlite", min(args.urls, 1_000_000)))
@@ -336,10 +386,15 @@ def main(argv: list[str] | None = None) -> int:
                 f"{min(m['rows_per_s'] for m in r['per_million']):,} rows/s; "
                 f"state file {r['state_mb']} MB |"
             )
+        elif step == "raw_chunk_insert":
+            print(
+                f"| {step} | {r['urls']:,} | {r['seconds']} | {r['rows_per_s']:,} URLs/s | "
+                "| the same chunks packed beforehand, plain INSERT (the SQLite limit) |"
+            )
         elif step == "raw_sqlite_insert":
             print(
                 f"| {step} | {r['urls']:,} | {r['seconds']} | {r['rows_per_s']:,} rows/s | "
-                "| plain INSERT, same table (the SQLite limit) |"
+                "| a row per URL, plain INSERT (schema 2's table, before chunks) |"
             )
         elif step == "ledger_lookup":
             print(

@@ -1,8 +1,9 @@
 """State stage (writer side): the SQLite file that makes cron runs incremental and resumable.
 
 In: the state path, the run's options, and from the workers ``LedgerRows``
-batches and finished hosts' ``HostState`` (see ``ledger.py``). Out: the state
-file, the removed-URL records of each finished host, and the run to resume.
+batches (packed chunks, ``chunks.py``) and finished hosts' ``HostState`` (see
+``ledger.py``). Out: the state file, the removed-URL records of each finished
+host, and the run to resume.
 
 One process writes it: the parent's writer (``shards._Writer``), in batched
 transactions; workers read it through ``ledger.LedgerReader`` (WAL mode, so
@@ -13,7 +14,7 @@ is corrupt is an error, never replaced.
 
 Exactly-once across a crash (``kill -9``) and its resume. The writer appends
 records to ``OUT.part``, and every ``commit``: flushes and fsyncs the output,
-then commits in one transaction the ledger rows of those records, the finished
+then commits in one transaction the ledger chunks of those records, the finished
 hosts' checkpoints and the output's length. So the state never refers to a
 record that is not on disk. The next run with the same state finds the run
 unfinished and resumes it: it cuts ``OUT.part`` back to the committed length
@@ -386,10 +387,9 @@ class StateStore:
                     "last_complete = ? WHERE id = ?",
                     (s.status, s.http_status, t, t, sid),
                 )
-                # Its ledger rows are left as they are (rewriting last_seen of every row
-                # would rewrite the whole ledger of an unchanged site: 5 s for a million
-                # URLs); the sitemap's last_complete says they were confirmed, and a
-                # carried sitemap is never in the removal scope.
+                # Its ledger chunks stand as they are (rewriting them would rewrite the
+                # whole ledger of an unchanged site); the sitemap's last_complete says
+                # they were confirmed, and a carried sitemap is never in the removal scope.
             else:
                 # A failed or partial read keeps the validators of the last full read
                 # (sending them next time must not make a 304 cover a file never read).

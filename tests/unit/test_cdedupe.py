@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from harvester.chunks import NO_LASTMOD, _find_many_py, _sort_unique_py
 from harvester.dedupe import fingerprint, fingerprint_py
 from tests.compiled import compiled_module
 
@@ -113,3 +114,31 @@ def test_a_fence_of_another_run_is_refused() -> None:
         cdedupe.add_many(
             [array("Q")], 64, array("Q", [5]), [memoryview(run)], None, [array("Q", [0])]
         )
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(-(2**63), 2**63 - 1) | st.integers(-5, 5),
+            st.sampled_from([NO_LASTMOD, 0, 1, 2**40]),
+        ),
+        max_size=300,
+    ),
+    st.lists(st.integers(-(2**63), 2**63 - 1) | st.integers(-6, 6), max_size=50),
+)
+def test_the_ledger_view_sorts_and_finds_like_the_python_twin(
+    entries: list[tuple[int, int]], probes: list[int]
+) -> None:
+    fps = array("q", [fp for fp, _ in entries])
+    lastmods = array("q", [lm for _, lm in entries])
+    view = cdedupe.sort_unique(fps, lastmods)
+    assert view == _sort_unique_py(fps, lastmods)
+    assert list(view[0]) == sorted(set(fps))
+    queries = array("q", probes + list(fps[:20]))
+    assert cdedupe.find_many(view[0], queries) == _find_many_py(view[0], queries)
+
+
+def test_sort_unique_refuses_columns_of_two_lengths() -> None:
+    with pytest.raises(ValueError, match="length"):
+        cdedupe.sort_unique(array("q", [1, 2]), array("q", [1]))
