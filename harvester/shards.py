@@ -377,16 +377,17 @@ def tune_gc(*, throughput: bool = False) -> None:
     """Take the objects created by imports out of the garbage collector's sight.
 
     They live for the whole run; without ``gc.freeze`` every full collection
-    walks them again. ``throughput`` (a worker process with no state file) also
-    raises the gen-0 threshold from 700 to 10,000: collections (``gc_collect_main``,
-    ``visit_decref``) were 3-4 % of a worker's samples, and without the ledger the
-    workers' CPU is what limits the run. With a state file the writer's SQLite is
-    the limit, so the workers' CPU buys nothing and the memory is kept instead.
+    walks them again. ``throughput`` (a worker process) also raises the gen-0
+    threshold from 700 to 10,000: collections (``gc_collect_main``,
+    ``visit_decref``) were 3-4 % of a worker's samples, and the workers' CPU is
+    what limits the run.
 
     Measured (``bench_pipeline --hosts 2000 --only harvester``, alternated, 3 runs
     each): state off, 13.18-15.00 s and 22.5-25.0 CPU s against 14.37-15.95 s and
-    24.0-26.8 CPU s, peak RSS 222-225 MB against 217-220; state on it made no
-    difference in time and cost 1-13 MB (283-296 MB against 283-288).
+    24.0-26.8 CPU s, peak RSS 222-225 MB against 217-220. With the state file it
+    was left at 700 while the writer's SQLite was the limit; since the ledger is
+    chunks (d4d0605) the workers' CPU is the limit there too, and perf put
+    collections at 2.8 % of a state-on worker's samples against 0.5 % state off.
     """
     gc.freeze()
     if throughput:

@@ -286,7 +286,7 @@ def main() -> None:
         from harvester.shards import event_loop_runner, tune_gc, tune_malloc
 
         _, cfg, incremental = pickle.loads(_read_frame(seeds_fd))  # noqa: S301 - our parent
-        tune_gc(throughput=incremental is None)
+        tune_gc(throughput=True)
         tune_malloc()
         event_loop_runner(cfg)(_serve(index, cfg, incremental, seeds_fd, results, stop_fd))
     except BaseException:  # report any crash to the parent, then exit non-zero

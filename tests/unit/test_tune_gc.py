@@ -1,4 +1,4 @@
-"""``shards.tune_gc``: imports frozen; the gen-0 threshold raised only when asked.
+"""``shards.tune_gc``: imports frozen; the gen-0 threshold raised only when asked (workers).
 
 Run in a fresh interpreter: freezing and thresholds are process-wide.
 """
@@ -26,7 +26,7 @@ def tuned(mode: str) -> dict[str, object]:
     return result
 
 
-def test_a_worker_without_state_collects_less_often() -> None:
+def test_a_worker_collects_less_often() -> None:
     assert tuned("throughput") == {"frozen": True, "threshold": [10_000, 10, 10]}
 
 
