@@ -56,6 +56,7 @@ def _parser() -> argparse.ArgumentParser:
     sub = ap.add_subparsers(dest="command", metavar="COMMAND", required=True)
     _run_parser(sub)
     _audit_parser(sub)
+    _ledger_parser(sub)
 
     p = sub.add_parser(
         "parse",
@@ -243,6 +244,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _run_command(ns, cfg)
     if ns.command == "audit":
         return _audit_command(ns, cfg)
+    if ns.command == "ledger":
+        return _ledger_command(ns)
     return EXIT_USAGE  # pragma: no cover - argparse enforces the choices
 
 
@@ -369,6 +372,56 @@ def _audit_parser(sub: Any) -> None:
     a.add_argument("--html", metavar="PATH", help="write the HTML report (with charts) here")
     a.add_argument("--config", help="TOML config file (fetch and politeness settings)")
     _allow_argument(a)
+
+
+def _ledger_parser(sub: Any) -> None:
+    g = sub.add_parser(
+        "ledger",
+        help="print the URLs a state file's ledger lists, as JSON lines",
+        description=(
+            "One JSON line per URL the state file's ledger lists (what the next run"
+            " compares against): url, host, sitemap, lastmod, run (the last run that"
+            " listed it). The ledger stores URLs as compressed chunks, not readable in"
+            " SQL; this reads them. Exit status: 0 done, 1 the state file is unusable,"
+            " 2 usage error."
+        ),
+    )
+    g.add_argument("hosts", nargs="*", metavar="DOMAIN", help="hosts to print (default: all)")
+    g.add_argument("--state", required=True, metavar="PATH", help="the state file of the runs")
+    g.add_argument("-o", "--output", default="-", help="where to write (default: stdout)")
+    g.set_defaults(config=None)
+
+
+def _ledger_command(ns: argparse.Namespace) -> int:
+    from harvester.ledger import LedgerReader
+    from harvester.scheduler import host_key
+    from harvester.sink import encode_records
+
+    if not os.path.exists(ns.state):
+        print(f"harvester ledger: no state file at {ns.state}", file=sys.stderr)
+        return EXIT_USAGE
+    # Hosts as the state names them (a domain, an origin or a URL each: its host).
+    hosts = [host_key(h if "://" in h else f"https://{h}/") for h in ns.hosts] or None
+    out = sys.stdout.buffer if ns.output == "-" else open(ns.output, "wb")  # noqa: SIM115
+    try:
+        reader = LedgerReader(ns.state, run_id=0)
+        try:
+            batch: list[dict[str, Any]] = []
+            for record in reader.listed(hosts):
+                batch.append(record)
+                if len(batch) >= 10_000:
+                    out.write(encode_records(batch))
+                    batch.clear()
+            out.write(encode_records(batch))
+        finally:
+            reader.close()
+    except (StateError, sqlite3.Error) as exc:
+        print(f"harvester ledger: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    finally:
+        if out is not sys.stdout.buffer:
+            out.close()
+    return EXIT_OK
 
 
 def _audit_command(ns: argparse.Namespace, cfg: Config) -> int:

@@ -25,15 +25,17 @@ import time
 import zlib
 from array import array
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 import orjson
 
-from harvester.chunks import NO_LASTMOD, LedgerView, pack
+from harvester.chunks import NO_LASTMOD, LedgerView, pack, unpack_fps, unpack_urls
+from harvester.dates import format_utc
 from harvester.errors import StateError
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Iterable, Iterator, Sequence
 
 __all__ = [
     "EMIT_EVENTS",
@@ -323,16 +325,51 @@ class LedgerReader:
             out.append(classify(prev, None if lm == NO_LASTMOD else lm, run_id))
         return out
 
+    def listed(self, hosts: Iterable[str] | None = None) -> Iterator[dict[str, Any]]:
+        """What the ledger lists: one dict per URL and host (all hosts, or ``hosts``).
+
+        Each: ``url``, ``host``, ``sitemap`` (the newest chunk's), ``lastmod``
+        (ISO 8601 UTC or None) and ``run`` (the last run that listed it). What
+        ``harvester ledger`` prints: the chunks' blobs are not readable in SQL.
+        """
+        if hosts is None:
+            names: Iterable[str] = [n for (n,) in self._db.execute("SELECT name FROM hosts")]
+        else:
+            names = hosts
+        for name in names:
+            row = self._db.execute("SELECT id FROM hosts WHERE name = ?", (name,)).fetchone()
+            if row is None:
+                continue
+            seen: set[int] = set()  # newest chunk first: a URL in older ones is skipped
+            for run, sitemap, fps, lastmods, urls in self._db.execute(
+                "SELECT c.run, s.url, c.fps, c.lastmods, c.urls FROM url_chunks c "
+                "JOIN sitemaps s ON s.id = c.sitemap_id WHERE c.host_id = ? "
+                "ORDER BY c.run DESC, c.id DESC",
+                (row[0],),
+            ):
+                chunk = zip(unpack_fps(fps), unpack_fps(lastmods), unpack_urls(urls), strict=True)
+                for fp, lastmod, url in chunk:
+                    if fp in seen:
+                        continue
+                    seen.add(fp)
+                    yield {
+                        "url": url,
+                        "host": name,
+                        "sitemap": sitemap,
+                        "lastmod": iso(None if lastmod == NO_LASTMOD else lastmod),
+                        "run": run,
+                    }
+
     def _views(self, host_id: int) -> tuple[LedgerView, LedgerView]:
         """The host's chunks from earlier runs, and from this run, as two views."""
-        earlier: list[tuple[bytes, bytes]] = []
-        this_run: list[tuple[bytes, bytes]] = []
-        for run, fps, lastmods in self._db.execute(
-            "SELECT run, fps, lastmods FROM url_chunks WHERE host_id = ? ORDER BY run, id",
-            (host_id,),
-        ):
-            (this_run if run == self.run_id else earlier).append((fps, lastmods))
-        return LedgerView.build(earlier), LedgerView.build(this_run)
+        query = (
+            "SELECT fps, lastmods FROM url_chunks WHERE host_id = ? AND run {} ? ORDER BY run, id"
+        )
+        # Streamed from the cursor: a big host's blobs are never all held as well.
+        earlier = self._db.execute(query.format("<"), (host_id, self.run_id))
+        listed = LedgerView.build(earlier)
+        this_run = self._db.execute(query.format("="), (host_id, self.run_id))
+        return listed, LedgerView.build(this_run)
 
 
 def load_json(data: bytes | str | None) -> Any:
@@ -348,6 +385,11 @@ def dump_json(value: Any) -> bytes:
     """Encode a memory value for the state file (compressed when large)."""
     data = orjson.dumps(value)
     return zlib.compress(data) if len(data) > 512 else data
+
+
+def iso(epoch: int | None) -> str | None:
+    """A ledger lastmod (epoch seconds) as records write lastmods (``dates.format_utc``)."""
+    return None if epoch is None else format_utc(datetime.fromtimestamp(epoch, UTC))
 
 
 def now() -> float:

@@ -37,14 +37,12 @@ import os
 import sqlite3
 from array import array
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from itertools import groupby
 from typing import TYPE_CHECKING, Any
 
 from harvester.chunks import NO_LASTMOD, LedgerView, pack, unpack_fps, unpack_urls
-from harvester.dates import format_utc
 from harvester.errors import StateError
-from harvester.ledger import EMIT_EVENTS, dump_json, now
+from harvester.ledger import EMIT_EVENTS, dump_json, iso, now
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -467,7 +465,7 @@ class StateStore:
             "SELECT id, fps, lastmods FROM url_chunks WHERE host_id = ? AND run < ? "
             "ORDER BY run DESC, id DESC",
             (host_id, run_id),
-        ).fetchall():
+        ):
             if cid in partial:
                 fps = unpack_fps(fps_blob)
                 if min(now_listed.find(fps), default=0) >= 0:
@@ -496,7 +494,7 @@ class StateStore:
                         "url": urls[i],
                         "host": host,
                         "sitemap": sitemap,
-                        "lastmod": _iso(None if lastmod == NO_LASTMOD else lastmod),
+                        "lastmod": iso(None if lastmod == NO_LASTMOD else lastmod),
                         "event": "removed",
                     }
                 )
@@ -621,11 +619,6 @@ class FinishedHosts:
         if self._db is not None:
             self._db.close()
             self._db = None
-
-
-def _iso(epoch: int | None) -> str | None:
-    """A ledger lastmod (epoch seconds) as records write lastmods (``dates.format_utc``)."""
-    return None if epoch is None else format_utc(datetime.fromtimestamp(epoch, UTC))
 
 
 def _lock(path: str) -> int:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from aiohttp import web
 
+from harvester.cli import main
 from harvester.shards import run_job
 from tests.integration.conftest import fast_config
 
@@ -196,6 +197,20 @@ async def test_added_removed_and_bumped_urls_are_delta_events(sites: Sites, tmp_
     assert removed["sitemap"] == site.url("/b.xml")
     assert run.events is not None
     assert run.events["unchanged"] == 28
+    # `harvester ledger` prints what the ledger now lists: /b/7 retired, /a/3 bumped.
+    listed = tmp_path / "ledger.jsonl"
+    assert main(["ledger", "--state", str(tmp_path / "state.sqlite"), "-o", str(listed)]) == 0
+    ledger = {r["url"]: r for r in map(json.loads, listed.read_text().splitlines())}
+    assert len(ledger) == 30
+    assert site.url("/b/7") not in ledger
+    assert ledger[site.url("/a/3")]["lastmod"] == _w3c(BASE_TIME + 1000)
+    assert ledger[site.url("/a/new")]["sitemap"] == site.url("/a.xml")
+    assert {r["run"] for r in ledger.values()} == {2}  # both children read again in run two
+    host = ledger[site.url("/a/3")]["host"]
+    one = tmp_path / "one-host.jsonl"
+    assert main(["ledger", "--state", str(tmp_path / "state.sqlite"), host, "-o", str(one)]) == 0
+    assert len(one.read_text().splitlines()) == 30
+    assert main(["ledger", "--state", str(tmp_path / "nothing.sqlite")]) == 2
 
     # A third run with --emit all writes every listed URL, each with its event.
     site.edit("/b.xml")["/b/7"] = None  # it came back

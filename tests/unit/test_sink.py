@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import subprocess
 from array import array
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import pytest
 
+from harvester import sink as sink_module
 from harvester.models import Image, UrlEntry
 from harvester.pipeline import RecordBatch
 from harvester.records import record
@@ -228,3 +231,61 @@ def test_write_takes_the_callers_count(tmp_path: Path) -> None:
     sink.write(encode_record(_record(3)))
     assert sink.records == 3
     sink.close(complete=True)
+
+
+def _resident(path: Path) -> int:
+    """Bytes of ``path`` in the page cache (util-linux ``fincore``)."""
+    out = subprocess.run(
+        ["fincore", "--bytes", "--noheadings", "--output", "RES", str(path)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return int(out.split()[0])
+
+
+needs_drop_behind = pytest.mark.skipif(
+    sink_module._sync_range is None or shutil.which("fincore") is None,
+    reason="drop-behind needs Linux's sync_file_range; the check needs fincore",
+)
+
+
+@needs_drop_behind
+@pytest.mark.parametrize("drop", [True, False])
+def test_a_long_output_leaves_the_page_cache_once_on_disk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, drop: bool
+) -> None:
+    monkeypatch.setattr(sink_module, "_DROP_STEP", 1 << 20)
+    if not drop:
+        monkeypatch.setattr(sink_module, "_sync_range", None)
+    line = b'{"loc":"https://example.com/' + b"x" * 200 + b'"}\n'
+    batch = line * 1000  # ~230 KB
+    out = tmp_path / "urls.jsonl"
+    sink = JsonlSink(str(out))
+    for _ in range(60):  # ~14 MB
+        sink.write(batch, 1000)
+    resident = _resident(tmp_path / "urls.jsonl.part")
+    if drop:
+        assert sink.dropped >= 11 << 20
+        assert resident <= 3 << 20  # the last steps and the buffer, at most
+    else:
+        assert sink.dropped == 0
+        assert resident >= 12 << 20  # all of it cached
+    sink.close(complete=True)
+    assert out.read_bytes() == batch * 60
+
+
+@needs_drop_behind
+def test_a_resumed_output_drops_from_where_it_resumed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sink_module, "_DROP_STEP", 1 << 20)
+    part = tmp_path / "urls.jsonl.part"
+    part.write_bytes(b'{"a":1}\n' * 1000 + b'{"uncommitted":')
+    sink = JsonlSink(str(tmp_path / "urls.jsonl"), resume_at=8000)
+    for _ in range(10):
+        sink.write(b'{"b":2}\n' * 100_000, 100_000)
+    assert sink.dropped >= 5 << 20
+    sink.close(complete=True)
+    data = (tmp_path / "urls.jsonl").read_bytes()
+    assert data == b'{"a":1}\n' * 1000 + b'{"b":2}\n' * 1_000_000
