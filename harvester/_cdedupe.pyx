@@ -332,6 +332,50 @@ def add_many(
         PyMem_Free(described)
 
 
+cdef inline Py_ssize_t _locate(
+    const unsigned long long* data, Py_ssize_t n, uint64_t fp, Py_ssize_t guess
+) noexcept nogil:
+    """The first index of sorted ``data[:n]`` holding ``fp`` or more, searched from ``guess``.
+
+    Fingerprints are uniform (BLAKE2b), so interpolating into the bucket (the
+    caller's ``guess``) lands within a few entries: gallop from there, then bisect
+    what the gallop bounded. A bucket holds ~512 entries (4 KiB): plain bisection
+    was ~9 dependent loads, most of them cache misses, and the writer's
+    cross-host set spent 68 % of its time on one such load (perf annotate).
+    Any order of values stays correct, at worst ~2 log2(n) probes.
+    """
+    cdef Py_ssize_t lo, hi, mid, probe, step = 1
+    if n == 0:
+        return 0
+    if guess >= n:
+        guess = n - 1
+    elif guess < 0:
+        guess = 0
+    if data[guess] < fp:  # the answer is after guess
+        lo = guess + 1
+        probe = guess + 1
+        while probe < n and data[probe] < fp:
+            lo = probe + 1
+            step <<= 1
+            probe = guess + step
+        hi = probe if probe < n else n
+    else:  # the answer is guess or before it
+        hi = guess
+        probe = guess - 1
+        while probe >= 0 and data[probe] >= fp:
+            hi = probe
+            step <<= 1
+            probe = guess - step
+        lo = probe + 1 if probe >= 0 else 0
+    while lo < hi:  # data[lo - 1] < fp <= data[hi] (where they exist)
+        mid = (lo + hi) >> 1
+        if data[mid] < fp:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
 cdef tuple _add_sorted(
     list buckets,
     int shift,
@@ -339,24 +383,23 @@ cdef tuple _add_sorted(
     const Run* runs,
     Py_ssize_t count,
 ):
-    cdef Py_ssize_t k, lo, hi, mid, n
-    cdef uint64_t fp
+    cdef Py_ssize_t k, lo, n
+    cdef uint64_t fp, base
+    cdef double width = 18446744073709551616.0 if shift >= 64 else <double>(1ULL << shift)
     cdef unsigned long long* data
     cdef array.array bucket
     cdef Py_ssize_t added = 0, repeated = 0
     for k in range(fps.shape[0]):
         fp = fps[k]
-        bucket = buckets[0 if shift >= 64 else <Py_ssize_t>(fp >> shift)]
+        if shift >= 64:
+            bucket = buckets[0]
+            base = 0
+        else:
+            bucket = buckets[<Py_ssize_t>(fp >> shift)]
+            base = (fp >> shift) << shift
         n = Py_SIZE(bucket)
         data = bucket.data.as_ulonglongs
-        lo = 0
-        hi = n
-        while lo < hi:
-            mid = (lo + hi) >> 1
-            if data[mid] < fp:
-                lo = mid + 1
-            else:
-                hi = mid
+        lo = _locate(data, n, fp, <Py_ssize_t>(<double>(fp - base) / width * n))
         if (lo < n and data[lo] == fp) or (
             count and _in_runs(runs, count, fp)
         ):

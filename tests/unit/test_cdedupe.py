@@ -142,3 +142,20 @@ def test_the_ledger_view_sorts_and_finds_like_the_python_twin(
 def test_sort_unique_refuses_columns_of_two_lengths() -> None:
     with pytest.raises(ValueError, match="length"):
         cdedupe.sort_unique(array("q", [1, 2]), array("q", [1]))
+
+
+@pytest.mark.parametrize("shift", [64, 60, 54])
+def test_inserts_into_clustered_buckets_keep_them_sorted(shift: int) -> None:
+    """Far from uniform values (the interpolated guess is wrong) still land in order."""
+    buckets = [array("Q") for _ in range(1 if shift >= 64 else 1 << (64 - shift))]
+    rng = random.Random(shift)
+    clustered = [(1 << 40) + rng.randrange(1000) for _ in range(3000)]
+    edges = [0, 1, 2**64 - 1, 2**63, 2**63 - 1, *(rng.getrandbits(64) for _ in range(500))]
+    values = clustered + edges + clustered[:100]
+    added, repeated = cdedupe.add_many(buckets, shift, array("Q", values), [])
+    assert added == len(set(values))
+    assert repeated == len(values) - len(set(values))
+    merged = [fp for bucket in buckets for fp in bucket]
+    assert merged == sorted(set(values))
+    for i, bucket in enumerate(buckets):  # each value in its own bucket
+        assert all((fp >> shift if shift < 64 else 0) == i for fp in bucket)
