@@ -358,7 +358,9 @@ class HostWorker:
             for refetch in range(retries + 1):
                 # The host dedupes by canonical URL; a second per-document set would be waste.
                 reader = SitemapReader(ref.url, self._cfg.reader, dedupe=False)
-                digest = hashlib.blake2b(digest_size=16) if self._ledger is not None else None
+                # SHA-256 (truncated to 16 bytes when stored): 1.6 GB/s here with the CPU's
+                # SHA instructions, against BLAKE2b's 0.7 (2 % of a worker's CPU).
+                digest = hashlib.sha256() if self._ledger is not None else None
                 self._child_refs = []
                 status: int | None = None
                 received = 0  # bytes of this attempt's body
@@ -530,14 +532,14 @@ class HostWorker:
         result: ReadResult,
         status: int | None,
         validators: tuple[str | None, str | None],
-        digest: hashlib.blake2b | None,
+        digest: hashlib._Hash | None,
     ) -> None:
         """Remember a downloaded sitemap: validators and hash only from a complete read."""
         assert self.state is not None
         if ref.source == "fallback" and isinstance(result.error, NotASitemap):
             return  # a probe that missed is discovery's business
         complete = result.status == "ok" and not self._url_cap_hit
-        content_hash = digest.digest() if digest is not None else None
+        content_hash = digest.digest()[:16] if digest is not None else None
         memory = self._memory.sitemaps.get(ref.url)
         if complete and memory is not None and memory.content_hash == content_hash:
             self.report.sitemaps_unchanged += 1  # same bytes as last time, no validators

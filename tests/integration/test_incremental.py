@@ -127,7 +127,10 @@ def harvest(
     out = tmp_path / f"{name}.jsonl"
     opts: dict[str, Any] = {"state.path": str(tmp_path / "state.sqlite"), **overrides}
     assert site.site is not None
-    run = run_job(fast_config(**opts), [site.site.origin], str(out), progress=False)
+    hosts = f"{out}.hosts.jsonl"
+    run = run_job(
+        fast_config(**opts), [site.site.origin], str(out), progress=False, hosts_path=hosts
+    )
     records = [json.loads(line) for line in out.read_text().splitlines()]
     return run, records
 
@@ -165,6 +168,8 @@ async def test_second_run_of_an_unchanged_site_emits_nothing(
         # No validators: everything is downloaded again, but the same content hash means
         # nothing is new; the report says the files were unchanged.
         assert sum(site.bodies.values()) == 2 * bodies_before
+        (report,) = map(json.loads, (tmp_path / "two.jsonl.hosts.jsonl").read_text().splitlines())
+        assert report["sitemaps_unchanged"] == 3  # the index and both children
     else:
         # Conditional GETs: not one sitemap body the second time (counted server-side).
         assert sum(site.bodies.values()) == bodies_before
