@@ -27,3 +27,13 @@ def sort_unique(fps: array[int], lastmods: array[int]) -> tuple[array[int], arra
 
 def find_many(view: array[int], fps: array[int]) -> array[int]:
     """The position of each of ``fps`` in the sorted ``view`` (``-1``: absent)."""
+
+def classify_many(
+    listed: array[int],
+    listed_lastmods: array[int],
+    recorded: array[int],
+    fps: array[int],
+    lastmods: array[int],
+    labels: tuple[str, str, str],
+) -> list[str | None]:
+    """The event of each of ``fps`` against a host's ledger views (``LedgerReader.events``)."""

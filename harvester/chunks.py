@@ -163,3 +163,11 @@ _sort_unique: Callable[[array[int], array[int]], tuple[array[int], array[int]]] 
 _find_many: Callable[[array[int], array[int]], array[int]] = (
     _cdedupe.find_many if _cdedupe is not None else _find_many_py
 )
+# ``LedgerReader.events`` for a whole batch in C (None: its Python loop does it).
+classify_many: (
+    Callable[
+        [array[int], array[int], array[int], array[int], array[int], tuple[str, str, str]],
+        list[str | None],
+    ]
+    | None
+) = _cdedupe.classify_many if _cdedupe is not None else None

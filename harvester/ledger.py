@@ -30,7 +30,14 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import orjson
 
-from harvester.chunks import NO_LASTMOD, LedgerView, pack, unpack_fps, unpack_urls
+from harvester.chunks import (
+    NO_LASTMOD,
+    LedgerView,
+    classify_many,
+    pack,
+    unpack_fps,
+    unpack_urls,
+)
 from harvester.dates import format_utc
 from harvester.errors import StateError
 
@@ -64,6 +71,7 @@ EMIT_EVENTS: dict[str, frozenset[str]] = {
     "delta": frozenset({"new", "changed", "removed", "unverified"}),
 }
 
+_LABELS = ("new", "changed", "unchanged")  # classify_many's events, in its order
 _SIGN = 1 << 63
 _WRAP = 1 << 64
 
@@ -307,6 +315,8 @@ class LedgerReader:
         listed, recorded = memory.listed, memory.recorded
         if not listed and not recorded:
             return ["new"] * len(fps)
+        if classify_many is not None:
+            return classify_many(listed.fps, listed.lastmods, recorded.fps, fps, lastmods, _LABELS)
         at = listed.find(fps)
         replayed = recorded.find(fps) if recorded else None
         old_lastmods = listed.lastmods

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from harvester.chunks import NO_LASTMOD, _find_many_py, _sort_unique_py
 from harvester.dedupe import fingerprint, fingerprint_py
+from harvester.ledger import classify
 from tests.compiled import compiled_module
 
 if TYPE_CHECKING:
@@ -159,3 +160,45 @@ def test_inserts_into_clustered_buckets_keep_them_sorted(shift: int) -> None:
     assert merged == sorted(set(values))
     for i, bucket in enumerate(buckets):  # each value in its own bucket
         assert all((fp >> shift if shift < 64 else 0) == i for fp in bucket)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(-20, 20), st.sampled_from([NO_LASTMOD, 0, 5, 9])),
+        max_size=40,
+    ),
+    st.lists(st.integers(-20, 20), max_size=10),
+    st.lists(
+        st.tuples(st.integers(-25, 25), st.sampled_from([NO_LASTMOD, 0, 5, 7, 9, 12])),
+        max_size=40,
+    ),
+)
+def test_classify_many_gives_each_url_the_event_classify_gives(
+    ledger: list[tuple[int, int]], recorded: list[int], batch: list[tuple[int, int]]
+) -> None:
+    listed_fps, listed_lastmods = cdedupe.sort_unique(
+        array("q", [fp for fp, _ in ledger]), array("q", [lm for _, lm in ledger])
+    )
+    this_run = array("q", sorted(set(recorded)))
+    fps = array("q", [fp for fp, _ in batch])
+    lastmods = array("q", [lm for _, lm in batch])
+    got = cdedupe.classify_many(
+        listed_fps, listed_lastmods, this_run, fps, lastmods, ("new", "changed", "unchanged")
+    )
+    known = dict(zip(listed_fps, listed_lastmods, strict=True))
+    expected = []
+    for fp, lm in batch:
+        old = known.get(fp)
+        prev = None if old is None else (None if old == NO_LASTMOD else old, 1, None)
+        if fp in this_run:
+            prev = (None, 2, None)  # last seen by this run (2)
+        expected.append(classify(prev, None if lm == NO_LASTMOD else lm, 2))
+    assert got == expected
+
+
+def test_classify_many_refuses_columns_of_two_lengths() -> None:
+    with pytest.raises(ValueError, match="length"):
+        cdedupe.classify_many(
+            array("q"), array("q"), array("q"), array("q", [1]), array("q"), ("a", "b", "c")
+        )
