@@ -148,16 +148,7 @@ def raw_chunk_insert(path: Path, urls: int) -> dict[str, Any]:
         if (host + 1) * PER_HOST % COMMIT_EVERY == 0:
             db.execute("COMMIT")
             db.execute("BEGIN")
-    db.execute("COMMIT")
-    seconds = time.perf_counter() - started
-    db.close()
-    return {
-        "step": "raw_chunk_insert",
-        "urls": done,
-        "seconds": round(seconds, 2),
-        "rows_per_s": round(done / seconds),
-        "rss_mb_last": rss_mb(),
-    }
+    return _finish(db, "raw_chunk_insert", done, started)
 
 
 def raw_sqlite_insert(path: Path, urls: int) -> dict[str, Any]:
@@ -187,11 +178,16 @@ def raw_sqlite_insert(path: Path, urls: int) -> dict[str, Any]:
         if done % COMMIT_EVERY == 0:
             db.execute("COMMIT")
             db.execute("BEGIN")
+    return _finish(db, "raw_sqlite_insert", done, started)
+
+
+def _finish(db: sqlite3.Connection, step: str, done: int, started: float) -> dict[str, Any]:
+    """Commit and close a raw insert; its figures."""
     db.execute("COMMIT")
     seconds = time.perf_counter() - started
     db.close()
     return {
-        "step": "raw_sqlite_insert",
+        "step": step,
         "urls": done,
         "seconds": round(seconds, 2),
         "rows_per_s": round(done / seconds),
