@@ -375,12 +375,13 @@ def main(argv: list[str] | None = None) -> int:
     for r in results:
         step = r["step"]
         if step == "ledger_upsert":
-            rss = [m["rss_mb"] for m in r["per_million"]]
+            # (Under a million URLs there is no per-million sample: the last RSS only.)
+            rss = [m["rss_mb"] for m in r["per_million"]] or [r["rss_mb_last"]]
+            slowest = min((m["rows_per_s"] for m in r["per_million"]), default=r["rows_per_s"])
             print(
                 f"| {step} | {r['urls']:,} | {r['seconds']} | {r['rows_per_s']:,} rows/s "
                 f"| RSS {min(rss):.0f}-{max(rss):.0f} MB | slowest million "
-                f"{min(m['rows_per_s'] for m in r['per_million']):,} rows/s; "
-                f"state file {r['state_mb']} MB |"
+                f"{slowest:,} rows/s; state file {r['state_mb']} MB |"
             )
         elif step == "raw_chunk_insert":
             print(
