@@ -402,7 +402,11 @@ def _ledger_command(ns: argparse.Namespace) -> int:
         return EXIT_USAGE
     # Hosts as the state names them (a domain, an origin or a URL each: its host).
     hosts = [host_key(h if "://" in h else f"https://{h}/") for h in ns.hosts] or None
-    out = sys.stdout.buffer if ns.output == "-" else open(ns.output, "wb")  # noqa: SIM115
+    try:
+        out = sys.stdout.buffer if ns.output == "-" else open(ns.output, "wb")  # noqa: SIM115
+    except OSError as exc:
+        print(f"harvester ledger: cannot write {ns.output}: {exc.strerror}", file=sys.stderr)
+        return EXIT_USAGE
     try:
         reader = LedgerReader(ns.state, run_id=0)
         try:

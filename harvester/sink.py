@@ -42,7 +42,7 @@ from typing import IO, TYPE_CHECKING, Any
 import orjson
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping
+    from collections.abc import Callable, Iterable, Mapping
     from types import TracebackType
 
 __all__ = ["JsonlSink", "encode_record", "encode_records"]
@@ -54,7 +54,7 @@ _SYNC_WRITE = 2  # SYNC_FILE_RANGE_WRITE: start writeback, do not wait
 _SYNC_WAIT = 1 | 2 | 4  # WAIT_BEFORE | WRITE | WAIT_AFTER: the range is on disk after it
 
 
-def _sync_file_range() -> Any:
+def _sync_file_range() -> Callable[[int, int, int, int], int] | None:
     """libc's ``sync_file_range`` (Linux), or None where there is none."""
     if not sys.platform.startswith("linux"):
         return None
@@ -180,14 +180,16 @@ class JsonlSink:
         """Start writeback of the last step; wait for the one before and drop it."""
         assert self._file is not None
         assert self._started is not None
+        sync_range = _sync_range
+        assert sync_range is not None  # (_started is set only where it exists)
         self._file.flush()
         fd = self._file.fileno()
         start, end = self._started, self.bytes
-        if _sync_range(fd, start, end - start, _SYNC_WRITE) != 0:
+        if sync_range(fd, start, end - start, _SYNC_WRITE) != 0:
             self._started = None  # refused here (say, a filesystem without it): just write
             return
         if self._behind < start:
-            if _sync_range(fd, self._behind, start - self._behind, _SYNC_WAIT) != 0:
+            if sync_range(fd, self._behind, start - self._behind, _SYNC_WAIT) != 0:
                 self._started = None
                 return
             os.posix_fadvise(fd, self._behind, start - self._behind, os.POSIX_FADV_DONTNEED)

@@ -216,6 +216,8 @@ async def test_added_removed_and_bumped_urls_are_delta_events(sites: Sites, tmp_
     assert main(["ledger", "--state", str(tmp_path / "state.sqlite"), host, "-o", str(one)]) == 0
     assert len(one.read_text().splitlines()) == 30
     assert main(["ledger", "--state", str(tmp_path / "nothing.sqlite")]) == 2
+    unwritable = str(tmp_path / "no-such-dir" / "x.jsonl")
+    assert main(["ledger", "--state", str(tmp_path / "state.sqlite"), "-o", unwritable]) == 2
 
     # A third run with --emit all writes every listed URL, each with its event.
     site.edit("/b.xml")["/b/7"] = None  # it came back
