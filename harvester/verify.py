@@ -205,21 +205,21 @@ def _picks(db: Any, host_id: int, k: int) -> list[tuple[int, str, int | None]]:
     from every part of the site. Reads the chunks' fingerprints, then the URLs of
     only the chunks picked from.
     """
-    smallest: dict[int, list[tuple[int, int, int]]] = {}  # sitemap -> (fp, chunk, index)
+    # sitemap -> (fp, -chunk id, index): for a URL in two chunks the newest sorts first.
+    smallest: dict[int, list[tuple[int, int, int]]] = {}
     for cid, sid, blob in db.execute(
-        "SELECT id, sitemap_id, fps FROM url_chunks WHERE host_id = ? ORDER BY run DESC, id DESC",
-        (host_id,),
+        "SELECT id, sitemap_id, fps FROM url_chunks WHERE host_id = ?", (host_id,)
     ):
         fps = unpack_fps(blob)
-        best = smallest.get(sid, []) + [(fp, cid, i) for i, fp in enumerate(fps)]
+        best = smallest.get(sid, []) + [(fp, -cid, i) for i, fp in enumerate(fps)]
         smallest[sid] = heapq.nsmallest(k, best)
     ranked: list[tuple[int, int, int, int]] = []  # (rank in its sitemap, fp, chunk, index)
     for entries in smallest.values():
         rank = 0
         last: int | None = None
-        for fp, cid, i in entries:  # sorted; a URL in two chunks of one sitemap counts once
+        for fp, neg_cid, i in entries:  # sorted; a URL in two chunks of one sitemap counts once
             if fp != last:
-                ranked.append((rank, fp, cid, i))
+                ranked.append((rank, fp, -neg_cid, i))
                 rank += 1
                 last = fp
     ranked.sort()

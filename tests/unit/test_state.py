@@ -361,3 +361,34 @@ def test_a_sitemap_read_in_part_every_run_does_not_grow_the_ledger(tmp_path: Pat
             store.finish_run("complete")
             counts.append(store.db.execute("SELECT count(*) FROM url_chunks").fetchone()[0])
     assert counts == [1, 1, 1, 1]
+
+
+def test_audit_picks_go_round_the_sitemaps_and_take_the_newest_listing(tmp_path: Path) -> None:
+    from harvester.verify import _picks
+
+    other = "https://a.example/other.xml"
+    path = str(tmp_path / "s.sqlite")
+    low, mid, high = signed(1), signed(2), signed(3)
+    with StateStore(path) as store:
+        store.start_run(emit="delta", output=None)
+        store.add_urls(
+            "a.example",
+            LedgerRows.of(
+                [
+                    (mid, "https://a.example/mid", SM, 100),
+                    (low, "https://a.example/low", SM, 100),
+                    (high, "https://a.example/high", other, None),
+                ]
+            ),
+        )
+        # A partial read of SM lists "low" again with a newer lastmod (both chunks stand).
+        store.add_urls("a.example", LedgerRows.of([(low, "https://a.example/low", SM, 200)]))
+        store.commit(None)
+        host_id = store.db.execute("SELECT id FROM hosts").fetchone()[0]
+        picks = _picks(store.db, host_id, 3)
+        assert picks == [
+            (low, "https://a.example/low", 200),  # rank 0 of SM, its newest listing
+            (high, "https://a.example/high", None),  # rank 0 of the other sitemap
+            (mid, "https://a.example/mid", 100),  # rank 1 of SM
+        ]
+        assert [p[0] for p in _picks(store.db, host_id, 2)] == [low, high]
