@@ -69,7 +69,7 @@ CREATE TABLE url_chunks (
     n INTEGER NOT NULL,            -- how many
     fps BLOB NOT NULL,             -- signed 64-bit fingerprints, little-endian
     lastmods BLOB NOT NULL,        -- epoch seconds UTC, little-endian; -2**63: none
-    urls BLOB NOT NULL             -- the canonical URLs, newline-joined UTF-8, zlib
+    urls BLOB NOT NULL             -- the canonical URLs, newline-joined UTF-8, zstd
 )"""
 _CHUNKS_INDEX = "CREATE INDEX url_chunks_by_host ON url_chunks (host_id, run)"
 _INSERT_CHUNK = (

@@ -251,6 +251,16 @@ def test_a_url_with_a_raw_newline_keeps_the_chunk_aligned() -> None:
     assert unpack_urls(pack(array("q"), array("q"), [])[2]) == []
 
 
+def test_url_text_is_zstd_and_zlib_chunks_still_read() -> None:
+    import zlib
+
+    urls = ["https://a.example/1", "https://a.example/é"]
+    blob = pack(array("q", [1, 2]), array("q", [0, 0]), urls)[2]
+    assert blob[:4] == b"\x28\xb5\x2f\xfd"  # a zstd frame
+    assert unpack_urls(blob) == urls
+    assert unpack_urls(zlib.compress("\n".join(urls).encode(), 1)) == urls  # written before
+
+
 def test_the_view_keeps_the_newest_lastmod_and_finds_each_fingerprint() -> None:
     older = (array("q", [5, -3, 9]).tobytes(), array("q", [50, 30, 90]).tobytes())
     newer = (array("q", [9, 5, 7]).tobytes(), array("q", [NO_LASTMOD, 51, 70]).tobytes())
