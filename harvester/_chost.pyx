@@ -398,6 +398,26 @@ cdef inline object _epoch_s(object lastmod):
     return int(lastmod.timestamp())
 
 
+cdef int _append_line(bytearray buf, str url) except -1:
+    """Append ``url``'s UTF-8 and a newline to ``buf`` (a raw newline in it as ``%0A``,
+    as ``chunks.pack`` does: a line must stay one URL)."""
+    cdef Py_ssize_t n, start
+    cdef const char* data
+    cdef char* p
+    if PyUnicode_IS_COMPACT_ASCII(url):
+        data = PyUnicode_DATA(url)
+        n = PyUnicode_GET_LENGTH(url)
+        if memchr(data, b"\n", n) == NULL:
+            start = PyByteArray_GET_SIZE(buf)
+            _grow(buf, start + n + 1)
+            p = PyByteArray_AS_STRING(buf) + start
+            memcpy(p, data, n)
+            p[n] = b"\n"
+            return 0
+    buf += url.replace("\n", "%0A").encode("utf-8", "surrogatepass") + b"\n"
+    return 0
+
+
 cdef inline int _append_u64(array.array values, uint64_t value) except -1:
     """``values.append(value)`` for an ``array('Q')``."""
     cdef Py_ssize_t n = Py_SIZE(values)
@@ -438,7 +458,7 @@ def url_entries(
     url_entry_type,
     report,
     bytearray encoded=None,
-    list canonical=None,
+    bytearray canonical=None,
 ):
     """Handle the ``UrlEntry`` items of ``entries`` as ``HostWorker._entries`` does.
 
@@ -450,8 +470,9 @@ def url_entries(
     ``records._iso`` and ``records.record``; ``report``: the ``HostReport``;
     ``encoded``: when given, records go into it as the JSON lines that
     ``sink.encode_records`` makes of them (``batch`` stays empty); ``canonical``:
-    when given, each record's canonical URL is appended to it too (the state filter's
-    ledger rows need it, and it cannot be read back from an escaped line).
+    when given, each record's canonical URL is appended to it too, as UTF-8 and a
+    newline (``_append_line``): the state file's ledger chunks are made of that text
+    (``LedgerRows.pack_text``), and it cannot be read back from an escaped line.
 
     Returns ``(listed, position, cap_hit, others)``: the counters after the batch
     and, in order, the entries that are not ``UrlEntry`` (for the Python loop).
@@ -548,7 +569,7 @@ def url_entries(
             if lastmod_array is not None:
                 _append_i64(lastmod_array, no_epoch if lastmod is None else _epoch_s(lastmod))
             if canonical is not None:
-                canonical.append(url)
+                _append_line(canonical, url)
     finally:
         # What the batch counted reaches the distribution even if a step raised.
         if audit is not None:

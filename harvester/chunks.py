@@ -5,12 +5,13 @@ The state file's ledger keeps what each run listed as **chunks**, one row of
 
 * ``fps``: the canonical URLs' signed 64-bit fingerprints, little-endian;
 * ``lastmods``: their lastmod epoch seconds (``NO_LASTMOD`` for none), likewise;
-* ``urls``: the canonical URLs, ``"\\n"``-joined UTF-8, zstd-compressed (level 1).
+* ``urls``: the canonical URLs, ``"\\n"``-joined UTF-8, as one LZ4 frame (chunks
+  written before 2026-12 hold a zstd frame or zlib data: both still read).
 
 Why blobs: a row per URL made the writer run SQLite's B-tree insert for every
 URL, on the one process that also writes the output: 15 of its CPU seconds for
 the 3.2 million URLs of the ``many`` benchmark, and a 448 MB file. As chunks
-they are 10,670 rows and 136 MB (the URL text 71 MB, 4.1x smaller than raw);
+they are 7,987 rows and 161 MB (the URL text 99 MB as LZ4, 3x smaller than raw);
 ``bench_state``'s ``raw_chunk_insert`` inserts 2 million URLs' chunks in 0.15 s.
 The workers pack the chunks, in parallel; the writer only inserts them.
 
@@ -33,6 +34,7 @@ from array import array
 from bisect import bisect_left
 from typing import TYPE_CHECKING
 
+import lz4.frame
 import zstandard
 
 from harvester import compiled
@@ -40,16 +42,19 @@ from harvester import compiled
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Sequence
 
-__all__ = ["NO_LASTMOD", "LedgerView", "pack", "unpack_fps", "unpack_urls"]
+__all__ = ["NO_LASTMOD", "LedgerView", "pack", "pack_text", "unpack_fps", "unpack_urls"]
 
 NO_LASTMOD = -(1 << 63)  # lastmod epoch seconds in arrays: "none"
-# The URL text's compressor. zstd level 1 (the zstandard package) on the chunks of the
-# `many` benchmark: 252 ns a URL, 4.13x smaller; zlib level 1: 483 ns, 4.12x; that was
-# most of what packing cost a worker. One compressor per process, reused: its context
-# is allocated once (zlib.compress allocated and cleared ~256 KiB on every call).
-_COMPRESSOR = zstandard.ZstdCompressor(level=1)
-_DECOMPRESSOR = zstandard.ZstdDecompressor()
+# The URL text's compressor: LZ4 frames (the lz4 package). Timed on the canonical
+# URLs of the `many` benchmark's output in 256-URL chunks, one process: LZ4 166-175 ns
+# a URL, 2.84x smaller; zstd level 1 (used before) 365 ns, 4.0x; zstd level -3 273 ns,
+# 3.3x; zlib level 1 ~480 ns, 4.1x. Compressing was most of what a state file cost the
+# workers; the ~30 MB the weaker ratio adds to that ledger costs the writer (which only
+# copies it into SQLite) less than the ~0.6 CPU s LZ4 saves the workers. Chunks of
+# earlier versions (zstd, zlib) stay readable.
+_LZ4_MAGIC = b"\x04\x22\x4d\x18"
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+_ZSTD = zstandard.ZstdDecompressor()
 
 _BIG_ENDIAN = sys.byteorder == "big"
 
@@ -62,7 +67,7 @@ def _le(values: array[int]) -> bytes:
     return values.tobytes()
 
 
-def _from_le(data: bytes) -> array[int]:
+def _from_le(data: bytes | memoryview) -> array[int]:
     values = array("q", data)
     if _BIG_ENDIAN:
         values.byteswap()
@@ -79,20 +84,35 @@ def pack(fps: array[int], lastmods: array[int], urls: Sequence[str]) -> tuple[by
         # A canonical URL holds no raw newline (normalize escapes it); should one ever,
         # it is escaped here rather than split into two on the way back.
         text = "\n".join(u.replace("\n", "%0A") for u in urls).encode("utf-8", "surrogatepass")
-    return _le(fps), _le(lastmods), _COMPRESSOR.compress(text)
+    return pack_text(fps, lastmods, text)
 
 
-def unpack_fps(blob: bytes) -> array[int]:
+def pack_text(
+    fps: array[int], lastmods: array[int], text: bytes | memoryview
+) -> tuple[bytes, bytes, bytes]:
+    """``pack`` for URLs already joined: ``text`` is their UTF-8, one ``"\\n"`` between
+    each two (none at the end) and none inside one (the compiled loop writes it so).
+    """
+    return _le(fps), _le(lastmods), lz4.frame.compress(text)
+
+
+def unpack_fps(blob: bytes | memoryview) -> array[int]:
     """A chunk's ``fps`` or ``lastmods`` blob as ``array('q')``."""
     return _from_le(blob)
 
 
-def unpack_urls(blob: bytes) -> list[str]:
+def unpack_urls(blob: bytes | memoryview) -> list[str]:
     """A chunk's ``urls`` blob as the list of URLs, in the chunk's order.
 
-    zstd; a blob that is not a zstd frame is zlib (chunks written before zstd).
+    An LZ4 frame; a zstd frame or zlib data in chunks written by earlier versions.
     """
-    text = _DECOMPRESSOR.decompress(blob) if blob[:4] == _ZSTD_MAGIC else zlib.decompress(blob)
+    magic = blob[:4]
+    if magic == _LZ4_MAGIC:
+        text = lz4.frame.decompress(blob)
+    elif magic == _ZSTD_MAGIC:
+        text = _ZSTD.decompress(blob)
+    else:
+        text = zlib.decompress(blob)
     return text.decode("utf-8", "surrogatepass").split("\n") if text else []
 
 

@@ -122,8 +122,7 @@ class _Writer:
         for host, fps in fingerprints:
             self.cross.add(host, fps)
         if self.store is not None and rows:
-            for host, host_rows in rows:
-                self.store.add_urls(host, host_rows)
+            self.store.add_many(rows)
         self.pending_urls += count
         self._tick()
 

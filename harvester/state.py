@@ -45,7 +45,7 @@ from harvester.errors import StateError
 from harvester.ledger import EMIT_EVENTS, dump_json, iso, now
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable, Iterable, Iterator
 
     from harvester.ledger import HostState, LedgerRows
 
@@ -69,7 +69,7 @@ CREATE TABLE url_chunks (
     n INTEGER NOT NULL,            -- how many
     fps BLOB NOT NULL,             -- signed 64-bit fingerprints, little-endian
     lastmods BLOB NOT NULL,        -- epoch seconds UTC, little-endian; -2**63: none
-    urls BLOB NOT NULL             -- the canonical URLs, newline-joined UTF-8, zstd
+    urls BLOB NOT NULL             -- the canonical URLs, newline-joined UTF-8, LZ4 (or zstd, zlib)
 )"""
 _CHUNKS_INDEX = "CREATE INDEX url_chunks_by_host ON url_chunks (host_id, run)"
 _INSERT_CHUNK = (
@@ -324,16 +324,19 @@ class StateStore:
 
     def add_urls(self, host: str, rows: LedgerRows) -> None:
         """Record listed URLs of ``host`` (new, changed or unchanged): one chunk per sitemap."""
-        run = self._require_run()
+        self.add_many([(host, rows)])
+
+    def add_many(self, batches: Iterable[tuple[str, LedgerRows]]) -> None:
+        """``add_urls`` for each ``(host, rows)``, in one statement (a worker's message
+        carries the rows of several batches)."""
+        run_id = self._require_run().id
         self._begin()
-        host_id = self._host_id(host)
-        self._db.executemany(
-            _INSERT_CHUNK,
-            [
-                (host_id, self._sitemap_id(host_id, sitemap), run.id, n, *blobs)
-                for (sitemap, n), blobs in zip(rows.sitemaps, rows.chunks, strict=True)
-            ],
-        )
+        values = []
+        for host, rows in batches:
+            host_id = self._host_id(host)
+            for (sitemap, n), blobs in zip(rows.sitemaps, rows.chunks, strict=True):
+                values.append((host_id, self._sitemap_id(host_id, sitemap), run_id, n, *blobs))
+        self._db.executemany(_INSERT_CHUNK, values)
 
     def count(self, events: dict[str, int]) -> None:
         """Add per-event URL counts (from a finished host's report) to the run's totals."""

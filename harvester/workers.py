@@ -10,9 +10,13 @@ Out: a child process running one shard (``pipeline.run_shard``) and three pipes:
 
 A seed frame is ``multiprocessing.connection``'s: a 4-byte big-endian signed
 length, then that many bytes of pickle. A results frame (``_FRAME``) is the
-length of the rest, the length of the pickled message, the pickled message,
-then for "records" the encoded JSON lines as they are: built in one reused
-buffer, they are copied once and never joined or pickled. The parent waits on
+length of the rest, the length of the pickled message, the number of its
+out-of-band buffers and their lengths, the pickled message, those buffers, then
+for "records" the encoded JSON lines as they are: built in one reused buffer,
+they are copied once and never joined or pickled. The out-of-band buffers are
+pickle protocol 5's: the ledger chunks' blobs (``LedgerRows.__reduce_ex__``)
+travel as raw bytes, and the parent's ``LedgerRows`` hold views of its read
+buffer, which SQLite copies straight from (valid until the next read). The parent waits on
 every worker's results pipe at once (``multiprocessing.connection.wait``) and
 reads whatever each has, without blocking, into one reused buffer
 (``ResultPipe``): a worker writes a frame as its event loop gets to it, so
@@ -66,9 +70,10 @@ _BLOCK = 256 * 1024  # bytes of encoded records per message from a worker
 _PIPE_BYTES = 1 << 20  # the results pipe's capacity (see _widen_pipe)
 _HEADER = struct.Struct("!i")  # a seed frame's header (multiprocessing.connection's)
 # A results frame: the length of the rest, the length of the pickled message, the
-# pickled message, then (for "records") the encoded lines as they are.
+# number of its out-of-band buffers, their lengths (_LENGTH each), the pickled
+# message, the buffers, then (for "records") the encoded lines as they are.
 _LENGTH = struct.Struct("!I")
-_FRAME = struct.Struct("!II")
+_FRAME = struct.Struct("!III")
 _READ_BYTES = 2 << 20  # the parent's read buffer per worker: the pipe's capacity and more
 _ROLE = "harvester-worker"  # in the worker's command line, for ps and the benchmarks
 
@@ -220,13 +225,19 @@ class ResultPipe:
         out: list[tuple[tuple[Any, ...], memoryview]] = []
         view = memoryview(self._buf)
         while self._end - self._start >= _FRAME.size:
-            size, meta = _FRAME.unpack_from(self._buf, self._start)
+            size, meta, nbufs = _FRAME.unpack_from(self._buf, self._start)
             end = self._start + _LENGTH.size + size
             if end > self._end:
                 break
             first = self._start + _FRAME.size
-            msg = pickle.loads(view[first : first + meta])  # noqa: S301 - from our own child
-            out.append((msg, view[first + meta : end]))
+            pickled = first + nbufs * _LENGTH.size
+            at = pickled + meta
+            buffers = []
+            for (length,) in _LENGTH.iter_unpack(view[first:pickled]):
+                buffers.append(view[at : at + length])
+                at += length
+            msg = pickle.loads(view[pickled : pickled + meta], buffers=buffers)  # noqa: S301 - ours
+            out.append((msg, view[at:end]))
             self._start = end
         return out
 
@@ -371,19 +382,26 @@ class Results:
             self.ready.set()
 
     def _build(self, msg: tuple[Any, ...], records: Sequence[bytes]) -> int:
-        meta = pickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL)
-        size = _FRAME.size + len(meta) + sum(map(len, records))
+        # Out of band: the ledger blobs are copied once, below, not into the pickle too.
+        oob: list[pickle.PickleBuffer] = []
+        meta = pickle.dumps(msg, protocol=5, buffer_callback=oob.append)
+        buffers = [b.raw() for b in oob]
+        lengths = b"".join(_LENGTH.pack(len(b)) for b in buffers)
+        parts: list[bytes | memoryview] = [lengths, meta, *buffers, *records]
+        size = _FRAME.size + sum(map(len, parts))
         if size > len(self._buf):
             self._buf = bytearray(size)  # a message over the usual size (a huge report)
-        _FRAME.pack_into(self._buf, 0, size - _LENGTH.size, len(meta))
+        _FRAME.pack_into(self._buf, 0, size - _LENGTH.size, len(meta), len(buffers))
         at = _FRAME.size
         # Through a memoryview: a bytearray's own slice assignment first copies bytes
         # into a temporary bytearray (a large malloc and free per part).
         with memoryview(self._buf) as buf:
-            for part in (meta, *records):
+            for part in parts:
                 end = at + len(part)
                 buf[at:end] = part
                 at = end
+        for b in buffers:
+            b.release()
         return size
 
     def _write(self) -> None:

@@ -11,13 +11,16 @@ import os
 import signal
 import struct
 import time
+from array import array
 from multiprocessing.connection import wait
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from harvester.chunks import NO_LASTMOD, unpack_urls
 from harvester.config import Config
+from harvester.ledger import LedgerRows
 from harvester.seeds import parse_seed
 from harvester.shards import RunFailed, run_job
 from harvester.workers import PipeStop, ResultPipe, Results, SeedPipe, WorkerProcess
@@ -160,6 +163,40 @@ async def test_result_pipe_reassembles_frames_split_across_reads() -> None:
             pipe.messages()
     finally:
         pipe.close()
+
+
+async def test_ledger_blobs_cross_the_pipe_out_of_band_and_whole() -> None:
+    # Frames split at every byte: the ledger chunks' blobs arrive intact, as views of the
+    # parent's buffer, and are in the frame once (not also inside the pickle).
+    urls = [f"https://a.example/{i}" for i in range(300)]
+    rows = LedgerRows.pack(
+        array("q", range(300)), urls, array("q", [NO_LASTMOD] * 300), [("s1", 200), ("s2", 100)]
+    )
+    records = [b'{"url":"a"}\n']
+    data = await results_bytes(
+        (("records", 1, [], [("a.example", rows)]), records), (("done", 1), [])
+    )
+    assert len(data) < rows.nbytes + 600
+    r, w = os.pipe()
+    pipe = ResultPipe(r)
+    got: list[tuple[tuple[Any, ...], bytes]] = []
+    try:
+        for i in range(len(data)):
+            os.write(w, data[i : i + 1])
+            for msg, raw in pipe.messages():
+                if msg[0] == "records":
+                    ((host, arrived),) = msg[3]
+                    assert host == "a.example"
+                    assert arrived.sitemaps == rows.sitemaps
+                    assert all(type(b) is memoryview for c in arrived.chunks for b in c)
+                    blobs = [tuple(bytes(b) for b in c) for c in arrived.chunks]
+                    assert blobs == rows.chunks
+                    assert unpack_urls(arrived.chunks[1][2]) == urls[200:]
+                got.append((msg[:2], bytes(raw)))
+    finally:
+        os.close(w)
+        pipe.close()
+    assert got == [(("records", 1), records[0]), (("done", 1), b"")]
 
 
 async def test_results_flow_control_holds_the_worker_until_the_parent_reads() -> None:

@@ -388,3 +388,23 @@ def test_labelled_lines_are_the_replace_they_stand_for(
     for label in (b',"event":"new"', b""):
         expected = bytes(data.replace(b"}\n", label + b"}\n"))
         assert chost.label_lines(data, label) == expected
+
+
+def test_a_host_new_to_the_state_file_is_labelled_in_one_pass() -> None:
+    # Every URL of a host the state file has never seen is new: the batch gets one
+    # label, with no per-record list, whether its URLs come as the compiled loop's
+    # text or as a list; the ledger chunk holds them either way.
+    from array import array
+
+    from harvester.chunks import NO_LASTMOD, unpack_urls
+
+    w = worker(Config(), encoded=True, emit_mode="all", fresh=True)
+    urls = ["https://e.com/a", "https://e.com/é"]
+    text = bytearray("".join(u + "\n" for u in urls).encode())
+    for listed in (urls, (text, [len(text)])):
+        kept, rows, every = w._labels(
+            array("Q", [1, 2]), array("q", [0, NO_LASTMOD]), listed, [(f"https://{HOST}/s.xml", 2)]
+        )
+        assert (kept, every) == ([], "new")
+        assert rows is not None
+        assert unpack_urls(rows.chunks[0][2]) == urls

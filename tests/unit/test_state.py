@@ -251,14 +251,33 @@ def test_a_url_with_a_raw_newline_keeps_the_chunk_aligned() -> None:
     assert unpack_urls(pack(array("q"), array("q"), [])[2]) == []
 
 
-def test_url_text_is_zstd_and_zlib_chunks_still_read() -> None:
+def test_url_text_is_lz4_and_zstd_and_zlib_chunks_still_read() -> None:
     import zlib
+
+    import zstandard
 
     urls = ["https://a.example/1", "https://a.example/é"]
     blob = pack(array("q", [1, 2]), array("q", [0, 0]), urls)[2]
-    assert blob[:4] == b"\x28\xb5\x2f\xfd"  # a zstd frame
+    assert blob[:4] == b"\x04\x22\x4d\x18"  # an LZ4 frame
     assert unpack_urls(blob) == urls
-    assert unpack_urls(zlib.compress("\n".join(urls).encode(), 1)) == urls  # written before
+    text = "\n".join(urls).encode()
+    # written by earlier versions: zstd (level 1), and zlib before that
+    assert unpack_urls(zstandard.ZstdCompressor(level=1).compress(text)) == urls
+    assert unpack_urls(zlib.compress(text, 1)) == urls
+
+
+def test_pack_text_makes_the_chunks_pack_makes() -> None:
+    urls = ["https://a.example/1", "https://a.example/é", "https://b.example/x"]
+    fps, lastmods = array("q", [1, 2, 3]), array("q", [10, NO_LASTMOD, 30])
+    text = bytearray("".join(u + "\n" for u in urls).encode())
+    ends = [len("".join(u + "\n" for u in urls[:2]).encode()), len(text)]
+    by_text = LedgerRows.pack_text(fps, text, ends, lastmods, [("s1", 2), ("s2", 1)])
+    by_list = LedgerRows.pack(fps, urls, lastmods, [("s1", 2), ("s2", 1)])
+    assert by_text.sitemaps == by_list.sitemaps
+    assert [(f, m, unpack_urls(u)) for f, m, u in by_text.chunks] == [
+        (f, m, unpack_urls(u)) for f, m, u in by_list.chunks
+    ]
+    assert unpack_urls(by_text.chunks[1][2]) == ["https://b.example/x"]
 
 
 def test_the_view_keeps_the_newest_lastmod_and_finds_each_fingerprint() -> None:
