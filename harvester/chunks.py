@@ -45,13 +45,13 @@ if TYPE_CHECKING:
 __all__ = ["NO_LASTMOD", "LedgerView", "pack", "pack_text", "unpack_fps", "unpack_urls"]
 
 NO_LASTMOD = -(1 << 63)  # lastmod epoch seconds in arrays: "none"
-# The URL text's compressor: LZ4 frames (the lz4 package). Timed on the canonical
-# URLs of the `many` benchmark's output in 256-URL chunks, one process: LZ4 166-175 ns
-# a URL, 2.84x smaller; zstd level 1 (used before) 365 ns, 4.0x; zstd level -3 273 ns,
-# 3.3x; zlib level 1 ~480 ns, 4.1x. Compressing was most of what a state file cost the
-# workers; the ~30 MB the weaker ratio adds to that ledger costs the writer (which only
-# copies it into SQLite) less than the ~0.6 CPU s LZ4 saves the workers. Chunks of
-# earlier versions (zstd, zlib) stay readable.
+# The URL text's compressor: LZ4 frames (the lz4 package). `python -m
+# benchmarks.bench_chunks` (500,000 URLs of the `many` shapes, 512 a chunk): LZ4
+# 149-155 ns a URL, 2.99x smaller; zstd level 1 (used before) 299-339 ns, 4.25x; zstd
+# level -3 273-340 ns, 3.64x; zlib level 1 ~680 ns, 4.24x. Compressing was most of what
+# a state file cost the workers; the ~30 MB the weaker ratio adds to the `many` ledger
+# costs the writer (which only copies it into SQLite) less than the ~0.6 CPU s LZ4
+# saves the workers. Chunks of earlier versions (zstd, zlib) stay readable.
 _LZ4_MAGIC = b"\x04\x22\x4d\x18"
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 _ZSTD = zstandard.ZstdDecompressor()

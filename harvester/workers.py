@@ -16,13 +16,14 @@ for "records" the encoded JSON lines as they are: built in one reused buffer,
 they are copied once and never joined or pickled. The out-of-band buffers are
 pickle protocol 5's: the ledger chunks' blobs (``LedgerRows.__reduce_ex__``)
 travel as raw bytes, and the parent's ``LedgerRows`` hold views of its read
-buffer, which SQLite copies straight from (valid until the next read). The parent waits on
-every worker's results pipe at once (``multiprocessing.connection.wait``) and
-reads whatever each has, without blocking, into one reused buffer
-(``ResultPipe``): a worker writes a frame as its event loop gets to it, so
-waiting for the rest of a half-arrived frame stalled the writer (40 % of its
-wall time on bench_pipeline with a state file). A worker that exits, however
-it dies, shows as end of file after its last whole frame.
+buffer, which SQLite copies straight from (valid until the next read). The
+parent waits on every worker's results pipe at once
+(``multiprocessing.connection.wait``) and reads whatever each has, without
+blocking, into one reused buffer (``ResultPipe``): a worker writes a frame as
+its event loop gets to it, so waiting for the rest of a half-arrived frame
+stalled the writer (40 % of its wall time on bench_pipeline with a state file).
+A worker that exits, however it dies, shows as end of file after its last whole
+frame.
 
 Why plain pipes and ``subprocess`` rather than multiprocessing's spawn, Queue and
 Event (as before): spawn always starts a resource-tracker process (a whole
