@@ -13,6 +13,7 @@ def add_many(
     filters: list[bytearray | None] | None = None,
     fences: list[array[int] | None] | None = None,
     reads: list[tuple[int, int] | None] | None = None,
+    ahead: int = 8,
 ) -> tuple[int, int]:
     """Insert ``fps`` into ``SeenSet``'s sorted buckets: ``(added, already_there)``."""
 

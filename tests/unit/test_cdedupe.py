@@ -145,6 +145,22 @@ def test_sort_unique_refuses_columns_of_two_lengths() -> None:
         cdedupe.sort_unique(array("q", [1, 2]), array("q", [1]))
 
 
+@pytest.mark.parametrize("ahead", [-3, 0, 1, 8, 10_000])
+def test_prefetching_ahead_changes_nothing_but_speed(ahead: int) -> None:
+    """Any prefetch distance (none, negative, past the batch's end) leaves the same buckets."""
+    rng = random.Random(ahead)
+    shift = 56  # 256 buckets, so the prefetch runs (it is skipped with one bucket)
+    batches = [array("Q", [rng.getrandbits(64) for _ in range(700)]) for _ in range(4)]
+    batches.append(batches[1][::3])  # repeats, in another order
+    expected = [array("Q") for _ in range(256)]
+    got = [array("Q") for _ in range(256)]
+    for batch in batches:
+        want = cdedupe.add_many(expected, shift, batch, [], ahead=0)
+        assert cdedupe.add_many(got, shift, batch, [], ahead=ahead) == want
+    assert got == expected
+    assert [fp for bucket in got for fp in bucket] == sorted({fp for b in batches for fp in b})
+
+
 @pytest.mark.parametrize("shift", [64, 60, 54])
 def test_inserts_into_clustered_buckets_keep_them_sorted(shift: int) -> None:
     """Far from uniform values (the interpolated guess is wrong) still land in order."""

@@ -20,7 +20,13 @@ from harvester.ledger import (
     signed,
 )
 from harvester.sink import JsonlSink
-from harvester.state import SCHEMA_VERSION, StateLocked, StateStore, default_state_path
+from harvester.state import (
+    PAGE_SIZE,
+    SCHEMA_VERSION,
+    StateLocked,
+    StateStore,
+    default_state_path,
+)
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -51,6 +57,34 @@ def test_a_new_file_gets_the_current_schema(tmp_path: Path) -> None:
     db = sqlite3.connect(path)
     assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_a_new_file_has_large_pages_and_an_older_file_keeps_its_own(tmp_path: Path) -> None:
+    def page_size(path: Path) -> int:
+        db = sqlite3.connect(path)
+        try:
+            return int(db.execute("PRAGMA page_size").fetchone()[0])
+        finally:
+            db.close()
+
+    new, old = tmp_path / "new.sqlite", tmp_path / "old.sqlite"
+    StateStore(str(new)).close()
+    assert page_size(new) == PAGE_SIZE == 16384
+    StateStore(str(old), page_size=4096).close()  # as files made before PAGE_SIZE were
+    last = 0
+    for _ in range(2):  # reopened by this version: the pages stay, and the ledger works
+        with StateStore(str(old)) as store:
+            last = store.start_run(emit="delta", output=None).id
+            store.add_urls("a.example", rows("p1", "p2", lastmod=last))
+            store.commit(None)
+            store.finish_run("complete")
+        assert page_size(old) == 4096
+    reader = LedgerReader(str(old), run_id=last + 1)
+    try:
+        memory = reader.host("a.example")
+        assert reader.events(memory, fps("p1", "p3"), array("q", [1, 1])) == ["unchanged", "new"]
+    finally:
+        reader.close()
 
 
 def test_a_file_from_a_newer_harvester_is_refused(tmp_path: Path) -> None:
