@@ -340,18 +340,27 @@ class LedgerReader:
             )
         return memory
 
+    def fresh(self, memory: HostMemory) -> bool:
+        """Whether the ledger holds no URL of this host, so that every URL is ``new``.
+
+        The host's ledger is read once, at its first batch, into ``memory``.
+        """
+        if memory.host_id is None:
+            return True
+        if memory.listed is None or memory.recorded is None:
+            memory.listed, memory.recorded = self._views(memory.host_id)
+        return not memory.listed and not memory.recorded
+
     def events(self, memory: HostMemory, fps: array[int], lastmods: array[int]) -> list[str | None]:
         """The event of each URL (signed fingerprints; lastmods with ``NO_LASTMOD``).
 
         The host's ledger is read once, at its first batch, into ``memory``.
         """
-        if memory.host_id is None:
+        if self.fresh(memory):
             return ["new"] * len(fps)
-        if memory.listed is None or memory.recorded is None:
-            memory.listed, memory.recorded = self._views(memory.host_id)
         listed, recorded = memory.listed, memory.recorded
-        if not listed and not recorded:
-            return ["new"] * len(fps)
+        assert listed is not None  # (fresh read both)
+        assert recorded is not None
         if classify_many is not None:
             return classify_many(listed.fps, listed.lastmods, recorded.fps, fps, lastmods, _LABELS)
         at = listed.find(fps)

@@ -123,10 +123,13 @@ class Ledger:
     """
 
     def __init__(self, fresh: bool = False) -> None:
-        self.fresh = fresh
+        self._fresh = fresh
+
+    def fresh(self, memory: Any) -> bool:
+        return self._fresh
 
     def events(self, host_id: int | None, fps: Any, lastmods: Any) -> list[str | None]:
-        if self.fresh:
+        if self._fresh:
             return ["new"] * len(fps)
         # None: recorded by this run before it was cut short (a replay).
         return [(None, "new", "changed", "unchanged")[fp % 4] for fp in fps]

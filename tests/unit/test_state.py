@@ -87,6 +87,24 @@ def test_a_new_file_has_large_pages_and_an_older_file_keeps_its_own(tmp_path: Pa
         reader.close()
 
 
+def test_a_host_is_fresh_until_the_ledger_holds_a_url_of_it(tmp_path: Path) -> None:
+    path = str(tmp_path / "s.sqlite")
+    with StateStore(path) as store:
+        run = store.start_run(emit="delta", output=None)
+        store.finish_host(HostState("known.example", finished=True))  # a host, no URL
+        store.add_urls("a.example", rows("p1"))
+        store.commit(None)
+    reader = LedgerReader(path, run.id + 1)
+    try:
+        for host, fresh in [("never.example", True), ("known.example", True), ("a.example", False)]:
+            memory = reader.host(host)
+            assert reader.fresh(memory) is fresh, host
+            events = reader.events(memory, fps("p1", "p2"), array("q", [NO_LASTMOD] * 2))
+            assert events == (["new", "new"] if fresh else ["unchanged", "new"]), host
+    finally:
+        reader.close()
+
+
 def test_a_file_from_a_newer_harvester_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "s.sqlite"
     StateStore(str(path)).close()
