@@ -12,8 +12,10 @@ side by side (rounds interleaved, best of ``--rounds``), what it does per run:
   ``state.PAGE_SIZE``), 8 KiB, ``PAGE_SIZE`` (16 KiB) and 64 KiB (SQLite's largest):
   CPU seconds by call and the file's size;
 * ``cross``: the cross-host set (``CrossHostTracker.add``) over as many random
-  fingerprints in batches of 630 (a message's), its bucket lines prefetched 8
-  fingerprints ahead (``_cdedupe.add_many``'s default) and not at all: ns a URL.
+  fingerprints in batches of 630 (a message's), in table mode (a hash table, what the
+  writer uses: ``dedupe.SeenSet(table=True)``) and in the sorted buckets, their lines
+  prefetched 8 fingerprints ahead (``_cdedupe.add_many``'s default) or not at all:
+  ns a URL, and the set's peak bytes in memory.
 
 Usage::
 
@@ -116,20 +118,27 @@ def state_calls(hosts: list[Host], page_size: int, directory: str) -> dict[str, 
     return spent
 
 
-def cross_add(fps: array[int], ahead: int) -> float:
-    """CPU seconds of ``CrossHostTracker.add`` over ``fps`` with that prefetch distance."""
-    saved, module = dedupe._add_many, dedupe._cdedupe
+def cross_add(fps: array[int], way: str) -> tuple[float, int]:
+    """CPU seconds of ``CrossHostTracker.add`` over ``fps`` and the set's peak bytes in
+    memory: ``way`` "table" (what the writer uses), "buckets" (sorted buckets, bucket
+    lines prefetched 8 ahead) or "buckets, no prefetch"."""
+    saved, table, module = dedupe._add_many, dedupe._FpTable, dedupe._cdedupe
     assert module is not None, "needs the compiled harvester._cdedupe"
-    dedupe._add_many = functools.partial(module.add_many, ahead=ahead)
+    if way != "table":
+        dedupe._FpTable = None
+        dedupe._add_many = functools.partial(module.add_many, ahead=0 if "no" in way else 8)
     tracker = CrossHostTracker()  # the default spill threshold, as the writer's
+    peak = 0
     try:
         started = time.process_time()
         for at in range(0, len(fps), MESSAGE):
             tracker.add("h", fps[at : at + MESSAGE])
-        return time.process_time() - started
+            if at % (MESSAGE * 64) == 0:
+                peak = max(peak, tracker._seen.memory_bytes)
+        return time.process_time() - started, peak
     finally:
         tracker.close()
-        dedupe._add_many = saved
+        dedupe._add_many, dedupe._FpTable = saved, table
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -161,17 +170,18 @@ def main(argv: list[str] | None = None) -> int:
         )
 
     fps = array("Q", random.Random(2).randbytes(8 * urls))
-    spent: dict[int, list[float]] = {8: [], 0: []}
+    ways = ("table", "buckets", "buckets, no prefetch")
+    spent: dict[str, list[float]] = {way: [] for way in ways}
+    peaks: dict[str, int] = {}
     for _ in range(args.rounds):
-        for ahead in spent:
-            spent[ahead].append(cross_add(fps, ahead))
-    print("\n| cross-host set | best ns a URL | median ns a URL |")
-    print("| --- | ---: | ---: |")
-    for ahead, times in spent.items():
-        name = f"prefetch {ahead} ahead (default)" if ahead else "no prefetch"
+        for way in ways:
+            seconds, peaks[way] = cross_add(fps, way)
+            spent[way].append(seconds)
+    print("\n| cross-host set | best ns a URL | median ns a URL | peak MB in memory |")
+    print("| --- | ---: | ---: | ---: |")
+    for way, times in spent.items():
         best_ns, median_ns = min(times) * 1e9 / urls, statistics.median(times) * 1e9 / urls
-        print(f"| {name} | {best_ns:.0f} | {median_ns:.0f} |")
-
+        print(f"| {way} | {best_ns:.0f} | {median_ns:.0f} | {peaks[way] / 2**20:.1f} |")
     return 0
 
 

@@ -17,6 +17,29 @@ def add_many(
 ) -> tuple[int, int]:
     """Insert ``fps`` into ``SeenSet``'s sorted buckets: ``(added, already_there)``."""
 
+class FpTable:
+    """A hash set of 64-bit fingerprints (``SeenSet``'s table mode)."""
+
+    def __len__(self) -> int: ...
+    def __contains__(self, fp: int) -> bool: ...
+    @property
+    def nbytes(self) -> int:
+        """The table's bytes."""
+    def add_many(
+        self,
+        fps: array[int],
+        runs: list[memoryview],
+        filters: list[bytearray | None] | None = None,
+        fences: list[array[int] | None] | None = None,
+        reads: list[tuple[int, int] | None] | None = None,
+        ahead: int = 8,
+    ) -> tuple[int, int]:
+        """Insert ``fps`` (also checking the spilled runs): ``(added, already_there)``."""
+    def sort(self) -> memoryview:
+        """Its fingerprints sorted in place, as a view of its memory (valid until ``clear``)."""
+    def clear(self) -> None:
+        """Empty it, back to its first capacity."""
+
 FENCE: int
 """Fingerprints a fence entry stands for (one 4 KiB page of a run)."""
 

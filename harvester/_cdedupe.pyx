@@ -265,6 +265,64 @@ cdef bint _in_runs(const Run* runs, Py_ssize_t count, uint64_t fp) noexcept:
     return False
 
 
+cdef class _Runs:
+    """The spilled runs as ``_in_runs`` reads them, described once per batch; the typed
+    views it holds keep their buffers valid while it lives."""
+
+    cdef Run* runs
+    cdef Py_ssize_t count
+    cdef list held
+
+    def __cinit__(self, list runs, list filters, list fences, list reads):
+        cdef Py_ssize_t r
+        cdef const unsigned long long[::1] view
+        cdef const unsigned char[::1] bits
+        cdef const unsigned long long[::1] keys
+        self.count = len(runs)
+        self.held = []
+        if filters is not None and len(filters) != self.count:
+            raise ValueError("one filter (or None) per run")
+        if fences is not None and len(fences) != self.count:
+            raise ValueError("one fence (or None) per run")
+        if reads is not None and len(reads) != self.count:
+            raise ValueError("one (fd, offset) (or None) per run")
+        if not self.count:
+            return
+        self.runs = <Run*>PyMem_Malloc(self.count * sizeof(Run))
+        if self.runs is NULL:
+            raise MemoryError()
+        memset(self.runs, 0, self.count * sizeof(Run))
+        for r in range(self.count):
+            view = runs[r]
+            self.held.append(view)
+            self.runs[r].size = view.shape[0]
+            self.runs[r].start = &view[0] if view.shape[0] else NULL
+            self.runs[r].fd = -1
+            found = filters[r] if filters is not None else None
+            if found is not None:
+                bits = found
+                self.held.append(bits)
+                if bits.shape[0] < 8 or bits.shape[0] & (bits.shape[0] - 1):
+                    raise ValueError("not a run_filter: its size is a power of two")
+                self.runs[r].filter = &bits[0]
+                self.runs[r].mask = <uint64_t>bits.shape[0] * 8 - 1
+            found = fences[r] if fences is not None else None
+            if found is not None:
+                keys = found
+                self.held.append(keys)
+                if keys.shape[0] != (view.shape[0] + _FENCE - 1) // _FENCE:
+                    raise ValueError("not a fence of this run: one key a FENCE")
+                if keys.shape[0]:
+                    self.runs[r].fence = &keys[0]
+                    self.runs[r].fence_size = keys.shape[0]
+            found = reads[r] if reads is not None else None
+            if found is not None:
+                self.runs[r].fd, self.runs[r].offset = found
+
+    def __dealloc__(self):
+        PyMem_Free(self.runs)
+
+
 def add_many(
     list buckets,
     int shift,
@@ -290,55 +348,190 @@ def add_many(
     ``ahead``: how many fingerprints ahead to prefetch each one's bucket line (0 or less:
     none; benchmarks/bench_writer.py compares).
     """
-    # The runs' buffers, acquired once per batch (not once per fingerprint); the typed
-    # views in ``held`` keep them valid until the end of the call.
-    cdef Py_ssize_t count = len(runs), r
-    cdef const unsigned long long[::1] view
-    cdef const unsigned char[::1] bits
-    cdef const unsigned long long[::1] keys
-    cdef Run* described = NULL
-    cdef list held = []
-    if filters is not None and len(filters) != count:
-        raise ValueError("one filter (or None) per run")
-    if fences is not None and len(fences) != count:
-        raise ValueError("one fence (or None) per run")
-    if reads is not None and len(reads) != count:
-        raise ValueError("one (fd, offset) (or None) per run")
-    if count:
-        described = <Run*>PyMem_Malloc(count * sizeof(Run))
-        if described is NULL:
+    # The runs' buffers, acquired once per batch (not once per fingerprint).
+    cdef _Runs described = _Runs(runs, filters, fences, reads)
+    return _add_sorted(buckets, shift, fps, described.runs, described.count, ahead)
+
+
+cdef Py_ssize_t _TABLE_START = 1024  # FpTable's first capacity (8 KiB)
+
+
+cdef class FpTable:
+    """A set of 64-bit fingerprints in one open-addressing hash table: ``SeenSet``'s
+    in-memory part for the writer's run-wide cross-host set (``SeenSet(table=True)``).
+
+    Fingerprints are hashes already, so a fingerprint's slot is its top bits, probed
+    linearly (0 marks an empty slot; the fingerprint 0 is kept aside). The table
+    doubles past three quarters full: 11-21 bytes a fingerprint. Why: the sorted
+    buckets cost each new fingerprint a bisection and a ``memmove`` in a bucket that
+    is rarely in cache; here it is one probe, most often one cache line
+    (benchmarks/bench_writer.py compares them). Slots by top bits keep the table in
+    nearly sorted order, so ``sort`` (for a spill) is cheap and needs no copy.
+    """
+
+    cdef uint64_t* slots
+    cdef Py_ssize_t size  # slots, a power of two
+    cdef int shift  # a fingerprint's home slot is fp >> shift
+    cdef Py_ssize_t count
+    cdef bint zero
+
+    def __cinit__(self):
+        self._alloc(_TABLE_START)
+
+    cdef int _alloc(self, Py_ssize_t size) except -1:
+        cdef uint64_t* slots = <uint64_t*>PyMem_Malloc(size * sizeof(uint64_t))
+        if slots is NULL:
             raise MemoryError()
-        memset(described, 0, count * sizeof(Run))
-    try:
-        for r in range(count):
-            view = runs[r]
-            held.append(view)
-            described[r].size = view.shape[0]
-            described[r].start = &view[0] if view.shape[0] else NULL
-            described[r].fd = -1
-            found = filters[r] if filters is not None else None
-            if found is not None:
-                bits = found
-                held.append(bits)
-                if bits.shape[0] < 8 or bits.shape[0] & (bits.shape[0] - 1):
-                    raise ValueError("not a run_filter: its size is a power of two")
-                described[r].filter = &bits[0]
-                described[r].mask = <uint64_t>bits.shape[0] * 8 - 1
-            found = fences[r] if fences is not None else None
-            if found is not None:
-                keys = found
-                held.append(keys)
-                if keys.shape[0] != (view.shape[0] + _FENCE - 1) // _FENCE:
-                    raise ValueError("not a fence of this run: one key a FENCE")
-                if keys.shape[0]:
-                    described[r].fence = &keys[0]
-                    described[r].fence_size = keys.shape[0]
-            found = reads[r] if reads is not None else None
-            if found is not None:
-                described[r].fd, described[r].offset = found
-        return _add_sorted(buckets, shift, fps, described, count, ahead)
-    finally:
-        PyMem_Free(described)
+        memset(slots, 0, size * sizeof(uint64_t))
+        self.slots = slots
+        self.size = size
+        self.shift = 64
+        while (<Py_ssize_t>1 << (64 - self.shift)) < size:
+            self.shift -= 1
+        return 0
+
+    def __dealloc__(self):
+        PyMem_Free(self.slots)
+
+    def __len__(self):
+        return self.count + self.zero
+
+    @property
+    def nbytes(self):
+        """The table's bytes."""
+        return self.size * sizeof(uint64_t)
+
+    def __contains__(self, fp):
+        return self._has(<uint64_t>fp)
+
+    cdef inline bint _has(self, uint64_t v) noexcept:
+        cdef Py_ssize_t j
+        if v == 0:
+            return self.zero
+        j = <Py_ssize_t>(v >> self.shift)
+        while self.slots[j]:
+            if self.slots[j] == v:
+                return True
+            j = (j + 1) & (self.size - 1)
+        return False
+
+    cdef inline void _put(self, uint64_t v) noexcept:
+        cdef Py_ssize_t j = <Py_ssize_t>(v >> self.shift)
+        while self.slots[j]:
+            j = (j + 1) & (self.size - 1)
+        self.slots[j] = v
+
+    cdef int _grow(self) except -1:
+        cdef uint64_t* old = self.slots
+        cdef Py_ssize_t size = self.size, i
+        self._alloc(size * 2)
+        for i in range(size):
+            if old[i]:
+                self._put(old[i])
+        PyMem_Free(old)
+        return 0
+
+    def add_many(
+        self,
+        const unsigned long long[::1] fps,
+        list runs,
+        list filters=None,
+        list fences=None,
+        list reads=None,
+        Py_ssize_t ahead=8,
+    ):
+        """Insert ``fps``: ``(added, already_there)``; one already in a spilled run (the
+        arguments as ``add_many``'s) counts as there. ``ahead``: how many fingerprints
+        ahead to prefetch each one's slot and first run-filter bit (0 or less: none)."""
+        cdef _Runs described = _Runs(runs, filters, fences, reads)
+        cdef Py_ssize_t k, r, total = fps.shape[0], added = 0, repeated = 0
+        cdef uint64_t v
+        for k in range(total):
+            if ahead > 0 and k + ahead < total:
+                v = fps[k + ahead]
+                _prefetch(self.slots + (v >> self.shift))
+                for r in range(described.count):  # and each run filter's first bit
+                    if described.runs[r].filter is not NULL:
+                        _prefetch(described.runs[r].filter + ((v & described.runs[r].mask) >> 3))
+            v = fps[k]
+            if self._has(v) or (described.count and _in_runs(described.runs, described.count, v)):
+                repeated += 1
+                continue
+            added += 1
+            if v == 0:
+                self.zero = True
+                continue
+            self._put(v)
+            self.count += 1
+            if self.count * 4 > self.size * 3:
+                self._grow()
+        return added, repeated
+
+    def sort(self):
+        """Sort its fingerprints in place, into the front of its own memory, and return
+        them as a uint64 ``memoryview`` of it: a run to spill, with no copy (a copy would
+        add half the table to the writer's peak memory at each spill). The table holds
+        nothing once sorted; ``clear`` it (which ends the view) before adding again.
+
+        Slots are in order of home slot (the top bits), so moving the fingerprints to
+        the front in slot order leaves each within its cluster of its place, and an
+        insertion sort finishes. Those at the front that wrapped round from the end are
+        set aside first and go last.
+        """
+        cdef Py_ssize_t n = 0, i, j, e = 0, wrapped = 0, size = self.size
+        cdef uint64_t v
+        cdef uint64_t* data = self.slots
+        cdef uint64_t* tail = NULL
+        while e < size and data[e]:  # the first empty slot (there is one: <= 3/4 full)
+            e += 1
+        for i in range(e):  # the first cluster: those whose home is after it wrapped
+            if <Py_ssize_t>(data[i] >> self.shift) > e:
+                wrapped += 1
+        if wrapped:
+            tail = <uint64_t*>PyMem_Malloc(wrapped * sizeof(uint64_t))
+            if tail is NULL:
+                raise MemoryError()
+            j = 0
+            for i in range(e):
+                if <Py_ssize_t>(data[i] >> self.shift) > e:
+                    tail[j] = data[i]
+                    data[i] = 0
+                    j += 1
+        for i in range(size):
+            v = data[i]
+            if v:
+                data[i] = 0
+                data[n] = v  # (n <= i)
+                n += 1
+        if wrapped:
+            memcpy(data + n, tail, wrapped * sizeof(uint64_t))
+            n += wrapped
+            PyMem_Free(tail)
+        for i in range(1, n):
+            v = data[i]
+            j = i
+            while j > 0 and data[j - 1] > v:
+                data[j] = data[j - 1]
+                j -= 1
+            data[j] = v
+        if self.zero:  # the one fingerprint no slot holds: first
+            memmove(data + 1, data, n * sizeof(uint64_t))
+            data[0] = 0
+            n += 1
+        self.count = 0
+        self.zero = False
+        if n == 0:
+            return memoryview(b"").cast("Q")
+        cdef unsigned long long[::1] run = <unsigned long long[:n]> <unsigned long long*> data
+        return memoryview(run)
+
+    def clear(self):
+        """Empty it, back to its first capacity."""
+        cdef uint64_t* old = self.slots
+        self._alloc(_TABLE_START)
+        PyMem_Free(old)
+        self.count = 0
+        self.zero = False
 
 
 cdef inline Py_ssize_t _locate(

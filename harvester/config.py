@@ -229,7 +229,8 @@ class DedupeConfig:
     spill_threshold: int = 20_000_000  # fingerprints in memory per host before spilling to disk
     # The writer's run-wide set for cross-host duplicates grows with every URL of the run:
     # it spills sooner, so the writer's memory does not grow with the number of hosts.
-    cross_host_spill_threshold: int = 2_000_000
+    # A hash table (dedupe's table mode) of 2**21 slots holds 1.5 million: 16 MB.
+    cross_host_spill_threshold: int = 1_500_000
     bloom_capacity: int = 100_000_000  # URLs per host the Bloom filter is sized for
     bloom_error_rate: float = 0.000001  # its false-positive rate at capacity
 

@@ -31,6 +31,13 @@ globally sorted run) are written to a temporary file in ``spill_dir`` and
 memory-mapped read-only; lookups then ``bisect`` each run through the page
 cache. The file is deleted on ``close()`` (or when the set is collected).
 
+**Table mode** (``SeenSet(table=True)``, with the compiled module): the
+in-memory part is one open-addressing hash table (``_cdedupe.FpTable``) instead
+of the buckets, sorted only when it spills. A lookup is one probe instead of a
+bisection and an insert no ``memmove``: ~3.5 times faster on a 3-million-URL
+set, for 11-21 bytes a URL instead of ~8.6. The writer's run-wide cross-host set
+uses it (every URL of the run goes through it); per-host sets keep the buckets.
+
 **Bloom mode** (``mode = "bloom"``, needs the optional ``rbloom`` package) is
 for billion-URL runs: ``-ln(p) / ln(2)**2`` bits a URL, ~3.6 bytes at the
 default ``p = 1e-6`` allocated up front for ``bloom_capacity`` URLs. It can
@@ -57,6 +64,8 @@ from harvester.config import DedupeConfig
 if TYPE_CHECKING:
     from collections.abc import Callable
     from pathlib import Path
+
+    from harvester._cdedupe import FpTable
 
 __all__ = ["SeenSet", "fingerprint"]
 
@@ -89,6 +98,8 @@ _add_many: _AddMany | None = _cdedupe.add_many if _cdedupe is not None else None
 # bisects the fence, then reads that one page of the run with pread, not through the
 # mapping: a page read through a mapping stays in the process's RSS until unmapped.
 _FENCE: int = _cdedupe.FENCE if _cdedupe is not None else 512
+# Table mode's in-memory set (see the module docstring); None: the buckets instead.
+_FpTable: type[FpTable] | None = _cdedupe.FpTable if _cdedupe is not None else None
 # A Bloom filter of each spilled run, which add_many tests before bisecting the run.
 _run_filter: Callable[[list[array[int]]], bytearray] | None = (
     _cdedupe.run_filter if _cdedupe is not None else None
@@ -129,11 +140,20 @@ class SeenSet:
         "_small_limit",
         "_spill_dir",
         "_split_at",
+        "_table",
         "_threshold",
         "count",
     )
 
-    def __init__(self, cfg: DedupeConfig | None = None, *, spill_dir: str | Path | None = None):
+    def __init__(
+        self,
+        cfg: DedupeConfig | None = None,
+        *,
+        spill_dir: str | Path | None = None,
+        table: bool = False,
+    ):
+        """``table``: keep the in-memory fingerprints in a hash table (table mode, in
+        the module docstring; where the compiled module is missing, the buckets)."""
         cfg = cfg if cfg is not None else DedupeConfig()
         self.count = 0  # distinct fingerprints added (for bloom: believed distinct)
         self._threshold = cfg.spill_threshold  # in-memory fingerprints before a spill
@@ -154,10 +174,15 @@ class SeenSet:
         # its contents move into the compact buckets (None from then on).
         self._small: set[int] | None = set()
         self._small_limit = min(SMALL_LIMIT, self._threshold)
+        # Table mode: the hash table from the first fingerprint (fast at any size).
+        self._table: FpTable | None = _FpTable() if table and _FpTable is not None else None
+        if self._table is not None:
+            self._small = None
         if cfg.mode == "bloom":
             rbloom = importlib.import_module("rbloom")  # optional dependency
             self._bloom = rbloom.Bloom(cfg.bloom_capacity, cfg.bloom_error_rate)
             self._small = None
+            self._table = None
 
     def add(self, fp: int) -> bool:
         """Record ``fp``; return True if it was not seen before."""
@@ -178,6 +203,8 @@ class SeenSet:
             self._bloom.add(fp)
             self.count += 1
             return True
+        if self._table is not None:
+            return self.add_many(array("Q", [fp])) == 0
         if self._add_compact(fp):
             self.count += 1
             return True
@@ -197,10 +224,15 @@ class SeenSet:
         filters = self._filters if len(self._filters) == len(runs) else None
         fences = self._fences if len(self._fences) == len(runs) else None
         reads = self._reads if len(self._reads) == len(runs) else None
-        added, repeated = _add_many(self._buckets, self._shift, fps, runs, filters, fences, reads)
+        if self._table is not None:
+            added, repeated = self._table.add_many(fps, runs, filters, fences, reads)
+        else:
+            added, repeated = _add_many(
+                self._buckets, self._shift, fps, runs, filters, fences, reads
+            )
         self.count += added
         self._in_memory += added
-        while self._in_memory > self._split_at:
+        while self._table is None and self._in_memory > self._split_at:
             self._split()
         if self._in_memory >= self._threshold:
             self._spill()
@@ -234,6 +266,8 @@ class SeenSet:
             return fp in self._small
         if self._bloom is not None:
             return fp in self._bloom
+        if self._table is not None:
+            return fp in self._table or self._in_runs(fp)
         bucket = self._buckets[fp >> self._shift]
         i = bisect_left(bucket, fp)
         return (i < len(bucket) and bucket[i] == fp) or self._in_runs(fp)
@@ -256,37 +290,44 @@ class SeenSet:
 
     def _spill(self) -> None:
         """Append the in-memory fingerprints (one sorted run) to the spill file and map it."""
-        if self._file is None:
-            self._file = tempfile.NamedTemporaryFile(  # noqa: SIM115 (closed in close())
-                prefix="harvester-seen-", suffix=".u64", dir=self._spill_dir
-            )
-        fh = self._file
-        fh.seek(0, os.SEEK_END)
-        offset = fh.tell()
-        for bucket in self._buckets:
-            bucket.tofile(fh)
-        fh.flush()
-        size = self._in_memory * 8
-        # mmap offsets must be multiples of the allocation granularity: pad the run.
-        pad = -(offset + size) % mmap.ALLOCATIONGRANULARITY
-        fh.write(b"\0" * pad)
-        fh.flush()
-        mapped = mmap.mmap(fh.fileno(), size, offset=offset, access=mmap.ACCESS_READ)
-        view = memoryview(mapped).cast("Q")
-        self._runs.append((mapped, view))
-        # The run's filter and fence are made from the buckets, still in memory: read
-        # back through the mapping, every page of the run would count in this process's
-        # RSS (16 MB a run at the default threshold). add_many reads a run with pread.
-        # A filter costs 1 byte a spilled fingerprint. They stop where they would hold more
-        # than the buckets may (8 bytes a fingerprint up to the threshold): memory stays
-        # bounded however many runs a long run spills; later runs are bisected unfiltered.
-        made = _run_filter(self._buckets) if _run_filter is not None else None
-        held = sum(len(f) for f in self._filters if f is not None)
-        if made is not None and held + len(made) > 8 * self._threshold:
-            made = None
-        self._filters.append(made)
-        self._fences.append(_fence(self._buckets) if _add_many is not None else None)
-        self._reads.append((fh.fileno(), offset))
+        # Table mode: sorted once, here, in the table's own memory (cleared below).
+        runs: list[Any] = [self._table.sort()] if self._table is not None else self._buckets
+        try:
+            if self._file is None:
+                self._file = tempfile.NamedTemporaryFile(  # noqa: SIM115 (closed in close())
+                    prefix="harvester-seen-", suffix=".u64", dir=self._spill_dir
+                )
+            fh = self._file
+            fh.seek(0, os.SEEK_END)
+            offset = fh.tell()
+            for part in runs:
+                fh.write(part)
+            fh.flush()
+            size = self._in_memory * 8
+            # mmap offsets must be multiples of the allocation granularity: pad the run.
+            pad = -(offset + size) % mmap.ALLOCATIONGRANULARITY
+            fh.write(b"\0" * pad)
+            fh.flush()
+            mapped = mmap.mmap(fh.fileno(), size, offset=offset, access=mmap.ACCESS_READ)
+            view = memoryview(mapped).cast("Q")
+            self._runs.append((mapped, view))
+            # The run's filter and fence are made from the run still in memory: read back
+            # through the mapping, every page of the run would count in this process's RSS
+            # (12 MB a run at the writer's threshold). add_many reads a run with pread.
+            # A filter costs 1 byte a spilled fingerprint. They stop where they would hold more
+            # than the buckets may (8 bytes a fingerprint up to the threshold): memory stays
+            # bounded however many runs a long run spills; later runs are bisected unfiltered.
+            made = _run_filter(runs) if _run_filter is not None else None
+            held = sum(len(f) for f in self._filters if f is not None)
+            if made is not None and held + len(made) > 8 * self._threshold:
+                made = None
+            self._filters.append(made)
+            self._fences.append(_fence(runs) if _add_many is not None else None)
+            self._reads.append((fh.fileno(), offset))
+        finally:
+            if self._table is not None:  # (also if the write failed: the view must end)
+                runs[0].release()
+                self._table.clear()
         self._buckets = [array("Q")]
         self._bits, self._shift, self._split_at, self._in_memory = 0, 64, _SPLIT_AT, 0
 
@@ -296,9 +337,14 @@ class SeenSet:
         if self._bloom is not None:
             return int(self._bloom.size_in_bits) // 8
         small = sys.getsizeof(self._small) if self._small is not None else 0
+        table = self._table.nbytes if self._table is not None else 0
         filters = sum(sys.getsizeof(f) for f in self._filters if f is not None)
         return (
-            small + filters + sys.getsizeof(self._buckets) + sum(map(sys.getsizeof, self._buckets))
+            small
+            + table
+            + filters
+            + sys.getsizeof(self._buckets)
+            + sum(map(sys.getsizeof, self._buckets))
         )
 
     @property
@@ -320,7 +366,9 @@ class SeenSet:
             self._file = None
         self._buckets = [array("Q")]
         self._bits, self._shift, self._split_at, self._in_memory = 0, 64, _SPLIT_AT, 0
-        self._small = set() if self._bloom is None else None
+        if self._table is not None:
+            self._table.clear()
+        self._small = set() if self._bloom is None and self._table is None else None
         self.count = 0
 
     def __enter__(self) -> SeenSet:

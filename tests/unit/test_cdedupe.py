@@ -145,6 +145,28 @@ def test_sort_unique_refuses_columns_of_two_lengths() -> None:
         cdedupe.sort_unique(array("q", [1, 2]), array("q", [1]))
 
 
+@pytest.mark.parametrize("count", [0, 1, 700, 5_000])
+def test_the_table_sorts_in_place_clusters_that_wrap_round_its_end(count: int) -> None:
+    rng = random.Random(count)
+    uniform = [rng.getrandbits(64) for _ in range(count)]
+    top = [2**64 - 1 - rng.randrange(2**40) for _ in range(count // 10 + 3)]  # wrap
+    low = [rng.randrange(1, 2**40) for _ in range(5)]  # homed at the front
+    values = [*uniform, *top, *low, 0, 2**64 - 1, *top[:3]]
+    table = cdedupe.FpTable()
+    added, repeated = table.add_many(array("Q", values), [], ahead=4)
+    assert (added, repeated) == (len(set(values)), len(values) - len(set(values)))
+    assert len(table) == len(set(values))
+    assert all(v in table for v in values)
+    assert table.nbytes >= len(set(values)) * 8 * 4 // 3
+    run = table.sort()
+    assert list(run) == sorted(set(values))
+    run.release()
+    table.clear()
+    assert len(table) == 0
+    assert 0 not in table
+    assert values[0] not in table
+
+
 @pytest.mark.parametrize("ahead", [-3, 0, 1, 8, 10_000])
 def test_prefetching_ahead_changes_nothing_but_speed(ahead: int) -> None:
     """Any prefetch distance (none, negative, past the batch's end) leaves the same buckets."""

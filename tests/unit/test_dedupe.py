@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import os
 import random
+from array import array
 from typing import TYPE_CHECKING
 
 import pytest
@@ -19,6 +20,17 @@ if TYPE_CHECKING:
 def _fps(n: int, seed: int = 1) -> list[int]:
     rng = random.Random(seed)
     return [rng.getrandbits(64) for _ in range(n)]
+
+
+def dedupe_table() -> object:
+    """The compiled hash table of table mode, or None where it is not built."""
+    from harvester import dedupe
+
+    return dedupe._FpTable
+
+
+def array_of(fps: list[int]) -> array[int]:
+    return array("Q", fps)
 
 
 def test_fingerprint_is_stable_64_bit() -> None:
@@ -210,6 +222,59 @@ def test_add_many_matches_a_set(
     finally:
         dedupe._add_many = saved
     assert list(spill_dir.iterdir()) == []
+
+
+_EDGES = st.sampled_from([0, 1, 2**63, 2**64 - 1])
+_TOP = st.integers(min_value=2**64 - 2**44, max_value=2**64 - 1)  # clusters that wrap
+
+
+@pytest.mark.skipif(dedupe_table() is None, reason="table mode needs the compiled module")
+@given(
+    batches=st.lists(
+        st.lists(st.integers(min_value=0, max_value=2**64 - 1) | _EDGES | _TOP), max_size=12
+    ),
+    threshold=st.integers(min_value=50, max_value=3_000),
+)
+def test_table_mode_matches_a_set(
+    tmp_path_factory: pytest.TempPathFactory, batches: list[list[int]], threshold: int
+) -> None:
+    """Table mode answers as a set does, through its growth, its spills (each a sorted
+    run made in place, clusters wrapped round the table's end among them) and ``add``."""
+    spill_dir = tmp_path_factory.mktemp("spill")
+    ref: set[int] = set()
+    with SeenSet(DedupeConfig(spill_threshold=threshold), spill_dir=spill_dir, table=True) as seen:
+        assert seen._table is not None
+        for batch in [*batches, _fps(2_000, seed=len(batches)), *batches[:2]]:
+            expected = 0
+            for fp in batch:
+                expected += fp in ref
+                ref.add(fp)
+            assert seen.add_many(array("Q", batch)) == expected
+        assert len(seen) == len(ref)
+        assert all(fp in seen for fp in ref)
+        assert not any(fp in seen for fp in _fps(200, seed=-1) if fp not in ref)
+        for run_and_view in seen._runs:  # each spilled run is sorted
+            run = run_and_view[1]
+            assert all(run[i] < run[i + 1] for i in range(len(run) - 1))
+        assert seen.add(2**64 - 3) is (2**64 - 3 not in ref)
+        assert seen.add(2**64 - 3) is False
+    assert list(spill_dir.iterdir()) == []
+
+
+def test_the_cross_host_set_is_a_table_of_at_most_16_mb() -> None:
+    from harvester.crosshost import CrossHostTracker
+
+    tracker = CrossHostTracker()
+    try:
+        seen = tracker._seen
+        assert (seen._table is not None) == (dedupe_table() is not None)
+        if seen._table is not None:
+            for start in range(0, 1_600_000, 100_000):  # past the default threshold
+                tracker.add("h", array_of(_fps(100_000, seed=start)))
+                assert seen._table.nbytes <= 16 << 20
+            assert seen.spilled > 0
+    finally:
+        tracker.close()
 
 
 def test_add_many_is_compiled_where_built() -> None:
