@@ -174,8 +174,11 @@ class SeenSet:
         # its contents move into the compact buckets (None from then on).
         self._small: set[int] | None = set()
         self._small_limit = min(SMALL_LIMIT, self._threshold)
-        # Table mode: the hash table from the first fingerprint (fast at any size).
-        self._table: FpTable | None = _FpTable() if table and _FpTable is not None else None
+        # Table mode: the hash table from the first fingerprint (fast at any size); it
+        # expects at most the threshold (see FpTable's capacity).
+        self._table: FpTable | None = (
+            _FpTable(self._threshold) if table and _FpTable is not None else None
+        )
         if self._table is not None:
             self._small = None
         if cfg.mode == "bloom":
