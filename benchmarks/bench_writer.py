@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import json
 import os
 import random
 import statistics
@@ -148,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     hosts = hosts_of(args.hosts)
     urls = args.hosts * BATCHES * CHUNK
-    print(f"{args.hosts:,} hosts, {urls:,} URLs, best of {args.rounds} interleaved rounds\n")
+    print(f"{args.hosts:,} hosts, {urls:,} URLs, best of {args.rounds} interleaved rounds")
 
     pages = (4096, 8192, PAGE_SIZE, 65536)
     best: dict[int, dict[str, float]] = {p: {} for p in pages}
@@ -157,6 +158,9 @@ def main(argv: list[str] | None = None) -> int:
             for page in pages:
                 for key, value in state_calls(hosts, page, directory).items():
                     best[page][key] = min(best[page].get(key, value), value)
+    for page in pages:
+        line = {"bench": "writer", "measure": "state_calls", "page_size": page, "hosts": args.hosts}
+        print(json.dumps(line | {k: round(v, 3) for k, v in best[page].items()}))
     names = {4096: "SQLite's default", PAGE_SIZE: "state.PAGE_SIZE", 65536: "SQLite's largest"}
     print("| state calls | page | add_many s | finish_host s | commit s | total s | file MB |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
@@ -177,6 +181,10 @@ def main(argv: list[str] | None = None) -> int:
         for way in ways:
             seconds, peaks[way] = cross_add(fps, way)
             spent[way].append(seconds)
+    for way, times in spent.items():
+        line = {"bench": "writer", "measure": "cross_host", "way": way, "urls": urls}
+        line |= {"best_s": round(min(times), 3), "median_s": round(statistics.median(times), 3)}
+        print(json.dumps(line | {"peak_mb": round(peaks[way] / 2**20, 1)}))
     print("\n| cross-host set | best ns a URL | median ns a URL | peak MB in memory |")
     print("| --- | ---: | ---: | ---: |")
     for way, times in spent.items():

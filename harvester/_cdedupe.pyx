@@ -354,7 +354,7 @@ def add_many(
 
 
 cdef Py_ssize_t _TABLE_START = 1024  # FpTable's first size, in slots (8 KiB)
-cdef Py_ssize_t _TABLE_JUMP = 1 << 18  # the size (2 MiB) past which it grows to its room
+cdef Py_ssize_t _TABLE_JUMP = 1 << 20  # the size (8 MiB) from which it grows to its room
 
 
 cdef class FpTable:
@@ -379,10 +379,11 @@ cdef class FpTable:
     cdef Py_ssize_t room  # the size that holds ``capacity``
 
     def __cinit__(self, Py_ssize_t capacity=0):
-        """``capacity``: the fingerprints it is expected to hold at most. Past
-        ``_TABLE_JUMP`` slots it grows straight to the size for them, not by doubling:
-        a growth holds the old table and the new one at once, and a table growing to
-        16 MB by doubling held 24 MB at its last step (8 + 16); this way, 18."""
+        """``capacity``: the fingerprints it is expected to hold at most. Where doubling
+        would reach ``_TABLE_JUMP`` slots it grows straight to the size for them: a
+        growth holds the old table and the new one at once, and a table growing to
+        16 MB by doubling held 24 MB at its last step (8 + 16); this way, 20 (4 + 16),
+        and a run of fewer than ~390,000 URLs keeps a table of 4 MB at most."""
         self.room = _TABLE_START
         while self.room * 3 < capacity * 4:
             self.room *= 2
