@@ -33,9 +33,10 @@ cache. The file is deleted on ``close()`` (or when the set is collected).
 
 **Table mode** (``SeenSet(table=True)``, with the compiled module): the
 in-memory part is one open-addressing hash table (``_cdedupe.FpTable``) instead
-of the buckets, sorted only when it spills. A lookup is one probe instead of a
-bisection and an insert no ``memmove``: ~3.5 times faster on a 3-million-URL
-set, for 11-21 bytes a URL instead of ~8.6. The writer's run-wide cross-host set
+of the buckets, sorted (in place) only when it spills. A lookup is one probe
+instead of a bisection and an insert no ``memmove``: 2-3 times faster on a
+3-million-URL set (``benchmarks/bench_writer.py``), for 11-21 bytes a URL instead
+of ~8.6. The writer's run-wide cross-host set
 uses it (every URL of the run goes through it); per-host sets keep the buckets.
 
 **Bloom mode** (``mode = "bloom"``, needs the optional ``rbloom`` package) is
