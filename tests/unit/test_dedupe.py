@@ -179,6 +179,19 @@ def test_small_set_promotes_to_compact_buckets() -> None:
     assert seen.memory_bytes / len(fps) < 24
 
 
+def _add_batches_as_a_set_would(seen: SeenSet, batches: list[list[int]], ref: set[int]) -> None:
+    """Add ``batches`` (then the first two again) to ``seen`` and to ``ref``: each
+    ``add_many`` counts as seen what ``ref`` held, and ``seen`` ends as ``ref``."""
+    for batch in [*batches, *batches[:2]]:
+        expected = 0
+        for fp in batch:
+            expected += fp in ref
+            ref.add(fp)
+        assert seen.add_many(array("Q", batch)) == expected
+    assert len(seen) == len(ref)
+    assert all(fp in seen for fp in ref)
+
+
 @pytest.mark.parametrize("compiled_inserts", [True, False], ids=["compiled", "python"])
 @given(
     batches=st.lists(
@@ -197,7 +210,6 @@ def test_add_many_matches_a_set(
 ) -> None:
     """Batches (with repeats inside and across them) count what a set says was seen,
     through the small set, the buckets as they split, and the spilled runs."""
-    from array import array
 
     from harvester import dedupe
 
@@ -211,14 +223,7 @@ def test_add_many_matches_a_set(
             seen._small_limit = min(small, threshold)
             if small == 0:
                 seen._small = None
-            for batch in [*batches, _fps(1_000, seed=len(batches)), *batches[:2]]:
-                expected = 0
-                for fp in batch:
-                    expected += fp in ref
-                    ref.add(fp)
-                assert seen.add_many(array("Q", batch)) == expected
-            assert len(seen) == len(ref)
-            assert all(fp in seen for fp in ref)
+            _add_batches_as_a_set_would(seen, [*batches, _fps(1_000, seed=len(batches))], ref)
     finally:
         dedupe._add_many = saved
     assert list(spill_dir.iterdir()) == []
@@ -244,14 +249,7 @@ def test_table_mode_matches_a_set(
     ref: set[int] = set()
     with SeenSet(DedupeConfig(spill_threshold=threshold), spill_dir=spill_dir, table=True) as seen:
         assert seen._table is not None
-        for batch in [*batches, _fps(2_000, seed=len(batches)), *batches[:2]]:
-            expected = 0
-            for fp in batch:
-                expected += fp in ref
-                ref.add(fp)
-            assert seen.add_many(array("Q", batch)) == expected
-        assert len(seen) == len(ref)
-        assert all(fp in seen for fp in ref)
+        _add_batches_as_a_set_would(seen, [*batches, _fps(2_000, seed=len(batches))], ref)
         assert not any(fp in seen for fp in _fps(200, seed=-1) if fp not in ref)
         for run_and_view in seen._runs:  # each spilled run is sorted
             run = run_and_view[1]
