@@ -455,7 +455,7 @@ cdef class FpTable:
         arguments as ``add_many``'s) counts as there. ``ahead``: how many fingerprints
         ahead to prefetch each one's slot and first run-filter bit (0 or less: none)."""
         cdef _Runs described = _Runs(runs, filters, fences, reads)
-        cdef Py_ssize_t k, r, total = fps.shape[0], added = 0, repeated = 0
+        cdef Py_ssize_t k, r, j, total = fps.shape[0], added = 0, repeated = 0
         cdef uint64_t v
         for k in range(total):
             if ahead > 0 and k + ahead < total:
@@ -465,14 +465,24 @@ cdef class FpTable:
                     if described.runs[r].filter is not NULL:
                         _prefetch(described.runs[r].filter + ((v & described.runs[r].mask) >> 3))
             v = fps[k]
-            if self._has(v) or (described.count and _in_runs(described.runs, described.count, v)):
+            if v == 0:
+                if self.zero or (described.count and _in_runs(described.runs, described.count, v)):
+                    repeated += 1
+                else:
+                    self.zero = True
+                    added += 1
+                continue
+            # One probe sequence finds it or the empty slot where it goes.
+            j = <Py_ssize_t>(v >> self.shift)
+            while self.slots[j] and self.slots[j] != v:
+                j = (j + 1) & (self.size - 1)
+            if self.slots[j] or (
+                described.count and _in_runs(described.runs, described.count, v)
+            ):
                 repeated += 1
                 continue
+            self.slots[j] = v
             added += 1
-            if v == 0:
-                self.zero = True
-                continue
-            self._put(v)
             self.count += 1
             if self.count * 4 > self.size * 3:
                 self._grow()
