@@ -1,6 +1,7 @@
 """Types of the compiled fingerprint and bulk seen-set insert (harvester/_cdedupe.pyx)."""
 
 from array import array
+from collections.abc import Iterator
 
 def fingerprint(url: str) -> int:
     """``int.from_bytes(blake2b(url.encode(), digest_size=8).digest(), "big")``."""
@@ -23,6 +24,10 @@ class FpTable:
     def __init__(self, capacity: int = 0) -> None: ...
     def __len__(self) -> int: ...
     def __contains__(self, fp: int) -> bool: ...
+    def __iter__(self) -> Iterator[int]:
+        """Its fingerprints (from a copy)."""
+    def add(self, fp: int) -> bool:
+        """Insert ``fp``: True if it was new."""
     @property
     def nbytes(self) -> int:
         """The table's bytes."""

@@ -359,7 +359,9 @@ cdef Py_ssize_t _TABLE_JUMP = 1 << 20  # the size (8 MiB) from which it grows to
 
 cdef class FpTable:
     """A set of 64-bit fingerprints in one open-addressing hash table: ``SeenSet``'s
-    in-memory part for the writer's run-wide cross-host set (``SeenSet(table=True)``).
+    in-memory part for the writer's run-wide cross-host set (``SeenSet(table=True)``),
+    and every host's small set (its first ``dedupe.SMALL_LIMIT`` fingerprints), which
+    ``_chost``'s loop adds to with ``add1``.
 
     Fingerprints are hashes already, so a fingerprint's slot is its top bits, probed
     linearly (0 marks an empty slot; the fingerprint 0 is kept aside). The table
@@ -370,13 +372,7 @@ cdef class FpTable:
     nearly sorted order, so ``sort`` (for a spill) is cheap and needs no copy.
     """
 
-    cdef uint64_t* slots
-    cdef Py_ssize_t size  # slots, a power of two
-    cdef int shift  # a fingerprint's home slot is fp >> shift
-    cdef Py_ssize_t count
-    cdef bint zero
-
-    cdef Py_ssize_t room  # the size that holds ``capacity``
+    # (Its fields and C methods are declared in _cdedupe.pxd.)
 
     def __cinit__(self, Py_ssize_t capacity=0):
         """``capacity``: the fingerprints it is expected to hold at most. Where doubling
@@ -415,7 +411,7 @@ cdef class FpTable:
     def __contains__(self, fp):
         return self._has(<uint64_t>fp)
 
-    cdef inline bint _has(self, uint64_t v) noexcept:
+    cdef bint _has(self, uint64_t v) noexcept:
         cdef Py_ssize_t j
         if v == 0:
             return self.zero
@@ -426,11 +422,44 @@ cdef class FpTable:
             j = (j + 1) & (self.size - 1)
         return False
 
-    cdef inline void _put(self, uint64_t v) noexcept:
+    cdef void _put(self, uint64_t v) noexcept:
         cdef Py_ssize_t j = <Py_ssize_t>(v >> self.shift)
         while self.slots[j]:
             j = (j + 1) & (self.size - 1)
         self.slots[j] = v
+
+    cdef int add1(self, uint64_t v) except -1:
+        """Insert ``v`` (no spilled runs to check): 1 if it was new, else 0."""
+        cdef Py_ssize_t j
+        if v == 0:
+            if self.zero:
+                return 0
+            self.zero = True
+            return 1
+        j = <Py_ssize_t>(v >> self.shift)
+        while self.slots[j]:
+            if self.slots[j] == v:
+                return 0
+            j = (j + 1) & (self.size - 1)
+        self.slots[j] = v
+        self.count += 1
+        if self.count * 4 > self.size * 3:
+            self._grow()
+        return 1
+
+    def add(self, fp):
+        """Insert ``fp``: True if it was new (a ``set.add`` that says whether it added)."""
+        return self.add1(<uint64_t>fp) == 1
+
+    def __iter__(self):
+        """Its fingerprints (0 first, then in slot order), from a copy: adding while
+        iterating may move the slots."""
+        cdef Py_ssize_t i
+        cdef list out = [0] if self.zero else []
+        for i in range(self.size):
+            if self.slots[i]:
+                out.append(self.slots[i])
+        return iter(out)
 
     cdef int _grow(self) except -1:
         cdef uint64_t* old = self.slots

@@ -37,8 +37,8 @@ from cpython.datetime cimport (
 from cpython cimport array
 from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE, PyByteArray_Resize
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.dict cimport PyDict_GetItem, PyDict_SetItem
-from cpython.long cimport PyLong_AsUnsignedLongLong, PyLong_FromUnsignedLongLong
+from cpython.dict cimport PyDict_DelItem, PyDict_GetItem, PyDict_Next, PyDict_SetItem
+from cpython.long cimport PyLong_AsLong, PyLong_AsUnsignedLongLong, PyLong_FromUnsignedLongLong
 from cpython.object cimport Py_SIZE, PyObject
 from cpython.set cimport PySet_Add, PySet_Contains
 from cpython.unicode cimport PyUnicode_GET_LENGTH, PyUnicode_READ_CHAR
@@ -60,7 +60,7 @@ from harvester.audit import _DAY_US, _WEB_EPOCH_US
 from harvester.sink import encode_record
 
 from harvester._cdates cimport _days_from_civil
-from harvester._cdedupe cimport _fingerprint
+from harvester._cdedupe cimport FpTable, _fingerprint
 from harvester._cnormalize cimport _already_canonical
 
 cdef Py_ssize_t AUDIT_ALL = 500  # host.py's _AUDIT_ALL (the test checks they are equal)
@@ -209,7 +209,7 @@ cdef class _Audit:
         elif len(<dict>self.modal) < self.modal_cap:
             PyDict_SetItem(self.modal, k, 1)
         else:
-            self.dist._count_modal(k, 1)
+            self._evict()
         h = _mix64(<uint64_t>key)
         hk = PyLong_FromUnsignedLongLong(h)
         if not PySet_Contains(self.kmv, hk):
@@ -223,6 +223,26 @@ cdef class _Audit:
                 self.kmv.discard(-heappushpop(self.heap, -hk))
                 PySet_Add(self.kmv, hk)
                 self._kth()
+        return 0
+
+    cdef int _evict(self) except -1:
+        # LastmodDistribution._count_modal(key, 1) for a key not kept, the table full:
+        # every kept count loses 1 (those at 1 go) and the key is not added. Its Python
+        # loop took ~60 µs a round (one round per ~257 new timestamps); in place here.
+        cdef Py_ssize_t pos = 0
+        cdef PyObject* key
+        cdef PyObject* value
+        cdef list gone = []
+        cdef long count
+        self.dist._modal_evicted = True
+        while PyDict_Next(self.modal, &pos, &key, &value):
+            count = PyLong_AsLong(<object>value)
+            if count <= 1:
+                gone.append(<object>key)
+            else:  # (a new value for a key it has: allowed while iterating)
+                PyDict_SetItem(self.modal, <object>key, count - 1)
+        for k in gone:
+            PyDict_DelItem(self.modal, k)
         return 0
 
     cdef int close(self) except -1:
@@ -481,6 +501,9 @@ def url_entries(
     cdef Py_ssize_t duplicates = 0, urls = 0, small_added = 0, small_limit = 0
     cdef uint64_t fp
     cdef object small = seen._small
+    # The small set as a table (dedupe's small sets), else None: added to in C below.
+    cdef FpTable table = small if type(small) is FpTable else None
+    cdef int added
     cdef bint is_new
     cdef _Audit audit = _Audit(dist, modified, fetched_at) if dist is not None else None
     cdef bytes middle = None
@@ -508,9 +531,13 @@ def url_entries(
             url = loc if _already_canonical(loc, strip_slash) else canon(loc)
             position += 1
             fp = _fingerprint(url)
-            # The seen-set's small mode inline (a set of ints, as SeenSet.add); at its
-            # limit, and in the other modes, SeenSet.add itself.
-            if small is not None and len(<set>small) + 1 < small_limit:
+            # The seen-set's small mode inline (a table, or a set of ints, as
+            # SeenSet.add); at its limit, and in the other modes, SeenSet.add itself.
+            if table is not None and table.count + table.zero + 1 < small_limit:
+                added = table.add1(fp)
+                small_added += added
+                is_new = added
+            elif table is None and small is not None and len(<set>small) + 1 < small_limit:
                 key = fp
                 if PySet_Contains(small, key):
                     is_new = False
@@ -524,6 +551,7 @@ def url_entries(
                     small_added = 0
                 is_new = seen.add(fp)
                 small = seen._small
+                table = small if type(small) is FpTable else None
             if not is_new:
                 if position > replayed:
                     duplicates += 1

@@ -39,6 +39,13 @@ instead of a bisection and an insert no ``memmove``: 2-3 times faster on a
 of ~8.6. The writer's run-wide cross-host set
 uses it (every URL of the run goes through it); per-host sets keep the buckets.
 
+**Small sets**: every set but the table-mode and Bloom ones starts as a small
+``FpTable`` (a plain ``set`` of ints without the compiled module) and moves to
+the buckets past ``SMALL_LIMIT`` fingerprints, so a host of a few thousand URLs
+never bisects. ``_chost``'s loop adds to the table in C: the set of ints cost
+a 32-byte int object, a hash and a set slot per URL (~0.5 s of the workers' CPU
+on the ``many`` benchmark), for 4 times the memory of the table's 16 bytes.
+
 **Bloom mode** (``mode = "bloom"``, needs the optional ``rbloom`` package) is
 for billion-URL runs: ``-ln(p) / ln(2)**2`` bits a URL, ~3.6 bytes at the
 default ``p = 1e-6`` allocated up front for ``bloom_capacity`` URLs. It can
@@ -107,7 +114,9 @@ _run_filter: Callable[[list[array[int]]], bytearray] | None = (
 )
 
 
-SMALL_LIMIT = 4096  # fingerprints kept in a plain set before the compact buckets take over
+# Fingerprints kept in the small set before the compact buckets take over: a table of
+# 16,384 takes 256 KiB at most, as the plain set of 4,096 ints it replaced did.
+SMALL_LIMIT = 16384 if _FpTable is not None else 4096
 
 
 def _fence(buckets: list[array[int]]) -> array[int]:
@@ -170,11 +179,11 @@ class SeenSet:
         self._fences: list[array[int] | None] = []  # a fence per run, or None
         self._reads: list[tuple[int, int] | None] = []  # (fd, byte offset) per run, or None
         self._bloom: Any = None  # rbloom.Bloom in bloom mode
-        # Most hosts list a few thousand URLs: a plain set answers ~10x faster than
-        # bisect + insert, and at this size costs at most ~300 KB. Past SMALL_LIMIT
-        # its contents move into the compact buckets (None from then on).
-        self._small: set[int] | None = set()
+        # Most hosts list a few thousand URLs: a hash set answers ~10x faster than
+        # bisect + insert (module docstring, small sets). Past SMALL_LIMIT its
+        # contents move into the compact buckets (None from then on).
         self._small_limit = min(SMALL_LIMIT, self._threshold)
+        self._small: FpTable | set[int] | None = self._new_small()
         # Table mode: the hash table from the first fingerprint (fast at any size); it
         # expects at most the threshold (see FpTable's capacity).
         self._table: FpTable | None = (
@@ -197,9 +206,7 @@ class SeenSet:
             small.add(fp)
             self.count += 1
             if len(small) >= self._small_limit:
-                self._small = None
-                for old in sorted(small):
-                    self._add_compact(old)
+                self._leave_small(small)
             return True
         if self._bloom is not None:
             if fp in self._bloom:
@@ -241,6 +248,21 @@ class SeenSet:
         if self._in_memory >= self._threshold:
             self._spill()
         return repeated
+
+    def _new_small(self) -> FpTable | set[int]:
+        return _FpTable(self._small_limit) if _FpTable is not None else set()
+
+    def _leave_small(self, small: FpTable | set[int]) -> None:
+        """Move the small set's fingerprints into the compact buckets (``_small`` None)."""
+        self._small = None
+        if _add_many is not None:
+            # One compiled call for them all: one _add_compact each (bisect, insert)
+            # was ~0.1 s of a worker's CPU on the many benchmark.
+            self.count -= len(small)  # counted already; add_many counts them again
+            self.add_many(array("Q", sorted(small)))
+        else:
+            for old in sorted(small):
+                self._add_compact(old)
 
     def _add_compact(self, fp: int) -> bool:
         """Add to the sorted buckets (and check the spilled runs); True if new."""
@@ -340,7 +362,11 @@ class SeenSet:
         """Bytes this set holds in memory (excluding spilled runs, which live in the page cache)."""
         if self._bloom is not None:
             return int(self._bloom.size_in_bits) // 8
-        small = sys.getsizeof(self._small) if self._small is not None else 0
+        small = 0
+        if isinstance(self._small, set):
+            small = sys.getsizeof(self._small)
+        elif self._small is not None:
+            small = self._small.nbytes
         table = self._table.nbytes if self._table is not None else 0
         filters = sum(sys.getsizeof(f) for f in self._filters if f is not None)
         return (
@@ -372,7 +398,7 @@ class SeenSet:
         self._bits, self._shift, self._split_at, self._in_memory = 0, 64, _SPLIT_AT, 0
         if self._table is not None:
             self._table.clear()
-        self._small = set() if self._bloom is None and self._table is None else None
+        self._small = self._new_small() if self._bloom is None and self._table is None else None
         self.count = 0
 
     def __enter__(self) -> SeenSet:

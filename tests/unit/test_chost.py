@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 from harvester import host as hostmod
 from harvester.audit import DEFAULT_FUTURE_SKEW
 from harvester.config import Config
+from harvester.dedupe import SMALL_LIMIT
 from harvester.frontier import SitemapRef
 from harvester.host import HostWorker
 from harvester.models import Image, SitemapChild, UrlEntry
@@ -311,13 +312,17 @@ def test_both_loops_agree(
 
 
 def test_a_big_batch_with_the_audit_sample_and_the_small_set_promotion() -> None:
+    # Past the small set's limit (the rest go to the buckets), with repeats on both sides.
+    distinct = SMALL_LIMIT + 1000
     batch = [
-        UrlEntry(f"https://e.com/p/{i % 5000}", T0 + timedelta(seconds=i)) for i in range(6000)
+        UrlEntry(f"https://e.com/p/{i % distinct}", T0 + timedelta(seconds=i))
+        for i in range(distinct + 2000)
     ]
     # Past the audit's caps: more distinct lastmods than its modal counter (256) and
     # its distinct sketch (1,024) keep, so their eviction and replacement run too.
     cfg = config(10**7, 10**7, True, True)
-    run_both([batch[:2500], batch[2500:]], cfg, 100, T0 + timedelta(hours=1), emit_mode="delta")
+    half = len(batch) // 2
+    run_both([batch[:half], batch[half:]], cfg, 100, T0 + timedelta(hours=1), emit_mode="delta")
 
 
 @pytest.mark.parametrize("sitemap", ["https://e.com/ü.xml", "https://e.com/\udcff.xml"])

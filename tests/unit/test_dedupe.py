@@ -167,16 +167,41 @@ def test_any_sequence_matches_a_set(
 
 
 def test_small_set_promotes_to_compact_buckets() -> None:
-    """Small hosts use a plain set; past SMALL_LIMIT everything moves to the buckets."""
+    """Small hosts use a small set; past SMALL_LIMIT everything moves to the buckets."""
     from harvester.dedupe import SMALL_LIMIT
 
     seen = SeenSet()
-    fps = _fps(SMALL_LIMIT * 3)
-    assert all(seen.add(fp) for fp in fps)
+    fps = [0, *_fps(SMALL_LIMIT * 3)]  # 0 too: the table keeps it aside
+    assert all(seen.add(fp) for fp in fps[: SMALL_LIMIT - 1])
+    small = seen._small
+    assert small is not None
+    assert len(small) == SMALL_LIMIT - 1
+    # The small set costs at most 64 bytes a fingerprint (the set of ints: ~60).
+    assert seen.memory_bytes <= SMALL_LIMIT * 64
+    assert all(seen.add(fp) for fp in fps[SMALL_LIMIT - 1 :])
+    assert seen._small is None  # the buckets hold them all now
     assert not any(seen.add(fp) for fp in fps)
     assert all(fp in seen for fp in fps)
     assert len(seen) == len(fps)
     assert seen.memory_bytes / len(fps) < 24
+
+
+@pytest.mark.skipif(dedupe_table() is None, reason="needs the compiled module")
+def test_the_small_set_is_a_table_of_16_bytes_a_slot() -> None:
+    from harvester._cdedupe import FpTable
+    from harvester.dedupe import SMALL_LIMIT
+
+    seen = SeenSet()
+    fps = _fps(SMALL_LIMIT - 1)
+    for fp in fps:
+        seen.add(fp)
+    assert isinstance(seen._small, FpTable)
+    assert sorted(seen._small) == sorted(fps)
+    assert seen._small.nbytes <= 16 * SMALL_LIMIT  # at most 2 slots a fingerprint
+    seen.close()
+    assert isinstance(seen._small, FpTable)
+    assert len(seen._small) == 0
+    assert len(seen) == 0
 
 
 def _add_batches_as_a_set_would(seen: SeenSet, batches: list[list[int]], ref: set[int]) -> None:
