@@ -57,12 +57,14 @@ from datetime import UTC
 from heapq import heappush, heappushpop
 
 from harvester.audit import _DAY_US, _WEB_EPOCH_US
+from harvester.normalize import Rules
 from harvester.sink import encode_record
 
 from harvester._cdates cimport _days_from_civil
 from harvester._cdedupe cimport FpTable, _fingerprint
-from harvester._cnormalize cimport _already_canonical
+from harvester._cnormalize cimport _already_canonical, _canonical_query
 
+cdef object _CANONICAL = Rules.canonical  # the method the loop may stand in for
 cdef Py_ssize_t AUDIT_ALL = 500  # host.py's _AUDIT_ALL (the test checks they are equal)
 cdef int64_t DAY_US = _DAY_US
 cdef int64_t WEB_EPOCH_US = _WEB_EPOCH_US
@@ -332,16 +334,17 @@ cdef inline char* _put(char* p, const char* s, Py_ssize_t n) noexcept:
 
 cdef bint _write_record(
     bytearray buf, str loc, str url, bytes middle, object lastmod, object changefreq,
-    object priority,
+    object priority, bytes label,
 ) except -1:
     """Append the JSON line ``encode_record`` makes of the record dict built above.
 
     ``middle`` is ``,"host":<host>,"sitemap":<sitemap>,"lastmod":`` as orjson encodes
-    them (once per batch). False (nothing written) when a value needs what only orjson
-    does: escapes, non-ASCII, a lastmod that is not a UTC ``datetime``; the caller then
-    encodes the dict itself.
+    them (once per batch); ``label`` (or None) goes before the closing brace. False
+    (nothing written) when a value needs what only orjson does: escapes, non-ASCII, a
+    lastmod that is not a UTC ``datetime``; the caller then encodes the dict itself.
     """
     cdef Py_ssize_t n_loc = _plain(loc), n_url, size, start
+    cdef Py_ssize_t n_label = PyBytes_GET_SIZE(label) if label is not None else 0
     cdef int us = 0
     cdef bint dated = lastmod is not None
     cdef char* p
@@ -359,7 +362,7 @@ cdef bint _write_record(
     size = (
         8 + n_loc + 9 + n_url + 1 + PyBytes_GET_SIZE(middle)
         + ((22 + (7 if us else 0)) if dated else 4)
-        + 14 + PyBytes_GET_SIZE(cf) + 12 + PyBytes_GET_SIZE(pr) + 2
+        + 14 + PyBytes_GET_SIZE(cf) + 12 + PyBytes_GET_SIZE(pr) + n_label + 2
     )
     start = PyByteArray_GET_SIZE(buf)
     _grow(buf, start + size)
@@ -394,8 +397,27 @@ cdef bint _write_record(
     p = _put(p, PyBytes_AS_STRING(cf), PyBytes_GET_SIZE(cf))
     p = _put(p, b',"priority":', 12)
     p = _put(p, PyBytes_AS_STRING(pr), PyBytes_GET_SIZE(pr))
+    if n_label:
+        p = _put(p, PyBytes_AS_STRING(label), n_label)
     p = _put(p, b"}\n", 2)
     return True
+
+
+cdef int _append_labelled(bytearray buf, bytes line, bytes label) except -1:
+    """Append ``line`` (a JSON object and a newline) with ``label`` (or None) before its
+    closing brace, as ``label_lines`` would put it."""
+    cdef Py_ssize_t start = PyByteArray_GET_SIZE(buf), n = PyBytes_GET_SIZE(line), k
+    cdef char* p
+    if label is None:
+        buf += line
+        return 0
+    k = PyBytes_GET_SIZE(label)
+    _grow(buf, start + n + k)
+    p = PyByteArray_AS_STRING(buf) + start
+    p = _put(p, PyBytes_AS_STRING(line), n - 2)
+    p = _put(p, PyBytes_AS_STRING(label), k)
+    _put(p, b"}\n", 2)
+    return 0
 
 
 cdef bytes _middle(str host, str sitemap):
@@ -479,6 +501,7 @@ def url_entries(
     report,
     bytearray encoded=None,
     bytearray canonical=None,
+    bytes label=None,
 ):
     """Handle the ``UrlEntry`` items of ``entries`` as ``HostWorker._entries`` does.
 
@@ -492,7 +515,9 @@ def url_entries(
     ``sink.encode_records`` makes of them (``batch`` stays empty); ``canonical``:
     when given, each record's canonical URL is appended to it too, as UTF-8 and a
     newline (``_append_line``): the state file's ledger chunks are made of that text
-    (``LedgerRows.pack_text``), and it cannot be read back from an escaped line.
+    (``LedgerRows.pack_text``), and it cannot be read back from an escaped line;
+    ``label``: with ``encoded``, a label such as ``,"event":"new"`` that every line
+    gets before its closing brace (``label_lines`` need not insert it afterwards).
 
     Returns ``(listed, position, cap_hit, others)``: the counters after the batch
     and, in order, the entries that are not ``UrlEntry`` (for the Python loop).
@@ -507,6 +532,14 @@ def url_entries(
     cdef bint is_new
     cdef _Audit audit = _Audit(dist, modified, fetched_at) if dist is not None else None
     cdef bytes middle = None
+    # canon as Rules.canonical does it, its compiled step called here without a Python
+    # call (~0.4 µs each, for the ~12 % of URLs of the many benchmark not already
+    # canonical: queries in another order); the rest still go through canon.
+    cdef object rules = getattr(canon, "__self__", None)
+    cdef bint direct = type(rules) is Rules and getattr(type(rules), "canonical") is _CANONICAL
+    cdef frozenset drop = rules._drop if direct else None
+    cdef tuple prefixes = rules._drop_prefixes if direct else None
+    cdef bint sort = rules._sort if direct else False
     # The fingerprints and lastmod epochs go into the arrays' memory directly: through
     # .append each was a method call, an int object and its conversion back.
     cdef array.array fp_array = fps
@@ -528,7 +561,12 @@ def url_entries(
             if cap_hit:
                 continue
             loc = (<tuple>entry)[0]
-            url = loc if _already_canonical(loc, strip_slash) else canon(loc)
+            if _already_canonical(loc, strip_slash):
+                url = loc
+            else:
+                url = _canonical_query(loc, strip_slash, drop, prefixes, sort) if direct else None
+                if url is None:
+                    url = canon(loc)
             position += 1
             fp = _fingerprint(url)
             # The seen-set's small mode inline (a table, or a set of ints, as
@@ -571,11 +609,12 @@ def url_entries(
                 or (<tuple>entry)[8] is not None
             ):
                 if encoded is not None:
-                    encoded += encode_record(record(entry, sitemap, host, url=url))
+                    line = encode_record(record(entry, sitemap, host, url=url))
+                    _append_labelled(encoded, line, label)
                 else:
                     batch.append(record(entry, sitemap, host, url=url))
             elif encoded is not None and middle is not None and _write_record(
-                encoded, loc, url, middle, lastmod, (<tuple>entry)[3], (<tuple>entry)[4]
+                encoded, loc, url, middle, lastmod, (<tuple>entry)[3], (<tuple>entry)[4], label
             ):
                 pass
             else:
@@ -590,7 +629,8 @@ def url_entries(
                     "priority": (<tuple>entry)[4],
                 }
                 if encoded is not None:
-                    encoded += encode_record(rec)  # a value only orjson can write
+                    # A value only orjson can write.
+                    _append_labelled(encoded, encode_record(rec), label)
                 else:
                     batch.append(rec)
             _append_u64(fp_array, fp)

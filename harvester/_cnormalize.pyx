@@ -92,6 +92,11 @@ def canonical_query(str loc, bint strip_slash, frozenset drop, tuple prefixes, b
 
     ``drop`` and ``prefixes`` are ``Rules._drop`` and ``Rules._drop_prefixes`` (lower case).
     """
+    return _canonical_query(loc, strip_slash, drop, prefixes, sort)
+
+
+cdef object _canonical_query(str loc, bint strip_slash, frozenset drop, tuple prefixes, bint sort):
+    # canonical_query, for _chost's loop to call without a Python call.
     cdef Py_ssize_t n = len(loc), q = _base_end(loc, strip_slash), i, start, key_end, k, j
     cdef Py_ssize_t count = 0
     cdef Py_ssize_t starts[MAX_PAIRS]

@@ -143,7 +143,8 @@ class LastmodFigures:
 
     def as_dict(self) -> dict[str, object]:
         """Return the figures as a JSON-ready dict."""
-        return asdict(self)
+        # Its fields are scalars: dataclasses.asdict's deep copy took ~50 µs a host.
+        return {name: getattr(self, name) for name in self.__slots__}
 
 
 @dataclass(frozen=True, slots=True)

@@ -213,6 +213,10 @@ class Body:
         return self._stream
 
 
+class _DeadlinePassed(Exception):
+    """Set on a response's payload stream when the file's total deadline passes."""
+
+
 class _BodyStream:
     """Async iterator over one response's payload, with the caps applied."""
 
@@ -231,6 +235,17 @@ class _BodyStream:
         self._deadline = deadline  # loop time at which the file's total budget ends
         self._received = 0  # bytes yielded so far
         self._closed = False  # set when stream() exits: the connection is gone
+        # One timer for the whole body, not an asyncio.timeout per chunk (~5 µs each,
+        # ~27,000 chunks on the many benchmark). When the deadline passes, the read
+        # that waits (or the next one) raises; the consumer's code between two
+        # chunks is never interrupted. A body already received in full is left to
+        # finish: its reads no longer wait.
+        self._timer = asyncio.get_running_loop().call_at(deadline, self._expire)
+
+    def _expire(self) -> None:
+        content = self._response.content
+        if not content.is_eof():
+            content.set_exception(_DeadlinePassed())
 
     def __aiter__(self) -> _BodyStream:
         return self
@@ -239,18 +254,14 @@ class _BodyStream:
         if self._closed:
             raise RuntimeError("Body.chunks() used after its stream() context exited")
         url = self._url
-        # Never yield inside the timeout block: the deadline must not reach
-        # into the consumer's code between two chunks.
-        budget = asyncio.timeout_at(self._deadline)
         try:
-            async with budget:
-                chunk = await self._response.content.read(self._cfg.chunk_size)
-        except TimeoutError as exc:
-            if budget.expired():
-                raise FetchTimeout(
-                    f"total deadline of {self._cfg.total_timeout:g}s passed while reading",
-                    url=url,
-                ) from exc
+            chunk = await self._response.content.read(self._cfg.chunk_size)
+        except _DeadlinePassed as exc:
+            raise FetchTimeout(
+                f"total deadline of {self._cfg.total_timeout:g}s passed while reading",
+                url=url,
+            ) from exc
+        except TimeoutError as exc:  # aiohttp's sock_read: the server stalled
             raise FetchTimeout(
                 f"no data for {self._cfg.read_timeout:g}s while reading the body", url=url
             ) from exc
@@ -267,6 +278,7 @@ class _BodyStream:
 
     def close(self) -> None:
         self._closed = True
+        self._timer.cancel()
 
 
 class Fetcher:

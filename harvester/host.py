@@ -190,6 +190,9 @@ class HostWorker:
         # Without the compiled loop, filtered dicts are encoded once selected.
         self._encode_selected = encoded and self._filtering and self._encoded is None
         self._memory = HostMemory()
+        # The label the compiled loop writes into each line (_take), or None: decided
+        # at the host's first batch (False until then), once its ledger is read.
+        self._line_label: bytes | bool | None = False
         self.state: HostState | None = HostState(self.host) if ledger is not None else None
         self._child_refs: list[tuple[str, int | None]] = []  # the index being read (ledger)
         self._robots_fresh = False  # robots.txt was read in full this run
@@ -646,6 +649,10 @@ class HostWorker:
         listed = self._listed
         modified, fetched_at = self._sitemap_modified, self._fetched_at
         if _url_entries is not None:
+            label = self._line_label
+            if label is False:
+                label = self._line_label = self._every_line_label()
+            assert label is None or isinstance(label, bytes)
             # The compiled loop does the URL entries (the same steps as below, see
             # harvester/_chost.pyx) and hands back the rest: index children.
             listed, position, self._url_cap_hit, entries = _url_entries(
@@ -673,6 +680,7 @@ class HostWorker:
                 report,
                 self._encoded,
                 self._batch_urls,
+                label,
             )
             runs = self._batch_sitemaps
             if runs is not None and self._batch_urls is not None:
@@ -756,6 +764,22 @@ class HostWorker:
                 encoded.clear()
             await self._emit(batch, fps, rows, data, lines)
 
+    def _every_line_label(self) -> bytes | None:
+        """The label of every line of this host, when the compiled loop may write it: a
+        host new to the state file, each of its URLs kept as ``new`` (``_labels``' one
+        event for a whole batch), its lines made by the loop. Else None.
+
+        Why: ``_select_lines`` otherwise inserts it into each line of each batch
+        afterwards, a pass and a copy of every byte (~0.2 s of the workers' CPU on the
+        many benchmark, where every host is new).
+        """
+        ledger = self._ledger
+        if ledger is None or self._encoded is None or self._since is not None:
+            return None
+        if "new" not in self._events or not ledger.fresh(self._memory):
+            return None
+        return _EVENT_LABELS["new"]
+
     def _select(
         self, batch: list[dict[str, Any]], fps: array[int], lastmods: array[int]
     ) -> tuple[list[dict[str, Any]], LedgerRows | None]:
@@ -796,12 +820,15 @@ class HostWorker:
             urls = (text, ends)
         kept, rows, every = self._labels(fps, lastmods, urls, sitemaps)
         if every is not None:
+            label = _EVENT_LABELS[every]
+            if label == self._line_label:
+                return bytes(data), len(fps), rows  # the compiled loop wrote it
             # One label for every line: one pass in C. A raw "}\n" ends a line and
             # nothing else (JSON escapes a newline inside a string).
-            label = _EVENT_LABELS[every]
             if _label_lines is not None:
                 return _label_lines(data, label), len(fps), rows
             return bytes(data.replace(b"}\n", label + b"}\n")), len(fps), rows
+        assert self._line_label is None  # (set only where every line gets one label)
         lines = data.split(b"\n")  # one more than the records: the empty tail
         out = bytearray()
         for i, event, since in kept:

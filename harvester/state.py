@@ -84,6 +84,9 @@ _MIGRATED_CHUNK = 10_000  # URLs per chunk when rows of schema 2 become chunks
 # but made the file a third larger: a ~24 KB chunk (512 URLs) leaves a third of one
 # empty. Existing files keep their page size (changing it means a VACUUM).
 PAGE_SIZE = 16384
+# INSERT ... RETURNING (SQLite 3.35+): a new host or sitemap row and its id in one
+# statement, not an INSERT and a SELECT.
+_RETURNING = sqlite3.sqlite_version_info >= (3, 35)
 
 
 def _chunk_the_ledger(db: sqlite3.Connection) -> None:
@@ -591,8 +594,11 @@ class StateStore:
     def _host_id(self, host: str) -> int:
         host_id = self._host_ids.get(host)
         if host_id is None:
-            self._db.execute("INSERT OR IGNORE INTO hosts (name) VALUES (?)", (host,))
-            host_id = self._db.execute("SELECT id FROM hosts WHERE name = ?", (host,)).fetchone()[0]
+            host_id = self._insert_id(
+                "INSERT OR IGNORE INTO hosts (name) VALUES (?)",
+                "SELECT id FROM hosts WHERE name = ?",
+                (host,),
+            )
             if len(self._host_ids) > 10_000:  # bounded cache: hosts come and go
                 self._host_ids.clear()
                 self._sitemap_ids.clear()
@@ -603,14 +609,24 @@ class StateStore:
         key = (host_id, url)
         sid = self._sitemap_ids.get(key)
         if sid is None:
-            self._db.execute(
-                "INSERT OR IGNORE INTO sitemaps (host_id, url) VALUES (?, ?)", (host_id, url)
+            sid = self._insert_id(
+                "INSERT OR IGNORE INTO sitemaps (host_id, url) VALUES (?, ?)",
+                "SELECT id FROM sitemaps WHERE host_id = ? AND url = ?",
+                (host_id, url),
             )
-            sid = self._db.execute(
-                "SELECT id FROM sitemaps WHERE host_id = ? AND url = ?", (host_id, url)
-            ).fetchone()[0]
             self._sitemap_ids[key] = sid
         return sid
+
+    def _insert_id(self, insert: str, select: str, params: tuple[object, ...]) -> int:
+        """The id of the row ``insert`` adds, or of the one ``select`` finds if it was there."""
+        if _RETURNING:
+            # One statement for a new row (every host and sitemap of a first run).
+            row = self._db.execute(insert + " RETURNING id", params).fetchone()
+            if row is not None:
+                return int(row[0])
+        else:
+            self._db.execute(insert, params)
+        return int(self._db.execute(select, params).fetchone()[0])
 
 
 class FinishedHosts:
