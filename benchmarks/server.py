@@ -205,6 +205,10 @@ class _Connection(asyncio.Protocol):
         self._url = b""
         self._transport: asyncio.Transport | None = None
         self._closing = False
+        # Replies waiting out --latency, in request order (a pipelining client's
+        # replies must not overtake each other; timers of equal time need not keep
+        # their order).
+        self._delayed: list[tuple[_Reply, bool, bool]] = []
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # (uvloop's transports do not subclass asyncio.Transport, but are one.)
@@ -249,11 +253,16 @@ class _Connection(asyncio.Protocol):
             running.bytes_sent += len(reply.body)
         keep_alive = self._parser.should_keep_alive()
         if running.latency > 0:
-            asyncio.get_running_loop().call_later(
-                running.latency, self._send, reply, method == b"HEAD", keep_alive
-            )
+            self._delayed.append((reply, method == b"HEAD", keep_alive))
+            if len(self._delayed) == 1:
+                asyncio.get_running_loop().call_later(running.latency, self._send_delayed)
         else:
             self._send(reply, method == b"HEAD", keep_alive)
+
+    def _send_delayed(self) -> None:
+        delayed, self._delayed = self._delayed, []
+        for reply, head_only, keep_alive in delayed:
+            self._send(reply, head_only, keep_alive)
 
     def _send(self, reply: _Reply, head_only: bool, keep_alive: bool) -> None:
         transport = self._transport

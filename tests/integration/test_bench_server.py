@@ -148,12 +148,18 @@ async def test_keep_alive_close_and_a_malformed_request(tmp_path: Path) -> None:
         assert (await exchange(port, b"NOT HTTP\r\n\r\n")).startswith(b"HTTP/1.1 400 ")
 
 
-async def test_latency_delays_each_response(tmp_path: Path) -> None:
+async def test_latency_delays_each_response_and_keeps_their_order(tmp_path: Path) -> None:
     port = free_port(A)
     running: Running
     async with serve(corpus(tmp_path, port), latency=0.05) as running:
         started = time.monotonic()
         reply = await exchange(port, get("/sitemap.xml", "Connection: close"))
         assert time.monotonic() - started >= 0.05
+        # Pipelined: the 404 asked for first comes first.
+        reader, writer = await asyncio.open_connection(A, port)
+        writer.write(get("/missing.xml") + get("/sitemap.xml"))
+        both = await read_until(reader, BODY)
+        writer.close()
     assert reply.endswith(BODY)
-    assert running.requests == 1
+    assert both.index(b"404 Not Found") < both.index(b"200 OK")
+    assert running.requests == 3
