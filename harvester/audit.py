@@ -381,9 +381,13 @@ class LastmodDistribution:
         dated = self.dated
         modal_key, modal_n, cluster_n = None, 0, 0
         if self._modal:
-            modal_key, modal_n = max(self._modal.items(), key=lambda kv: (kv[1], -kv[0]))
-            tol = self._tol_us
-            cluster_n = sum(n for k, n in self._modal.items() if abs(k - modal_key) <= tol)
+            # The most counted value, the earliest of a tie: max by (count, -value) made a
+            # tuple per kept value through a lambda, for every host (~0.1 s a run).
+            modal = self._modal
+            modal_n = max(modal.values())
+            modal_key = min(k for k, n in modal.items() if n == modal_n)
+            low, high = modal_key - self._tol_us, modal_key + self._tol_us
+            cluster_n = sum(n for k, n in modal.items() if low <= k <= high)
         distinct, exact = self.distinct()
 
         def share(n: int) -> float:
