@@ -828,7 +828,7 @@ class HostWorker:
             if _label_lines is not None:
                 return _label_lines(data, label), len(fps), rows
             return bytes(data.replace(b"}\n", label + b"}\n")), len(fps), rows
-        assert self._line_label is None  # (set only where every line gets one label)
+        assert not self._line_label  # (set only where every line gets one label)
         lines = data.split(b"\n")  # one more than the records: the empty tail
         out = bytearray()
         for i, event, since in kept:
