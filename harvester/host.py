@@ -873,8 +873,10 @@ class HostWorker:
             # A host new to the ledger (every host of a first run) needs no lookup, and
             # no count of a list of "new": Counter took ~30 µs a batch of 512.
             fresh = self._ledger.fresh(self._memory)
+            stored = lastmods  # the rows' lastmods (the filter below uses this run's)
             if not fresh:
                 events = self._ledger.events(self._memory, signed_fps, lastmods)
+                stored = self._ledger.carry(self._memory, signed_fps, lastmods)
             counts: Counter[str | None] = (
                 Counter({"new": len(lastmods)}) if fresh else Counter(events)
             )
@@ -892,14 +894,14 @@ class HostWorker:
                 rows = LedgerRows.pack(
                     array("q", compress(signed_fps, keep)),
                     list(compress(urls, keep)),
-                    array("q", compress(lastmods, keep)),
+                    array("q", compress(stored, keep)),
                     sitemaps,
                 )
             else:
                 if isinstance(urls, tuple):
-                    rows = LedgerRows.pack_text(signed_fps, *urls, lastmods, sitemaps)
+                    rows = LedgerRows.pack_text(signed_fps, *urls, stored, sitemaps)
                 else:
-                    rows = LedgerRows.pack(signed_fps, urls, lastmods, sitemaps)
+                    rows = LedgerRows.pack(signed_fps, urls, stored, sitemaps)
                 if since is None and len(counts) == 1:
                     (only,) = counts
                     if self._unverified and only != "new":

@@ -351,6 +351,27 @@ class LedgerReader:
             memory.listed, memory.recorded = self._views(memory.host_id)
         return not memory.listed and not memory.recorded
 
+    def carry(self, memory: HostMemory, fps: array[int], lastmods: array[int]) -> array[int]:
+        """``lastmods`` for the ledger rows: a URL listed without one keeps the lastmod the
+        ledger holds for it (signed fingerprints; ``NO_LASTMOD`` for none).
+
+        The ledger keeps the last lastmod seen: a URL that drops its lastmod for a run and
+        shows the same one again has not changed. This run's rows replace the earlier
+        ones of a sitemap read in full, so without the carry that lastmod was lost.
+        Returns ``lastmods`` itself when nothing is carried.
+        """
+        if NO_LASTMOD not in lastmods or self.fresh(memory):
+            return lastmods
+        listed = memory.listed
+        assert listed is not None  # (fresh read it)
+        at = listed.find(fps)
+        known = listed.lastmods
+        out = array("q", lastmods)
+        for i, lastmod in enumerate(lastmods):
+            if lastmod == NO_LASTMOD and at[i] >= 0:
+                out[i] = known[at[i]]
+        return out
+
     def events(self, memory: HostMemory, fps: array[int], lastmods: array[int]) -> list[str | None]:
         """The event of each URL (signed fingerprints; lastmods with ``NO_LASTMOD``).
 

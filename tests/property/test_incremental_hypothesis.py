@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from aiohttp import web
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from harvester.config import load_config
@@ -155,6 +155,18 @@ def visible(site: ModelSite) -> dict[int, tuple[int | None, str]]:
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 @given(first=edits, runs=st.lists(edits, min_size=1, max_size=3))
+# Found by this test: a URL listed without its lastmod for one run, then with the same
+# one again, was reported changed (the ledger had forgotten it; LedgerReader.carry).
+@example(first=[("add", 0, 0, 1)], runs=[[("undate", 0, 0, 1)], [("bump", 0, 0, 1)]])
+# And one the model had wrong: a URL that moved while its old sitemap failed may still be
+# listed there too, so it is not removed while that sitemap keeps failing.
+@example(
+    first=[("add", 0, 1, 1)],
+    runs=[
+        [("drop", 0, 0, 1), ("add", 0, 0, 1), ("fail", 0, 1, 1)],
+        [("drop", 0, 0, 1), ("fail", 0, 1, 1)],
+    ],
+)
 def test_delta_events_match_the_model(
     first: list[tuple[str, int, int, int]], runs: list[list[tuple[str, int, int, int]]]
 ) -> None:
@@ -178,12 +190,17 @@ def test_delta_events_match_the_model(
             )
             for e in first:
                 apply(site, e)
-            # The model of the ledger: URL -> (last lastmod, sitemap that last listed it).
+            # The model of the ledger: URL -> (last lastmod, sitemap that last listed it),
+            # and what each sitemap listed when last read in full.
             ledger: dict[int, tuple[int | None, str]] = {}
+            homes: dict[str, set[int]] = {}
             for n, step in enumerate([[], *runs]):
                 for e in step:
                     apply(site, e)
                 now = visible(site)
+                # A sitemap that fails may still list what it listed when last read: a URL
+                # it had is not known to be gone (it may list it besides another one).
+                hidden = {i for path in site.failing for i in homes.get(path, ())}
                 expected = {
                     *(("new", i) for i in now if i not in ledger),
                     *(
@@ -194,11 +211,7 @@ def test_delta_events_match_the_model(
                         and (ledger[i][0] is None or m > (ledger[i][0] or 0))
                     ),
                     # Only a sitemap read in full this run can tell that a URL is gone.
-                    *(
-                        ("removed", i)
-                        for i, (_, where) in ledger.items()
-                        if i not in now and where not in site.failing
-                    ),
+                    *(("removed", i) for i in ledger if i not in now and i not in hidden),
                 }
                 out = Path(tmp) / f"run{n}.jsonl"
                 run_job(cfg, [f"http://{HOST}:{site.port}"], str(out), progress=False)
@@ -209,7 +222,10 @@ def test_delta_events_match_the_model(
                 assert got == expected, f"run {n}"
                 # The ledger keeps the last lastmod seen (a dropped one is not forgotten);
                 # URLs a failed sitemap hid stay as they were.
-                kept = {i: v for i, v in ledger.items() if i not in now and v[1] in site.failing}
+                kept = {i: v for i, v in ledger.items() if i not in now and i in hidden}
+                for path, urls in site.files.items():
+                    if path not in site.failing:
+                        homes[path] = set(urls)
                 ledger = kept | {
                     i: (m if m is not None else ledger.get(i, (None, ""))[0], where)
                     for i, (m, where) in now.items()
