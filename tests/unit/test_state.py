@@ -188,6 +188,25 @@ def test_removed_only_from_sitemaps_in_the_removal_scope(
         store.finish_run("complete")
 
 
+def test_a_url_listed_without_its_lastmod_keeps_the_ledgers(tmp_path: Path) -> None:
+    path = str(tmp_path / "s.sqlite")
+    with StateStore(path) as store:
+        run = store.start_run(emit="delta", output=None)
+        store.add_urls("a.example", rows("p1", "p2", lastmod=1_700_000_000))
+        store.finish_host(HostState("a.example", [SitemapState(SM, None, "ok", 200, True)], [SM]))
+        store.finish_run("complete")
+    reader = LedgerReader(path, run.id + 1)
+    memory = reader.host("a.example")
+    lastmods = array("q", [NO_LASTMOD, 1_800_000_000, NO_LASTMOD])
+    # p1 listed undated keeps 1_700_000_000; a dated URL and an unknown one stay as listed.
+    carried = reader.carry(memory, fps("p1", "p2", "p9"), lastmods)
+    assert list(carried) == [1_700_000_000, 1_800_000_000, NO_LASTMOD]
+    assert list(lastmods) == [NO_LASTMOD, 1_800_000_000, NO_LASTMOD]  # not changed in place
+    dated = array("q", [5, 6])
+    assert reader.carry(memory, fps("p1", "p2"), dated) is dated  # nothing to carry
+    reader.close()
+
+
 def test_an_unfinished_run_is_resumed_and_its_output_cut_to_the_commit(tmp_path: Path) -> None:
     path = str(tmp_path / "s.sqlite")
     out = str(tmp_path / "o.jsonl")
