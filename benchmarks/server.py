@@ -167,7 +167,7 @@ class _Reply:
 
     head: bytes
     body: bytes
-    kind: str  # "file", "redirect" or "missing" (the counters)
+    kind: str  # "file", "redirect", "missing" (the counters) or "error" (counted in none)
 
 
 def _replies(files: dict[str, _File]) -> dict[str, _Reply]:
@@ -188,8 +188,8 @@ _MISSING: Final = _Reply(
     _NOT_FOUND,
     "missing",
 )
-_BAD_METHOD: Final = _Reply(_head(405, [("Allow", "GET, HEAD")], 0), b"", "missing")
-_BAD_REQUEST: Final = _Reply(_head(400, [], 0), b"", "missing")
+_BAD_METHOD: Final = _Reply(_head(405, [("Allow", "GET, HEAD")], 0), b"", "error")
+_BAD_REQUEST: Final = _Reply(_head(400, [], 0), b"", "error")
 
 
 class _Connection(asyncio.Protocol):
