@@ -52,6 +52,7 @@ __all__ = [
     "EmitMode",
     "HostMemory",
     "HostState",
+    "Incremental",
     "LedgerReader",
     "LedgerRow",
     "LedgerRows",
@@ -88,6 +89,19 @@ def signed(fp: int) -> int:
 # travel as ``LedgerRows`` and are stored as chunks (``harvester.chunks``).
 LedgerRow = tuple[int, str, str, int | None]
 Blob = bytes | memoryview  # a chunk's blob: see LedgerRows.__reduce_ex__
+
+
+@dataclass(frozen=True, slots=True)
+class Incremental:
+    """Which state file a shard reads (read-only), for which run, with which ``--emit``.
+
+    (Here, not in ``pipeline``: the parent builds it, and importing ``pipeline`` there
+    imported aiohttp too, ~0.24 s of its start before any worker was spawned.)
+    """
+
+    path: str
+    run_id: int
+    emit: str
 
 
 @dataclass(frozen=True, slots=True)

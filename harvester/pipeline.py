@@ -33,7 +33,7 @@ from harvester.crosshost import CrossHostTracker
 from harvester.errors import InputError
 from harvester.fetch import Fetcher
 from harvester.host import HostWorker
-from harvester.ledger import LedgerReader
+from harvester.ledger import Incremental, LedgerReader
 from harvester.normalize import Normalizer
 from harvester.scheduler import Scheduler
 from harvester.seeds import Seed, iter_seeds
@@ -49,15 +49,6 @@ if TYPE_CHECKING:
     from harvester.ledger import HostState, LedgerRows
 
 __all__ = ["HostDone", "Incremental", "RecordBatch", "harvest", "run_shard"]
-
-
-@dataclass(frozen=True, slots=True)
-class Incremental:
-    """Which state file a shard reads (read-only), for which run, with which ``--emit``."""
-
-    path: str
-    run_id: int
-    emit: str
 
 
 @dataclass(frozen=True, slots=True)

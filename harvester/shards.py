@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 from harvester.crosshost import CrossHostTracker
 from harvester.errors import ConfigError, HarvesterError
-from harvester.ledger import EMIT_EVENTS
+from harvester.ledger import EMIT_EVENTS, Incremental
 from harvester.report import Progress, RunReport, write_report
 from harvester.seeds import Seed, SeedReader
 from harvester.shutdown import POLL, SeedGate, Stop, run_until_stopped
@@ -59,7 +59,7 @@ if TYPE_CHECKING:
 
     from harvester.config import Config
     from harvester.ledger import HostState, LedgerRows
-    from harvester.pipeline import Incremental, OutputItem
+    from harvester.pipeline import OutputItem
     from harvester.state import FinishedHosts
     from harvester.workers import WorkerProcess
 
@@ -204,8 +204,6 @@ def run_job(
     try:
         sink = _open_sink(output, store)
         if store is not None:
-            from harvester.pipeline import Incremental
-
             assert store.run is not None
             incremental = Incremental(store.path, store.run.id, store.run.emit)
             run.state = store.path

@@ -61,8 +61,8 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Sequence
 
     from harvester.config import Config
-    from harvester.ledger import LedgerRows
-    from harvester.pipeline import Incremental, OutputItem
+    from harvester.ledger import Incremental, LedgerRows
+    from harvester.pipeline import OutputItem
     from harvester.seeds import Seed
 
 __all__ = ["WorkerProcess", "main"]
