@@ -41,24 +41,54 @@ cdef uint64_t[8] IV = [
     0x510E527FADE682D1, 0x9B05688C2B3E6C1F, 0x1F83D9ABFB41BD6B, 0x5BE0CD19137E2179,
 ]
 
-cdef uint8_t[12][16] SIGMA = [
-    [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15],
-    [14, 10, 4, 8, 9, 15, 13, 6, 1, 12, 0, 2, 11, 7, 5, 3],
-    [11, 8, 12, 0, 5, 2, 15, 13, 10, 14, 3, 6, 7, 1, 9, 4],
-    [7, 9, 3, 1, 13, 12, 11, 14, 2, 6, 5, 10, 4, 0, 15, 8],
-    [9, 0, 5, 7, 2, 4, 10, 15, 14, 1, 11, 12, 6, 8, 3, 13],
-    [2, 12, 6, 10, 0, 11, 8, 3, 4, 13, 7, 5, 15, 14, 1, 9],
-    [12, 5, 1, 15, 14, 13, 4, 10, 0, 7, 6, 3, 9, 2, 8, 11],
-    [13, 11, 7, 14, 12, 1, 3, 9, 5, 0, 15, 4, 8, 6, 2, 10],
-    [6, 15, 14, 9, 11, 3, 0, 8, 12, 2, 13, 7, 1, 4, 10, 5],
-    [10, 2, 8, 4, 7, 6, 1, 5, 15, 11, 9, 14, 3, 12, 13, 0],
-    [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15],
-    [14, 10, 4, 8, 9, 15, 13, 6, 1, 12, 0, 2, 11, 7, 5, 3],
-]
-
-
-cdef inline uint64_t _rotr(uint64_t x, int n) noexcept nogil:
-    return (x >> n) | (x << (64 - n))
+cdef extern from *:
+    """
+    /* BLAKE2b's F (RFC 7693 section 3.2) with its 12 rounds written out, so that every
+       message-word index is a constant and v0..v15 are plain locals the compiler keeps
+       in registers. With the loop over rounds that read SIGMA at run time, fingerprint()
+       of an 80-byte URL took 337 ns; written out, 208 ns (timeit, best of 5).
+       m: the block's 16 words, already little-endian-decoded. */
+    static inline uint64_t harvester_rotr64(uint64_t x, int n) {
+        return (x >> n) | (x << (64 - n));
+    }
+    #define HARVESTER_G(a, b, c, d, x, y) do { \
+        a = a + b + (x); d = harvester_rotr64(d ^ a, 32); \
+        c = c + d;       b = harvester_rotr64(b ^ c, 24); \
+        a = a + b + (y); d = harvester_rotr64(d ^ a, 16); \
+        c = c + d;       b = harvester_rotr64(b ^ c, 63); \
+    } while (0)
+    #define HARVESTER_ROUND(s0, s1, s2, s3, s4, s5, s6, s7, s8, s9, s10, s11, s12, s13, s14, s15) do { \
+        HARVESTER_G(v0, v4, v8, v12, m[s0], m[s1]);   HARVESTER_G(v1, v5, v9, v13, m[s2], m[s3]); \
+        HARVESTER_G(v2, v6, v10, v14, m[s4], m[s5]);  HARVESTER_G(v3, v7, v11, v15, m[s6], m[s7]); \
+        HARVESTER_G(v0, v5, v10, v15, m[s8], m[s9]);  HARVESTER_G(v1, v6, v11, v12, m[s10], m[s11]); \
+        HARVESTER_G(v2, v7, v8, v13, m[s12], m[s13]); HARVESTER_G(v3, v4, v9, v14, m[s14], m[s15]); \
+    } while (0)
+    static void harvester_blake2b_f(uint64_t* h, const uint64_t* m, uint64_t t, int last) {
+        uint64_t v0 = h[0], v1 = h[1], v2 = h[2], v3 = h[3];
+        uint64_t v4 = h[4], v5 = h[5], v6 = h[6], v7 = h[7];
+        uint64_t v8 = 0x6A09E667F3BCC908ULL, v9 = 0xBB67AE8584CAA73BULL;
+        uint64_t v10 = 0x3C6EF372FE94F82BULL, v11 = 0xA54FF53A5F1D36F1ULL;
+        /* the byte counter's low word (no input here reaches 2**64 bytes) */
+        uint64_t v12 = 0x510E527FADE682D1ULL ^ t, v13 = 0x9B05688C2B3E6C1FULL;
+        uint64_t v14 = 0x1F83D9ABFB41BD6BULL, v15 = 0x5BE0CD19137E2179ULL;
+        if (last) v14 = ~v14;
+        HARVESTER_ROUND(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+        HARVESTER_ROUND(14, 10, 4, 8, 9, 15, 13, 6, 1, 12, 0, 2, 11, 7, 5, 3);
+        HARVESTER_ROUND(11, 8, 12, 0, 5, 2, 15, 13, 10, 14, 3, 6, 7, 1, 9, 4);
+        HARVESTER_ROUND(7, 9, 3, 1, 13, 12, 11, 14, 2, 6, 5, 10, 4, 0, 15, 8);
+        HARVESTER_ROUND(9, 0, 5, 7, 2, 4, 10, 15, 14, 1, 11, 12, 6, 8, 3, 13);
+        HARVESTER_ROUND(2, 12, 6, 10, 0, 11, 8, 3, 4, 13, 7, 5, 15, 14, 1, 9);
+        HARVESTER_ROUND(12, 5, 1, 15, 14, 13, 4, 10, 0, 7, 6, 3, 9, 2, 8, 11);
+        HARVESTER_ROUND(13, 11, 7, 14, 12, 1, 3, 9, 5, 0, 15, 4, 8, 6, 2, 10);
+        HARVESTER_ROUND(6, 15, 14, 9, 11, 3, 0, 8, 12, 2, 13, 7, 1, 4, 10, 5);
+        HARVESTER_ROUND(10, 2, 8, 4, 7, 6, 1, 5, 15, 11, 9, 14, 3, 12, 13, 0);
+        HARVESTER_ROUND(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+        HARVESTER_ROUND(14, 10, 4, 8, 9, 15, 13, 6, 1, 12, 0, 2, 11, 7, 5, 3);
+        h[0] ^= v0 ^ v8;  h[1] ^= v1 ^ v9;  h[2] ^= v2 ^ v10; h[3] ^= v3 ^ v11;
+        h[4] ^= v4 ^ v12; h[5] ^= v5 ^ v13; h[6] ^= v6 ^ v14; h[7] ^= v7 ^ v15;
+    }
+    """
+    void _f "harvester_blake2b_f"(uint64_t* h, const uint64_t* m, uint64_t t, int last) noexcept nogil
 
 
 cdef inline uint64_t _load64(const uint8_t* p) noexcept nogil:
@@ -70,43 +100,13 @@ cdef inline uint64_t _load64(const uint8_t* p) noexcept nogil:
     )
 
 
-cdef inline void _g(uint64_t* v, int a, int b, int c, int d, uint64_t x, uint64_t y) noexcept nogil:
-    v[a] = v[a] + v[b] + x
-    v[d] = _rotr(v[d] ^ v[a], 32)
-    v[c] = v[c] + v[d]
-    v[b] = _rotr(v[b] ^ v[c], 24)
-    v[a] = v[a] + v[b] + y
-    v[d] = _rotr(v[d] ^ v[a], 16)
-    v[c] = v[c] + v[d]
-    v[b] = _rotr(v[b] ^ v[c], 63)
-
-
 cdef void _compress(uint64_t* h, const uint8_t* block, uint64_t t, bint last) noexcept nogil:
     """RFC 7693 section 3.2, F: one 128-byte block into the state ``h``."""
-    cdef uint64_t[16] v
     cdef uint64_t[16] m
     cdef int i
-    cdef const uint8_t* s
     for i in range(16):
         m[i] = _load64(block + 8 * i)
-    for i in range(8):
-        v[i] = h[i]
-        v[i + 8] = IV[i]
-    v[12] ^= t  # the byte counter's low word (no input here reaches 2**64 bytes)
-    if last:
-        v[14] = ~v[14]
-    for i in range(12):
-        s = SIGMA[i]
-        _g(v, 0, 4, 8, 12, m[s[0]], m[s[1]])
-        _g(v, 1, 5, 9, 13, m[s[2]], m[s[3]])
-        _g(v, 2, 6, 10, 14, m[s[4]], m[s[5]])
-        _g(v, 3, 7, 11, 15, m[s[6]], m[s[7]])
-        _g(v, 0, 5, 10, 15, m[s[8]], m[s[9]])
-        _g(v, 1, 6, 11, 12, m[s[10]], m[s[11]])
-        _g(v, 2, 7, 8, 13, m[s[12]], m[s[13]])
-        _g(v, 3, 4, 9, 14, m[s[14]], m[s[15]])
-    for i in range(8):
-        h[i] ^= v[i] ^ v[i + 8]
+    _f(h, m, t, last)
 
 
 cdef uint64_t _blake2b_64(const uint8_t* data, Py_ssize_t n) noexcept nogil:
