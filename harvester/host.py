@@ -73,7 +73,13 @@ if TYPE_CHECKING:
     # worker was made with ``encoded=True`` (see HostWorker); ``lines``: how many lines
     # ``data`` holds when a filter made it fewer than the fingerprints (else None).
     Emit = Callable[
-        [list[dict[str, Any]], array[int], LedgerRows | None, bytes | None, int | None],
+        [
+            list[dict[str, Any]],
+            array[int],
+            LedgerRows | None,
+            bytes | bytearray | None,
+            int | None,
+        ],
         Awaitable[None],
     ]
 
@@ -746,22 +752,23 @@ class HostWorker:
             batch, self._batch = self._batch, []
             fps, self._batch_fps = self._batch_fps, array("Q")
             rows: LedgerRows | None = None
-            data: bytes | None = None
+            data: bytes | bytearray | None = None
             lines: int | None = None
             encoded = self._encoded
             if self._filtering:
                 lastmods, self._batch_lastmods = self._batch_lastmods, array("q")
                 if encoded is not None:
                     data, lines, rows = self._select_lines(encoded, fps, lastmods)
-                    encoded.clear()
+                    self._encoded = bytearray()  # data may be this one (see below)
                 else:
                     batch, rows = self._select(batch, fps, lastmods)
                     if self._encode_selected:
                         data, lines = encode_records(batch), len(batch)
                         batch = []
             elif encoded is not None:
-                data = bytes(encoded)
-                encoded.clear()
+                # Handed on as it is, and the next batch gets a new buffer: a copy
+                # (bytes(encoded)) moved every output byte once more in the workers.
+                data, self._encoded = encoded, bytearray()
             await self._emit(batch, fps, rows, data, lines)
 
     def _every_line_label(self) -> bytes | None:
@@ -806,10 +813,11 @@ class HostWorker:
 
     def _select_lines(
         self, data: bytearray, fps: array[int], lastmods: array[int]
-    ) -> tuple[bytes, int, LedgerRows | None]:
+    ) -> tuple[bytes | bytearray, int, LedgerRows | None]:
         """``_select`` for a batch the compiled loop wrote as JSON lines.
 
-        Returns the kept lines, labelled, their count and the ledger rows. A label
+        Returns the kept lines, labelled (``data`` itself when it needs no change: the
+        caller then leaves it be), their count and the ledger rows. A label
         goes before its line's closing brace, in the order ``_select`` adds the
         keys (``event``, then ``since``): the bytes are those of the labelled dicts.
         """
@@ -822,7 +830,7 @@ class HostWorker:
         if every is not None:
             label = _EVENT_LABELS[every]
             if label == self._line_label:
-                return bytes(data), len(fps), rows  # the compiled loop wrote it
+                return data, len(fps), rows  # the compiled loop wrote it
             # One label for every line: one pass in C. A raw "}\n" ends a line and
             # nothing else (JSON escapes a newline inside a string).
             if _label_lines is not None:

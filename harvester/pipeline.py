@@ -63,11 +63,12 @@ class RecordBatch:
     records: list[dict[str, Any]]
     fingerprints: array[int]
     rows: LedgerRows | None = None
-    # The records as JSON lines (``records`` then empty), from ``run_shard(encoded=True)``.
-    data: bytes | None = None
+    # The records as JSON lines (``records`` then empty), from ``run_shard(encoded=True)``:
+    # a bytearray when the compiled loop wrote them (never changed once emitted).
+    data: bytes | bytearray | None = None
     lines: int | None = None  # how many lines ``data`` holds; None: one per fingerprint
 
-    def encoded(self) -> bytes:
+    def encoded(self) -> bytes | bytearray:
         """The batch's JSON lines: ``data``, or ``sink.encode_records`` of ``records``."""
         return self.data if self.data is not None else encode_records(self.records)
 
@@ -119,7 +120,7 @@ async def run_shard(
             batch: list[dict[str, Any]],
             fps: array[int],
             rows: LedgerRows | None,
-            data: bytes | None = None,
+            data: bytes | bytearray | None = None,
             lines: int | None = None,
         ) -> None:
             await send(RecordBatch(host, batch, fps, rows, data, lines))

@@ -112,7 +112,7 @@ class _Writer:
 
     def records(
         self,
-        data: bytes | memoryview,
+        data: bytes | bytearray | memoryview,
         count: int,
         fingerprints: list[tuple[str, bytes]],
         rows: list[tuple[str, LedgerRows]] | None = None,

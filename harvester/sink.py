@@ -153,7 +153,7 @@ class JsonlSink:
         if _sync_range is not None and regular:
             self._started = self.bytes
 
-    def write(self, data: bytes | memoryview, records: int | None = None) -> None:
+    def write(self, data: bytes | bytearray | memoryview, records: int | None = None) -> None:
         """Append a batch of complete JSON lines (each ending in ``\\n``).
 
         ``records``: how many lines ``data`` holds, when the caller knows (the
@@ -170,7 +170,7 @@ class JsonlSink:
         self._file.write(data)
         # encode_record escapes newlines inside strings, so b"\n" counts records.
         if records is None:
-            records = (data if isinstance(data, bytes) else bytes(data)).count(b"\n")
+            records = (data if isinstance(data, (bytes, bytearray)) else bytes(data)).count(b"\n")
         self.records += records
         self.bytes += len(data)
         if self._started is not None and self.bytes - self._started >= _DROP_STEP:

@@ -354,7 +354,7 @@ class Results:
         self._loop = asyncio.get_running_loop()
         os.set_blocking(self._fd, False)
 
-    async def put(self, msg: tuple[Any, ...], records: Sequence[bytes] = ()) -> None:
+    async def put(self, msg: tuple[Any, ...], records: Sequence[bytes | bytearray] = ()) -> None:
         """Send one message (and, for "records", the encoded lines after it); wait while
         the parent is behind.
         """
@@ -382,13 +382,13 @@ class Results:
         if self._pending is None and not self._waiting:
             self.ready.set()
 
-    def _build(self, msg: tuple[Any, ...], records: Sequence[bytes]) -> int:
+    def _build(self, msg: tuple[Any, ...], records: Sequence[bytes | bytearray]) -> int:
         # Out of band: the ledger blobs are copied once, below, not into the pickle too.
         oob: list[pickle.PickleBuffer] = []
         meta = pickle.dumps(msg, protocol=5, buffer_callback=oob.append)
         buffers = [b.raw() for b in oob]
         lengths = b"".join(_LENGTH.pack(len(b)) for b in buffers)
-        parts: list[bytes | memoryview] = [lengths, meta, *buffers, *records]
+        parts: list[bytes | bytearray | memoryview] = [lengths, meta, *buffers, *records]
         size = _FRAME.size + sum(map(len, parts))
         if size > len(self._buf):
             self._buf = bytearray(size)  # a message over the usual size (a huge report)
@@ -566,7 +566,7 @@ async def _serve(
     seeds = SeedPipe(seeds_fd, stop)
     await results.open()
     gate = SeedGate(cfg.run.hosts_in_flight)
-    buffer: list[bytes] = []
+    buffer: list[bytes | bytearray] = []
     fingerprints: list[tuple[str, bytes]] = []  # (host, fingerprints) of what is in buffer
     rows: list[tuple[str, LedgerRows]] = []  # (host, ledger rows) of what is in buffer
     size = 0

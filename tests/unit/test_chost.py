@@ -147,14 +147,14 @@ def worker(
     fresh: bool = False,
 ) -> HostWorker:
     seed = Seed(HOST, f"https://{HOST}", None, None, None, True)
-    emitted: list[tuple[list[dict[str, Any]], array[int], bytes | None]] = []
+    emitted: list[tuple[list[dict[str, Any]], array[int], bytes | bytearray | None]] = []
     rows: list[Any] = []
 
     async def emit(
         batch: list[dict[str, Any]],
         fps: array[int],
         ledger_rows: Any,
-        data: bytes | None,
+        data: bytes | bytearray | None,
         lines: int | None,
     ) -> None:
         assert lines is None or (data is not None and lines == data.count(b"\n"))
