@@ -48,6 +48,11 @@ if TYPE_CHECKING:
 __all__ = ["JsonlSink", "encode_record", "encode_records"]
 
 _BUFFER_SIZE = 1 << 20
+# A write at least this long goes straight to the file (after what the buffer holds):
+# through the buffer, each worker block (~256 KiB) was copied into it first, one more
+# copy of every output byte in the writer process (valgrind: the writer's largest
+# memcpy caller on the many benchmark).
+_DIRECT = 64 << 10
 _OPTIONS = orjson.OPT_APPEND_NEWLINE
 _DROP_STEP = 32 << 20  # output bytes between drop-behind steps (see the module docstring)
 _SYNC_WRITE = 2  # SYNC_FILE_RANGE_WRITE: start writeback, do not wait
@@ -167,7 +172,11 @@ class JsonlSink:
         if data[-1:] != b"\n":
             # A batch must end on a line boundary, or a crash could leave half a line.
             raise ValueError("JsonlSink.write needs whole lines ending in b'\\n'")
-        self._file.write(data)
+        if len(data) >= _DIRECT and self.temp_path is not None:
+            self._file.flush()
+            _write_all(self._file.fileno(), data)
+        else:
+            self._file.write(data)
         # encode_record escapes newlines inside strings, so b"\n" counts records.
         if records is None:
             records = (data if isinstance(data, (bytes, bytearray)) else bytes(data)).count(b"\n")
@@ -248,6 +257,14 @@ class JsonlSink:
     def __repr__(self) -> str:
         state = "closed" if self._file is None else "open"
         return f"<JsonlSink {self.path!r} {state} records={self.records} bytes={self.bytes}>"
+
+
+def _write_all(fd: int, data: bytes | bytearray | memoryview) -> None:
+    """``os.write`` until all of ``data`` is written (a regular file takes it in one)."""
+    with memoryview(data) as view:
+        done = os.write(fd, view)
+        while done < len(view):
+            done += os.write(fd, view[done:])
 
 
 def _fsync_dir(directory: str) -> None:

@@ -289,3 +289,35 @@ def test_a_resumed_output_drops_from_where_it_resumed(
     sink.close(complete=True)
     data = (tmp_path / "urls.jsonl").read_bytes()
     assert data == b'{"a":1}\n' * 1000 + b'{"b":2}\n' * 1_000_000
+
+
+@pytest.mark.parametrize("resume", [False, True])
+def test_large_writes_bypass_the_buffer_and_keep_the_order(
+    tmp_path: Path, resume: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch of at least ``_DIRECT`` bytes goes to the file directly, after the small
+    writes the buffer holds: the file is every write in order, resumed or not."""
+    part = tmp_path / "urls.jsonl.part"
+    written = []
+    if resume:
+        part.write_bytes(b'{"old":1}\n' * 10 + b'{"uncommitted":')
+        written.append(b'{"old":1}\n' * 10)
+    sink = JsonlSink(str(tmp_path / "urls.jsonl"), resume_at=100 if resume else None)
+    direct: list[int] = []
+    real_write_all = sink_module._write_all
+
+    def write_all(fd: int, data: bytes | bytearray | memoryview) -> None:
+        direct.append(len(data))
+        real_write_all(fd, data)
+
+    monkeypatch.setattr(sink_module, "_write_all", write_all)
+    for i in range(6):
+        small = b'{"small":%d}\n' % i
+        big = (b'{"big":%d}\n' % i) * (sink_module._DIRECT // 10 + 1 + i)  # > _DIRECT bytes
+        sink.write(small)
+        sink.write(memoryview(big) if i % 2 else bytearray(big))
+        written += [small, big]
+    sink.close(complete=True)
+    assert (tmp_path / "urls.jsonl").read_bytes() == b"".join(written)
+    assert len(direct) == 6  # the big ones, and only they, went straight to the file
+    assert sink.records == sum(w.count(b"\n") for w in written[1 if resume else 0 :])
