@@ -24,6 +24,9 @@ against ~0.1 µs here. A URL with a query went the general route whenever its
 pairs were out of order (3-8 µs); here it is sorted in C.
 """
 
+from libc.string cimport memchr
+
+
 cdef extern from "Python.h":
     bint PyUnicode_IS_COMPACT_ASCII(object o)
     const char* PyUnicode_DATA(object o)
@@ -170,9 +173,10 @@ cdef Py_ssize_t _base_end(str loc, bint strip_slash):
     ``len(loc)`` when it has none; -1 when the part before it is not canonical (also
     for any non-ASCII character, which no canonical form the Python path makes keeps).
     """
-    cdef Py_ssize_t n, i, start, path_start
+    cdef Py_ssize_t n, i, start, path_start, end, k
     cdef const unsigned char* d
-    cdef unsigned char c, prev
+    cdef const unsigned char* found
+    cdef unsigned char c, prev, cls
     cdef bint https
     cdef long port = 0
     if not PyUnicode_IS_COMPACT_ASCII(loc):
@@ -215,17 +219,24 @@ cdef Py_ssize_t _base_end(str loc, bint strip_slash):
     if i >= n or d[i] != b"/":
         return -1
     path_start = i
-    prev = 0
-    while i < n:
-        c = d[i]
-        if c == b"?":
+    # Up to the first '?': memchr, then the classes ANDed without a branch a character,
+    # then each '.' (a few a URL) looked behind. A loop testing each character for '?',
+    # its class and a dot segment in turn was ~3.5 % of a worker's instructions
+    # (valgrind, many benchmark), the most of any of our functions but the hash.
+    found = <const unsigned char*>memchr(d + i, b"?", n - i)
+    end = found - d if found is not NULL else n
+    cls = PATH
+    for k in range(path_start, end):
+        cls &= CLASS[d[k]]
+    if not cls:
+        return -1  # also '#': fragments go the Python way
+    found = d + path_start
+    while True:
+        found = <const unsigned char*>memchr(found + 1, b".", end - (found + 1 - d))
+        if found is NULL:
             break
-        if not _is(d, i, PATH):
-            return -1  # also '#': fragments go the Python way
-        if c == b"." and prev == b"/":
+        if (found - 1)[0] == b"/":
             return -1
-        prev = c
-        i += 1
-    if strip_slash and prev == b"/" and i - path_start > 1:
+    if strip_slash and d[end - 1] == b"/" and end - path_start > 1:
         return -1
-    return i
+    return end
