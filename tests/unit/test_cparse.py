@@ -79,6 +79,28 @@ CORNERS = {
         "<loc>https://e.com/a</loc><changefreq> Weekly </changefreq><priority>1.5</priority>",
         "<loc>https://e.com/b</loc><changefreq>sometimes</changefreq><priority>.3</priority>",
     ),
+    # _short_text's cache: repeats, near-repeats (space, case, one more digit), texts
+    # that share a slot, one past the cached length, CDATA, and more than the slots hold.
+    "short texts shared": urlset(
+        *(
+            f"<loc>https://e.com/{i}</loc><changefreq>{cf}</changefreq><priority>{pr}</priority>"
+            for i, (cf, pr) in enumerate(
+                [
+                    ("weekly", "0.5"),
+                    ("weekly", "0.5"),
+                    (" weekly", "0.50"),
+                    ("Weekly", "<![CDATA[0.5]]>"),
+                    ("wkly", "0.5 "),
+                    ("daily", "0.1234567890123"),
+                    ("daily", "0.12345678901234"),
+                    ("daily", "0.123456789012345"),
+                    ("daily", "0.1234567890123456"),
+                    *((f"x{k}", f"0.{k}") for k in range(40)),
+                    ("weekly", "0.5"),
+                ]
+            )
+        )
+    ),
     "no namespace": urlset("<loc>https://e.com/a</loc>", ns=""),
     "google 0.84": urlset(
         "<loc>https://e.com/a</loc>", ns='xmlns="http://www.google.com/schemas/sitemap/0.84"'
