@@ -310,12 +310,15 @@ cdef inline bytes _value_json(object value):
     if _JSON_KEYS[slot] == <PyObject*>value:
         return <bytes>_JSON_VALUES[slot]
     encoded = _value_json_slow(value)
+    cdef PyObject* old_key = _JSON_KEYS[slot]
+    cdef PyObject* old_value = _JSON_VALUES[slot]
     Py_INCREF(value)
     Py_INCREF(encoded)
-    Py_XDECREF(_JSON_KEYS[slot])
-    Py_XDECREF(_JSON_VALUES[slot])
     _JSON_KEYS[slot] = <PyObject*>value
     _JSON_VALUES[slot] = <PyObject*>encoded
+    # Released once the slot holds the new pair: a release may run arbitrary code.
+    Py_XDECREF(old_key)
+    Py_XDECREF(old_value)
     return encoded
 
 

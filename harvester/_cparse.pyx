@@ -224,10 +224,11 @@ cdef object _short_text(tree.xmlNode* c_node, bint* punt):
     if slot.text is not NULL and memcmp(slot.raw, raw, n + 1) == 0:
         return <object>slot.text
     text = _decode(c.content)
+    cdef PyObject* old = slot.text
     Py_INCREF(text)
-    Py_XDECREF(slot.text)
     memcpy(slot.raw, raw, n + 1)
     slot.text = <PyObject*>text
+    Py_XDECREF(old)  # once the slot is whole again
     return text
 
 
