@@ -13,3 +13,14 @@ cdef int _flush_count(tuple ctx, Count* count) except -1
 cdef object _url_entry(
     tree.xmlNode* c_url, object el, tuple ctx, object parser, list out, Count* count
 )
+cdef object _values_entry(tuple values, tuple ctx, object parser, list out, Count* count)
+cdef object _short_bytes(const char* raw, size_t n)
+cdef int _classify_name(
+    const tree.const_xmlChar* href, const tree.const_xmlChar* name
+) noexcept
+
+
+# Codes of a <url> child, as parse._classify gives them (CORE: a namespace that is none
+# of the extensions', from _classify_name before the local name is read).
+cdef enum:
+    IGNORE, LOC, LASTMOD, CHANGEFREQ, PRIORITY, IMAGE, VIDEO, NEWS, XLINK, CORE

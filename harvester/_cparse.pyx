@@ -56,10 +56,6 @@ cdef const char* NS_VIDEO = b"http://www.google.com/schemas/sitemap-video/1.1"
 cdef const char* NS_NEWS = b"http://www.google.com/schemas/sitemap-news/0.9"
 cdef const char* NS_XHTML = b"http://www.w3.org/1999/xhtml"
 
-# Codes of a <url> child, as parse._classify gives them.
-cdef enum:
-    IGNORE, LOC, LASTMOD, CHANGEFREQ, PRIORITY, IMAGE, VIDEO, NEWS, XLINK
-
 # tuple.__new__ straight: Image._make is a Python-level function, a frame per image.
 cdef object _new_tuple = tuple.__new__
 
@@ -85,8 +81,22 @@ cdef int _classify(tree.xmlNode* c, tree.xmlNs** core) noexcept:
     """
     cdef tree.xmlNs* ns = c.ns
     cdef const tree.const_xmlChar* href = ns.href if ns is not NULL else NULL
-    cdef const tree.const_xmlChar* name = c.name
+    cdef int code
     if href is not NULL and href[0] != 0 and ns is not core[0]:
+        code = _classify_name(href, c.name)
+        if code != CORE:
+            return code
+        core[0] = ns
+    return _classify_name(NULL, c.name)
+
+
+cdef int _classify_name(
+    const tree.const_xmlChar* href, const tree.const_xmlChar* name
+) noexcept:
+    """``_classify`` of an element by its namespace URI (NULL or empty: none) and local
+    name; ``CORE`` for a namespace that is none of the extensions' when ``name`` is not
+    looked at (``_classify`` then caches it), else the code."""
+    if href is not NULL and href[0] != 0:
         if _eq(href, NS_IMAGE):
             return IMAGE if _eq(name, b"image") else IGNORE
         if _eq(href, NS_XHTML):
@@ -95,7 +105,7 @@ cdef int _classify(tree.xmlNode* c, tree.xmlNs** core) noexcept:
             return VIDEO if _eq(name, b"video") else IGNORE
         if _eq(href, NS_NEWS):
             return NEWS if _eq(name, b"news") else IGNORE
-        core[0] = ns
+        return CORE
     # Core elements match on local name in any other namespace (or none): the wild
     # uses every sitemaps.org variant, Google's old ones and none at all.
     if name[0] == b"l":
@@ -208,8 +218,6 @@ cdef object _short_text(tree.xmlNode* c_node, bint* punt):
     """``_text`` of an element, its str shared with earlier calls for the same short text."""
     cdef tree.xmlNode* c = c_node.children
     cdef const char* raw
-    cdef size_t n
-    cdef _Short* slot
     if c is NULL or c.next is not NULL or (
         c.type != tree.XML_TEXT_NODE and c.type != tree.XML_CDATA_SECTION_NODE
     ):
@@ -217,16 +225,23 @@ cdef object _short_text(tree.xmlNode* c_node, bint* punt):
     raw = <const char*>c.content
     if raw is NULL:
         return ""
-    n = strlen(raw)
+    return _short_bytes(raw, strlen(raw))
+
+
+cdef object _short_bytes(const char* raw, size_t n):
+    """The str of the UTF-8 text ``raw[:n]`` (no NUL in it), shared with earlier calls for
+    the same short text (``_SHORT``)."""
+    cdef _Short* slot
     if n == 0 or n > _SHORT_MAX:
-        return _decode(c.content)
+        return PyUnicode_DecodeUTF8(raw, n, NULL)
     slot = &_SHORT[(<unsigned char>raw[0] * 31 + <unsigned char>raw[n - 1] + n) % _SHORT_SLOTS]
-    if slot.text is not NULL and memcmp(slot.raw, raw, n + 1) == 0:
+    if slot.text is not NULL and slot.raw[n] == 0 and memcmp(slot.raw, raw, n) == 0:
         return <object>slot.text
-    text = _decode(c.content)
+    text = PyUnicode_DecodeUTF8(raw, n, NULL)
     cdef PyObject* old = slot.text
     Py_INCREF(text)
-    memcpy(slot.raw, raw, n + 1)
+    memcpy(slot.raw, raw, n)
+    slot.raw[n] = 0
     slot.text = <PyObject*>text
     Py_XDECREF(old)  # once the slot is whole again
     return text
@@ -464,15 +479,30 @@ cdef object _entry_or_values(
     ``_changefreq``, ``_priority`` and ``_url_values``; passed, not kept in ``ctx``, so
     ``ctx`` makes no cycle).
     """
-    cdef bint extensions = ctx[0]
-    cdef Py_ssize_t total, cap = ctx[3]
-    values = _url_values(c_url, extensions)  # a C call: no Python frame per <url>
+    values = _url_values(c_url, ctx[0])  # a C call: no Python frame per <url>
     if values is None:
         if el is None:
             # Read by libxml2 without lxml (harvester/_cpush.pyx): the Python walker gets a
             # copy of the element in a document of lxml's; the copy is freed with its proxy.
             el = cetree.deepcopyNodeToDocument(_SCRATCH, c_url)
         return parser._url_values(el)  # the Python walker (video, news, nested markup)
+    return _entry_from_values(values, ctx, parser, out, count)
+
+
+cdef object _values_entry(tuple values, tuple ctx, object parser, list out, Count* count):
+    """``_url_entry`` for the raw values of a ``<url>`` read without its nodes (``_cpush``'s
+    fast path: ``_url_values``' tuple, no extensions in it): the entry appended and None,
+    or the values back for the Python path, the count flushed first as there."""
+    found = _entry_from_values(values, ctx, parser, out, count)
+    if found is not None:
+        _flush_count(ctx, count)
+    return found
+
+
+cdef object _entry_from_values(tuple values, tuple ctx, object parser, list out, Count* count):
+    """The second half of ``_entry_or_values``: from the raw values, the entry appended
+    and None, or ``values`` back unchanged for the Python path to finish."""
+    cdef Py_ssize_t total, cap = ctx[3]
     raw_loc = (<tuple>values)[0]
     if raw_loc is None:
         return values

@@ -7,8 +7,13 @@ from harvester.models import Entry
 MISSING: str | None
 AVAILABLE: bool
 
+def fast_path(on: bool | None = None) -> bool:
+    """Whether new readers take the fast path; ``on``: set it (returns the old value)."""
+
 class UrlsetPush:
     """One urlset document's libxml2 push parser."""
+
+    fast_urls: int  # <url>s read by the fast path
 
     def __init__(self, ctx: tuple[Any, ...], encoding: str | None = None) -> None: ...
     def feed(

@@ -14,18 +14,23 @@ of it. It releases the GIL for each fed piece and takes it back in a SAX
 callback for every end tag (``loc`` and ``lastmod`` too), makes an event
 tuple and a proxy object per ``<url>``, and pruning deletes through proxies.
 Here the parser context is our own: the GIL stays held, the tree builder is
-libxml2's (``xmlSAX2EndElementNs``), and the one callback added runs when an
-element closes: at a child of the root it hands a ``<url>`` node to
+libxml2's (``xmlSAX2EndElementNs``), and a callback runs when an element
+closes: at a child of the root it hands a ``<url>`` node to
 ``_cparse._url_entry`` (pointer reads on the node) and frees it and
 everything before it, so the tree never holds more than the ``<url>`` being
-read. bench_parse and bench_pipeline measure the difference.
+read. A usual ``<url>`` (loc, lastmod, changefreq, priority and nothing else)
+is not even built: its values are kept from the parser's events, as the
+builder would have received them (the fast path, described below), and any
+other content hands it back to the builder. bench_parse and bench_pipeline
+measure the difference.
 
 The same parse as lxml's: the options ``XMLPullParser`` gets in parse.py
 (no entity substitution, no network, no DTD loading, no huge trees, blank
 text dropped, CDATA as text, comments and PIs not built), the same 16 KiB
 slices, the first four bytes given at reset as lxml gives them, and its
 rule for errors (after each slice, the first error of level ERROR or above).
-The tests read every document both ways and compare (tests/unit/test_cpush.py).
+The tests read every document both ways and compare, and with and without
+the fast path (tests/unit/test_cpush.py).
 
 libxml2 is lxml's own copy, the one its ``etree`` module is linked with: its
 functions are looked up with ``dlsym`` in that module, so this one links
@@ -34,12 +39,26 @@ lxml path reads) when a function is missing or the libxml2 lxml runs is not
 the one whose headers it was built with.
 """
 
-from libc.string cimport strcmp
+from libc.stdlib cimport free, realloc
+from libc.string cimport memcpy, strcmp
 
 cimport lxml.includes.etreepublic as cetree
 from lxml.includes cimport tree, xmlerror, xmlparser
 
-from harvester._cparse cimport Count, _flush_count, _url_entry
+from harvester._cparse cimport (
+    CORE,
+    LASTMOD,
+    LOC,
+    PRIORITY,
+    Count,
+    _classify_name,
+    _flush_count,
+    _short_bytes,
+    _url_entry,
+    _values_entry,
+)
+
+from cpython.unicode cimport PyUnicode_DecodeUTF8
 
 from lxml import etree
 
@@ -68,6 +87,8 @@ ctypedef void (*doc_f)(tree.xmlDoc*) noexcept nogil
 ctypedef void (*node_f)(tree.xmlNode*) noexcept nogil
 ctypedef void (*set_handler_f)(
     xmlparser.xmlParserCtxt*, xmlerror.xmlStructuredErrorFunc, void*) noexcept nogil
+ctypedef tree.xmlNs* (*search_ns_f)(
+    tree.xmlDoc*, tree.xmlNode*, const tree.const_xmlChar*) noexcept nogil
 
 cdef create_push_f _create_push = NULL
 cdef reset_push_f _reset_push = NULL
@@ -79,6 +100,7 @@ cdef doc_f _free_doc = NULL
 cdef node_f _unlink = NULL
 cdef node_f _free_node = NULL
 cdef set_handler_f _set_handler = NULL
+cdef search_ns_f _search_ns = NULL
 
 # What lxml's XMLPullParser gets from parse.py: lxml's defaults (NOENT taken off by
 # resolve_entities=False) and NOBLANKS for remove_blank_text=True.
@@ -95,7 +117,7 @@ cdef Py_ssize_t SLICE = 16_384  # parse._FEED_SLICE: the same pieces as the lxml
 cdef str _resolve():
     """Look up libxml2's functions in lxml's etree module; why not, or None when all found."""
     global _create_push, _reset_push, _parse_chunk, _use_options, _free_ctxt, _stop
-    global _free_doc, _unlink, _free_node, _set_handler
+    global _free_doc, _unlink, _free_node, _set_handler, _search_ns
     if etree.LIBXML_VERSION != etree.LIBXML_COMPILED_VERSION:
         return f"lxml runs libxml2 {etree.LIBXML_VERSION}, built for {etree.LIBXML_COMPILED_VERSION}"
     running = etree.LIBXML_VERSION
@@ -109,7 +131,7 @@ cdef str _resolve():
     for name in (
         b"xmlCreatePushParserCtxt", b"xmlCtxtResetPush", b"xmlParseChunk",
         b"xmlCtxtUseOptions", b"xmlFreeParserCtxt", b"xmlStopParser", b"xmlFreeDoc",
-        b"xmlUnlinkNode", b"xmlFreeNode", b"xmlCtxtSetErrorHandler",
+        b"xmlUnlinkNode", b"xmlFreeNode", b"xmlCtxtSetErrorHandler", b"xmlSearchNs",
     ):
         address = <size_t>dlsym(handle, <const char*>name)
         if address == 0:
@@ -125,6 +147,7 @@ cdef str _resolve():
     _unlink = <node_f><size_t>found[b"xmlUnlinkNode"]
     _free_node = <node_f><size_t>found[b"xmlFreeNode"]
     _set_handler = <set_handler_f><size_t>found[b"xmlCtxtSetErrorHandler"]
+    _search_ns = <search_ns_f><size_t>found[b"xmlSearchNs"]
     return None
 
 
@@ -150,19 +173,193 @@ cdef void _on_error(void* data, const xmlerror.xmlError* error) noexcept:
     self._error = (message, error.line, error.int2)
 
 
+# -- the fast path: a <url>'s values read from SAX events, its children not built --------
+#
+# libxml2's tree builder makes, for every <loc>, <lastmod>, <changefreq> and <priority>,
+# an element node and a text node, links them, and the end of the <url> frees them: 8
+# of the 9 nodes of a usual <url>, with a malloc and a free each (~10 % of a worker's
+# instructions, valgrind, many benchmark). In a <url> child of the root whose children
+# are only those four elements, without attributes, namespace declarations or markup
+# inside, their text is kept here instead (``_Cap``: which element, where its text is)
+# and the entry is made from it when the <url> closes: the values are those
+# ``_cparse._url_values`` reads from the nodes (first non-empty loc; last lastmod,
+# changefreq, priority), and the rest is ``_url_entry``'s own code.
+#
+# Anything else inside that <url> (another element, markup or an entity reference in a
+# value, text beside the children) first hands the children read so far to the tree
+# builder, as the parser would have (``_materialize``), and the rest of the <url> is
+# built and read as before. So what the builder builds is the same tree, and the
+# parser's decisions that depend on it are the same: the only one is whether a run of
+# blanks is dropped (``NOBLANKS``; libxml2's ``areBlanks`` reads the current node, its
+# children and last child). While a value is read, the parser's current node is a
+# stand-in (``_shadow``): an element with no children until the value has text, then
+# one text child, as the builder's node would be. At the level of the <url> itself the
+# one run it decides differently (blanks just before ``</url>``, after children that
+# were not built) is dropped here, as the builder's tree makes libxml2 drop it.
+# Documents with a DTD (whose declarations libxml2 consults there) are read as before.
+
+cdef enum:
+    _MAX_CAPS = 16  # values in one <url> read without nodes, at most; then the tree
+    _MAX_TEXT = 1 << 20  # bytes of their text, at most; then the tree
+
+cdef bint _FAST = True  # the fast path on (tests and benchmarks turn it off: fast_path)
+
+
+def fast_path(on=None):
+    """Whether new readers take the fast path; ``on``: set it (returns the old value)."""
+    global _FAST
+    old = _FAST
+    if on is not None:
+        _FAST = bool(on)
+    return old
+
+
+ctypedef struct _Cap:
+    int code  # LOC, LASTMOD, CHANGEFREQ or PRIORITY
+    const tree.const_xmlChar* localname  # the parser's (dictionary) strings
+    const tree.const_xmlChar* prefix
+    const tree.const_xmlChar* uri
+    Py_ssize_t start  # its text in UrlsetPush._text
+    Py_ssize_t length  # -1: no text at all (the node would have no children)
+
+
+cdef inline bint _blanks(const tree.const_xmlChar* ch, int n) noexcept:
+    cdef int i
+    for i in range(n):
+        if ch[i] != 0x20 and ch[i] != 0x09 and ch[i] != 0x0A and ch[i] != 0x0D:
+            return False
+    return True
+
+
+cdef void _on_start(
+    void* ctx,
+    const tree.const_xmlChar* localname,
+    const tree.const_xmlChar* prefix,
+    const tree.const_xmlChar* uri,
+    int nb_namespaces,
+    const tree.const_xmlChar** namespaces,
+    int nb_attributes,
+    int nb_defaulted,
+    const tree.const_xmlChar** attributes,
+) noexcept:
+    """An element opens: a value of a fast <url> is read here; else the tree builder."""
+    cdef xmlparser.xmlParserCtxt* ctxt = <xmlparser.xmlParserCtxt*>ctx
+    cdef UrlsetPush self = <UrlsetPush>ctxt._private
+    cdef tree.xmlNode* node
+    cdef tree.xmlNode* root
+    cdef tree.xmlDoc* doc
+    cdef int code
+    cdef _Cap* cap
+    if self._fast is not NULL:
+        if (
+            not self._in_value
+            and ctxt.node is self._fast
+            and nb_namespaces == 0
+            and nb_attributes == 0
+            and (prefix is NULL or uri is not NULL)  # (else the builder names it "p:name")
+            and self._ncaps < _MAX_CAPS
+        ):
+            code = _classify_name(uri, localname)
+            if code == CORE:
+                code = _classify_name(NULL, localname)
+            if LOC <= code <= PRIORITY:
+                cap = &self._caps[self._ncaps]
+                cap.code = code
+                cap.localname = localname
+                cap.prefix = prefix
+                cap.uri = uri
+                cap.start = self._text_len
+                cap.length = -1
+                self._in_value = True
+                self._shadow.children = NULL
+                self._shadow.last = NULL
+                ctxt.node = &self._shadow
+                return
+        self._materialize(ctxt)
+    self._build_start(ctx, localname, prefix, uri, nb_namespaces, namespaces, nb_attributes,
+                nb_defaulted, attributes)
+    node = ctxt.node
+    if node is NULL or node.type != tree.XML_ELEMENT_NODE or strcmp(<const char*>localname, b"url"):
+        return
+    root = node.parent
+    doc = ctxt.myDoc
+    if (
+        root is not NULL
+        and root.type == tree.XML_ELEMENT_NODE
+        and root.parent is not NULL
+        and root.parent.type == tree.XML_DOCUMENT_NODE
+        and doc is not NULL
+        and doc.intSubset is NULL
+        and doc.extSubset is NULL
+        and self._exc is None
+        and self._fast_on
+    ):
+        self._fast = node
+        self._ncaps = 0
+        self._text_len = 0
+
+
+cdef void _on_characters(void* ctx, const tree.const_xmlChar* ch, int n) noexcept:
+    """Text: a value's kept; beside the children of a fast <url>, see the comment above."""
+    cdef xmlparser.xmlParserCtxt* ctxt = <xmlparser.xmlParserCtxt*>ctx
+    cdef UrlsetPush self = <UrlsetPush>ctxt._private
+    cdef const tree.const_xmlChar* cur
+    cdef _Cap* cap
+    if self._in_value and self._text_len + n > _MAX_TEXT:
+        # A huge value: the builder's, whose limit on a text node (10 MB, "huge text
+        # node") ends the document where it would have.
+        self._materialize(ctxt)
+    elif self._in_value:
+        if self._keep(ch, n) < 0:
+            _stop(ctxt)
+            return
+        cap = &self._caps[self._ncaps]
+        if cap.length < 0:
+            cap.length = 0
+        cap.length += n
+        self._shadow.children = &self._shadow_text
+        self._shadow.last = &self._shadow_text
+        return
+    if self._fast is not NULL and ctxt.node is self._fast:
+        cur = ctxt.input.cur
+        if self._ncaps > 0 and _blanks(ch, n) and cur[0] == b"<" and cur[1] == b"/":
+            # Blanks before </url>: with the children built, areBlanks drops them.
+            return
+        self._materialize(ctxt)
+    self._build_characters(ctx, ch, n)
+
+
+cdef void _on_reference(void* ctx, const tree.const_xmlChar* name) noexcept:
+    """An entity reference node: the tree builds it, and the Python walker reads it."""
+    cdef xmlparser.xmlParserCtxt* ctxt = <xmlparser.xmlParserCtxt*>ctx
+    cdef UrlsetPush self = <UrlsetPush>ctxt._private
+    if self._fast is not NULL:
+        self._materialize(ctxt)
+    self._build_reference(ctx, name)
+
+
 cdef void _on_end(
     void* ctx,
     const tree.const_xmlChar* localname,
     const tree.const_xmlChar* prefix,
     const tree.const_xmlChar* uri,
 ) noexcept:
-    """An element closed: libxml2's tree builder first; then, at a child of the root, the
-    entry (a ``<url>`` in any namespace, as lxml's ``{*}url``) and the freeing."""
+    """An element closed: a value of a fast <url> ends here; else libxml2's tree builder
+    first, then, at a child of the root, the entry (a ``<url>`` in any namespace, as
+    lxml's ``{*}url``) and the freeing."""
     cdef xmlparser.xmlParserCtxt* ctxt = <xmlparser.xmlParserCtxt*>ctx
-    cdef tree.xmlNode* node = ctxt.node  # the element closing (the builder pops it)
+    cdef UrlsetPush self = <UrlsetPush>ctxt._private
+    cdef tree.xmlNode* node
     cdef tree.xmlNode* root
     cdef tree.xmlNode* first
-    cdef UrlsetPush self = <UrlsetPush>ctxt._private
+    cdef bint fast
+    if self._in_value:
+        self._in_value = False
+        self._ncaps += 1
+        ctxt.node = self._fast
+        return
+    node = ctxt.node  # the element closing (the builder pops it)
+    fast = node is not NULL and node is self._fast
     self._end(ctx, localname, prefix, uri)
     if node is NULL:
         return
@@ -174,9 +371,17 @@ cdef void _on_end(
         or root.parent.type != tree.XML_DOCUMENT_NODE
     ):
         return  # the root itself, or deeper: part of an entry still open
+    if fast:
+        self._fast = NULL
     if self._exc is None and strcmp(<const char*>localname, b"url") == 0:
         try:
-            found = _url_entry(node, None, self._ctx, self._parser, self._out, &self._count)
+            if fast:
+                self.fast_urls += 1
+                found = _values_entry(
+                    self._values(), self._ctx, self._parser, self._out, &self._count
+                )
+            else:
+                found = _url_entry(node, None, self._ctx, self._parser, self._out, &self._count)
             if found is not None:
                 self._parser._finish(found, self._out)
         except BaseException as exc:  # raised again by feed, as lxml's drain raises it
@@ -197,7 +402,22 @@ cdef class UrlsetPush:
     """One urlset document's libxml2 push parser (see the module docstring)."""
 
     cdef xmlparser.xmlParserCtxt* _ctxt
-    cdef xmlparser.endElementNsSAX2Func _end  # libxml2's tree builder's
+    cdef xmlparser.endElementNsSAX2Func _end  # libxml2's tree builder's handlers
+    cdef xmlparser.startElementNsSAX2Func _build_start
+    cdef xmlparser.charactersSAXFunc _build_characters
+    cdef xmlparser.referenceSAXFunc _build_reference
+    # The fast path (see above): the <url> whose values are read without nodes (NULL:
+    # none), its values so far, whether one is open, and their text.
+    cdef tree.xmlNode* _fast
+    cdef bint _fast_on  # _FAST when this reader was made
+    cdef readonly Py_ssize_t fast_urls  # <url>s read by the fast path (the tests look)
+    cdef _Cap _caps[_MAX_CAPS]
+    cdef int _ncaps
+    cdef bint _in_value
+    cdef char* _text
+    cdef Py_ssize_t _text_len, _text_room
+    cdef tree.xmlNode _shadow  # the parser's current node while a value is read
+    cdef tree.xmlNode _shadow_text  # its one child once the value has text
     cdef object _parser
     cdef tuple _ctx
     cdef list _out
@@ -213,12 +433,15 @@ cdef class UrlsetPush:
         if not AVAILABLE:
             raise RuntimeError(MISSING)
         self._ctx = ctx
+        self._fast_on = _FAST
         self._count.total = -1
         self._count.pending = 0
         self._encoding = encoding.encode("ascii") if encoding else None
 
     def __dealloc__(self):
         cdef xmlparser.xmlParserCtxt* ctxt = self._ctxt
+        free(self._text)
+        self._text = NULL
         if ctxt is not NULL:
             self._ctxt = NULL
             if ctxt.myDoc is not NULL:
@@ -247,7 +470,90 @@ cdef class UrlsetPush:
         ctxt.sax.cdataBlock = NULL
         self._end = ctxt.sax.endElementNs
         ctxt.sax.endElementNs = <xmlparser.endElementNsSAX2Func>_on_end
+        self._build_start = ctxt.sax.startElementNs
+        ctxt.sax.startElementNs = <xmlparser.startElementNsSAX2Func>_on_start
+        self._build_characters = ctxt.sax.characters
+        ctxt.sax.characters = <xmlparser.charactersSAXFunc>_on_characters
+        self._build_reference = ctxt.sax.reference
+        ctxt.sax.reference = <xmlparser.referenceSAXFunc>_on_reference
+        self._shadow.type = tree.XML_ELEMENT_NODE
+        self._shadow.name = <const tree.const_xmlChar*>b"value"
+        self._shadow_text.type = tree.XML_TEXT_NODE
+        self._shadow_text.parent = &self._shadow
         return 0
+
+    cdef int _keep(self, const tree.const_xmlChar* ch, int n) noexcept:
+        """Append ``n`` bytes of a value's text; -1 when out of memory (``_exc`` is set:
+        feed raises it)."""
+        cdef Py_ssize_t need = self._text_len + n
+        cdef Py_ssize_t room
+        cdef char* grown
+        if need > self._text_room:
+            room = max(need, 2 * self._text_room, 512)
+            grown = <char*>realloc(self._text, room)
+            if grown is NULL:
+                self._exc = MemoryError()
+                return -1
+            self._text = grown
+            self._text_room = room
+        memcpy(self._text + self._text_len, ch, n)
+        self._text_len = need
+        return 0
+
+    cdef void _materialize(self, xmlparser.xmlParserCtxt* ctxt) noexcept:
+        """Give the tree builder the values of the fast <url> read so far, as the parser
+        gave them (start, text, end; an open value left open), and read the rest of
+        this <url> from the tree."""
+        cdef tree.xmlNode* url = self._fast
+        cdef int i, n = self._ncaps
+        self._fast = NULL
+        ctxt.node = url
+        for i in range(n):
+            self._replay(ctxt, &self._caps[i], True)
+        if self._in_value:
+            self._in_value = False
+            self._replay(ctxt, &self._caps[n], False)
+
+    cdef void _replay(self, xmlparser.xmlParserCtxt* ctxt, _Cap* cap, bint close) noexcept:
+        cdef tree.xmlNode* node
+        # No prefix and namespace to the builder: what it would do with them looks up the
+        # parser's bindings now, and the element that made this call may have declared
+        # new ones. The binding in scope at the value is its parent's, from the tree.
+        self._build_start(<void*>ctxt, cap.localname, NULL, NULL, 0, NULL, 0, 0, NULL)
+        node = ctxt.node
+        if cap.uri is not NULL and node is not NULL:
+            node.ns = _search_ns(ctxt.myDoc, node.parent, cap.prefix)
+        if cap.length >= 0:
+            self._build_characters(
+                <void*>ctxt, <const tree.const_xmlChar*>(self._text + cap.start), <int>cap.length
+            )
+        if close:
+            self._end(<void*>ctxt, cap.localname, cap.prefix, cap.uri)
+
+    cdef tuple _values(self):
+        """``_cparse._url_values`` of the fast <url> (no extensions can be in it)."""
+        cdef int i
+        cdef _Cap* cap
+        cdef const char* text
+        loc = lastmod = changefreq = priority = None
+        for i in range(self._ncaps):
+            cap = &self._caps[i]
+            if cap.length < 0:
+                value = None
+            elif cap.code == LOC or cap.code == LASTMOD:
+                value = PyUnicode_DecodeUTF8(self._text + cap.start, cap.length, NULL)
+            else:
+                value = _short_bytes(self._text + cap.start, <size_t>cap.length)
+            if cap.code == LOC:
+                if loc is None:
+                    loc = value
+            elif cap.code == LASTMOD:
+                lastmod = value
+            elif cap.code == PRIORITY:
+                priority = value
+            else:
+                changefreq = value
+        return (loc, lastmod, changefreq, priority, None, None, None, None)
 
     cdef object _result(self, int status, bint end):
         """After a parse call: raise the Python exception raised in it, or return the

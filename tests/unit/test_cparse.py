@@ -166,6 +166,84 @@ CORNERS = {
     "many slices": urlset(
         *(f"<loc>https://e.com/{i}</loc><priority>0.{i % 10}</priority>" for i in range(3000))
     ),
+    # _cpush's fast path (values read without their nodes) and what makes it hand a
+    # <url> back to the tree: blanks libxml2 keeps or drops by the tree it has built,
+    # text beside the values, markup, entities, attributes, prefixes, xml:space, a DTD.
+    "blanks around values": (
+        f"<urlset {SM}>\n  <url>\n    <loc>\n      https://e.com/a\n    </loc>\n"
+        "    <lastmod> 2024-01-02 </lastmod>\n    <changefreq>\tdaily\r\n</changefreq>\n"
+        "  </url>\n  <url><loc>https://e.com/b</loc>  </url>\n  <url>  </url>\n</urlset>\n"
+    ).encode(),
+    "blank values": urlset(
+        "<loc>   </loc><loc>https://e.com/a</loc><lastmod> </lastmod><priority>  </priority>",
+        "<loc>https://e.com/b</loc><changefreq>\n</changefreq>",
+    ),
+    "blanks and a comment in a value": urlset(
+        "<loc>  <!-- c -->https://e.com/a</loc>",
+        "<loc>https://e.com/b<!-- c -->  <!-- d -->c</loc>",
+        "<loc>https://e.com/c&amp;   <!-- c -->d</loc><lastmod>  <?pi x?>2024-01-02</lastmod>",
+    ),
+    "blank references and cdata before markup": urlset(
+        "<loc>&#32;<!-- c -->https://e.com/a</loc>",
+        "<loc><![CDATA[  ]]><!-- c -->https://e.com/b</loc>",
+        "<loc>&#32;&#10;<b/>https://e.com/c</loc>",
+    ),
+    "blanks then markup in a value": urlset(
+        "<loc>  <b>x</b>https://e.com/a</loc>",
+        "<lastmod>2024-01-02</lastmod><loc>https://e.com/b<b/>  </loc>",
+    ),
+    "text beside values": urlset(
+        "<loc>https://e.com/a</loc>junk<lastmod>2024-01-02</lastmod>",
+        "junk<loc>https://e.com/b</loc>",
+        "<loc>https://e.com/c</loc><![CDATA[ ]]>",
+        "<loc>https://e.com/d</loc>&#32;",
+        "<loc>https://e.com/e</loc><![CDATA[x]]><priority>0.5</priority>",
+    ),
+    "xml:space": (
+        f'<urlset {SM}><url xml:space="preserve"> <loc> https://e.com/a </loc> </url>'
+        f'<url><loc xml:space="preserve"> https://e.com/b </loc></url></urlset>'
+    ).encode(),
+    "xml:space on the root": (
+        f'<urlset {SM} xml:space="preserve"><url> <loc>https://e.com/c</loc> </url></urlset>'
+    ).encode(),
+    "cdata then blanks": urlset(
+        "<loc><![CDATA[https://e.com/a]]>   <!-- c -->b</loc>",
+        "<loc><![CDATA[https://e.com/]]>  <b/>c</loc>",
+        "<loc>https://e.com/d</loc><priority><![CDATA[0.5]]> <!-- c --> </priority>",
+    ),
+    "attributes on values": urlset(
+        '<loc id="1">https://e.com/a</loc><lastmod a="b">2024-01-02</lastmod>',
+        '<lastmod>2024-01-02</lastmod><loc xmlns:q="urn:q">https://e.com/b</loc>',
+    ),
+    "prefixed values": (
+        b'<s:urlset xmlns:s="http://www.sitemaps.org/schemas/sitemap/0.9"><s:url><s:loc>'
+        b"https://e.com/a</s:loc><s:lastmod>2024-01-02</s:lastmod></s:url><s:url><s:loc>"
+        b'https://e.com/<s:b xmlns:s="urn:other">x</s:b></s:loc></s:url><s:url><s:loc>'
+        b'https://e.com/c</s:loc><s:priority>0.5</s:priority><b xmlns:s="urn:o2"/></s:url>'
+        b"<s:url><u:loc>https://e.com/d</u:loc></s:url></s:urlset>"
+    ),
+    "default namespace redeclared in markup": urlset(
+        '<loc>https://e.com/a</loc><lastmod>2024-01-02<b xmlns="urn:other"/></lastmod>',
+        '<loc>https://e.com/b</loc><x xmlns=""/><priority>0.5</priority>',
+    ),
+    "more values than the fast path holds": urlset(
+        "<loc/>" * 10 + "<lastmod>2020-01-01</lastmod>" * 6 + "<loc>https://e.com/a</loc>"
+        "<lastmod>2021-01-01</lastmod><priority>0.1</priority>" * 3,
+        "<loc/>" * 15 + "<loc>https://e.com/b</loc>",
+    ),
+    "values then an extension": urlset(
+        "<loc>https://e.com/a</loc><lastmod>2024-01-02</lastmod><priority>0.3</priority>"
+        "<image:image><image:loc>https://i.e.com/1.jpg</image:loc></image:image>"
+        "<changefreq>daily</changefreq>",
+        "<loc>https://e.com/b</loc><other>o</other><lastmod>2024-01-03</lastmod>",
+        "<loc>https://e.com/c</loc><url><loc>https://e.com/inner</loc></url>",
+    ),
+    "a dtd": (
+        '<?xml version="1.0"?><!DOCTYPE urlset [<!ENTITY e "x"><!ELEMENT url (loc)>]>'
+        f"<urlset {SM}><url> <loc> https://e.com/&e; </loc> </url>"
+        "<url><loc>https://e.com/b</loc>\n</url></urlset>"
+    ).encode(),
+    "cut inside a value": urlset("<loc>https://e.com/a</loc>", "<loc>https://e.com/b</loc>")[:-30],
 }
 
 
