@@ -164,6 +164,12 @@ class LastmodVerdict:
         }
 
 
+def _fill_heap(heap: list[int], kmv: set[int]) -> None:
+    """Make ``heap`` (in place: the compiled loop holds it) the max-heap of ``kmv``, negated."""
+    heap[:] = [-h for h in kmv]
+    heapq.heapify(heap)
+
+
 @dataclass(slots=True)
 class LastmodDistribution:
     """Streaming per-host accumulator of lastmod figures, with bounded memory.
@@ -198,7 +204,9 @@ class LastmodDistribution:
     future: int = field(default=0, init=False)
     before_1995: int = field(default=0, init=False)
     date_only: int = field(default=0, init=False)
-    # KMV sketch: hashes kept (set for membership) and the same as a max-heap (negated).
+    # KMV sketch: hashes kept (set for membership) and, once the set is full, the same as
+    # a max-heap (negated): below the cap only the set is needed (an exact count), and a
+    # heap push per distinct timestamp was most of what a new one cost (_fill_heap).
     _kmv: set[int] = field(default_factory=set, init=False, repr=False)
     _kmv_heap: list[int] = field(default_factory=list, init=False, repr=False)
     # Misra-Gries counter, keyed by whole microseconds since the epoch.
@@ -268,10 +276,8 @@ class LastmodDistribution:
         else:
             self._count_modal(key, 1)
         h = _mix64(key)
-        if h not in self._kmv:
-            heap = self._kmv_heap
-            if len(heap) < self.distinct_cap or h < -heap[0]:
-                self._sketch(h)
+        if h not in self._kmv and (len(self._kmv) < self.distinct_cap or h < -self._kmv_heap[0]):
+            self._sketch(h)
 
     def _set_references(self, fetched_at: datetime, header: datetime | None) -> None:
         # Called once per sitemap in practice (callers pass the same objects for
@@ -307,9 +313,10 @@ class LastmodDistribution:
         if h in kmv:
             return
         heap = self._kmv_heap
-        if len(heap) < self.distinct_cap:
+        if len(kmv) < self.distinct_cap:
             kmv.add(h)
-            heapq.heappush(heap, -h)
+            if len(kmv) == self.distinct_cap:
+                _fill_heap(heap, kmv)
         elif h < -heap[0]:
             kmv.discard(-heapq.heappushpop(heap, -h))
             kmv.add(h)
@@ -344,8 +351,8 @@ class LastmodDistribution:
 
     def distinct(self) -> tuple[int, bool]:
         """Return ``(distinct timestamps, exact?)``; an estimate past ``distinct_cap``."""
-        if len(self._kmv_heap) < self.distinct_cap:
-            return len(self._kmv_heap), True
+        if len(self._kmv) < self.distinct_cap:
+            return len(self._kmv), True
         kth = -self._kmv_heap[0] + 1  # the k-th smallest hash, as a count of 2^-64
         return max(self.distinct_cap, round((self.distinct_cap - 1) * 2**64 / kth)), False
 
