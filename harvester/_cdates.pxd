@@ -10,3 +10,6 @@ cdef inline int64_t _days_from_civil(int64_t y, int64_t m, int64_t d) noexcept:
     cdef int64_t doy = (153 * (m + (-3 if m > 2 else 9)) + 2) // 5 + d - 1
     cdef int64_t doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
     return era * 146097 + doe - 719468
+
+
+cdef object _w3c(str raw)  # w3c() without the Python call (see _cdates.pyx)

@@ -80,6 +80,11 @@ cdef inline void _civil_from_days(int64_t z, int* y, int* m, int* d) noexcept:
 
 def w3c(str raw):
     """The UTC datetime of a strict W3C lastmod in a common shape; None: not handled here."""
+    return _w3c(raw)
+
+
+cdef object _w3c(str raw):
+    """``w3c``, for compiled callers (``_cparse``: a C call, not a Python one, per lastmod)."""
     cdef Py_ssize_t n = len(raw)
     cdef int year, month, day, hour = 0, minute = 0, second = 0, oh = 0, om = 0, sign = 0
     cdef Py_ssize_t zone

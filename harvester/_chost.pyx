@@ -506,7 +506,7 @@ cdef bytes _middle(str host, str sitemap):
         return None
 
 
-cdef inline object _epoch_s(object lastmod):
+cdef inline int64_t _epoch_s(object lastmod) except? -1:
     """``int(lastmod.timestamp())`` (the filter's lastmod epoch), without the float object."""
     cdef int64_t key
     if PyDateTime_CheckExact(lastmod) and datetime_tzinfo(lastmod) is _UTC:

@@ -44,6 +44,8 @@ from lxml.includes cimport tree
 
 from lxml import etree
 
+from harvester._cdates cimport _w3c
+
 from harvester.models import Image
 
 cetree.import_lxml__etree()
@@ -526,7 +528,8 @@ cdef object _entry_from_values(tuple values, tuple ctx, object parser, list out,
     if lastmod is not None:
         raw = _strip(<str>lastmod)
         if raw:
-            when = ctx[4](raw)
+            # ctx[4] is _cdates.w3c wherever this module runs (parse.py): called in C.
+            when = _w3c(raw)
             if when is None:
                 return values
         else:

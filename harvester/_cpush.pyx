@@ -259,9 +259,15 @@ cdef void _on_start(
             and (prefix is NULL or uri is not NULL)  # (else the builder names it "p:name")
             and self._ncaps < _MAX_CAPS
         ):
-            code = _classify_name(uri, localname)
-            if code == CORE:
+            # The sitemap namespace's URI is the parser's one string for it: found once
+            # to be none of the extensions', it needs no four strcmp a value after that.
+            if uri is not NULL and uri is self._core_uri:
                 code = _classify_name(NULL, localname)
+            else:
+                code = _classify_name(uri, localname)
+                if code == CORE:
+                    self._core_uri = uri
+                    code = _classify_name(NULL, localname)
             if LOC <= code <= PRIORITY:
                 cap = &self._caps[self._ncaps]
                 cap.code = code
@@ -279,8 +285,14 @@ cdef void _on_start(
     self._build_start(ctx, localname, prefix, uri, nb_namespaces, namespaces, nb_attributes,
                 nb_defaulted, attributes)
     node = ctxt.node
-    if node is NULL or node.type != tree.XML_ELEMENT_NODE or strcmp(<const char*>localname, b"url"):
+    if node is NULL or node.type != tree.XML_ELEMENT_NODE:
         return
+    # Names are the parser's dictionary strings: one pointer per name, so "url" is found
+    # once by strcmp and then by address.
+    if localname is not self._url_name:
+        if self._url_name is not NULL or strcmp(<const char*>localname, b"url"):
+            return
+        self._url_name = localname
     root = node.parent
     doc = ctxt.myDoc
     if (
@@ -410,6 +422,8 @@ cdef class UrlsetPush:
     # none), its values so far, whether one is open, and their text.
     cdef tree.xmlNode* _fast
     cdef bint _fast_on  # _FAST when this reader was made
+    cdef const tree.const_xmlChar* _url_name  # the parser's string "url", once seen
+    cdef const tree.const_xmlChar* _core_uri  # a namespace URI none of the extensions'
     cdef readonly Py_ssize_t fast_urls  # <url>s read by the fast path (the tests look)
     cdef _Cap _caps[_MAX_CAPS]
     cdef int _ncaps
