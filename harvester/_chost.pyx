@@ -324,17 +324,31 @@ cdef Py_ssize_t _VALUE_JSON_MAX = 4096  # distinct values kept (a file repeats a
 cdef inline Py_ssize_t _plain(str s) noexcept:
     """The length of ``s`` when orjson writes it as it is (ASCII, no quote, backslash or
     control character), else -1."""
-    cdef Py_ssize_t n, i
+    cdef Py_ssize_t n, i = 0
     cdef const char* d
     cdef char c
+    cdef uint64_t w
     if not PyUnicode_IS_COMPACT_ASCII(s):
         return -1
     n = PyUnicode_GET_LENGTH(s)
     d = PyUnicode_DATA(s)
-    for i in range(n):
+    # Eight bytes at a time: with every byte below 0x80 (ASCII), a byte below 0x20, or
+    # equal to '"' (0x22) or '\\' (0x5C) after the XOR, is the only way a byte of these
+    # differences gets its top bit (a borrow only runs upward from such a byte).
+    while i + 8 <= n:
+        memcpy(&w, d + i, 8)
+        if (
+            (w - 0x2020202020202020ULL)
+            | ((w ^ 0x2222222222222222ULL) - 0x0101010101010101ULL)
+            | ((w ^ 0x5C5C5C5C5C5C5C5CULL) - 0x0101010101010101ULL)
+        ) & 0x8080808080808080ULL:
+            return -1
+        i += 8
+    while i < n:
         c = d[i]
         if c < 32 or c == 34 or c == 92:
             return -1
+        i += 1
     return n
 
 

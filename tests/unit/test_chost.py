@@ -335,6 +335,21 @@ def test_a_sitemap_url_that_needs_escapes(sitemap: str) -> None:
     run_both([batch], config(10**7, 10**7, True, False), 0, None, sitemap, emit_mode="all")
 
 
+def test_characters_json_escapes_are_found_at_every_position() -> None:
+    # The compiled line writer checks eight bytes at a time, then the rest one by one:
+    # each character orjson escapes, at each position of a word and of the tail, must
+    # send the record to orjson (the loop's line and the dict's line are compared).
+    specials = ['"', "\\", "\x00", "\x1f", "\n", "\t"]
+    plain = ["!", "#", "[", "]", "~", "\x7f", " ", "/"]  # neighbours that need no escape
+    batch = [
+        UrlEntry(f"https://e.com/{'a' * pad}{ch}{'b' * tail}", T0, None, "daily", 0.5)
+        for pad in range(9)
+        for tail in (0, 1, 7, 8)
+        for ch in specials + plain
+    ]
+    run_both([batch], config(10**7, 10**7, False, False), 0)
+
+
 def test_zero_and_negative_zero_priorities_keep_their_own_json() -> None:
     # Equal as dict keys (the encoded loop's memo), different in JSON: 0.0 and -0.0.
     batch = [UrlEntry(f"https://e.com/{i}", None, None, None, (0.0, -0.0)[i % 2]) for i in range(4)]
