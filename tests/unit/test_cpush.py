@@ -66,6 +66,14 @@ def fast_urls(data: bytes, cfg: ReaderConfig | None = None) -> int:
     return int(parser._push.fast_urls)
 
 
+def damaged_pieces(data: bytes, draw: st.DataObject) -> list[bytes]:
+    """``data``, half the time damaged byte by byte, cut in up to five pieces anywhere."""
+    if draw.draw(st.booleans()):
+        data = draw.draw(mutated(data))
+    cuts = sorted(draw.draw(st.lists(st.integers(0, len(data)), max_size=4)))
+    return [data[a:b] for a, b in zip([0, *cuts], [*cuts, len(data)], strict=True)]
+
+
 def through_lxml(pieces: list[bytes], cfg: ReaderConfig | None = None) -> Outcome:
     saved = parse._urlset_push
     parse._urlset_push = None  # hypothesis and function-scoped fixtures do not mix
@@ -103,12 +111,9 @@ def test_corner_cases_read_the_same(name: str, extensions: bool) -> None:
 def test_generated_documents_read_the_same(
     data: bytes, extensions: bool, draw: st.DataObject
 ) -> None:
-    if draw.draw(st.booleans()):
-        data = draw.draw(mutated(data))
     # Cut anywhere: the 16 KiB slices and the four bytes of the first reset fall where
     # lxml's do, so even a non-fatal error ends the same piece the same way.
-    cuts = sorted(draw.draw(st.lists(st.integers(0, len(data)), max_size=4)))
-    pieces = [data[a:b] for a, b in zip([0, *cuts], [*cuts, len(data)], strict=True)]
+    pieces = damaged_pieces(data, draw)
     cfg = ReaderConfig(extensions=extensions)
     ours = outcome(pieces, cfg)
     theirs = through_lxml(pieces, cfg)
@@ -128,10 +133,7 @@ def test_the_fast_path_reads_what_the_tree_reads(
     # Both through this module: the fast path (values read from the parser's events,
     # their nodes never built) against the tree it stands in for, on the same pieces;
     # an undeclared entity included.
-    if draw.draw(st.booleans()):
-        data = draw.draw(mutated(data))
-    cuts = sorted(draw.draw(st.lists(st.integers(0, len(data)), max_size=4)))
-    pieces = [data[a:b] for a, b in zip([0, *cuts], [*cuts, len(data)], strict=True)]
+    pieces = damaged_pieces(data, draw)
     cfg = ReaderConfig(extensions=extensions)
     assert outcome(pieces, cfg) == without_fast_path(pieces, cfg)
 
