@@ -529,14 +529,17 @@ cdef class UrlsetPush:
             self._replay(ctxt, &self._caps[n], False)
 
     cdef void _replay(self, xmlparser.xmlParserCtxt* ctxt, _Cap* cap, bint close) noexcept:
+        cdef tree.xmlNode* parent = ctxt.node
         cdef tree.xmlNode* node
         # No prefix and namespace to the builder: what it would do with them looks up the
         # parser's bindings now, and the element that made this call may have declared
         # new ones. The binding in scope at the value is its parent's, from the tree.
         self._build_start(<void*>ctxt, cap.localname, NULL, NULL, 0, NULL, 0, 0, NULL)
         node = ctxt.node
+        if node is parent:
+            return  # the builder made nothing (out of memory: it stopped the parser)
         if cap.uri is not NULL and node is not NULL:
-            node.ns = _search_ns(ctxt.myDoc, node.parent, cap.prefix)
+            node.ns = _search_ns(ctxt.myDoc, parent, cap.prefix)
         if cap.length >= 0:
             self._build_characters(
                 <void*>ctxt, <const tree.const_xmlChar*>(self._text + cap.start), <int>cap.length
@@ -548,10 +551,11 @@ cdef class UrlsetPush:
         """``_cparse._url_values`` of the fast <url> (no extensions can be in it)."""
         cdef int i
         cdef _Cap* cap
-        cdef const char* text
         loc = lastmod = changefreq = priority = None
         for i in range(self._ncaps):
             cap = &self._caps[i]
+            if cap.code == LOC and loc is not None:
+                continue  # the first loc with text is the one (_url_values)
             if cap.length < 0:
                 value = None
             elif cap.code == LOC or cap.code == LASTMOD:
