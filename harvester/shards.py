@@ -494,6 +494,7 @@ def _run_processes(
                         finished.add(msg[1])
                     elif tag == "error":
                         raise RunFailed(f"worker {msg[1]} failed:\n{msg[2]}")
+                pipe.release()  # the worker may reuse the ring room of what was written
         _check_dispatch(pool)  # (it may have failed before any worker started)
     finally:
         stop.set()

@@ -7,13 +7,18 @@ Out: a child process running one shard (``pipeline.run_shard``) and three pipes:
     parent ──stop────► worker   one byte, or end of file (the parent is gone): stop
     parent ◄─results── worker   frames: ("records", n, fingerprints, ledger rows) + lines,
                                 ("host", report, state), ("done", index), ("error", index, tb)
+    parent ◄══ring════ worker   shared memory: the frames' bulk bytes (lines, ledger blobs)
+    parent ──acks────► worker   one byte per ring region the parent is done with
 
 A seed frame is ``multiprocessing.connection``'s: a 4-byte big-endian signed
 length, then that many bytes of pickle. A results frame (``_FRAME``) is the
 length of the rest, the length of the pickled message, the number of its
 out-of-band buffers and their lengths, the pickled message, those buffers, then
 for "records" the encoded JSON lines as they are: built in one reused buffer,
-they are copied once and never joined or pickled. The out-of-band buffers are
+they are copied once and never joined or pickled. Where the platform has memory
+files (Linux), those bulk bytes go through the worker's ring instead
+(``ring.py``: one copy, by the worker, and none in the kernel) and the frame
+says where they are. The out-of-band buffers are
 pickle protocol 5's: the ledger chunks' blobs (``LedgerRows.__reduce_ex__``)
 travel as raw bytes, and the parent's ``LedgerRows`` hold views of its read
 buffer, which SQLite copies straight from (valid until the next read). The
@@ -37,9 +42,10 @@ stop arrive as loop callbacks.
 
 Bounds: the seed pipe (the kernel's 64 KiB, a few hundred seeds) blocks the
 parent's dispatcher when a worker is behind; a worker's results pipe (1 MiB)
-plus at most one frame waiting for room in it hold what it sent and the parent
-has not read. While a frame waits, the worker's hosts wait before parsing
-their next chunk, and a host with a message to send waits for the frame.
+and its ring (``ring.SIZE``, 2 MiB), plus at most one frame waiting for room in
+the pipe, hold what it sent and the parent has not written. While a frame
+waits (for the pipe, or for room in the ring), the worker's hosts wait before
+parsing their next chunk, and a host with a message to send waits for the frame.
 """
 
 from __future__ import annotations
@@ -57,6 +63,9 @@ import traceback
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
+from harvester import ring
+from harvester.ring import RingReader, RingWriter
+
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Sequence
 
@@ -71,11 +80,14 @@ _BLOCK = 256 * 1024  # bytes of encoded records per message from a worker
 _PIPE_BYTES = 1 << 20  # the results pipe's capacity (see _widen_pipe)
 _HEADER = struct.Struct("!i")  # a seed frame's header (multiprocessing.connection's)
 # A results frame: the length of the rest, the length of the pickled message, the
-# number of its out-of-band buffers, their lengths (_LENGTH each), the pickled
-# message, the buffers, then (for "records") the encoded lines as they are.
+# number of its out-of-band buffers, the offset and length of the bulk bytes in the
+# ring (length 0: they are inline), the buffers' lengths (_LENGTH each), the
+# pickled message, then, inline, the buffers and (for "records") the encoded lines
+# as they are. In the ring, the bulk bytes are those buffers and lines, in that order.
 _LENGTH = struct.Struct("!I")
-_FRAME = struct.Struct("!III")
+_FRAME = struct.Struct("!IIIII")
 _READ_BYTES = 2 << 20  # the parent's read buffer per worker: the pipe's capacity and more
+_META_BYTES = 256 << 10  # the same when the bulk bytes come through a ring
 _ROLE = "harvester-worker"  # in the worker's command line, for ps and the benchmarks
 
 # The worker's program: the parent's copy of the package comes first on its path.
@@ -106,7 +118,13 @@ class WorkerProcess:
         results_r, results_w = os.pipe()
         stop_r, stop_w = os.pipe()
         _widen_pipe(results_r)
-        child_fds = (seeds_r, results_w, stop_r)
+        child_fds: tuple[int, ...] = (seeds_r, results_w, stop_r)
+        reader: RingReader | None = None
+        ring_fd = ring.create()
+        if ring_fd is not None:  # the bulk bytes go through shared memory (ring.py)
+            ack_r, ack_w = os.pipe()
+            child_fds += (ring_fd, ack_r)
+            reader = RingReader(os.dup(ring_fd), ack_w)
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         command = [
             sys.executable,
@@ -133,6 +151,8 @@ class WorkerProcess:
         except BaseException:
             for fd in (seeds_w, results_r, stop_w):
                 os.close(fd)
+            if reader is not None:
+                reader.close()
             raise
         finally:
             for fd in child_fds:  # the child has its copies; ours would hide its exit (no EOF)
@@ -140,7 +160,7 @@ class WorkerProcess:
         self._seeds = Connection(seeds_w, readable=False)
         self._stop_fd = stop_w
         os.set_blocking(stop_w, False)
-        self.results = ResultPipe(results_r)
+        self.results = ResultPipe(results_r, reader)
         self.send(self._init)
 
     def send(self, item: object) -> bool:
@@ -195,13 +215,18 @@ class ResultPipe:
     reused buffer.
 
     ``fileno`` is for ``multiprocessing.connection.wait``; ``messages`` returns the
-    whole frames read so far as (message, records bytes).
+    whole frames read so far as (message, records bytes); ``release`` says the
+    caller is done with them. ``ring``: where the worker puts the bulk bytes of its
+    messages (``ring.py``), or None: they come inline.
     """
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, ring: RingReader | None = None) -> None:
         self._fd = fd
         os.set_blocking(fd, False)
-        self._buf = bytearray(_READ_BYTES)
+        self._ring = ring
+        # With a ring, frames are a message's pickle and a few lengths: a smaller
+        # buffer, grown for a larger frame (a host report of many sitemaps).
+        self._buf = bytearray(_READ_BYTES if ring is None else _META_BYTES)
         self._start = 0  # the first byte not yet handed out
         self._end = 0  # one past the last byte read
 
@@ -211,9 +236,11 @@ class ResultPipe:
     def messages(self) -> list[tuple[tuple[Any, ...], memoryview]]:
         """Read what the pipe holds; return the whole frames' (message, records bytes).
 
-        The records bytes are a view of the buffer, valid until the next call.
-        Raises EOFError once the worker's end is closed and every whole frame was read.
+        The records bytes (and the ledger blobs in the messages) are views of the
+        buffer or the ring, valid until ``release`` or the next call. Raises
+        EOFError once the worker's end is closed and every whole frame was read.
         """
+        self.release()
         self._compact()
         with memoryview(self._buf) as free:
             try:
@@ -226,21 +253,32 @@ class ResultPipe:
         out: list[tuple[tuple[Any, ...], memoryview]] = []
         view = memoryview(self._buf)
         while self._end - self._start >= _FRAME.size:
-            size, meta, nbufs = _FRAME.unpack_from(self._buf, self._start)
+            size, meta, nbufs, at, bulk_size = _FRAME.unpack_from(self._buf, self._start)
             end = self._start + _LENGTH.size + size
             if end > self._end:
                 break
             first = self._start + _FRAME.size
             pickled = first + nbufs * _LENGTH.size
-            at = pickled + meta
+            if bulk_size:  # the buffers and the lines are in the ring
+                if self._ring is None:
+                    raise ValueError("a frame points into a ring this pipe does not have")
+                bulk = self._ring.view(at, bulk_size)
+            else:
+                bulk = view[pickled + meta : end]
+            at = 0
             buffers = []
             for (length,) in _LENGTH.iter_unpack(view[first:pickled]):
-                buffers.append(view[at : at + length])
+                buffers.append(bulk[at : at + length])
                 at += length
             msg = pickle.loads(view[pickled : pickled + meta], buffers=buffers)  # noqa: S301 - ours
-            out.append((msg, view[at:end]))
+            out.append((msg, bulk[at:]))
             self._start = end
         return out
+
+    def release(self) -> None:
+        """The views ``messages`` returned are used: the worker may reuse their room."""
+        if self._ring is not None:
+            self._ring.release()
 
     def _compact(self) -> None:
         # Move a half-read frame to the front, growing the buffer when it is larger.
@@ -262,6 +300,8 @@ class ResultPipe:
 
     def close(self) -> None:
         os.close(self._fd)
+        if self._ring is not None:
+            self._ring.close()
 
 
 def _interpreter_flags() -> list[str]:
@@ -287,13 +327,14 @@ def _widen_pipe(fd: int) -> None:
 
 
 def main() -> None:
-    """Entry point of a worker process: ``python -c PROGRAM harvester-worker INDEX FD FD FD``
-    (its seeds, results and stop pipes). Runs one shard until its seeds end or a stop.
+    """Entry point of a worker process: ``python -c PROGRAM harvester-worker INDEX FD FD FD
+    [FD FD]`` (its seeds, results and stop pipes, then its ring's memory file and ack
+    pipe, if it has a ring). Runs one shard until its seeds end or a stop.
     """
     # Ctrl-C signals the whole process group: the parent decides, and tells us to stop.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    index, seeds_fd, results_fd, stop_fd = (int(arg) for arg in sys.argv[2:6])
-    results = Results(results_fd)
+    index, seeds_fd, results_fd, stop_fd, *ring_fds = (int(arg) for arg in sys.argv[2:8])
+    results = Results(results_fd, RingWriter(*ring_fds) if ring_fds else None)
     try:
         from harvester.shards import event_loop_runner, tune_gc, tune_malloc
 
@@ -327,20 +368,26 @@ class Results:
     """The worker's results pipe, written by the event loop without blocking.
 
     Each message is built in one reused buffer (the frame layout is in
-    ``_FRAME``): a "records" message carries its encoded lines as raw bytes
-    after the pickled rest, so they are copied once, into the buffer, and never
-    joined or pickled. At most one frame is pending (part of it waits for room
-    in the pipe: the parent is behind); a ``put`` meanwhile waits for it to go
-    out before building its own. ``ready`` is clear while a frame is pending or
-    a put waits: hosts wait for it before parsing their next chunk, so while the
-    parent is behind no new message is made, and the waiting ones are sent first.
+    ``_FRAME``). Its bulk bytes, a "records" message's encoded lines and the
+    ledger blobs pickled out of band, are copied once and never joined or
+    pickled: into the ring when there is one (``ring.py``; the frame then says
+    where), else into the frame after the pickled rest. At most one frame is
+    pending (part of it waits for room in the pipe: the parent is behind); a
+    ``put`` meanwhile waits for it to go out before building its own, as it
+    waits for room in the ring. Messages go out in the order of their ``put``s
+    (a host's records before its report). ``ready`` is clear while a frame is
+    pending or a put waits: hosts wait for it before parsing their next chunk,
+    so while the parent is behind no new message is made, and the waiting ones
+    are sent first.
     """
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, ring: RingWriter | None = None) -> None:
         self._fd = fd
-        self._buf = bytearray(_BLOCK + (64 << 10))
+        self._ring = ring
+        self._buf = bytearray(_BLOCK + (64 << 10) if ring is None else 64 << 10)
         self._pending: memoryview | None = None  # the unwritten rest of the frame
-        self._waiting = 0  # puts waiting for the pending frame to go out
+        self._waiting = 0  # puts not done yet
+        self._order = asyncio.Lock()  # FIFO: one put builds and sends at a time
         self._loop: asyncio.AbstractEventLoop | None = None
         self._free = asyncio.Event()  # no frame is pending
         self._free.set()
@@ -361,48 +408,66 @@ class Results:
         self._waiting += 1
         self.ready.clear()
         try:
-            # Each looks again once woken: another waiting put may have taken the
-            # buffer in between (a woken Event.wait returns even if cleared since).
-            while self._pending is not None:
-                await self._free.wait()
+            async with self._order:
+                # Each looks again once woken: a write callback may have set it since.
+                while self._pending is not None:
+                    await self._free.wait()
+                if self._broken:
+                    raise BrokenPipeError("the parent closed the results pipe")
+                size = await self._build(msg, records)
+                self._pending = memoryview(self._buf)[:size]
+                self._write()
+                if self._pending is not None:
+                    assert self._loop is not None
+                    self._free.clear()
+                    self._loop.add_writer(self._fd, self._write)
         finally:
             self._waiting -= 1
-        if self._broken:
-            raise BrokenPipeError("the parent closed the results pipe")
-        size = self._build(msg, records)
-        self._pending = memoryview(self._buf)[:size]
-        self._write()
-        if self._pending is not None:
-            assert self._loop is not None
-            self._free.clear()
-            self._loop.add_writer(self._fd, self._write)
         self._update_ready()
 
     def _update_ready(self) -> None:
         if self._pending is None and not self._waiting:
             self.ready.set()
 
-    def _build(self, msg: tuple[Any, ...], records: Sequence[bytes | bytearray]) -> int:
+    async def _build(self, msg: tuple[Any, ...], records: Sequence[bytes | bytearray]) -> int:
         # Out of band: the ledger blobs are copied once, below, not into the pickle too.
         oob: list[pickle.PickleBuffer] = []
         meta = pickle.dumps(msg, protocol=5, buffer_callback=oob.append)
         buffers = [b.raw() for b in oob]
+        try:
+            bulk: list[bytes | bytearray | memoryview] = [*buffers, *records]
+            size = sum(map(len, bulk))
+            if self._ring is not None and self._ring.fits(size):
+                at = await self._ring.put(bulk, size)  # waits while the ring is full
+                return self._frame(meta, buffers, (), at, size)
+            return self._frame(meta, buffers, bulk, 0, 0)
+        finally:
+            for b in buffers:
+                b.release()
+
+    def _frame(
+        self,
+        meta: bytes,
+        buffers: Sequence[memoryview],
+        inline: Sequence[bytes | bytearray | memoryview],
+        at: int,
+        bulk_size: int,
+    ) -> int:
+        # The frame into the buffer: header, buffer lengths, pickle, inline bytes.
         lengths = b"".join(_LENGTH.pack(len(b)) for b in buffers)
-        parts: list[bytes | bytearray | memoryview] = [lengths, meta, *buffers, *records]
+        parts: list[bytes | bytearray | memoryview] = [lengths, meta, *inline]
         size = _FRAME.size + sum(map(len, parts))
         if size > len(self._buf):
             self._buf = bytearray(size)  # a message over the usual size (a huge report)
-        _FRAME.pack_into(self._buf, 0, size - _LENGTH.size, len(meta), len(buffers))
-        at = _FRAME.size
+        _FRAME.pack_into(self._buf, 0, size - _LENGTH.size, len(meta), len(buffers), at, bulk_size)
+        pos = _FRAME.size
         # Through a memoryview: a bytearray's own slice assignment first copies bytes
         # into a temporary bytearray (a large malloc and free per part).
         with memoryview(self._buf) as buf:
             for part in parts:
-                end = at + len(part)
-                buf[at:end] = part
-                at = end
-        for b in buffers:
-            b.release()
+                end = pos + len(part)
+                buf[pos:end] = part
+                pos = end
         return size
 
     def _write(self) -> None:
@@ -433,6 +498,8 @@ class Results:
             await self._free.wait()
         os.close(self._fd)
         self._fd = -1
+        if self._ring is not None:  # (the parent's mapping keeps what it has not read)
+            self._ring.close()
 
     async def report(self, index: int, tb: str) -> None:
         """Send a crash report (best effort) and close."""
@@ -449,7 +516,7 @@ class Results:
             return
         with contextlib.suppress(OSError):
             os.set_blocking(self._fd, True)
-            size = self._build(("error", index, tb), ())
+            size = self._frame(pickle.dumps(("error", index, tb), protocol=5), (), (), 0, 0)
             with memoryview(self._buf) as whole:
                 view = whole[:size]
                 while view:

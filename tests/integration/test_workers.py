@@ -7,8 +7,10 @@ workers against loopback sites, and end only the processes they started.
 from __future__ import annotations
 
 import asyncio
+import gzip
 import os
 import signal
+import sqlite3
 import struct
 import subprocess
 import sys
@@ -20,17 +22,20 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from harvester import ring
 from harvester.chunks import NO_LASTMOD, unpack_urls
 from harvester.config import Config
 from harvester.ledger import LedgerRows
+from harvester.ring import RingReader, RingWriter
 from harvester.seeds import parse_seed
 from harvester.shards import RunFailed, run_job
 from harvester.workers import PipeStop, ResultPipe, Results, SeedPipe, WorkerProcess
-from tests.integration.conftest import fast_config
+from tests.integration.conftest import Reply, fast_config
+from tests.integration.test_end_to_end import robots, urlset
 from tests.integration.test_shutdown import alive, shards_used, slow_host, workers_of
 
 if TYPE_CHECKING:
-    from tests.integration.conftest import Sites
+    from tests.integration.conftest import Site, Sites
 
 
 def read_until_eof(worker: WorkerProcess, timeout: float = 30.0) -> list[tuple[Any, ...]]:
@@ -278,6 +283,128 @@ async def test_a_stop_ends_a_wait_for_seeds_at_once_and_so_does_a_dead_parent() 
             os.close(fd)
 
 
+def ring_ends(size: int) -> tuple[RingWriter, RingReader]:
+    """A ``size``-byte ring: the worker's end and the parent's end (as ``WorkerProcess``
+    makes them)."""
+    fd = ring.create(size)
+    assert fd is not None  # Linux: memory files exist
+    ack_r, ack_w = os.pipe()
+    reader = RingReader(os.dup(fd), ack_w)
+    return RingWriter(fd, ack_r), reader
+
+
+async def receive(reader: ResultPipe, count: int) -> list[tuple[tuple[Any, ...], bytes]]:
+    """``count`` messages from ``reader`` (their records as bytes), releasing each read."""
+    got: list[tuple[tuple[Any, ...], bytes]] = []
+    async with asyncio.timeout(10):
+        while len(got) < count:
+            await asyncio.sleep(0.001)
+            got += [(msg, bytes(data)) for msg, data in reader.messages()]
+            reader.release()
+    return got
+
+
+async def test_with_a_ring_the_pipe_carries_only_frames_and_the_bulk_arrives_whole() -> None:
+    """Lines and ledger blobs go through shared memory, the pipe only their whereabouts;
+    the parent gets read-only views of the ring, in the order they were put.
+    """
+    urls = [f"https://a.example/{i}" for i in range(300)]
+    rows = LedgerRows.pack(
+        array("q", range(300)), urls, array("q", [NO_LASTMOD] * 300), [("s1", 200), ("s2", 100)]
+    )
+    lines = [b'{"url":"%d"}\n' % i for i in range(2000)]
+    writer, ring_reader = ring_ends(1 << 20)
+    r, w = os.pipe()
+    results = Results(w, writer)
+    await results.open()
+    await results.put(("records", 2000, [], [("a.example", rows)]), lines)
+    await results.put(("host", {"host": "a.example"}, None))
+    await results.close()
+    piped = b""
+    while chunk := os.read(r, 65536):
+        piped += chunk
+    bulk = rows.nbytes + sum(map(len, lines))
+    assert bulk > 30_000
+    assert len(piped) < 1_000  # the pickles and a few lengths; not one line
+    rr, rw = os.pipe()  # the same frames, for the parent's end to read
+    os.write(rw, piped)
+    os.close(rw)
+    reader = ResultPipe(rr, ring_reader)
+    (records_msg, data), (host_msg, tail) = reader.messages()
+    assert records_msg[:3] == ("records", 2000, [])
+    ((host, arrived),) = records_msg[3]
+    assert host == "a.example"
+    assert arrived.sitemaps == rows.sitemaps
+    assert all(type(b) is memoryview and b.readonly for c in arrived.chunks for b in c)
+    assert [tuple(bytes(b) for b in c) for c in arrived.chunks] == rows.chunks
+    assert unpack_urls(arrived.chunks[1][2]) == urls[200:]
+    assert data.readonly
+    assert bytes(data) == b"".join(lines)
+    assert host_msg == ("host", {"host": "a.example"}, None)
+    assert bytes(tail) == b""
+    reader.release()
+    with pytest.raises(EOFError):
+        reader.messages()
+    reader.close()
+    os.close(r)
+
+
+async def test_a_message_larger_than_the_ring_goes_inline_and_keeps_its_place() -> None:
+    writer, ring_reader = ring_ends(4096)
+    r, w = os.pipe()
+    results = Results(w, writer)
+    await results.open()
+    reader = ResultPipe(r, ring_reader)
+    small = [b"a" * 99 + b"\n"]
+    large = [b"b" * 9_999 + b"\n"]  # over the 4 KiB ring: through the pipe
+    sent: list[tuple[tuple[Any, ...], list[bytes]]] = [
+        (("records", 1, [], None), small),
+        (("records", 1, [], None), large),
+        (("records", 1, [], None), [b"c" * 99 + b"\n"]),
+        (("done", 0), []),
+    ]
+    puts = asyncio.gather(*(results.put(msg, lines) for msg, lines in sent))
+    got = await receive(reader, len(sent))
+    await asyncio.wait_for(puts, 5)
+    assert got == [(msg, b"".join(lines)) for msg, lines in sent]
+    await results.close()
+    reader.close()
+
+
+async def test_a_report_waits_behind_records_that_wait_for_ring_room() -> None:
+    """A host's report has no bulk bytes, so it needs no room in the ring; it must still
+    not overtake the records put before it (the writer takes a host's count as final
+    when its report arrives).
+    """
+    writer, ring_reader = ring_ends(4096)
+    r, w = os.pipe()
+    results = Results(w, writer)
+    await results.open()
+    reader = ResultPipe(r, ring_reader)
+    first = [b"1" * 2999 + b"\n"]
+    second = [b"2" * 2999 + b"\n"]
+    await results.put(("records", 1, [], None), first)
+    waiting = asyncio.create_task(results.put(("records", 1, [], None), second))
+    report = asyncio.create_task(results.put(("host", {"host": "a.example"}, None)))
+    await asyncio.sleep(0.01)
+    assert not waiting.done()
+    assert not report.done()
+    assert not results.ready.is_set()  # hosts hold their parsing meanwhile
+    await asyncio.sleep(0.01)
+    got = [(msg, bytes(data)) for msg, data in reader.messages()]
+    assert got == [(("records", 1, [], None), first[0])]  # the report did not jump the queue
+    reader.release()
+    got = await receive(reader, 2)
+    assert got == [
+        (("records", 1, [], None), second[0]),
+        (("host", {"host": "a.example"}, None), b""),
+    ]
+    await asyncio.wait_for(asyncio.gather(waiting, report), 5)
+    assert results.ready.is_set()
+    await results.close()
+    reader.close()
+
+
 async def test_hosts_sending_at_once_while_the_parent_is_behind_each_arrive_whole() -> None:
     """Several hosts flushing while a frame is half-written: each message is built only
     once the one before it is out, so none overwrites another in the shared buffer.
@@ -297,6 +424,62 @@ async def test_hosts_sending_at_once_while_the_parent_is_behind_each_arrive_whol
     assert sorted(received) == [(("records", i, [], None), lines[i]) for i in lines]
     await results.close()
     reader.close()
+
+
+async def big_site(sites: Sites, host: str, urls: int) -> Site:
+    """robots.txt → a plain urlset and a gzip one, ``urls`` URLs in all."""
+    routes: dict[str, Any] = {}
+    site = await sites.start(host, routes)
+    locs = [site.url(f"/item/{i}?variant={i % 7}") for i in range(urls)]
+    half = urls // 2
+    routes.update(
+        {
+            "/robots.txt": robots(site.url("/a.xml"), site.url("/b.xml.gz")),
+            "/a.xml": urlset(*locs[:half], lastmod="2024-03-01T10:00:00Z"),
+            "/b.xml.gz": Reply(gzip.compress(urlset(*locs[half:])), headers={}),
+        }
+    )
+    return site
+
+
+async def test_two_workers_write_the_same_output_with_the_ring_and_without(
+    sites: Sites, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ring only changes how the bytes cross: lines, per-host reports and the state
+    file's ledger (its blobs crossed too) are the same through the pipe alone. Six hosts
+    of 4,000 URLs: ~5 MB of lines, so each worker's 2 MiB ring wraps around many times.
+    """
+    hosts = [await big_site(sites, f"127.0.0.{60 + i}", 4000) for i in range(6)]
+    cfg = fast_config(**{"run.workers": 2})
+    outputs = {}
+    made: list[int | None] = []
+    real = ring.create
+
+    def with_ring(size: int = ring.SIZE) -> int | None:
+        made.append(real(size))
+        return made[-1]
+
+    for name, create in (("ring", with_ring), ("pipe", lambda size=0: None)):
+        monkeypatch.setattr(ring, "create", create)
+        out = tmp_path / name / "urls.jsonl"
+        out.parent.mkdir()
+        report = await asyncio.to_thread(
+            run_job, cfg, [h.origin for h in hosts], str(out), progress=False
+        )
+        assert report.urls == 24_000
+        assert not report.failures_by_class
+        lines = out.read_bytes().splitlines()
+        state = sqlite3.connect(f"{out}.state.sqlite")
+        fps = array("q")
+        for (blob,) in state.execute("SELECT fps FROM url_chunks"):
+            fps.frombytes(blob)
+        state.close()
+        outputs[name] = (sorted(lines), sorted(fps))
+    assert len(made) == 2  # one ring per worker
+    assert None not in made
+    assert len(outputs["ring"][0]) == 24_000
+    assert len(set(outputs["ring"][1])) == 24_000  # every URL's ledger entry arrived whole
+    assert outputs["ring"] == outputs["pipe"]
 
 
 def test_a_worker_that_cannot_start_fails_the_run(
