@@ -123,8 +123,13 @@ class WorkerProcess:
         ring_fd = ring.create()
         if ring_fd is not None:  # the bulk bytes go through shared memory (ring.py)
             ack_r, ack_w = os.pipe()
-            child_fds += (ring_fd, ack_r)
-            reader = RingReader(os.dup(ring_fd), ack_w)
+            try:
+                reader = RingReader(os.dup(ring_fd), ack_w)
+            except (OSError, ValueError):  # cannot map it here: everything goes inline
+                for fd in (ring_fd, ack_r, ack_w):
+                    os.close(fd)
+            else:
+                child_fds += (ring_fd, ack_r)
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         command = [
             sys.executable,
@@ -334,7 +339,7 @@ def main() -> None:
     # Ctrl-C signals the whole process group: the parent decides, and tells us to stop.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     index, seeds_fd, results_fd, stop_fd, *ring_fds = (int(arg) for arg in sys.argv[2:8])
-    results = Results(results_fd, RingWriter(*ring_fds) if ring_fds else None)
+    results = Results(results_fd, _ring_writer(*ring_fds) if ring_fds else None)
     try:
         from harvester.shards import event_loop_runner, tune_gc, tune_malloc
 
@@ -345,6 +350,17 @@ def main() -> None:
     except BaseException:  # report any crash to the parent, then exit non-zero
         results.report_crash(index, traceback.format_exc())
         raise
+
+
+def _ring_writer(fd: int, ack_fd: int) -> RingWriter | None:
+    """The worker's end of its ring, or None if it cannot be mapped (then every message
+    goes inline, which the parent reads as well)."""
+    try:
+        return RingWriter(fd, ack_fd)
+    except (OSError, ValueError):  # (RingWriter closed fd; the ack pipe is unused)
+        with contextlib.suppress(OSError):
+            os.close(ack_fd)
+        return None
 
 
 def _read_frame(fd: int) -> bytes:

@@ -22,14 +22,21 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from harvester import ring
+from harvester import ring, workers
 from harvester.chunks import NO_LASTMOD, unpack_urls
 from harvester.config import Config
 from harvester.ledger import LedgerRows
 from harvester.ring import RingReader, RingWriter
 from harvester.seeds import parse_seed
 from harvester.shards import RunFailed, run_job
-from harvester.workers import PipeStop, ResultPipe, Results, SeedPipe, WorkerProcess
+from harvester.workers import (
+    PipeStop,
+    ResultPipe,
+    Results,
+    SeedPipe,
+    WorkerProcess,
+    _ring_writer,
+)
 from tests.integration.conftest import Reply, fast_config
 from tests.integration.test_end_to_end import robots, urlset
 from tests.integration.test_shutdown import alive, shards_used, slow_host, workers_of
@@ -304,6 +311,17 @@ async def receive(reader: ResultPipe, count: int) -> list[tuple[tuple[Any, ...],
     return got
 
 
+def test_a_ring_the_worker_cannot_map_leaves_it_sending_inline() -> None:
+    not_memory, w = os.pipe()  # (a pipe cannot be mapped)
+    ack_r, ack_w = os.pipe()
+    assert _ring_writer(not_memory, ack_r) is None
+    for fd in (not_memory, ack_r):  # both closed: nothing leaks
+        with pytest.raises(OSError, match="Bad file descriptor"):
+            os.fstat(fd)
+    os.close(w)
+    os.close(ack_w)
+
+
 async def test_with_a_ring_the_pipe_carries_only_frames_and_the_bulk_arrives_whole() -> None:
     """Lines and ledger blobs go through shared memory, the pipe only their whereabouts;
     the parent gets read-only views of the ring, in the order they were put.
@@ -446,8 +464,9 @@ async def test_two_workers_write_the_same_output_with_the_ring_and_without(
     sites: Sites, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The ring only changes how the bytes cross: lines, per-host reports and the state
-    file's ledger (its blobs crossed too) are the same through the pipe alone. Six hosts
-    of 4,000 URLs: ~5 MB of lines, so each worker's 2 MiB ring wraps around many times.
+    file's ledger (its blobs crossed too) are the same through the pipe alone, and when
+    the parent cannot map a ring it made. Six hosts of 4,000 URLs: ~5 MB of lines, so
+    each worker's 2 MiB ring wraps around many times.
     """
     hosts = [await big_site(sites, f"127.0.0.{60 + i}", 4000) for i in range(6)]
     cfg = fast_config(**{"run.workers": 2})
@@ -459,8 +478,13 @@ async def test_two_workers_write_the_same_output_with_the_ring_and_without(
         made.append(real(size))
         return made[-1]
 
-    for name, create in (("ring", with_ring), ("pipe", lambda size=0: None)):
+    def unmappable(fd: int, ack_fd: int) -> RingReader:
+        raise OSError(12, "Cannot allocate memory")  # as a failed mmap would
+
+    for name, create in (("ring", with_ring), ("pipe", lambda size=0: None), ("failed", real)):
         monkeypatch.setattr(ring, "create", create)
+        if name == "failed":  # the parent cannot map its ring: the worker gets none
+            monkeypatch.setattr(workers, "RingReader", unmappable)
         out = tmp_path / name / "urls.jsonl"
         out.parent.mkdir()
         report = await asyncio.to_thread(
@@ -479,7 +503,7 @@ async def test_two_workers_write_the_same_output_with_the_ring_and_without(
     assert None not in made
     assert len(outputs["ring"][0]) == 24_000
     assert len(set(outputs["ring"][1])) == 24_000  # every URL's ledger entry arrived whole
-    assert outputs["ring"] == outputs["pipe"]
+    assert outputs["ring"] == outputs["pipe"] == outputs["failed"]
 
 
 def test_a_worker_that_cannot_start_fails_the_run(
