@@ -13,7 +13,10 @@ cdef int _flush_count(tuple ctx, Count* count) except -1
 cdef object _url_entry(
     tree.xmlNode* c_url, object el, tuple ctx, object parser, list out, Count* count
 )
-cdef object _values_entry(tuple values, tuple ctx, object parser, list out, Count* count)
+cdef object _values_entry(
+    object raw_loc, object lastmod, object changefreq, object priority,
+    tuple ctx, object parser, list out, Count* count,
+)
 cdef object _short_bytes(const char* raw, size_t n)
 cdef int _classify_name(
     const tree.const_xmlChar* href, const tree.const_xmlChar* name

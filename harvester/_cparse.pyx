@@ -491,47 +491,63 @@ cdef object _entry_or_values(
     return _entry_from_values(values, ctx, parser, out, count)
 
 
-cdef object _values_entry(tuple values, tuple ctx, object parser, list out, Count* count):
+cdef object _values_entry(
+    object raw_loc, object lastmod, object changefreq, object priority,
+    tuple ctx, object parser, list out, Count* count,
+):
     """``_url_entry`` for the raw values of a ``<url>`` read without its nodes (``_cpush``'s
-    fast path: ``_url_values``' tuple, no extensions in it): the entry appended and None,
-    or the values back for the Python path, the count flushed first as there."""
-    found = _entry_from_values(values, ctx, parser, out, count)
-    if found is not None:
-        _flush_count(ctx, count)
-    return found
+    fast path: the core values of ``_url_values``, no extensions in it): the entry
+    appended and None, or ``_url_values``' tuple of them for the Python path, the count
+    flushed first as there. (The tuple is made only then: one less object per URL.)"""
+    if _entry_of(raw_loc, lastmod, changefreq, priority, None, None, ctx, parser, out, count):
+        return None
+    _flush_count(ctx, count)
+    return (raw_loc, lastmod, changefreq, priority, None, None, None, None)
 
 
 cdef object _entry_from_values(tuple values, tuple ctx, object parser, list out, Count* count):
     """The second half of ``_entry_or_values``: from the raw values, the entry appended
     and None, or ``values`` back unchanged for the Python path to finish."""
+    if _entry_of(
+        values[0], values[1], values[2], values[3], values[4], values[5],
+        ctx, parser, out, count,
+    ):
+        return None
+    return values
+
+
+cdef bint _entry_of(
+    object raw_loc, object lastmod, object changefreq, object priority, object images,
+    object alternates, tuple ctx, object parser, list out, Count* count,
+) except -1:
+    """The entry of a ``<url>``'s raw values (``_url_values``' first six) appended to
+    ``out``: True; or False, nothing changed, for the Python path to finish."""
     cdef Py_ssize_t total, cap = ctx[3]
-    raw_loc = (<tuple>values)[0]
     if raw_loc is None:
-        return values
+        return False
     loc = _strip(<str>raw_loc)
     if len(loc) > PROTOCOL_MAX_LOC or not _http_start(loc):
-        return values
+        return False
     stats = ctx[1]
     seen = ctx[2]
     key = None
     if seen is not None:
         key = hash(loc)
         if key in <set>seen:
-            return values
+            return False
     if count.total < 0:
         count.total = stats.entries + stats.children
     total = count.total
     if total >= cap or total == PROTOCOL_MAX_ENTRIES:
-        return values
+        return False
     when = raw = None
-    lastmod = (<tuple>values)[1]
     if lastmod is not None:
         raw = _strip(<str>lastmod)
         if raw:
             # ctx[4] is _cdates.w3c wherever this module runs (parse.py): called in C.
             when = _w3c(raw)
             if when is None:
-                return values
+                return False
         else:
             raw = None
     # Nothing can send it back to Python now: the side effects of accept() and count().
@@ -539,10 +555,6 @@ cdef object _entry_from_values(tuple values, tuple ctx, object parser, list out,
         (<set>seen).add(key)
     count.total += 1  # stats.entries += 1, at the next flush
     count.pending += 1
-    changefreq = (<tuple>values)[2]
-    priority = (<tuple>values)[3]
-    images = (<tuple>values)[4]
-    alternates = (<tuple>values)[5]
     out.append(
         _entry(
             ctx[5],
@@ -555,4 +567,4 @@ cdef object _entry_from_values(tuple values, tuple ctx, object parser, list out,
             tuple(alternates) if alternates else (),
         )
     )
-    return None
+    return True

@@ -389,9 +389,7 @@ cdef void _on_end(
         try:
             if fast:
                 self.fast_urls += 1
-                found = _values_entry(
-                    self._values(), self._ctx, self._parser, self._out, &self._count
-                )
+                found = self._fast_entry()
             else:
                 found = _url_entry(node, None, self._ctx, self._parser, self._out, &self._count)
             if found is not None:
@@ -547,8 +545,10 @@ cdef class UrlsetPush:
         if close:
             self._end(<void*>ctxt, cap.localname, cap.prefix, cap.uri)
 
-    cdef tuple _values(self):
-        """``_cparse._url_values`` of the fast <url> (no extensions can be in it)."""
+    cdef object _fast_entry(self):
+        """``_cparse._url_entry`` of the fast <url> (no extensions can be in it): its values
+        as ``_url_values`` reads them, then the entry (None), or their tuple for the
+        Python path."""
         cdef int i
         cdef _Cap* cap
         loc = lastmod = changefreq = priority = None
@@ -571,7 +571,9 @@ cdef class UrlsetPush:
                 priority = value
             else:
                 changefreq = value
-        return (loc, lastmod, changefreq, priority, None, None, None, None)
+        return _values_entry(
+            loc, lastmod, changefreq, priority, self._ctx, self._parser, self._out, &self._count
+        )
 
     cdef object _result(self, int status, bint end):
         """After a parse call: raise the Python exception raised in it, or return the
