@@ -300,6 +300,16 @@ def ring_ends(size: int) -> tuple[RingWriter, RingReader]:
     return RingWriter(fd, ack_r), reader
 
 
+async def ring_link(size: int) -> tuple[Results, ResultPipe]:
+    """A worker's ``Results`` and the parent's ``ResultPipe`` over a pipe and a
+    ``size``-byte ring, the worker's end open on the running loop."""
+    writer, ring_reader = ring_ends(size)
+    r, w = os.pipe()
+    results = Results(w, writer)
+    await results.open()
+    return results, ResultPipe(r, ring_reader)
+
+
 async def receive(reader: ResultPipe, count: int) -> list[tuple[tuple[Any, ...], bytes]]:
     """``count`` messages from ``reader`` (their records as bytes), releasing each read."""
     got: list[tuple[tuple[Any, ...], bytes]] = []
@@ -368,11 +378,7 @@ async def test_with_a_ring_the_pipe_carries_only_frames_and_the_bulk_arrives_who
 
 
 async def test_a_message_larger_than_the_ring_goes_inline_and_keeps_its_place() -> None:
-    writer, ring_reader = ring_ends(4096)
-    r, w = os.pipe()
-    results = Results(w, writer)
-    await results.open()
-    reader = ResultPipe(r, ring_reader)
+    results, reader = await ring_link(4096)
     small = [b"a" * 99 + b"\n"]
     large = [b"b" * 9_999 + b"\n"]  # over the 4 KiB ring: through the pipe
     sent: list[tuple[tuple[Any, ...], list[bytes]]] = [
@@ -394,11 +400,7 @@ async def test_a_report_waits_behind_records_that_wait_for_ring_room() -> None:
     not overtake the records put before it (the writer takes a host's count as final
     when its report arrives).
     """
-    writer, ring_reader = ring_ends(4096)
-    r, w = os.pipe()
-    results = Results(w, writer)
-    await results.open()
-    reader = ResultPipe(r, ring_reader)
+    results, reader = await ring_link(4096)
     first = [b"1" * 2999 + b"\n"]
     second = [b"2" * 2999 + b"\n"]
     await results.put(("records", 1, [], None), first)
