@@ -12,11 +12,11 @@ acks come.
 Why: a pipe copies every byte twice, in the worker's ``write`` and the parent's
 ``read``, and allocates, charges and frees a kernel page per 4 KiB on the way.
 On the ``many`` benchmark 1.35 GB crosses (1.17 GB of JSON lines, 0.18 GB of
-ledger chunks): through a 1 MiB pipe that was ~1 s of CPU on each side
-(measured with 256 KiB writes and 2 MiB reads between two processes), about
-7 % of the run's CPU on a machine whose two cores the workers already fill.
-Here the bytes are copied once, by the worker, into memory the parent reads
-in place; the pipe carries a few hundred bytes a message.
+ledger chunks). Here the bytes are copied once, by the worker, into memory the
+parent reads in place; the pipe carries a few hundred bytes a message.
+``benchmarks/bench_transport.py`` moves 1.35 GB this way for 0.79 CPU s against
+1.66 through the pipe; in the pipeline the processes' system CPU fell by ~0.5 s
+a run (benchmarks/README.md, "Figures at ccb3ee9-498a8cf").
 
 Bounds and order: the regions in flight are a FIFO span of the ring (the parent
 handles a worker's messages in order), so a region is free once its ack and
