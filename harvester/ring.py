@@ -94,16 +94,17 @@ class RingWriter:
 
         Raises BrokenPipeError once the parent is gone.
         """
-        while (at := self._place(n)) is None:
+        while (start := self._place(n)) is None:
             await self._wait_acks()
-        self._regions.append((at, at + n))
-        self._head = at + n
+        self._regions.append((start, start + n))
+        self._head = start + n
         view = self._view
+        at = start
         for part in parts:
             end = at + len(part)
             view[at:end] = part
             at = end
-        return self._head - n
+        return start
 
     def _place(self, n: int) -> int | None:
         # Where n bytes fit now, after taking the acks that came in; None: no room yet.
