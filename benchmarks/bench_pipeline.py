@@ -241,6 +241,11 @@ class ProcResult:
     stdout: str
     timed_out: bool = False
     peak_pss_sum_mb: float = 0.0  # largest sampled sum of Pss over the tree (0: one process)
+    sys_s: float = 0.0  # the system (kernel) part of cpu_s
+    # CPU seconds the hypervisor gave other guests while this ran, over all of this
+    # machine's CPUs (/proc/stat "steal"; 0 where not reported): load that the CPU
+    # seconds above cannot show.
+    steal_s: float = 0.0
     # per process: (pid, short command line, largest VmHWM seen in MB), largest first
     per_process: list[tuple[int, str, float]] = field(default_factory=list)
 
@@ -250,16 +255,28 @@ class ProcResult:
         return sum(mb for _, _, mb in self.per_process)
 
 
-def _children_cpu() -> float:
+def _children_cpu() -> tuple[float, float]:
+    """User and system CPU seconds of this process's reaped children so far."""
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
+    return usage.ru_utime, usage.ru_stime
+
+
+def _steal() -> float:
+    """The machine's steal time so far in seconds (/proc/stat), 0.0 where unknown."""
+    try:
+        with open("/proc/stat") as fh:
+            fields = fh.readline().split()
+        return int(fields[8]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
 
 
 def run_measured(
     cmd: list[str], *, timeout: float, stderr: IO[str] | None = None, cwd: Path = ROOT
 ) -> ProcResult:
     """Run ``cmd``, sampling its process tree's RSS; kill it (by pid) after ``timeout`` s."""
-    cpu_before = _children_cpu()
+    user_before, sys_before = _children_cpu()
+    steal_before = _steal()
     started = time.perf_counter()
     proc = subprocess.Popen(
         cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=stderr, text=True, encoding="utf-8"
@@ -276,10 +293,13 @@ def run_measured(
     finally:
         sampler.stop()
     wall = time.perf_counter() - started
+    user, system = _children_cpu()
     return ProcResult(
         returncode=proc.returncode,
         wall_s=wall,
-        cpu_s=_children_cpu() - cpu_before,
+        cpu_s=user - user_before + system - sys_before,
+        sys_s=system - sys_before,
+        steal_s=_steal() - steal_before,
         peak_rss_sum_mb=sampler.max_sum_kib * 1024 / 1e6,
         peak_pss_sum_mb=sampler.max_pss_sum_kib * 1024 / 1e6,
         peak_rss_max_mb=sampler.max_single_kib * 1024 / 1e6,
@@ -931,6 +951,16 @@ def _machine() -> str:
     return f"{os.cpu_count()} CPUs {model}".strip()
 
 
+def _cpu_extra(p: ProcResult) -> dict[str, float]:
+    """A measurement's kernel CPU and the machine's steal time, for its record."""
+    return {"sys_s": round(p.sys_s, 2), "machine_steal_s": round(p.steal_s, 2)}
+
+
+def _kernel_note(p: ProcResult) -> str:
+    """The same for the table's notes."""
+    return f"; {p.sys_s:.1f} of the CPU s in the kernel; machine steal {p.steal_s:.1f} s"
+
+
 def _measure_net(args: argparse.Namespace, truth: GroundTruth) -> Row:
     """The network limit, in its own process."""
     net_hosts = args.workers * args.hosts_in_flight
@@ -950,8 +980,8 @@ def _measure_net(args: argparse.Namespace, truth: GroundTruth) -> Row:
         p.peak_rss_sum_mb,
         p.peak_rss_max_mb,
         f"{net_hosts} hosts x {args.concurrency} conns; {r['requests']} requests,"
-        f" {r['bytes'] / 1e6:.0f} MB, {r['errors']} errors",
-        {"requests": r["requests"], "bytes": r["bytes"], "errors": r["errors"]},
+        f" {r['bytes'] / 1e6:.0f} MB, {r['errors']} errors" + _kernel_note(p),
+        {"requests": r["requests"], "bytes": r["bytes"], "errors": r["errors"], **_cpu_extra(p)},
     )
 
 
@@ -968,8 +998,11 @@ def _measure_cpu(args: argparse.Namespace, truth: GroundTruth, loop: str) -> Row
         p.peak_rss_sum_mb,
         p.peak_rss_max_mb,
         f"{r['seconds']:.2f} s on one core; {r['files']} files,"
-        f" {r['bytes_out'] / 1e6:.0f} MB parsed" + _contention(r["seconds"], r["cpu_seconds"]),
+        f" {r['bytes_out'] / 1e6:.0f} MB parsed"
+        + _contention(r["seconds"], r["cpu_seconds"])
+        + _kernel_note(p),
         {
+            **_cpu_extra(p),
             "one_core_seconds": round(r["seconds"], 3),
             "one_core_cpu_seconds": round(r["cpu_seconds"], 3),
             "files": r["files"],
@@ -993,8 +1026,9 @@ def _measure_harvester(
         p.peak_rss_sum_mb,
         p.peak_rss_max_mb,
         f"{p.processes} processes; {r['records']:,} records;"
-        f" wall includes start-up; report: {r['report_summary'] or 'none'}",
+        f" wall includes start-up" + _kernel_note(p) + f"; report: {r['report_summary'] or 'none'}",
         {
+            **_cpu_extra(p),
             "records": r["records"],
             "url_problems": r["url_problems"],
             "url_problem_count": r["url_problem_count"],

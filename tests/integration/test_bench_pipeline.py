@@ -64,6 +64,9 @@ def test_rounds_interleave_the_steps_and_judge_each_rounds_ratio(tmp_path: Path)
         # The round's own pair, not another round's (the records' URLs/s are rounded).
         assert abs(ratio["ratio"] - harvester["urls_per_s"] / limit["urls_per_s"]) < 0.001
         assert harvester["urls"] == expected
+        # The kernel's part of the CPU seconds, and the machine's steal time beside them.
+        assert 0 <= harvester["sys_s"] <= harvester["cpu_s"]
+        assert harvester["machine_steal_s"] >= 0
     judged = {t["line"].split(" ", 1)[0]: t for t in results["targets"]}
     assert "median of 2 rounds" in judged["harvester"]["line"]
     assert judged["URLs"]["met"] is True
