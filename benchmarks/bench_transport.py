@@ -38,7 +38,7 @@ from typing import Any
 
 from harvester import ring
 from harvester.ring import RingReader, RingWriter
-from harvester.workers import ResultPipe, Results, _widen_pipe
+from harvester.transport import ResultPipe, Results, widen_pipe
 
 _CPU = struct.Struct("!dd")  # the worker's user and system seconds, sent at its end
 
@@ -71,7 +71,7 @@ def one(mode: str, gb: float, block: int, sink: str) -> dict[str, Any]:
     blob_bytes = block // 6 // 256 * 256
     messages = int(gb * 1e9 // (line_bytes + blob_bytes))
     results_r, results_w = os.pipe()
-    _widen_pipe(results_r)
+    widen_pipe(results_r)
     reader: RingReader | None = None
     child_ring: tuple[int, int] | None = None
     if mode == "ring":

@@ -126,7 +126,7 @@ class LedgerRows:
 
     def __reduce_ex__(self, protocol: SupportsIndex) -> tuple[Any, ...]:
         """Pickled with protocol 5, the blobs are out-of-band buffers: the results pipe
-        (``harvester.workers``) sends them as raw bytes after the message instead of
+        (``harvester.transport``) sends them as raw bytes after the message instead of
         copying them into the pickle and out again (~160 MB on the ``many`` benchmark),
         and the writer gets ``memoryview`` blobs over its read buffer.
         """

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
 __all__ = ["SIZE", "RingReader", "RingWriter", "create"]
 
-# Eight 256 KiB messages (workers._BLOCK): the worker keeps building while the
+# Eight 256 KiB messages (transport.BLOCK): the worker keeps building while the
 # parent writes the ones before. Its pages count in both processes' RSS once touched.
 SIZE = 2 << 20
 

@@ -13,8 +13,8 @@ so per-host politeness stays exact. The parent process is the one writer:
             main thread ◄──results pipe (bounded, per worker): encoded record
                                          blocks, host reports, done/error── worker i
 
-(``workers.py`` has the processes and the pipes.) Workers encode records to
-JSON Lines themselves and send blocks of about 256 KiB, so the parent only
+(``workers.py`` has the processes and pipes; ``transport.py`` the results' frames.)
+Workers encode records to JSON Lines themselves and send blocks of about 256 KiB, so the parent only
 copies bytes into the output file. The dispatcher is a thread so the parent
 can keep draining results while it waits on a full seed pipe (waiting on both
 in one thread could deadlock). With one worker the shard runs in the parent

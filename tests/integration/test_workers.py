@@ -29,10 +29,9 @@ from harvester.ledger import LedgerRows
 from harvester.ring import RingReader, RingWriter
 from harvester.seeds import parse_seed
 from harvester.shards import RunFailed, run_job
+from harvester.transport import ResultPipe, Results
 from harvester.workers import (
     PipeStop,
-    ResultPipe,
-    Results,
     SeedPipe,
     WorkerProcess,
     _ring_writer,
