@@ -17,8 +17,8 @@ bench: setup ## harvester vs the raw limits and the peers on one corpus; writes 
 bench-parse: setup
 	.venv/bin/python -m benchmarks.bench_parse
 
-bench-pipeline: setup ## 2,000 hosts, ~3.2M URLs on loopback, vs the network and CPU limits
-	.venv/bin/python -m benchmarks.bench_pipeline --hosts 2000 --workers 2
+bench-pipeline: setup ## 2,000 hosts, ~3.2M URLs on loopback, vs the network and CPU limits, 3 interleaved rounds
+	.venv/bin/python -m benchmarks.bench_pipeline --hosts 2000 --workers 2 --rounds 3
 
 clean:
 	rm -rf .venv .mypy_cache .ruff_cache .pytest_cache .hypothesis benchmarks/.corpus
