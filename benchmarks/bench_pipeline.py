@@ -806,17 +806,16 @@ def markdown(rows: list[Row], *, rounds: bool = False) -> str:
     return "\n".join(lines)
 
 
-def _ratio(rows: dict[str, Row]) -> dict[str, Any] | None:
-    """One round's harvester URLs/s over its smaller limit's: ``{"limit", "ratio"}``, or
-    None when the round lacks the harvester or every limit."""
+def _ratio(rows: dict[str, Row]) -> tuple[str, float] | None:
+    """One round's harvester URLs/s over its smaller limit's: ``(the limit's measure,
+    ratio)``, or None when the round lacks the harvester or every limit."""
     harvester = rows.get("harvester")
     limits = [r for k, r in rows.items() if k.endswith("_limit") or "_limit_" in k]
     limits = [r for r in limits if r.urls_per_s]
     if harvester is None or harvester.urls_per_s is None or not limits:
         return None
     smaller = min(limits, key=lambda r: r.urls_per_s or 0.0)
-    ratio = harvester.urls_per_s / (smaller.urls_per_s or 1.0)
-    return {"limit": smaller.measure, "ratio": round(ratio, 3)}
+    return smaller.measure, harvester.urls_per_s / (smaller.urls_per_s or 1.0)
 
 
 def targets_over_rounds(
@@ -831,14 +830,14 @@ def targets_over_rounds(
     out: list[tuple[str, bool]] = []
     ratios = [r for r in map(_ratio, rounds) if r is not None]
     if ratios:
-        values = sorted(r["ratio"] for r in ratios)
+        values = sorted(ratio for _, ratio in ratios)
         median = statistics.median(values)
-        limits = sorted({r["limit"] for r in ratios})
+        limits = sorted({limit for limit, _ in ratios})
         out.append(
             (
                 f"harvester / smaller limit ({', '.join(limits)}), median of {len(values)}"
                 f" rounds = {median:.2f}; by round: "
-                + ", ".join(f"{r['ratio']:.2f}" for r in ratios)
+                + ", ".join(f"{ratio:.2f}" for _, ratio in ratios)
                 + f"; worst {values[0]:.2f}"
                 f" (target >= {TARGET_RATIO} with --workers 2; this run: --workers {workers})",
                 median >= TARGET_RATIO,
@@ -878,16 +877,14 @@ def targets(rows: dict[str, Row], truth: GroundTruth, workers: int) -> list[tupl
     """(line, met) for each of issue 3's targets that this run can judge."""
     out: list[tuple[str, bool]] = []
     harvester = rows.get("harvester")
-    limits = [r for k, r in rows.items() if k.endswith("_limit") or "_limit_" in k]
-    limits = [r for r in limits if r.urls_per_s]
     if harvester is None or harvester.urls_per_s is None:
         return out
-    if limits:
-        smaller = min(limits, key=lambda r: r.urls_per_s or 0.0)
-        ratio = harvester.urls_per_s / (smaller.urls_per_s or 1.0)
+    judged = _ratio(rows)
+    if judged is not None:
+        limit, ratio = judged
         out.append(
             (
-                f"harvester / smaller limit ({smaller.measure}) = {ratio:.2f}"
+                f"harvester / smaller limit ({limit}) = {ratio:.2f}"
                 f" (target >= {TARGET_RATIO} with --workers 2; this run: --workers {workers})",
                 ratio >= TARGET_RATIO,
             )
@@ -1137,7 +1134,10 @@ def run(args: argparse.Namespace) -> int:
                 "machine": _machine(),
                 "rounds": args.rounds,
                 "records": [row.record(base) for row in every],
-                "ratios": [_ratio(rows) for rows in rounds],
+                "ratios": [
+                    None if r is None else {"limit": r[0], "ratio": round(r[1], 3)}
+                    for r in map(_ratio, rounds)
+                ],
                 "targets": [{"line": line, "met": ok} for line, ok in met],
                 "failures": failures,
             },
