@@ -30,7 +30,6 @@ import json
 import os
 import pickle
 import resource
-import struct
 import sys
 import time
 from multiprocessing.connection import wait
@@ -38,9 +37,7 @@ from typing import Any
 
 from harvester import ring
 from harvester.ring import RingReader, RingWriter
-from harvester.transport import ResultPipe, Results, widen_pipe
-
-_CPU = struct.Struct("!dd")  # the worker's user and system seconds, sent at its end
+from harvester.transport import HostMessage, RecordsMessage, ResultPipe, Results, widen_pipe
 
 
 def _worker(results_w: int, ring_fds: tuple[int, int] | None, messages: int, block: int) -> None:
@@ -57,9 +54,10 @@ def _worker(results_w: int, ring_fds: tuple[int, int] | None, messages: int, blo
         out = Results(results_w, RingWriter(*ring_fds) if ring_fds else None)
         await out.open()
         for i in range(messages):
-            await out.put(("records", i, [], [Blob()]), [lines])
+            await out.put(RecordsMessage(i, [], [Blob()]), [lines])  # type: ignore[list-item]
         usage = resource.getrusage(resource.RUSAGE_SELF)
-        await out.put(("done", _CPU.pack(usage.ru_utime, usage.ru_stime)))
+        # The worker's CPU rides on the last message: a host report's dict.
+        await out.put(HostMessage({"cpu": (usage.ru_utime, usage.ru_stime)}, None))
         await out.close()
 
     asyncio.run(run())
@@ -102,11 +100,11 @@ def one(mode: str, gb: float, block: int, sink: str) -> dict[str, Any]:
         while worker_cpu is None:
             wait([results_r])
             for msg, data in pipe.messages():
-                if msg[0] == "records":
+                if isinstance(msg, RecordsMessage):
                     os.write(out, data)  # the sink, as JsonlSink writes a large batch
-                    moved += len(data) + sum(len(b) for b in msg[3])
-                else:
-                    worker_cpu = _CPU.unpack(msg[1])
+                    moved += len(data) + sum(len(b) for b in msg.rows or ())
+                elif isinstance(msg, HostMessage):
+                    worker_cpu = msg.report["cpu"]
             pipe.release()
     finally:
         os.close(out)

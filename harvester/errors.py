@@ -22,7 +22,10 @@ per-host report) and, when known, the ``url`` it concerns::
     │   ├── ForbiddenConstruct             forbidden_construct DOCTYPE declaring entities
     │   ├── NotASitemap                    not_a_sitemap       HTML page, unknown root, empty body
     │   └── LimitExceeded                  limit               a configured per-document cap was hit
-    └── StateError                         state               sqlite
+    ├── StateError                         state               sqlite, or a state file we cannot use
+    │   └── StateLocked                    state_locked        another live run holds its lock
+    └── RunFailed                          run_failed          the run itself failed (a worker died,
+                                                               the output could not be written)
 
 Errors are translated at the boundary where a third-party exception first
 appears (``raise ... from exc``), once. Expected outcomes (a duplicate URL, a
@@ -51,7 +54,9 @@ __all__ = [
     "LimitExceeded",
     "NotASitemap",
     "ParseError",
+    "RunFailed",
     "StateError",
+    "StateLocked",
     "TooManyRedirects",
     "TruncatedDocument",
 ]
@@ -221,3 +226,15 @@ class StateError(HarvesterError):
     """The state database failed or is incompatible."""
 
     kind = "state"
+
+
+class StateLocked(StateError):
+    """Another live run holds the state file's lock (cron runs overlapping)."""
+
+    kind = "state_locked"
+
+
+class RunFailed(HarvesterError):
+    """The run itself failed (a worker crashed, the output could not be written)."""
+
+    kind = "run_failed"

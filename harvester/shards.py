@@ -32,25 +32,21 @@ pipe, so they never die mid-write on their own.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import ctypes
-import gc
 import hashlib
 import os
-import platform
 import sys
 import threading
 import time
 from typing import TYPE_CHECKING, Any
 
 from harvester.crosshost import CrossHostTracker
-from harvester.errors import ConfigError, HarvesterError
-from harvester.ledger import EMIT_EVENTS, Incremental
+from harvester.errors import HarvesterError, RunFailed
+from harvester.ledger import Incremental
 from harvester.report import Progress, RunReport, write_report
+from harvester.runtime import event_loop_runner
 from harvester.seeds import Seed, SeedReader
 from harvester.shutdown import POLL, SeedGate, Stop, run_until_stopped
-from harvester.sink import JsonlSink, encode_record, encode_records
-from harvester.state import StateStore, default_state_path
+from harvester.writer import Writer, open_sink, open_state
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Iterable
@@ -58,7 +54,6 @@ if TYPE_CHECKING:
     from aiohttp.abc import AbstractResolver
 
     from harvester.config import Config
-    from harvester.ledger import HostState, LedgerRows
     from harvester.pipeline import OutputItem
     from harvester.state import FinishedHosts
     from harvester.workers import WorkerProcess
@@ -66,113 +61,15 @@ if TYPE_CHECKING:
 # harvester.pipeline (aiohttp, lxml: ~30 MB) is imported inside the functions that
 # run shards, so the parent process, which only dispatches and writes, stays small.
 
-__all__ = ["RunFailed", "Stop", "event_loop_runner", "run_job", "shard_of", "tune_gc"]
+__all__ = ["Stop", "run_job", "shard_of"]
 
 _EXIT_MARGIN = 5.0  # seconds past the grace a stopping worker gets to flush and say "done"
-
-
-class RunFailed(HarvesterError):
-    """The run itself failed (a worker crashed, the output could not be written)."""
-
-    kind = "run_failed"
 
 
 def shard_of(host: str, shards: int) -> int:
     """Stable shard index of a host (the same in every process and every run)."""
     digest = hashlib.blake2b(host.encode(), digest_size=8).digest()
     return int.from_bytes(digest, "big") % shards
-
-
-class _Writer:
-    """The parent's side: owns the output file, the host-report file, the run report and
-    the state file (the one writer of each; see ``state.py`` for the commit protocol).
-    """
-
-    def __init__(
-        self,
-        sink: JsonlSink,
-        hosts_path: str | None,
-        run: RunReport,
-        progress: Progress,
-        cross: CrossHostTracker,
-        store: StateStore | None = None,
-        commit_interval: float = 2.0,
-    ) -> None:
-        self.sink = sink
-        self.hosts = JsonlSink(hosts_path) if hosts_path else None
-        self.run = run
-        self.progress = progress
-        self._last_update = 0.0
-        self.pending_urls = 0  # records written for hosts that have not reported yet
-        self.cross = cross  # URLs listed by more than one host (only the writer sees all)
-        self.store = store
-        self._emit_removed = store is not None and "removed" in EMIT_EVENTS[store.run_emit]
-        self._commit_interval = commit_interval
-        self._last_commit = time.monotonic()
-
-    def records(
-        self,
-        data: bytes | bytearray | memoryview,
-        count: int,
-        fingerprints: list[tuple[str, bytes]],
-        rows: list[tuple[str, LedgerRows]] | None = None,
-    ) -> None:
-        # run.urls is summed from host reports (add_host); count is for progress only.
-        self.sink.write(data, count)
-        for host, fps in fingerprints:
-            self.cross.add(host, fps)
-        if self.store is not None and rows:
-            self.store.add_many(rows)
-        self.pending_urls += count
-        self._tick()
-
-    def host(self, report: dict[str, Any], state: HostState | None = None) -> None:
-        # A host's records always reach the writer before its report, so its count is final.
-        report["cross_host_duplicates"] = self.cross.take(report["host"])
-        if self.store is not None and state is not None:
-            removed = self.store.finish_host(state)
-            report["removed"] = len(removed)
-            self.store.count({k: report.get(k, 0) for k in ("new", "changed", "unchanged")})
-            if removed and self._emit_removed:
-                self.sink.write(encode_records(removed))
-                report["urls"] = report.get("urls", 0) + len(removed)
-                self.pending_urls += len(removed)
-        if self.hosts is not None:
-            self.hosts.write(encode_record(report))
-        self.run.add_host(report)
-        self.pending_urls -= report.get("urls", 0)
-        self._tick()
-
-    def commit(self) -> None:
-        """Make the output durable, then commit the state that describes it (in that order)."""
-        if self.store is not None:
-            self.sink.sync()
-            self.store.commit(self.sink.bytes)
-            self._last_commit = time.monotonic()
-
-    def _tick(self) -> None:
-        now = time.monotonic()
-        if self.store is not None and now - self._last_commit > self._commit_interval:
-            self.commit()
-        if now - self._last_update > 0.2:
-            self._last_update = now
-            self.progress.update(self.run)
-
-    def close(self, *, complete: bool, interrupted: bool = False) -> None:
-        # The records of an interrupted run stay .part (they are not the whole result);
-        # its per-host report is final: every line is a host that finished, and the
-        # run report (marked interrupted) names the file.
-        if self.store is not None:
-            self.commit()  # before the rename: a crash in between resumes, not repeats
-            self.store.finish_run(
-                "complete" if complete else "interrupted" if interrupted else "failed"
-            )
-        self.sink.close(complete=complete)
-        if self.hosts is not None:
-            self.hosts.close(complete=complete or interrupted)
-        self.progress.update(self.run)
-        self.progress.close()
-        self.cross.close()
 
 
 def run_job(
@@ -198,11 +95,11 @@ def run_job(
     run = RunReport(workers=workers)
     if hosts_path is None and report_path:
         hosts_path = report_path.removesuffix(".json").removesuffix(".report") + ".hosts.jsonl"
-    store = _open_state(cfg, output)
+    store = open_state(cfg, output)
     incremental: Incremental | None = None
     finished: FinishedHosts | None = None
     try:
-        sink = _open_sink(output, store)
+        sink = open_sink(output, store)
         if store is not None:
             assert store.run is not None
             incremental = Incremental(store.path, store.run.id, store.run.emit)
@@ -216,7 +113,7 @@ def run_job(
             store.close()
         raise
     seeds = SeedReader(lines, skip=finished)
-    writer = _Writer(
+    writer = Writer(
         sink,
         hosts_path,
         run,
@@ -258,55 +155,13 @@ def run_job(
     return run
 
 
-def _open_state(cfg: Config, output: str) -> StateStore | None:
-    """Open (lock, migrate) the state file and start or resume its run; None without state."""
-    emit = cfg.output.emit
-    path = cfg.state.path or default_state_path(output) if cfg.state.enabled else None
-    if path is None:
-        if emit != "all":
-            raise ConfigError(
-                f"--emit {emit} needs a state file: give --state PATH (or an output file)",
-                key="output.emit",
-            )
-        return None
-    store = StateStore(path)
-    try:
-        info = store.start_run(emit=emit, output=output, resume=cfg.state.resume)
-        if info.resumed and info.emit != emit:
-            print(
-                f"harvester: resuming run {info.id} with its own --emit {info.emit} (not {emit})",
-                file=sys.stderr,
-            )
-        elif info.resumed:
-            print(f"harvester: resuming unfinished run {info.id}", file=sys.stderr)
-    except BaseException:
-        store.close()
-        raise
-    return store
-
-
-def _open_sink(output: str, store: StateStore | None) -> JsonlSink:
-    """The output sink; a resumed run continues (cut back to what the state committed)."""
-    run = store.run if store is not None else None
-    if run is None or not run.resumed or run.output is None or run.output == "-":
-        return JsonlSink(output)
-    if run.output != output:
-        # Another output this time: cut the interrupted run's file back to its committed
-        # records, so the two files together hold each URL once.
-        part = run.output + ".part"
-        if os.path.exists(part) and os.path.getsize(part) > run.output_bytes:
-            os.truncate(part, run.output_bytes)
-        return JsonlSink(output)
-    return JsonlSink(output, resume_at=run.output_bytes)
-
-
 # -- one worker, in-process ---------------------------------------------------------
 
 
 def _run_inline(
     cfg: Config,
     seeds: SeedReader,
-    writer: _Writer,
+    writer: Writer,
     resolver: AbstractResolver | None,
     stop: Stop,
     incremental: Incremental | None = None,
@@ -367,82 +222,20 @@ def _invalid_line(error: HarvesterError, count: int) -> None:
         )
 
 
-_GEN0_THROUGHPUT = 10_000  # a worker's gen-0 threshold when its CPU is the limit
-
-
-def tune_gc(*, throughput: bool = False) -> None:
-    """Take the objects created by imports out of the garbage collector's sight.
-
-    They live for the whole run; without ``gc.freeze`` every full collection
-    walks them again. ``throughput`` (a worker process) also raises the gen-0
-    threshold from 700 to 10,000: collections (``gc_collect_main``,
-    ``visit_decref``) were 3-4 % of a worker's samples, and the workers' CPU is
-    what limits the run.
-
-    Measured (``bench_pipeline --hosts 2000 --only harvester``, alternated, 3 runs
-    each): state off, 13.18-15.00 s and 22.5-25.0 CPU s against 14.37-15.95 s and
-    24.0-26.8 CPU s, peak RSS 222-225 MB against 217-220. With the state file it
-    was left at 700 while the writer's SQLite was the limit; since the ledger is
-    chunks (d4d0605) the workers' CPU is the limit there too, and perf put
-    collections at 2.8 % of a state-on worker's samples against 0.5 % state off.
-    """
-    gc.freeze()
-    if throughput:
-        _, gen1, gen2 = gc.get_threshold()
-        gc.set_threshold(_GEN0_THROUGHPUT, gen1, gen2)
-
-
-_M_ARENA_MAX = -8  # glibc's mallopt parameter (malloc.h)
-
-
-def tune_malloc() -> None:
-    """One glibc malloc arena for all of this process's threads (else: nothing).
-
-    glibc gives each thread that allocates while another holds the main arena an
-    arena of its own (up to 8 per core), whose freed memory mostly stays resident.
-    Here the threads are aiohttp's resolver threads in a worker and the
-    dispatcher thread in the parent (before ``workers.py``, also each worker's
-    queue feeder, which pickled every ~256 KiB message); the GIL already
-    serialises nearly all their allocations, so one arena serves them without
-    contention.
-
-    Measured (``bench_pipeline --hosts 2000 --only harvester``, as the environment
-    variable ``MALLOC_ARENA_MAX=1``, runs alternated): state on, peak RSS of all
-    processes 291-292 MB against 297-304; state off, wall 14.7-18.9 s against
-    15.4-19.5 s (5 runs each): no cost seen. Call it before any thread starts.
-    """
-    if platform.libc_ver()[0] != "glibc":
-        return
-    try:
-        mallopt = ctypes.CDLL(None).mallopt  # the C library this interpreter runs on
-    except (OSError, AttributeError):
-        return
-    mallopt(_M_ARENA_MAX, 1)
-
-
-def event_loop_runner(cfg: Config) -> Any:
-    """``asyncio.run``, with uvloop when installed and enabled (faster sockets and timers)."""
-    if cfg.run.uvloop:
-        with contextlib.suppress(ImportError):
-            import uvloop
-
-            return uvloop.run
-    return asyncio.run
-
-
 # -- N worker processes ------------------------------------------------------------
 
 
 def _run_processes(
     cfg: Config,
     seeds: SeedReader,
-    writer: _Writer,
+    writer: Writer,
     workers: int,
     user_stop: Stop,
     incremental: Incremental | None = None,
 ) -> None:
     from multiprocessing.connection import wait
 
+    from harvester.transport import DoneMessage, ErrorMessage, HostMessage, RecordsMessage
     from harvester.workers import WorkerProcess
 
     pool = _Pool([WorkerProcess(i, cfg, incremental) for i in range(workers)])
@@ -454,7 +247,7 @@ def _run_processes(
         daemon=True,
     )
     dispatcher.start()
-    finished: set[int] = set()  # workers that sent "done"
+    finished: set[int] = set()  # workers that sent their DoneMessage
     give_up: float | None = None  # monotonic time to stop waiting for workers, once stopping
     try:
         # Until every seed was dispatched and every worker that got one has finished.
@@ -485,15 +278,15 @@ def _run_processes(
                         f"worker {worker.index} exited with status {status} before finishing"
                     ) from None
                 for msg, data in messages:
-                    tag = msg[0]
-                    if tag == "records":
-                        writer.records(data, msg[1], msg[2], msg[3])
-                    elif tag == "host":
-                        writer.host(msg[1], msg[2])
-                    elif tag == "done":
-                        finished.add(msg[1])
-                    elif tag == "error":
-                        raise RunFailed(f"worker {msg[1]} failed:\n{msg[2]}")
+                    match msg:
+                        case RecordsMessage(count, fingerprints, rows):
+                            writer.records(data, count, fingerprints, rows)
+                        case HostMessage(report, state):
+                            writer.host(report, state)
+                        case DoneMessage(index):
+                            finished.add(index)
+                        case ErrorMessage(index, tb):
+                            raise RunFailed(f"worker {index} failed:\n{tb}")
                 pipe.release()  # the worker may reuse the ring room of what was written
         _check_dispatch(pool)  # (it may have failed before any worker started)
     finally:

@@ -33,15 +33,16 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import os
 import sqlite3
 from array import array
 from dataclasses import dataclass
 from itertools import groupby
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar, cast
 
 from harvester.chunks import NO_LASTMOD, LedgerView, pack, unpack_fps, unpack_urls
-from harvester.errors import StateError
+from harvester.errors import StateError, StateLocked
 from harvester.ledger import EMIT_EVENTS, dump_json, iso, now
 
 if TYPE_CHECKING:
@@ -53,10 +54,33 @@ __all__ = [
     "PAGE_SIZE",
     "SCHEMA_VERSION",
     "RunInfo",
-    "StateLocked",
     "StateStore",
     "default_state_path",
 ]
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _sql_errors(
+    method: Callable[Concatenate[StateStore, _P], _R],
+) -> Callable[Concatenate[StateStore, _P], _R]:
+    """Translate ``sqlite3.Error`` out of a ``StateStore`` method into ``StateError``.
+
+    The boundary rule of ``errors.py``: a disk full, an I/O error or a file
+    damaged under us surfaces as the project's error naming the state file, so
+    the CLI maps it to its exit status like every other state failure.
+    """
+
+    @functools.wraps(method)
+    def translated(self: StateStore, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return method(self, *args, **kwargs)
+        except sqlite3.Error as exc:
+            raise StateError(f"state file: {exc}", url=self.path) from exc
+
+    return cast("Callable[Concatenate[StateStore, _P], _R]", translated)
+
 
 SCHEMA_VERSION = 3
 APPLICATION_ID = 0x48525653  # "HRVS": tells our state files from any other SQLite file
@@ -201,12 +225,6 @@ _MIGRATIONS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
 )
 
 
-class StateLocked(StateError):
-    """Another live run holds the state file's lock (cron runs overlapping)."""
-
-    kind = "state_locked"
-
-
 def default_state_path(output: str) -> str | None:
     """The state file beside ``output``: ``OUTPUT.state.sqlite`` (None for stdout, ``-``).
 
@@ -322,6 +340,7 @@ class StateStore:
             self.run = RunInfo(cur.lastrowid, emit, False, output, 0)
         return self.run
 
+    @_sql_errors
     def finish_run(self, status: str) -> None:
         """Mark the run ``complete``, ``interrupted`` or ``failed`` (committing first)."""
         run = self._require_run()
@@ -331,16 +350,19 @@ class StateStore:
                 "UPDATE runs SET status = ?, finished = ? WHERE id = ?", (status, now(), run.id)
             )
 
+    @_sql_errors
     def finished_hosts(self) -> FinishedHosts:
         """A thread-safe, read-only membership test for this run's finished hosts."""
         return FinishedHosts(self.path, self._require_run().id)
 
     # -- writes ----------------------------------------------------------------
 
+    @_sql_errors
     def add_urls(self, host: str, rows: LedgerRows) -> None:
         """Record listed URLs of ``host`` (new, changed or unchanged): one chunk per sitemap."""
         self.add_many([(host, rows)])
 
+    @_sql_errors
     def add_many(self, batches: Iterable[tuple[str, LedgerRows]]) -> None:
         """``add_urls`` for each ``(host, rows)``, in one statement (a worker's message
         carries the rows of several batches)."""
@@ -353,12 +375,14 @@ class StateStore:
                 values.append((host_id, self._sitemap_id(host_id, sitemap), run_id, n, *blobs))
         self._db.executemany(_INSERT_CHUNK, values)
 
+    @_sql_errors
     def count(self, events: dict[str, int]) -> None:
         """Add per-event URL counts (from a finished host's report) to the run's totals."""
         for name, value in events.items():
             if name in self.counts:
                 self.counts[name] += value
 
+    @_sql_errors
     def finish_host(self, state: HostState) -> list[dict[str, Any]]:
         """Apply a finished host's update; return its removed URLs as output records.
 
@@ -522,6 +546,7 @@ class StateStore:
             self._db.execute(f"DELETE FROM url_chunks WHERE id IN ({marks})", part)  # noqa: S608
         return removed
 
+    @_sql_errors
     def commit(self, output_bytes: int | None) -> None:
         """Commit everything staged, with the output's length (already flushed and fsynced)."""
         if not self._in_tx:
@@ -546,6 +571,7 @@ class StateStore:
         """The writer's connection, for stages that add their own tables (``verify``)."""
         return self._db
 
+    @_sql_errors
     def begin(self) -> None:
         """Open the write transaction if none is open (``commit`` ends it)."""
         self._begin()

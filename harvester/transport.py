@@ -1,15 +1,15 @@
 """Results transport: a worker's messages to the writer, through a pipe and a shared ring.
 
-In: a worker's messages, put in order on its loop (``Results.put``):
-``("records", n, fingerprints, ledger rows)`` with the encoded JSON lines,
-``("host", report, state)``, ``("done", index)``, ``("error", index, tb)``. Out: the
-same messages in the parent (``ResultPipe.messages``), in that order, the lines and
-the ledger blobs as views of the parent's buffer or of the ring.
+In: a worker's messages (``Message``: ``RecordsMessage`` with the encoded JSON lines,
+``HostMessage``, ``DoneMessage``, ``ErrorMessage``), put in order on its loop
+(``Results.put``). Out: the same messages in the parent (``ResultPipe.messages``),
+in that order, the lines and the ledger blobs as views of the parent's buffer or of
+the ring.
 
 A results frame (``_FRAME``) is the length of the rest, the length of the pickled
 message, the number of its out-of-band buffers, where the bulk bytes are in the
 ring (offset and length; length 0: inline) and the buffers' lengths; then the
-pickled message, and, inline, those buffers and (for "records") the encoded JSON
+pickled message, and, inline, those buffers and (for records) the encoded JSON
 lines as they are: built in one reused buffer, they are copied once and never
 joined or pickled. Where the platform has memory files (Linux), the bulk bytes go
 through the worker's ring instead (``ring.py``: one copy, by the worker, and none
@@ -40,14 +40,57 @@ import fcntl
 import os
 import pickle
 import struct
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from harvester.ledger import HostState, LedgerRows
     from harvester.ring import RingReader, RingWriter
 
-__all__ = ["BLOCK", "ResultPipe", "Results", "widen_pipe"]
+__all__ = [
+    "BLOCK",
+    "DoneMessage",
+    "ErrorMessage",
+    "HostMessage",
+    "Message",
+    "RecordsMessage",
+    "ResultPipe",
+    "Results",
+    "widen_pipe",
+]
+
+
+class RecordsMessage(NamedTuple):
+    """A block of encoded records (the lines travel after the message, not pickled)."""
+
+    records: int  # how many records the block's lines hold
+    fingerprints: list[tuple[str, bytes]]  # (host, its URL fingerprints) in block order
+    rows: list[tuple[str, LedgerRows]] | None  # (host, ledger rows); None: no state file
+
+
+class HostMessage(NamedTuple):
+    """A finished host: its report (the JSON shape) and, with a state file, its state."""
+
+    report: dict[str, Any]
+    state: HostState | None
+
+
+class DoneMessage(NamedTuple):
+    """The worker's shard ended: every seed was harvested (or the run was stopped)."""
+
+    worker: int  # the worker's index
+
+
+class ErrorMessage(NamedTuple):
+    """The worker crashed; ``traceback`` is its formatted traceback."""
+
+    worker: int  # the worker's index
+    traceback: str
+
+
+# What a worker sends; the parent dispatches with ``match``.
+Message = RecordsMessage | HostMessage | DoneMessage | ErrorMessage
 
 BLOCK = 256 * 1024  # bytes of encoded records per message from a worker
 _PIPE_BYTES = 1 << 20  # the results pipe's capacity (see widen_pipe)
@@ -89,7 +132,7 @@ class ResultPipe:
         """The pipe's file descriptor, for ``multiprocessing.connection.wait``."""
         return self._fd
 
-    def messages(self) -> list[tuple[tuple[Any, ...], memoryview]]:
+    def messages(self) -> list[tuple[Message, memoryview]]:
         """Read what the pipe holds; return the whole frames' (message, records bytes).
 
         The records bytes (and the ledger blobs in the messages) are views of the
@@ -106,7 +149,7 @@ class ResultPipe:
         if not n:
             raise EOFError("the worker closed its results pipe")
         self._end += n
-        out: list[tuple[tuple[Any, ...], memoryview]] = []
+        out: list[tuple[Message, memoryview]] = []
         view = memoryview(self._buf)
         while self._end - self._start >= _FRAME.size:
             size, meta, nbufs, at, bulk_size = _FRAME.unpack_from(self._buf, self._start)
@@ -183,7 +226,7 @@ class Results:
     """The worker's results pipe, written by the event loop without blocking.
 
     Each message is built in one reused buffer (the frame layout is in
-    ``_FRAME``). Its bulk bytes, a "records" message's encoded lines and the
+    ``_FRAME``). Its bulk bytes, a records message's encoded lines and the
     ledger blobs pickled out of band, are copied once and never joined or
     pickled: into the ring when there is one (``ring.py``; the frame then says
     where), else into the frame after the pickled rest. At most one frame is
@@ -209,15 +252,15 @@ class Results:
         self.ready = asyncio.Event()
         self.ready.set()
         self._broken = False  # the parent closed its end
-        self._reported = False  # an "error" message went out
+        self._reported = False  # an ErrorMessage went out
 
     async def open(self) -> None:
         """Attach the pipe to the running loop."""
         self._loop = asyncio.get_running_loop()
         os.set_blocking(self._fd, False)
 
-    async def put(self, msg: tuple[Any, ...], records: Sequence[bytes | bytearray] = ()) -> None:
-        """Send one message (and, for "records", the encoded lines after it); wait while
+    async def put(self, msg: Message, records: Sequence[bytes | bytearray] = ()) -> None:
+        """Send one message (and, for records, the encoded lines after it); wait while
         the parent is behind.
         """
         self._waiting += 1
@@ -244,7 +287,7 @@ class Results:
         if self._pending is None and not self._waiting:
             self.ready.set()
 
-    async def _build(self, msg: tuple[Any, ...], records: Sequence[bytes | bytearray]) -> int:
+    async def _build(self, msg: Message, records: Sequence[bytes | bytearray]) -> int:
         # Out of band: the ledger blobs are copied once, below, not into the pickle too.
         oob: list[pickle.PickleBuffer] = []
         meta = pickle.dumps(msg, protocol=5, buffer_callback=oob.append)
@@ -319,7 +362,7 @@ class Results:
     async def report(self, index: int, tb: str) -> None:
         """Send a crash report (best effort) and close."""
         with contextlib.suppress(Exception):
-            await self.put(("error", index, tb))
+            await self.put(ErrorMessage(index, tb))
             self._reported = True
             await self.close()
 
@@ -331,7 +374,7 @@ class Results:
             return
         with contextlib.suppress(OSError):
             os.set_blocking(self._fd, True)
-            size = self._frame(pickle.dumps(("error", index, tb), protocol=5), (), (), 0, 0)
+            size = self._frame(pickle.dumps(ErrorMessage(index, tb), protocol=5), (), (), 0, 0)
             with memoryview(self._buf) as whole:
                 view = whole[:size]
                 while view:

@@ -361,7 +361,7 @@ def run_audit(
     from pathlib import Path
 
     from harvester.auditreport import render_html, render_json
-    from harvester.shards import event_loop_runner
+    from harvester.runtime import event_loop_runner
     from harvester.state import StateStore
 
     with StateStore(state_path) as store:

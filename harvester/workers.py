@@ -5,8 +5,8 @@ Out: a child process running one shard (``pipeline.run_shard``) and three pipes:
 
     parent ──seeds───► worker   frames: (index, Config, Incremental), then Seeds, then None
     parent ──stop────► worker   one byte, or end of file (the parent is gone): stop
-    parent ◄─results── worker   frames: ("records", n, fingerprints, ledger rows) + lines,
-                                ("host", report, state), ("done", index), ("error", index, tb)
+    parent ◄─results── worker   frames: transport.Message (RecordsMessage + its lines,
+                                HostMessage, DoneMessage, ErrorMessage)
     parent ◄══ring════ worker   shared memory: the frames' bulk bytes (lines, ledger blobs)
     parent ──acks────► worker   one byte per ring region the parent is done with
 
@@ -46,7 +46,16 @@ from typing import TYPE_CHECKING
 
 from harvester import ring
 from harvester.ring import RingReader, RingWriter
-from harvester.transport import BLOCK, ResultPipe, Results, widen_pipe
+from harvester.runtime import event_loop_runner, tune_gc, tune_malloc
+from harvester.transport import (
+    BLOCK,
+    DoneMessage,
+    HostMessage,
+    RecordsMessage,
+    ResultPipe,
+    Results,
+    widen_pipe,
+)
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable
@@ -203,8 +212,6 @@ def main() -> None:
     index, seeds_fd, results_fd, stop_fd, *ring_fds = (int(arg) for arg in sys.argv[2:8])
     results = Results(results_fd, _ring_writer(*ring_fds) if ring_fds else None)
     try:
-        from harvester.shards import event_loop_runner, tune_gc, tune_malloc
-
         _, cfg, incremental = pickle.loads(_read_frame(seeds_fd))  # noqa: S301 - our parent
         tune_gc(throughput=True)
         tune_malloc()
@@ -340,7 +347,7 @@ async def _serve(
     stop_fd: int,
 ) -> None:
     """The worker's loop: seeds from the pipe through ``run_shard``; records, host reports
-    and a last "done" (or "error") out through ``results``.
+    and a last ``DoneMessage`` (or ``ErrorMessage``) out through ``results``.
     """
     from harvester.pipeline import HostDone, RecordBatch, run_shard
     from harvester.shutdown import SeedGate, run_until_stopped
@@ -362,7 +369,7 @@ async def _serve(
         nonlocal size, count
         if buffer or rows:
             ledger = list(rows) if incremental is not None else None
-            msg = ("records", count, list(fingerprints), ledger)
+            msg = RecordsMessage(count, list(fingerprints), ledger)
             chunks = list(buffer)
             buffer.clear()
             fingerprints.clear()
@@ -386,7 +393,7 @@ async def _serve(
         elif isinstance(item, HostDone):
             gate.done()
             await flush()  # a host's records reach the writer before its report
-            await results.put(("host", item.report, item.state))
+            await results.put(HostMessage(item.report, item.state))
 
     async def from_pipe() -> AsyncIterator[Seed]:
         while (seed := await seeds.get()) is not None:
@@ -409,7 +416,7 @@ async def _serve(
             cfg.run.shutdown_grace,
         )
         await flush()
-        await results.put(("done", index))
+        await results.put(DoneMessage(index))
     except BaseException:
         await results.report(index, traceback.format_exc())
         raise

@@ -25,11 +25,20 @@ import pytest
 from harvester import ring, workers
 from harvester.chunks import NO_LASTMOD, unpack_urls
 from harvester.config import Config
+from harvester.errors import RunFailed
 from harvester.ledger import LedgerRows
 from harvester.ring import RingReader, RingWriter
 from harvester.seeds import parse_seed
-from harvester.shards import RunFailed, run_job
-from harvester.transport import ResultPipe, Results
+from harvester.shards import run_job
+from harvester.transport import (
+    DoneMessage,
+    ErrorMessage,
+    HostMessage,
+    Message,
+    RecordsMessage,
+    ResultPipe,
+    Results,
+)
 from harvester.workers import (
     PipeStop,
     SeedPipe,
@@ -44,10 +53,10 @@ if TYPE_CHECKING:
     from tests.integration.conftest import Site, Sites
 
 
-def read_until_eof(worker: WorkerProcess, timeout: float = 30.0) -> list[tuple[Any, ...]]:
+def read_until_eof(worker: WorkerProcess, timeout: float = 30.0) -> list[Message]:
     """Every message the worker sends, until its results pipe ends."""
     assert worker.results is not None
-    messages: list[tuple[Any, ...]] = []
+    messages: list[Message] = []
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if not wait([worker.results.fileno()], timeout=0.5):
@@ -77,8 +86,11 @@ def test_a_crash_before_the_loop_is_reported_with_its_traceback() -> None:
     worker.start()
     try:
         messages = read_until_eof(worker)
-        assert [m[:2] for m in messages] == [("error", 0)]
-        assert "AttributeError: 'NoneType' object has no attribute 'run'" in messages[0][2]
+        assert [type(m) for m in messages] == [ErrorMessage]
+        (error,) = messages
+        assert isinstance(error, ErrorMessage)
+        assert error.worker == 0
+        assert "AttributeError: 'NoneType' object has no attribute 'run'" in error.traceback
         assert worker.exit_status() == 1
     finally:
         worker.end(terminate=True)
@@ -87,7 +99,7 @@ def test_a_crash_before_the_loop_is_reported_with_its_traceback() -> None:
 
 def test_a_crash_in_the_loop_is_reported_through_the_pipe() -> None:
     """A bug inside the shard (here a seed that is not a ``Seed``) ends the worker with an
-    "error" message holding the traceback: the transport is flushed, not cut mid-frame.
+    ``ErrorMessage`` holding the traceback: the transport is flushed, not cut mid-frame.
     """
     worker = WorkerProcess(3, Config(), None)
     worker.start()
@@ -95,8 +107,11 @@ def test_a_crash_in_the_loop_is_reported_through_the_pipe() -> None:
         assert worker.send("not a seed")
         assert worker.send(None)
         messages = read_until_eof(worker)
-        assert [m[:2] for m in messages] == [("error", 3)]
-        assert "'str' object has no attribute 'host'" in messages[0][2]
+        assert [type(m) for m in messages] == [ErrorMessage]
+        (error,) = messages
+        assert isinstance(error, ErrorMessage)
+        assert error.worker == 3
+        assert "'str' object has no attribute 'host'" in error.traceback
         assert worker.exit_status() == 1
         assert worker.send(None) is False  # it is gone: a send fails instead of blocking
     finally:
@@ -135,7 +150,7 @@ def frame(obj: object) -> bytes:
     return struct.pack("!i", len(payload)) + payload
 
 
-async def results_bytes(*messages: tuple[tuple[Any, ...], list[bytes]]) -> bytes:
+async def results_bytes(*messages: tuple[Message, list[bytes]]) -> bytes:
     """What a worker's ``Results`` writes for ``messages`` (small: they fit in the pipe)."""
     r, w = os.pipe()
     out = Results(w)
@@ -152,9 +167,9 @@ async def results_bytes(*messages: tuple[tuple[Any, ...], list[bytes]]) -> bytes
 
 async def test_result_pipe_reassembles_frames_split_across_reads() -> None:
     data = await results_bytes(
-        (("records", 2, [("a", b"12345678")], None), [b'{"url":"a"}\n', b'{"url":"b"}\n']),
-        (("host", {"host": "a"}, None), []),
-        (("done", 1), []),
+        (RecordsMessage(2, [("a", b"12345678")], None), [b'{"url":"a"}\n', b'{"url":"b"}\n']),
+        (HostMessage({"host": "a"}, None), []),
+        (DoneMessage(1), []),
     )
     r, w = os.pipe()
     pipe = ResultPipe(r)
@@ -167,9 +182,9 @@ async def test_result_pipe_reassembles_frames_split_across_reads() -> None:
         os.write(w, data[20:])
         got = [(msg, bytes(records)) for msg, records in pipe.messages()]
         assert got == [
-            (("records", 2, [("a", b"12345678")], None), b'{"url":"a"}\n{"url":"b"}\n'),
-            (("host", {"host": "a"}, None), b""),
-            (("done", 1), b""),
+            (RecordsMessage(2, [("a", b"12345678")], None), b'{"url":"a"}\n{"url":"b"}\n'),
+            (HostMessage({"host": "a"}, None), b""),
+            (DoneMessage(1), b""),
         ]
         os.close(w)
         with pytest.raises(EOFError):
@@ -187,29 +202,30 @@ async def test_ledger_blobs_cross_the_pipe_out_of_band_and_whole() -> None:
     )
     records = [b'{"url":"a"}\n']
     data = await results_bytes(
-        (("records", 1, [], [("a.example", rows)]), records), (("done", 1), [])
+        (RecordsMessage(1, [], [("a.example", rows)]), records), (DoneMessage(1), [])
     )
     assert len(data) < rows.nbytes + 600
     r, w = os.pipe()
     pipe = ResultPipe(r)
-    got: list[tuple[tuple[Any, ...], bytes]] = []
+    got: list[tuple[Any, ...]] = []
     try:
         for i in range(len(data)):
             os.write(w, data[i : i + 1])
             for msg, raw in pipe.messages():
-                if msg[0] == "records":
-                    ((host, arrived),) = msg[3]
+                if isinstance(msg, RecordsMessage):
+                    assert msg.rows is not None
+                    ((host, arrived),) = msg.rows
                     assert host == "a.example"
                     assert arrived.sitemaps == rows.sitemaps
                     assert all(type(b) is memoryview for c in arrived.chunks for b in c)
                     blobs = [tuple(bytes(b) for b in c) for c in arrived.chunks]
                     assert blobs == rows.chunks
                     assert unpack_urls(arrived.chunks[1][2]) == urls[200:]
-                got.append((msg[:2], bytes(raw)))
+                got.append((type(msg), msg[0], bytes(raw)))
     finally:
         os.close(w)
         pipe.close()
-    assert got == [(("records", 1), records[0]), (("done", 1), b"")]
+    assert got == [(RecordsMessage, 1, records[0]), (DoneMessage, 1, b"")]
 
 
 async def test_results_flow_control_holds_the_worker_until_the_parent_reads() -> None:
@@ -219,21 +235,21 @@ async def test_results_flow_control_holds_the_worker_until_the_parent_reads() ->
     await results.open()
     # More than the pipe holds and more than the parent's read buffer: both must cope.
     lines = b"x" * (3 << 20) + b"\n"
-    await results.put(("records", 1, [], None), [lines])  # it goes out as the pipe drains
+    await results.put(RecordsMessage(1, [], None), [lines])  # it goes out as the pipe drains
     assert not results.ready.is_set()  # hosts wait before parsing their next chunk
-    second = asyncio.create_task(results.put(("done", 0)))
+    second = asyncio.create_task(results.put(DoneMessage(0)))
     for _ in range(20):
         await asyncio.sleep(0)
     assert not second.done()  # and the next message waits for the first to go out
     assert not results.ready.is_set()
-    received: list[tuple[tuple[Any, ...], bytes]] = []
+    received: list[tuple[Any, bytes]] = []
     async with asyncio.timeout(10):
         while len(received) < 2:
             await asyncio.sleep(0.001)
             received += [(msg, bytes(data)) for msg, data in reader.messages()]
     await asyncio.wait_for(second, timeout=5)
     assert results.ready.is_set()
-    assert received == [(("records", 1, [], None), lines), (("done", 0), b"")]
+    assert received == [(RecordsMessage(1, [], None), lines), (DoneMessage(0), b"")]
     await results.close()
     with pytest.raises(EOFError):
         reader.messages()
@@ -309,9 +325,9 @@ async def ring_link(size: int) -> tuple[Results, ResultPipe]:
     return results, ResultPipe(r, ring_reader)
 
 
-async def receive(reader: ResultPipe, count: int) -> list[tuple[tuple[Any, ...], bytes]]:
+async def receive(reader: ResultPipe, count: int) -> list[tuple[Any, bytes]]:
     """``count`` messages from ``reader`` (their records as bytes), releasing each read."""
-    got: list[tuple[tuple[Any, ...], bytes]] = []
+    got: list[tuple[Any, ...]] = []
     async with asyncio.timeout(10):
         while len(got) < count:
             await asyncio.sleep(0.001)
@@ -344,8 +360,8 @@ async def test_with_a_ring_the_pipe_carries_only_frames_and_the_bulk_arrives_who
     r, w = os.pipe()
     results = Results(w, writer)
     await results.open()
-    await results.put(("records", 2000, [], [("a.example", rows)]), lines)
-    await results.put(("host", {"host": "a.example"}, None))
+    await results.put(RecordsMessage(2000, [], [("a.example", rows)]), lines)
+    await results.put(HostMessage({"host": "a.example"}, None))
     await results.close()
     piped = b""
     while chunk := os.read(r, 65536):
@@ -358,8 +374,10 @@ async def test_with_a_ring_the_pipe_carries_only_frames_and_the_bulk_arrives_who
     os.close(rw)
     reader = ResultPipe(rr, ring_reader)
     (records_msg, data), (host_msg, tail) = reader.messages()
-    assert records_msg[:3] == ("records", 2000, [])
-    ((host, arrived),) = records_msg[3]
+    assert isinstance(records_msg, RecordsMessage)
+    assert records_msg[:2] == (2000, [])
+    assert records_msg.rows is not None
+    ((host, arrived),) = records_msg.rows
     assert host == "a.example"
     assert arrived.sitemaps == rows.sitemaps
     assert all(type(b) is memoryview and b.readonly for c in arrived.chunks for b in c)
@@ -367,7 +385,7 @@ async def test_with_a_ring_the_pipe_carries_only_frames_and_the_bulk_arrives_who
     assert unpack_urls(arrived.chunks[1][2]) == urls[200:]
     assert data.readonly
     assert bytes(data) == b"".join(lines)
-    assert host_msg == ("host", {"host": "a.example"}, None)
+    assert host_msg == HostMessage({"host": "a.example"}, None)
     assert bytes(tail) == b""
     reader.release()
     with pytest.raises(EOFError):
@@ -380,11 +398,11 @@ async def test_a_message_larger_than_the_ring_goes_inline_and_keeps_its_place() 
     results, reader = await ring_link(4096)
     small = [b"a" * 99 + b"\n"]
     large = [b"b" * 9_999 + b"\n"]  # over the 4 KiB ring: through the pipe
-    sent: list[tuple[tuple[Any, ...], list[bytes]]] = [
-        (("records", 1, [], None), small),
-        (("records", 1, [], None), large),
-        (("records", 1, [], None), [b"c" * 99 + b"\n"]),
-        (("done", 0), []),
+    sent: list[tuple[Message, list[bytes]]] = [
+        (RecordsMessage(1, [], None), small),
+        (RecordsMessage(1, [], None), large),
+        (RecordsMessage(1, [], None), [b"c" * 99 + b"\n"]),
+        (DoneMessage(0), []),
     ]
     puts = asyncio.gather(*(results.put(msg, lines) for msg, lines in sent))
     got = await receive(reader, len(sent))
@@ -402,21 +420,21 @@ async def test_a_report_waits_behind_records_that_wait_for_ring_room() -> None:
     results, reader = await ring_link(4096)
     first = [b"1" * 2999 + b"\n"]
     second = [b"2" * 2999 + b"\n"]
-    await results.put(("records", 1, [], None), first)
-    waiting = asyncio.create_task(results.put(("records", 1, [], None), second))
-    report = asyncio.create_task(results.put(("host", {"host": "a.example"}, None)))
+    await results.put(RecordsMessage(1, [], None), first)
+    waiting = asyncio.create_task(results.put(RecordsMessage(1, [], None), second))
+    report = asyncio.create_task(results.put(HostMessage({"host": "a.example"}, None)))
     await asyncio.sleep(0.01)
     assert not waiting.done()
     assert not report.done()
     assert not results.ready.is_set()  # hosts hold their parsing meanwhile
     await asyncio.sleep(0.01)
     got = [(msg, bytes(data)) for msg, data in reader.messages()]
-    assert got == [(("records", 1, [], None), first[0])]  # the report did not jump the queue
+    assert got == [(RecordsMessage(1, [], None), first[0])]  # the report did not jump the queue
     reader.release()
     got = await receive(reader, 2)
     assert got == [
-        (("records", 1, [], None), second[0]),
-        (("host", {"host": "a.example"}, None), b""),
+        (RecordsMessage(1, [], None), second[0]),
+        (HostMessage({"host": "a.example"}, None), b""),
     ]
     await asyncio.wait_for(asyncio.gather(waiting, report), 5)
     assert results.ready.is_set()
@@ -433,14 +451,16 @@ async def test_hosts_sending_at_once_while_the_parent_is_behind_each_arrive_whol
     results = Results(w)
     await results.open()
     lines = {i: bytes([65 + i]) * 300_000 + b"\n" for i in range(4)}  # each over the pipe
-    puts = [asyncio.create_task(results.put(("records", i, [], None), [lines[i]])) for i in lines]
-    received: list[tuple[tuple[Any, ...], bytes]] = []
+    puts = [
+        asyncio.create_task(results.put(RecordsMessage(i, [], None), [lines[i]])) for i in lines
+    ]
+    received: list[tuple[Any, bytes]] = []
     async with asyncio.timeout(10):
         while len(received) < len(lines):
             await asyncio.sleep(0.001)
             received += [(msg, bytes(data)) for msg, data in reader.messages()]
     await asyncio.wait_for(asyncio.gather(*puts), timeout=5)
-    assert sorted(received) == [(("records", i, [], None), lines[i]) for i in lines]
+    assert sorted(received) == [(RecordsMessage(i, [], None), lines[i]) for i in lines]
     await results.close()
     reader.close()
 

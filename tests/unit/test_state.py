@@ -10,7 +10,7 @@ import pytest
 
 from harvester import state
 from harvester.chunks import LedgerView, pack, unpack_fps, unpack_urls
-from harvester.errors import StateError
+from harvester.errors import StateError, StateLocked
 from harvester.ledger import (
     NO_LASTMOD,
     HostState,
@@ -24,7 +24,6 @@ from harvester.sink import JsonlSink
 from harvester.state import (
     PAGE_SIZE,
     SCHEMA_VERSION,
-    StateLocked,
     StateStore,
     default_state_path,
 )

@@ -1,4 +1,4 @@
-"""``shards.tune_malloc``: the threads of a tuned process share glibc's one malloc arena."""
+"""``runtime.tune_malloc``: the threads of a tuned process share glibc's one malloc arena."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ pytestmark = pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="glibc
 PROGRAM = """
 import ctypes, os, sys, tempfile, threading
 if sys.argv[1] == "tuned":
-    from harvester.shards import tune_malloc
+    from harvester.runtime import tune_malloc
     tune_malloc()
 def work():
     keep = [bytearray(4096) for _ in range(200)]

@@ -1,0 +1,73 @@
+"""Process runtime: the event loop a shard runs on and the tuning of a process of ours.
+
+In: the config (``run.uvloop``). Out: ``event_loop_runner`` (``asyncio.run`` or
+uvloop's), and ``tune_gc`` / ``tune_malloc``, which the CLI's process and each worker
+process call once at start. A library caller's process is not ours: ``run_job``
+never tunes it.
+
+Kept apart from ``shards`` (which runs the pool) and ``workers`` (the worker
+process) so that both import it and neither imports the other.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import gc
+import platform
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from harvester.config import Config
+
+__all__ = ["event_loop_runner", "tune_gc", "tune_malloc"]
+
+_GEN0_THROUGHPUT = 10_000  # a worker's gen-0 threshold when its CPU is the limit
+
+
+def tune_gc(*, throughput: bool = False) -> None:
+    """Take the objects created by imports out of the garbage collector's sight.
+
+    They live for the whole run; without ``gc.freeze`` every full collection
+    walks them again. ``throughput`` (a worker process) also raises the gen-0
+    threshold from 700 to 10,000: in a worker, whose CPU is what limits the run,
+    collections of the short-lived entries and records were a visible share of
+    its samples (benchmarks/README.md has the measurements).
+    """
+    gc.freeze()
+    if throughput:
+        _, gen1, gen2 = gc.get_threshold()
+        gc.set_threshold(_GEN0_THROUGHPUT, gen1, gen2)
+
+
+_M_ARENA_MAX = -8  # glibc's mallopt parameter (malloc.h)
+
+
+def tune_malloc() -> None:
+    """One glibc malloc arena for all of this process's threads (else: nothing).
+
+    glibc gives each thread that allocates while another holds the main arena an
+    arena of its own (up to 8 per core), whose freed memory mostly stays resident.
+    Here the threads are aiohttp's resolver threads in a worker and the
+    dispatcher thread in the parent; the GIL already serialises nearly all their
+    allocations, so one arena serves them without contention. Call it before
+    any thread starts.
+    """
+    if platform.libc_ver()[0] != "glibc":
+        return
+    try:
+        mallopt = ctypes.CDLL(None).mallopt  # the C library this interpreter runs on
+    except (OSError, AttributeError):
+        return
+    mallopt(_M_ARENA_MAX, 1)
+
+
+def event_loop_runner(cfg: Config) -> Any:
+    """``asyncio.run``, with uvloop when installed and enabled (faster sockets and timers)."""
+    if cfg.run.uvloop:
+        with contextlib.suppress(ImportError):
+            import uvloop
+
+            return uvloop.run
+    return asyncio.run
