@@ -41,12 +41,11 @@ from typing import TYPE_CHECKING, Any
 
 from harvester.crosshost import CrossHostTracker
 from harvester.errors import HarvesterError, RunFailed
-from harvester.ledger import Incremental
 from harvester.report import Progress, RunReport, write_report
 from harvester.runtime import event_loop_runner
 from harvester.seeds import Seed, SeedReader
 from harvester.shutdown import POLL, SeedGate, Stop, run_until_stopped
-from harvester.writer import Writer, open_sink, open_state
+from harvester.writer import Writer, open_output
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Iterable
@@ -54,8 +53,8 @@ if TYPE_CHECKING:
     from aiohttp.abc import AbstractResolver
 
     from harvester.config import Config
+    from harvester.ledger import Incremental
     from harvester.pipeline import OutputItem
-    from harvester.state import FinishedHosts
     from harvester.workers import WorkerProcess
 
 # harvester.pipeline (aiohttp, lxml: ~30 MB) is imported inside the functions that
@@ -95,23 +94,7 @@ def run_job(
     run = RunReport(workers=workers)
     if hosts_path is None and report_path:
         hosts_path = report_path.removesuffix(".json").removesuffix(".report") + ".hosts.jsonl"
-    store = open_state(cfg, output)
-    incremental: Incremental | None = None
-    finished: FinishedHosts | None = None
-    try:
-        sink = open_sink(output, store)
-        if store is not None:
-            assert store.run is not None
-            incremental = Incremental(store.path, store.run.id, store.run.emit)
-            run.state = store.path
-            run.run_id = store.run.id
-            run.resumed = store.run.resumed
-            if store.run.resumed:
-                finished = store.finished_hosts()
-    except BaseException:
-        if store is not None:
-            store.close()
-        raise
+    sink, store, incremental, finished = open_output(cfg, output, run)
     seeds = SeedReader(lines, skip=finished)
     writer = Writer(
         sink,

@@ -338,6 +338,47 @@ def _done(future: asyncio.Future[None]) -> None:
         future.set_result(None)
 
 
+class _Outbox:
+    """A worker's records on their way out: batches gathered into messages of about
+    ``BLOCK`` bytes (fewer, larger frames), sent through ``results`` in order.
+    """
+
+    def __init__(self, results: Results, *, ledger: bool) -> None:
+        self._results = results
+        self._ledger = ledger  # a state file: the messages carry ledger rows
+        self._buffer: list[bytes | bytearray] = []
+        self._fingerprints: list[tuple[str, bytes]] = []  # (host, fps) of what is buffered
+        self._rows: list[tuple[str, LedgerRows]] = []  # (host, ledger rows) of the same
+        self._size = 0  # bytes buffered, lines and ledger blobs
+        self._count = 0  # records buffered
+
+    async def add(
+        self, host: str, data: bytes | bytearray, count: int, fps: bytes, rows: LedgerRows | None
+    ) -> None:
+        """Buffer one host's batch; send a message once the buffer holds ``BLOCK``."""
+        self._buffer.append(data)
+        self._fingerprints.append((host, fps))
+        self._size += len(data)
+        self._count += count
+        if rows:
+            self._rows.append((host, rows))
+            self._size += rows.nbytes  # ledger chunks weigh on the message too
+        if self._size >= BLOCK:
+            await self.flush()
+
+    async def flush(self) -> None:
+        """Send what is buffered (nothing: no message)."""
+        if self._buffer or self._rows:
+            ledger = list(self._rows) if self._ledger else None
+            msg = RecordsMessage(self._count, list(self._fingerprints), ledger)
+            chunks = list(self._buffer)
+            self._buffer.clear()
+            self._fingerprints.clear()
+            self._rows.clear()
+            self._size = self._count = 0
+            await self._results.put(msg, chunks)
+
+
 async def _serve(
     index: int,
     cfg: Config,
@@ -359,40 +400,16 @@ async def _serve(
     seeds = SeedPipe(seeds_fd, stop)
     await results.open()
     gate = SeedGate(cfg.run.hosts_in_flight)
-    buffer: list[bytes | bytearray] = []
-    fingerprints: list[tuple[str, bytes]] = []  # (host, fingerprints) of what is in buffer
-    rows: list[tuple[str, LedgerRows]] = []  # (host, ledger rows) of what is in buffer
-    size = 0
-    count = 0
-
-    async def flush() -> None:
-        nonlocal size, count
-        if buffer or rows:
-            ledger = list(rows) if incremental is not None else None
-            msg = RecordsMessage(count, list(fingerprints), ledger)
-            chunks = list(buffer)
-            buffer.clear()
-            fingerprints.clear()
-            rows.clear()
-            size = count = 0
-            await results.put(msg, chunks)
+    outbox = _Outbox(results, ledger=incremental is not None)
 
     async def send(item: OutputItem) -> None:
-        nonlocal size, count
         if isinstance(item, RecordBatch):
-            data = item.encoded()
-            buffer.append(data)
-            fingerprints.append((item.host, item.fingerprints.tobytes()))
-            size += len(data)
-            count += item.size()
-            if item.rows:
-                rows.append((item.host, item.rows))
-                size += item.rows.nbytes  # ledger chunks weigh on the message too
-            if size >= BLOCK:
-                await flush()
+            await outbox.add(
+                item.host, item.encoded(), item.size(), item.fingerprints.tobytes(), item.rows
+            )
         elif isinstance(item, HostDone):
             gate.done()
-            await flush()  # a host's records reach the writer before its report
+            await outbox.flush()  # a host's records reach the writer before its report
             await results.put(HostMessage(item.report, item.state))
 
     async def from_pipe() -> AsyncIterator[Seed]:
@@ -415,7 +432,7 @@ async def _serve(
             stop.is_set,
             cfg.run.shutdown_grace,
         )
-        await flush()
+        await outbox.flush()
         await results.put(DoneMessage(index))
     except BaseException:
         await results.report(index, traceback.format_exc())

@@ -17,7 +17,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from harvester.errors import ConfigError
-from harvester.ledger import EMIT_EVENTS
+from harvester.ledger import EMIT_EVENTS, Incremental
 from harvester.sink import JsonlSink, encode_record, encode_records
 from harvester.state import StateStore, default_state_path
 
@@ -26,8 +26,9 @@ if TYPE_CHECKING:
     from harvester.crosshost import CrossHostTracker
     from harvester.ledger import HostState, LedgerRows
     from harvester.report import Progress, RunReport
+    from harvester.state import FinishedHosts
 
-__all__ = ["Writer", "open_sink", "open_state"]
+__all__ = ["Writer", "open_output", "open_sink", "open_state"]
 
 
 class Writer:
@@ -171,3 +172,32 @@ def open_sink(output: str, store: StateStore | None) -> JsonlSink:
             os.truncate(part, run.output_bytes)
         return JsonlSink(output)
     return JsonlSink(output, resume_at=run.output_bytes)
+
+
+def open_output(
+    cfg: Config, output: str, run: RunReport
+) -> tuple[JsonlSink, StateStore | None, Incremental | None, FinishedHosts | None]:
+    """Open a run's state file and output; note the state's run in ``run``.
+
+    Returns the sink, the state store, the workers' read-only view of the state
+    (``Incremental``) and, for a resumed run, the hosts it already finished (the
+    last three None without a state file). Nothing is left open when it raises.
+    """
+    store = open_state(cfg, output)
+    incremental: Incremental | None = None
+    finished: FinishedHosts | None = None
+    try:
+        sink = open_sink(output, store)
+        if store is not None:
+            assert store.run is not None
+            incremental = Incremental(store.path, store.run.id, store.run.emit)
+            run.state = store.path
+            run.run_id = store.run.id
+            run.resumed = store.run.resumed
+            if store.run.resumed:
+                finished = store.finished_hosts()
+    except BaseException:
+        if store is not None:
+            store.close()
+        raise
+    return sink, store, incremental, finished

@@ -89,7 +89,11 @@ def add_parser(sub: Any) -> None:
         ],
     )
     fetch_arguments(r)
-    incremental = r.add_argument_group("incremental runs (state file)")
+    _incremental_arguments(r.add_argument_group("incremental runs (state file)"))
+
+
+def _incremental_arguments(incremental: argparse._ArgumentGroup) -> None:
+    """The state-file flags of ``run``: --state, --no-state, --emit, --since, ..."""
     incremental.add_argument(
         "--state",
         dest="state.path",
