@@ -32,6 +32,7 @@ pipe, so they never die mid-write on their own.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import os
 import sys
@@ -165,7 +166,21 @@ def _run_inline(
             gate.done()
             writer.host(item.report, item.state)
 
+    async def commits() -> None:
+        while True:  # (cancelled when the shard ends)
+            await asyncio.sleep(POLL)
+            writer.tick()
+
     async def main() -> None:
+        ticker = asyncio.create_task(commits())
+        try:
+            await _shard()
+        finally:
+            ticker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await ticker
+
+    async def _shard() -> None:
         await run_until_stopped(
             run_shard(
                 gate.seeds(_aiter(seeds), stop),
@@ -271,6 +286,7 @@ def _run_processes(
                         case ErrorMessage(index, tb):
                             raise RunFailed(f"worker {index} failed:\n{tb}")
                 pipe.release()  # the worker may reuse the ring room of what was written
+            writer.tick()  # commits on time even while no worker sends anything
         _check_dispatch(pool)  # (it may have failed before any worker started)
     finally:
         stop.set()

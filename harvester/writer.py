@@ -78,7 +78,7 @@ class Writer:
         if self.store is not None and rows:
             self.store.add_many(rows)
         self.pending_urls += count
-        self._tick()
+        self.tick()
 
     def host(self, report: dict[str, Any], state: HostState | None = None) -> None:
         """Take a finished host: its report line, and with a state file its checkpoint
@@ -97,7 +97,7 @@ class Writer:
             self.hosts.write(encode_record(report))
         self.run.add_host(report)
         self.pending_urls -= report.get("urls", 0)
-        self._tick()
+        self.tick()
 
     def commit(self) -> None:
         """Make the output durable, then commit the state that describes it (in that order)."""
@@ -106,7 +106,13 @@ class Writer:
             self.store.commit(self.sink.bytes)
             self._last_commit = time.monotonic()
 
-    def _tick(self) -> None:
+    def tick(self) -> None:
+        """Commit when ``commit_interval`` has passed since the last commit; show progress.
+
+        Called on every arrival and, by whoever runs the shards, on a timer: records
+        written while the rest of the run stalls (slow hosts) must not wait for the
+        next arrival to become durable.
+        """
         now = time.monotonic()
         if self.store is not None and now - self._last_commit > self._commit_interval:
             self.commit()
