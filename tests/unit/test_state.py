@@ -156,7 +156,7 @@ def test_removed_only_from_sitemaps_in_the_removal_scope(
 ) -> None:
     # Both ways to learn a new row's id (INSERT ... RETURNING needs SQLite 3.35): the
     # hosts and sitemaps of later runs are found again, not added twice.
-    monkeypatch.setattr(state, "_RETURNING", returning)
+    monkeypatch.setattr(state, "RETURNING", returning)
     path = str(tmp_path / "s.sqlite")
     with StateStore(path) as store:
         store.start_run(emit="delta", output=None)
@@ -246,11 +246,11 @@ def test_no_resume_abandons_the_unfinished_run(tmp_path: Path) -> None:
 
 
 def test_a_version_1_file_is_migrated_and_keeps_its_data(tmp_path: Path) -> None:
-    from harvester import state as state_module
+    from harvester import schema as state_module
 
     path = tmp_path / "s.sqlite"
     db = sqlite3.connect(path)
-    schema_1 = state_module._MIGRATIONS[0]
+    schema_1 = state_module.MIGRATIONS[0]
     assert isinstance(schema_1, str)
     db.executescript(schema_1)  # what harvester with schema 1 wrote
     db.execute(f"PRAGMA application_id = {state_module.APPLICATION_ID}")
@@ -369,11 +369,11 @@ def test_the_view_keeps_the_newest_lastmod_and_finds_each_fingerprint() -> None:
 
 
 def test_a_version_2_ledger_becomes_chunks_and_keeps_its_events(tmp_path: Path) -> None:
-    from harvester import state as state_module
+    from harvester import schema as state_module
 
     path = tmp_path / "s.sqlite"
     db = sqlite3.connect(path)
-    for step in state_module._MIGRATIONS[:2]:
+    for step in state_module.MIGRATIONS[:2]:
         assert isinstance(step, str)
         db.executescript(step)
     db.execute(f"PRAGMA application_id = {state_module.APPLICATION_ID}")
