@@ -5,12 +5,12 @@ batches (packed chunks, ``chunks.py``) and finished hosts' ``HostState`` (see
 ``ledger.py``). Out: the state file, the removed-URL records of each finished
 host, and the run to resume.
 
-One process writes it: the parent's writer (``shards._Writer``), in batched
+One process writes it: the run's writer (``writer.Writer``), in batched
 transactions; workers read it through ``ledger.LedgerReader`` (WAL mode, so
-readers never block the writer). The schema is versioned with ``PRAGMA
-user_version`` and migrated forward in order; a file from a newer harvester
-is refused, a file that is not a harvester state file (``application_id``) or
-is corrupt is an error, never replaced.
+readers never block the writer). The tables and their migrations are in
+``schema.py``: a file from a newer harvester is refused, a file that is not a
+harvester state file (``application_id``) or is corrupt is an error, never
+replaced. ``removals.py`` retires the ledger chunks a finished host replaced.
 
 Exactly-once across a crash (``kill -9``) and its resume. The writer appends
 records to ``OUT.part``, and every ``commit``: flushes and fsyncs the output,
