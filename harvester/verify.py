@@ -31,22 +31,20 @@ filters URLs (``--since``, ``--emit changed|delta``) only where it is trusted.
 from __future__ import annotations
 
 import asyncio
-import heapq
 import logging
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from harvester.audit import SignalAgreement, score_trust
-from harvester.chunks import NO_LASTMOD, unpack_fps, unpack_urls
 from harvester.errors import FetchError
 from harvester.fetch import Fetcher
-from harvester.ledger import load_json, now, signed
+from harvester.ledger import now, signed
 from harvester.pagedates import Agreement, compare, content_changed, extract_signals
 from harvester.robots import parse_robots
+from harvester.samples import audited_hosts, history, host_row, picks, save_samples, save_trust
 from harvester.scheduler import Scheduler, host_key
 
 if TYPE_CHECKING:
-    from array import array
     from collections.abc import Sequence
 
     from aiohttp.abc import AbstractResolver
@@ -72,11 +70,7 @@ async def verify_hosts(
     resolver: AbstractResolver | None = None,
 ) -> list[HostAudit]:
     """Audit ``hosts`` (default: every host of the state with a verdict); return the report."""
-    db = store.db
-    if hosts is None:
-        names = [r[0] for r in db.execute("SELECT name FROM hosts WHERE audit IS NOT NULL")]
-    else:
-        names = list(hosts)
+    names = audited_hosts(store) if hosts is None else list(hosts)
     scheduler = Scheduler(cfg.politeness)
     limit = asyncio.Semaphore(max(1, cfg.run.hosts_in_flight))
     results: dict[str, _HostSample] = {}
@@ -108,7 +102,6 @@ class _HostSample:
         self.failed = 0
 
     def save(self, store: StateStore) -> HostAudit:
-        db = store.db
         verdict = self.audit.get("verdict")
         entry: HostAudit = {
             "host": self.name,
@@ -128,25 +121,12 @@ class _HostSample:
         if self.host_id is None or verdict is None:
             return entry
         store.begin()
-        db.executemany(
-            "INSERT INTO samples (host_id, fp, url, sampled_at, sitemap_lastmod, fingerprint, "
-            "page_modified, agreement, http_status, error) VALUES (?,?,?,?,?,?,?,?,?,?)",
-            self.rows,
-        )
-        # Keep the last _HISTORY samples per URL (the score needs no more).
-        db.execute(
-            "DELETE FROM samples WHERE host_id = ? AND id IN (SELECT id FROM (SELECT id, "
-            "ROW_NUMBER() OVER (PARTITION BY fp ORDER BY id DESC) AS n FROM samples "
-            "WHERE host_id = ?) WHERE n > ?)",
-            (self.host_id, self.host_id, _HISTORY),
-        )
+        # The last _HISTORY samples per URL are kept (the score needs no more).
+        save_samples(store, self.host_id, self.rows, _HISTORY)
         agreement = SignalAgreement(self.agree, self.disagree, self.no_signal)
-        score = score_trust(_pairs(db, self.host_id), agreement, verdict=verdict)
+        score = score_trust(_pairs(store, self.host_id), agreement, verdict=verdict)
         evidence = score.as_dict()
-        db.execute(
-            "UPDATE hosts SET trust = ?, trust_evidence = ?, audited_at = ? WHERE id = ?",
-            (str(score.level), _dump(evidence), now(), self.host_id),
-        )
+        save_trust(store, self.host_id, str(score.level), evidence)
         store.commit(None)
         entry["score"] = evidence
         return entry
@@ -155,26 +135,25 @@ class _HostSample:
 async def _sample_host(
     store: StateStore, cfg: Config, fetcher: Fetcher, scheduler: Scheduler, name: str, k: int
 ) -> _HostSample:
-    db = store.db
-    row = db.execute("SELECT id, discovery, audit FROM hosts WHERE name = ?", (name,)).fetchone()
+    row = host_row(store, name)
     if row is None:
         return _HostSample(name, None, None)
     host_id, discovery, audit = row
-    result = _HostSample(name, host_id, load_json(audit))
-    robots = _robots(load_json(discovery) or {}, cfg)
+    result = _HostSample(name, host_id, audit)
+    robots = _robots(discovery or {}, cfg)
     # Held for the whole host, so a robots.txt Crawl-delay paces every sampled page.
     slot = scheduler.acquire(name)
     try:
         if robots is not None and robots.crawl_delay and cfg.politeness.respect_crawl_delay:
             slot.slow_down(min(robots.crawl_delay, cfg.politeness.max_crawl_delay))
-        await _sample_pages(db, result, cfg, fetcher, scheduler, robots, name, k)
+        await _sample_pages(store, result, cfg, fetcher, scheduler, robots, name, k)
     finally:
         scheduler.release(name)
     return result
 
 
 async def _sample_pages(
-    db: Any,
+    store: StateStore,
     result: _HostSample,
     cfg: Config,
     fetcher: Fetcher,
@@ -185,7 +164,7 @@ async def _sample_pages(
 ) -> None:
     host_id = result.host_id
     assert host_id is not None  # (_sample_host returns early for a host never recorded)
-    for fp, url, lastmod in _picks(db, host_id, k):
+    for fp, url, lastmod in picks(store, host_id, k):
         if host_key(url) != name:
             # The protocol keeps a sitemap's URLs on its host; pages elsewhere are not
             # this host's evidence (and a sitemap must not steer our requests elsewhere).
@@ -195,52 +174,6 @@ async def _sample_pages(
             result.robots_disallowed += 1
             continue
         await _sample_page(result, cfg, fetcher, scheduler, fp, url, lastmod)
-
-
-def _picks(db: Any, host_id: int, k: int) -> list[tuple[int, str, int | None]]:
-    """``k`` listed URLs of a host, spread over its sitemaps: ``(fp, url, lastmod)``.
-
-    Round-robin over the sitemaps, each giving its URLs in fingerprint order: the
-    same pages every run (their fingerprints are compared across runs), drawn
-    from every part of the site. Reads the chunks' fingerprints, then the URLs of
-    only the chunks picked from.
-    """
-    # sitemap -> (fp, -chunk id, index): for a URL in two chunks the newest sorts first.
-    smallest: dict[int, list[tuple[int, int, int]]] = {}
-    for cid, sid, blob in db.execute(
-        "SELECT id, sitemap_id, fps FROM url_chunks WHERE host_id = ?", (host_id,)
-    ):
-        fps = unpack_fps(blob)
-        best = smallest.get(sid, []) + [(fp, -cid, i) for i, fp in enumerate(fps)]
-        smallest[sid] = heapq.nsmallest(k, best)
-    ranked: list[tuple[int, int, int, int]] = []  # (rank in its sitemap, fp, chunk, index)
-    for entries in smallest.values():
-        rank = 0
-        last: int | None = None
-        for fp, neg_cid, i in entries:  # sorted; a URL in two chunks of one sitemap counts once
-            if fp != last:
-                ranked.append((rank, fp, -neg_cid, i))
-                rank += 1
-                last = fp
-    ranked.sort()
-    picks: list[tuple[int, int, int]] = []
-    chosen: set[int] = set()
-    for _rank, fp, cid, i in ranked:
-        if fp not in chosen and len(picks) < k:  # (a URL listed by two sitemaps: once)
-            chosen.add(fp)
-            picks.append((fp, cid, i))
-    chunks: dict[int, tuple[list[str], array[int]]] = {}
-    out: list[tuple[int, str, int | None]] = []
-    for fp, cid, i in picks:
-        if cid not in chunks:
-            urls, lastmods = db.execute(
-                "SELECT urls, lastmods FROM url_chunks WHERE id = ?", (cid,)
-            ).fetchone()
-            chunks[cid] = (unpack_urls(urls), unpack_fps(lastmods))
-        urls_of, lastmods_of = chunks[cid]
-        lastmod = lastmods_of[i]
-        out.append((fp, urls_of[i], None if lastmod == NO_LASTMOD else lastmod))
-    return out
 
 
 async def _sample_page(
@@ -303,15 +236,11 @@ async def _sample_page(
     )
 
 
-def _pairs(db: Any, host_id: int) -> list[tuple[bool, bool]]:
+def _pairs(store: StateStore, host_id: int) -> list[tuple[bool, bool]]:
     """(lastmod moved, content changed) for each URL between consecutive samples of it."""
     pairs: list[tuple[bool, bool]] = []
     previous: dict[int, tuple[int | None, int | None]] = {}
-    for fp, lastmod, fingerprint in db.execute(
-        "SELECT fp, sitemap_lastmod, fingerprint FROM samples "
-        "WHERE host_id = ? AND error IS NULL ORDER BY fp, id",
-        (host_id,),
-    ):
+    for fp, lastmod, fingerprint in history(store, host_id):
         before = previous.get(fp)
         previous[fp] = (lastmod, fingerprint)
         if before is None:
@@ -333,12 +262,6 @@ def _robots(discovery: dict[str, Any], cfg: Config) -> RobotsTxt | None:
         return None
     url = discovery.get("robots_url") or ""
     return parse_robots(text.encode(), url, cfg.fetch.user_agent)
-
-
-def _dump(value: Any) -> bytes:
-    from harvester.ledger import dump_json
-
-    return dump_json(value)
 
 
 def run_audit(
@@ -366,12 +289,7 @@ def run_audit(
 
     with StateStore(state_path) as store:
         if hosts is None and run_id is not None:
-            hosts = [
-                r[0]
-                for r in store.db.execute(
-                    "SELECT name FROM hosts WHERE last_run = ? AND audit IS NOT NULL", (run_id,)
-                )
-            ]
+            hosts = audited_hosts(store, run_id)
         runner = event_loop_runner(cfg)  # uvloop when installed and enabled, as runs do
         audits: list[HostAudit] = runner(verify_hosts(store, cfg, sample, hosts, resolver=resolver))
     if json_path:

@@ -470,7 +470,7 @@ def test_a_sitemap_read_in_part_every_run_does_not_grow_the_ledger(tmp_path: Pat
 
 
 def test_audit_picks_go_round_the_sitemaps_and_take_the_newest_listing(tmp_path: Path) -> None:
-    from harvester.verify import _picks
+    from harvester.samples import picks as pick
 
     other = "https://a.example/other.xml"
     path = str(tmp_path / "s.sqlite")
@@ -491,10 +491,10 @@ def test_audit_picks_go_round_the_sitemaps_and_take_the_newest_listing(tmp_path:
         store.add_urls("a.example", LedgerRows.of([(low, "https://a.example/low", SM, 200)]))
         store.commit(None)
         host_id = store.db.execute("SELECT id FROM hosts").fetchone()[0]
-        picks = _picks(store.db, host_id, 3)
+        picks = pick(store, host_id, 3)
         assert picks == [
             (low, "https://a.example/low", 200),  # rank 0 of SM, its newest listing
             (high, "https://a.example/high", None),  # rank 0 of the other sitemap
             (mid, "https://a.example/mid", 100),  # rank 1 of SM
         ]
-        assert [p[0] for p in _picks(store.db, host_id, 2)] == [low, high]
+        assert [p[0] for p in pick(store, host_id, 2)] == [low, high]
