@@ -285,7 +285,6 @@ def _run_processes(
                             finished.add(index)
                         case ErrorMessage(index, tb):
                             raise RunFailed(f"worker {index} failed:\n{tb}")
-                pipe.release()  # the worker may reuse the ring room of what was written
             writer.tick()  # commits on time even while no worker sends anything
         _check_dispatch(pool)  # (it may have failed before any worker started)
     finally:

@@ -1,19 +1,15 @@
-"""Results transport: a worker's messages to the writer, through a pipe and a shared ring.
+"""Results transport: a worker's messages to the writer, through a pipe.
 
 In: a worker's messages (``Message``: ``RecordsMessage`` with the encoded JSON lines,
 ``HostMessage``, ``DoneMessage``, ``ErrorMessage``), put in order on its loop
 (``Results.put``). Out: the same messages in the parent (``ResultPipe.messages``),
-in that order, the lines and the ledger blobs as views of the parent's buffer or of
-the ring.
+in that order, the lines and the ledger blobs as views of the parent's buffer.
 
 A results frame (``_FRAME``) is the length of the rest, the length of the pickled
-message, the number of its out-of-band buffers, where the bulk bytes are in the
-ring (offset and length; length 0: inline) and the buffers' lengths; then the
-pickled message, and, inline, those buffers and (for records) the encoded JSON
-lines as they are: built in one reused buffer, they are copied once and never
-joined or pickled. Where the platform has memory files (Linux), the bulk bytes go
-through the worker's ring instead (``ring.py``: one copy, by the worker, and none
-in the kernel) and the frame says where they are. The out-of-band buffers are
+message, the number of its out-of-band buffers and the buffers' lengths; then the
+pickled message, those buffers and (for records) the encoded JSON lines as they
+are: built in one reused buffer, they are copied once and never joined or
+pickled. The out-of-band buffers are
 pickle protocol 5's: the ledger chunks' blobs (``LedgerRows.__reduce_ex__``)
 travel as raw bytes, and the parent's ``LedgerRows`` hold views of its read
 buffer, which SQLite copies straight from (valid until the next read).
@@ -21,15 +17,14 @@ buffer, which SQLite copies straight from (valid until the next read).
 The parent waits on every worker's results pipe at once
 (``multiprocessing.connection.wait``) and reads whatever each has, without
 blocking, into one reused buffer (``ResultPipe``): a worker writes a frame as its
-event loop gets to it, so waiting for the rest of a half-arrived frame stalled the
-writer (40 % of its wall time on bench_pipeline with a state file). A worker that
+event loop gets to it, so waiting for the rest of a half-arrived frame would stall
+the writer on one slow worker while the others have whole frames. A worker that
 exits, however it dies, shows as end of file after its last whole frame.
 
-Bounds: a worker's results pipe (1 MiB) and its ring (``ring.SIZE``, 2 MiB), plus at
-most one frame waiting for room in the pipe, hold what it sent and the parent has
-not written. While a frame waits (for the pipe, or for room in the ring),
+Bounds: a worker's results pipe (1 MiB), plus at most one frame waiting for room in
+it, hold what it sent and the parent has not written. While a frame waits,
 ``Results.ready`` is clear: the worker's hosts wait for it before parsing their next
-chunk. ``benchmarks/bench_transport.py`` measures both ways of moving the bytes.
+chunk.
 """
 
 from __future__ import annotations
@@ -46,7 +41,6 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from harvester.ledger import HostState, LedgerRows
-    from harvester.ring import RingReader, RingWriter
 
 __all__ = [
     "BLOCK",
@@ -95,14 +89,11 @@ Message = RecordsMessage | HostMessage | DoneMessage | ErrorMessage
 BLOCK = 256 * 1024  # bytes of encoded records per message from a worker
 _PIPE_BYTES = 1 << 20  # the results pipe's capacity (see widen_pipe)
 # A results frame: the length of the rest, the length of the pickled message, the
-# number of its out-of-band buffers, the offset and length of the bulk bytes in the
-# ring (length 0: they are inline), the buffers' lengths (_LENGTH each), the
-# pickled message, then, inline, the buffers and (for "records") the encoded lines
-# as they are. In the ring, the bulk bytes are those buffers and lines, in that order.
+# number of its out-of-band buffers, the buffers' lengths (_LENGTH each), the
+# pickled message, then the buffers and (for records) the encoded lines as they are.
 _LENGTH = struct.Struct("!I")
-_FRAME = struct.Struct("!IIIII")
+_FRAME = struct.Struct("!III")
 _READ_BYTES = 2 << 20  # the parent's read buffer per worker: the pipe's capacity and more
-_META_BYTES = 256 << 10  # the same when the bulk bytes come through a ring
 
 
 # -- the parent's end ----------------------------------------------------------------
@@ -113,18 +104,14 @@ class ResultPipe:
     reused buffer.
 
     ``fileno`` is for ``multiprocessing.connection.wait``; ``messages`` returns the
-    whole frames read so far as (message, records bytes); ``release`` says the
-    caller is done with them. ``ring``: where the worker puts the bulk bytes of its
-    messages (``ring.py``), or None: they come inline.
+    whole frames read so far as (message, records bytes), valid until the next call.
     """
 
-    def __init__(self, fd: int, ring: RingReader | None = None) -> None:
+    def __init__(self, fd: int) -> None:
         self._fd = fd
         os.set_blocking(fd, False)
-        self._ring = ring
-        # With a ring, frames are a message's pickle and a few lengths: a smaller
-        # buffer, grown for a larger frame (a host report of many sitemaps).
-        self._buf = bytearray(_READ_BYTES if ring is None else _META_BYTES)
+        # Grown for a larger frame (a host report of many sitemaps).
+        self._buf = bytearray(_READ_BYTES)
         self._start = 0  # the first byte not yet handed out
         self._end = 0  # one past the last byte read
 
@@ -136,10 +123,9 @@ class ResultPipe:
         """Read what the pipe holds; return the whole frames' (message, records bytes).
 
         The records bytes (and the ledger blobs in the messages) are views of the
-        buffer or the ring, valid until ``release`` or the next call. Raises
-        EOFError once the worker's end is closed and every whole frame was read.
+        buffer, valid until the next call. Raises EOFError once the worker's end is
+        closed and every whole frame was read.
         """
-        self.release()
         self._compact()
         with memoryview(self._buf) as free:
             try:
@@ -152,18 +138,13 @@ class ResultPipe:
         out: list[tuple[Message, memoryview]] = []
         view = memoryview(self._buf)
         while self._end - self._start >= _FRAME.size:
-            size, meta, nbufs, at, bulk_size = _FRAME.unpack_from(self._buf, self._start)
+            size, meta, nbufs = _FRAME.unpack_from(self._buf, self._start)
             end = self._start + _LENGTH.size + size
             if end > self._end:
                 break
             first = self._start + _FRAME.size
             pickled = first + nbufs * _LENGTH.size
-            if bulk_size:  # the buffers and the lines are in the ring
-                if self._ring is None:
-                    raise ValueError("a frame points into a ring this pipe does not have")
-                bulk = self._ring.view(at, bulk_size)
-            else:
-                bulk = view[pickled + meta : end]
+            bulk = view[pickled + meta : end]
             at = 0
             buffers = []
             for (length,) in _LENGTH.iter_unpack(view[first:pickled]):
@@ -173,11 +154,6 @@ class ResultPipe:
             out.append((msg, bulk[at:]))
             self._start = end
         return out
-
-    def release(self) -> None:
-        """The views ``messages`` returned are used: the worker may reuse their room."""
-        if self._ring is not None:
-            self._ring.release()
 
     def _compact(self) -> None:
         # Move a half-read frame to the front, growing the buffer when it is larger.
@@ -198,10 +174,8 @@ class ResultPipe:
             self._start, self._end = 0, pending
 
     def close(self) -> None:
-        """Close the pipe and unmap the ring (no view ``messages`` gave may be used after)."""
+        """Close the pipe."""
         os.close(self._fd)
-        if self._ring is not None:
-            self._ring.close()
 
 
 def widen_pipe(fd: int) -> None:
@@ -227,22 +201,19 @@ class Results:
 
     Each message is built in one reused buffer (the frame layout is in
     ``_FRAME``). Its bulk bytes, a records message's encoded lines and the
-    ledger blobs pickled out of band, are copied once and never joined or
-    pickled: into the ring when there is one (``ring.py``; the frame then says
-    where), else into the frame after the pickled rest. At most one frame is
-    pending (part of it waits for room in the pipe: the parent is behind); a
-    ``put`` meanwhile waits for it to go out before building its own, as it
-    waits for room in the ring. Messages go out in the order of their ``put``s
+    ledger blobs pickled out of band, are copied once, into the frame after the
+    pickled rest, and never joined or pickled. At most one frame is pending (part
+    of it waits for room in the pipe: the parent is behind); a ``put`` meanwhile
+    waits for it to go out before building its own. Messages go out in the order of their ``put``s
     (a host's records before its report). ``ready`` is clear while a frame is
     pending or a put waits: hosts wait for it before parsing their next chunk,
     so while the parent is behind no new message is made, and the waiting ones
     are sent first.
     """
 
-    def __init__(self, fd: int, ring: RingWriter | None = None) -> None:
+    def __init__(self, fd: int) -> None:
         self._fd = fd
-        self._ring = ring
-        self._buf = bytearray(BLOCK + (64 << 10) if ring is None else 64 << 10)
+        self._buf = bytearray(BLOCK + (64 << 10))  # a block and its message's pickle
         self._pending: memoryview | None = None  # the unwritten rest of the frame
         self._waiting = 0  # puts not done yet
         self._order = asyncio.Lock()  # FIFO: one put builds and sends at a time
@@ -272,7 +243,7 @@ class Results:
                     await self._free.wait()
                 if self._broken:
                     raise BrokenPipeError("the parent closed the results pipe")
-                size = await self._build(msg, records)
+                size = self._build(msg, records)
                 self._pending = memoryview(self._buf)[:size]
                 self._write()
                 if self._pending is not None:
@@ -287,18 +258,13 @@ class Results:
         if self._pending is None and not self._waiting:
             self.ready.set()
 
-    async def _build(self, msg: Message, records: Sequence[bytes | bytearray]) -> int:
+    def _build(self, msg: Message, records: Sequence[bytes | bytearray]) -> int:
         # Out of band: the ledger blobs are copied once, below, not into the pickle too.
         oob: list[pickle.PickleBuffer] = []
         meta = pickle.dumps(msg, protocol=5, buffer_callback=oob.append)
         buffers = [b.raw() for b in oob]
         try:
-            bulk: list[bytes | bytearray | memoryview] = [*buffers, *records]
-            size = sum(map(len, bulk))
-            if self._ring is not None and self._ring.fits(size):
-                at = await self._ring.put(bulk, size)  # waits while the ring is full
-                return self._frame(meta, buffers, (), at, size)
-            return self._frame(meta, buffers, bulk, 0, 0)
+            return self._frame(meta, buffers, [*buffers, *records])
         finally:
             for b in buffers:
                 b.release()
@@ -308,8 +274,6 @@ class Results:
         meta: bytes,
         buffers: Sequence[memoryview],
         inline: Sequence[bytes | bytearray | memoryview],
-        at: int,
-        bulk_size: int,
     ) -> int:
         # The frame into the buffer: header, buffer lengths, pickle, inline bytes.
         lengths = b"".join(_LENGTH.pack(len(b)) for b in buffers)
@@ -317,7 +281,7 @@ class Results:
         size = _FRAME.size + sum(map(len, parts))
         if size > len(self._buf):
             self._buf = bytearray(size)  # a message over the usual size (a huge report)
-        _FRAME.pack_into(self._buf, 0, size - _LENGTH.size, len(meta), len(buffers), at, bulk_size)
+        _FRAME.pack_into(self._buf, 0, size - _LENGTH.size, len(meta), len(buffers))
         pos = _FRAME.size
         # Through a memoryview: a bytearray's own slice assignment first copies bytes
         # into a temporary bytearray (a large malloc and free per part).
@@ -356,8 +320,6 @@ class Results:
             await self._free.wait()
         os.close(self._fd)
         self._fd = -1
-        if self._ring is not None:  # (the parent's mapping keeps what it has not read)
-            self._ring.close()
 
     async def report(self, index: int, tb: str) -> None:
         """Send a crash report (best effort) and close."""
@@ -374,7 +336,7 @@ class Results:
             return
         with contextlib.suppress(OSError):
             os.set_blocking(self._fd, True)
-            size = self._frame(pickle.dumps(ErrorMessage(index, tb), protocol=5), (), (), 0, 0)
+            size = self._frame(pickle.dumps(ErrorMessage(index, tb), protocol=5), (), ())
             with memoryview(self._buf) as whole:
                 view = whole[:size]
                 while view:

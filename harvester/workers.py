@@ -7,27 +7,25 @@ Out: a child process running one shard (``pipeline.run_shard``) and three pipes:
     parent ──stop────► worker   one byte, or end of file (the parent is gone): stop
     parent ◄─results── worker   frames: transport.Message (RecordsMessage + its lines,
                                 HostMessage, DoneMessage, ErrorMessage)
-    parent ◄══ring════ worker   shared memory: the frames' bulk bytes (lines, ledger blobs)
-    parent ──acks────► worker   one byte per ring region the parent is done with
 
 A seed frame is ``multiprocessing.connection``'s: a 4-byte big-endian signed
-length, then that many bytes of pickle. The results, and their frames, pipe and
-ring, are ``transport.py``'s.
+length, then that many bytes of pickle. The results pipe and its frames are
+``transport.py``'s.
 
 Why plain pipes and ``subprocess`` rather than multiprocessing's spawn, Queue and
 Event (as before): spawn always starts a resource-tracker process (a whole
-interpreter, ~12 MB resident for the run's lifetime, 4 % of the pipeline's
-300 MB budget), there only to clean up the named semaphores of those queues and
-events; each worker's Queue ran a feeder thread that pickled and wrote every
-message while contending for the GIL with the event loop; and the worker read
+interpreter, resident for the run's lifetime), there only to clean up the named
+semaphores of those queues and events; each worker's Queue ran a feeder thread
+that pickled and wrote every message while contending for the GIL with the event
+loop; and the worker read
 seeds and polled the stop event from executor threads. Here the event loop does
 it all: results go out through non-blocking writes (``Results``), seeds and the
 stop arrive as loop callbacks.
 
 Bounds: the seed pipe (the kernel's 64 KiB, a few hundred seeds) blocks the
 parent's dispatcher when a worker is behind; what a worker sent and the parent has
-not written is bounded by its results pipe and ring (``transport.py``), and while
-those are full its hosts wait before parsing their next chunk.
+not written is bounded by its results pipe (``transport.py``), and while it is
+full its hosts wait before parsing their next chunk.
 """
 
 from __future__ import annotations
@@ -44,8 +42,6 @@ import traceback
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING
 
-from harvester import ring
-from harvester.ring import RingReader, RingWriter
 from harvester.runtime import event_loop_runner, tune_gc, tune_malloc
 from harvester.transport import (
     BLOCK,
@@ -98,18 +94,7 @@ class WorkerProcess:
         results_r, results_w = os.pipe()
         stop_r, stop_w = os.pipe()
         widen_pipe(results_r)
-        child_fds: tuple[int, ...] = (seeds_r, results_w, stop_r)
-        reader: RingReader | None = None
-        ring_fd = ring.create()
-        if ring_fd is not None:  # the bulk bytes go through shared memory (ring.py)
-            ack_r, ack_w = os.pipe()
-            try:
-                reader = RingReader(os.dup(ring_fd), ack_w)
-            except (OSError, ValueError):  # cannot map it here: everything goes inline
-                for fd in (ring_fd, ack_r, ack_w):
-                    os.close(fd)
-            else:
-                child_fds += (ring_fd, ack_r)
+        child_fds = (seeds_r, results_w, stop_r)
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         command = [
             sys.executable,
@@ -122,7 +107,7 @@ class WorkerProcess:
         ]
         # At most two glibc malloc arenas in the worker: each thread that allocates
         # (aiohttp's resolver threads, executor threads) would otherwise get its own
-        # 64 MiB arena, and fragmented arenas kept 20-30 MB more resident per worker.
+        # 64 MiB arena, and fragmented arenas stay resident.
         env = dict(os.environ)
         env.setdefault("MALLOC_ARENA_MAX", "2")
         try:
@@ -136,8 +121,6 @@ class WorkerProcess:
         except BaseException:
             for fd in (seeds_w, results_r, stop_w):
                 os.close(fd)
-            if reader is not None:
-                reader.close()
             raise
         finally:
             for fd in child_fds:  # the child has its copies; ours would hide its exit (no EOF)
@@ -145,7 +128,7 @@ class WorkerProcess:
         self._seeds = Connection(seeds_w, readable=False)
         self._stop_fd = stop_w
         os.set_blocking(stop_w, False)
-        self.results = ResultPipe(results_r, reader)
+        self.results = ResultPipe(results_r)
         self.send(self._init)
 
     def send(self, item: object) -> bool:
@@ -203,14 +186,14 @@ def _interpreter_flags() -> list[str]:
 
 
 def main() -> None:
-    """Entry point of a worker process: ``python -c PROGRAM harvester-worker INDEX FD FD FD
-    [FD FD]`` (its seeds, results and stop pipes, then its ring's memory file and ack
-    pipe, if it has a ring). Runs one shard until its seeds end or a stop.
+    """Entry point of a worker process: ``python -c PROGRAM harvester-worker INDEX FD FD
+    FD`` (its seeds, results and stop pipes). Runs one shard until its seeds end or a
+    stop.
     """
     # Ctrl-C signals the whole process group: the parent decides, and tells us to stop.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    index, seeds_fd, results_fd, stop_fd, *ring_fds = (int(arg) for arg in sys.argv[2:8])
-    results = Results(results_fd, _ring_writer(*ring_fds) if ring_fds else None)
+    index, seeds_fd, results_fd, stop_fd = (int(arg) for arg in sys.argv[2:6])
+    results = Results(results_fd)
     try:
         _, cfg, incremental = pickle.loads(_read_frame(seeds_fd))  # noqa: S301 - our parent
         tune_gc(throughput=True)
@@ -219,17 +202,6 @@ def main() -> None:
     except BaseException:  # report any crash to the parent, then exit non-zero
         results.report_crash(index, traceback.format_exc())
         raise
-
-
-def _ring_writer(fd: int, ack_fd: int) -> RingWriter | None:
-    """The worker's end of its ring, or None if it cannot be mapped (then every message
-    goes inline, which the parent reads as well)."""
-    try:
-        return RingWriter(fd, ack_fd)
-    except (OSError, ValueError):  # (RingWriter closed fd; the ack pipe is unused)
-        with contextlib.suppress(OSError):
-            os.close(ack_fd)
-        return None
 
 
 def _read_frame(fd: int) -> bytes:

@@ -22,12 +22,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from harvester import ring, workers
 from harvester.chunks import NO_LASTMOD, unpack_urls
 from harvester.config import Config
 from harvester.errors import RunFailed
 from harvester.ledger import LedgerRows
-from harvester.ring import RingReader, RingWriter
 from harvester.seeds import parse_seed
 from harvester.shards import run_job
 from harvester.transport import (
@@ -43,7 +41,6 @@ from harvester.workers import (
     PipeStop,
     SeedPipe,
     WorkerProcess,
-    _ring_writer,
 )
 from tests.integration.conftest import Reply, fast_config
 from tests.integration.test_end_to_end import robots, urlset
@@ -305,138 +302,84 @@ async def test_a_stop_ends_a_wait_for_seeds_at_once_and_so_does_a_dead_parent() 
             os.close(fd)
 
 
-def ring_ends(size: int) -> tuple[RingWriter, RingReader]:
-    """A ``size``-byte ring: the worker's end and the parent's end (as ``WorkerProcess``
-    makes them)."""
-    fd = ring.create(size)
-    assert fd is not None  # Linux: memory files exist
-    ack_r, ack_w = os.pipe()
-    reader = RingReader(os.dup(fd), ack_w)
-    return RingWriter(fd, ack_r), reader
-
-
-async def ring_link(size: int) -> tuple[Results, ResultPipe]:
-    """A worker's ``Results`` and the parent's ``ResultPipe`` over a pipe and a
-    ``size``-byte ring, the worker's end open on the running loop."""
-    writer, ring_reader = ring_ends(size)
-    r, w = os.pipe()
-    results = Results(w, writer)
-    await results.open()
-    return results, ResultPipe(r, ring_reader)
-
-
 async def receive(reader: ResultPipe, count: int) -> list[tuple[Any, bytes]]:
-    """``count`` messages from ``reader`` (their records as bytes), releasing each read."""
+    """``count`` messages from ``reader`` (their records as bytes)."""
     got: list[tuple[Any, ...]] = []
     async with asyncio.timeout(10):
         while len(got) < count:
             await asyncio.sleep(0.001)
             got += [(msg, bytes(data)) for msg, data in reader.messages()]
-            reader.release()
     return got
 
 
-def test_a_ring_the_worker_cannot_map_leaves_it_sending_inline() -> None:
-    not_memory, w = os.pipe()  # (a pipe cannot be mapped)
-    ack_r, ack_w = os.pipe()
-    assert _ring_writer(not_memory, ack_r) is None
-    for fd in (not_memory, ack_r):  # both closed: nothing leaks
-        with pytest.raises(OSError, match="Bad file descriptor"):
-            os.fstat(fd)
-    os.close(w)
-    os.close(ack_w)
-
-
-async def test_with_a_ring_the_pipe_carries_only_frames_and_the_bulk_arrives_whole() -> None:
-    """Lines and ledger blobs go through shared memory, the pipe only their whereabouts;
-    the parent gets read-only views of the ring, in the order they were put.
-    """
+async def test_the_bulk_arrives_whole_and_the_ledger_blobs_as_views() -> None:
+    """Lines and ledger blobs follow the pickled message in its frame; the parent gets
+    the blobs as views of its read buffer (SQLite copies straight from them)."""
     urls = [f"https://a.example/{i}" for i in range(300)]
     rows = LedgerRows.pack(
         array("q", range(300)), urls, array("q", [NO_LASTMOD] * 300), [("s1", 200), ("s2", 100)]
     )
     lines = [b'{"url":"%d"}\n' % i for i in range(2000)]
-    writer, ring_reader = ring_ends(1 << 20)
     r, w = os.pipe()
-    results = Results(w, writer)
+    results = Results(w)
     await results.open()
-    await results.put(RecordsMessage(2000, [], [("a.example", rows)]), lines)
-    await results.put(HostMessage({"host": "a.example"}, None))
-    await results.close()
-    piped = b""
-    while chunk := os.read(r, 65536):
-        piped += chunk
-    bulk = rows.nbytes + sum(map(len, lines))
-    assert bulk > 30_000
-    assert len(piped) < 1_000  # the pickles and a few lengths; not one line
-    rr, rw = os.pipe()  # the same frames, for the parent's end to read
-    os.write(rw, piped)
-    os.close(rw)
-    reader = ResultPipe(rr, ring_reader)
-    (records_msg, data), (host_msg, tail) = reader.messages()
+    reader = ResultPipe(r)
+    put = asyncio.gather(
+        results.put(RecordsMessage(2000, [], [("a.example", rows)]), lines),
+        results.put(HostMessage({"host": "a.example"}, None)),
+    )
+    got: list[tuple[Any, memoryview]] = []
+    async with asyncio.timeout(10):
+        while len(got) < 2:
+            await asyncio.sleep(0.001)
+            got += reader.messages()
+            if got and isinstance(got[0][0], RecordsMessage):
+                break
+    (records_msg, data), *rest = got
     assert isinstance(records_msg, RecordsMessage)
     assert records_msg[:2] == (2000, [])
     assert records_msg.rows is not None
     ((host, arrived),) = records_msg.rows
     assert host == "a.example"
     assert arrived.sitemaps == rows.sitemaps
-    assert all(type(b) is memoryview and b.readonly for c in arrived.chunks for b in c)
+    assert all(type(b) is memoryview for c in arrived.chunks for b in c)
     assert [tuple(bytes(b) for b in c) for c in arrived.chunks] == rows.chunks
     assert unpack_urls(arrived.chunks[1][2]) == urls[200:]
-    assert data.readonly
     assert bytes(data) == b"".join(lines)
-    assert host_msg == HostMessage({"host": "a.example"}, None)
-    assert bytes(tail) == b""
-    reader.release()
+    rest_bytes = [(m, bytes(d)) for m, d in rest] + (await receive(reader, 1 - len(rest)))
+    assert rest_bytes == [(HostMessage({"host": "a.example"}, None), b"")]
+    await asyncio.wait_for(put, 5)
+    await results.close()
     with pytest.raises(EOFError):
         reader.messages()
     reader.close()
-    os.close(r)
 
 
-async def test_a_message_larger_than_the_ring_goes_inline_and_keeps_its_place() -> None:
-    results, reader = await ring_link(4096)
-    small = [b"a" * 99 + b"\n"]
-    large = [b"b" * 9_999 + b"\n"]  # over the 4 KiB ring: through the pipe
-    sent: list[tuple[Message, list[bytes]]] = [
-        (RecordsMessage(1, [], None), small),
-        (RecordsMessage(1, [], None), large),
-        (RecordsMessage(1, [], None), [b"c" * 99 + b"\n"]),
-        (DoneMessage(0), []),
-    ]
-    puts = asyncio.gather(*(results.put(msg, lines) for msg, lines in sent))
-    got = await receive(reader, len(sent))
-    await asyncio.wait_for(puts, 5)
-    assert got == [(msg, b"".join(lines)) for msg, lines in sent]
-    await results.close()
-    reader.close()
-
-
-async def test_a_report_waits_behind_records_that_wait_for_ring_room() -> None:
-    """A host's report has no bulk bytes, so it needs no room in the ring; it must still
-    not overtake the records put before it (the writer takes a host's count as final
-    when its report arrives).
+async def test_a_report_waits_behind_records_that_wait_for_pipe_room() -> None:
+    """A host's report must not overtake the records put before it (the writer takes a
+    host's count as final when its report arrives), also while they wait for room.
     """
-    results, reader = await ring_link(4096)
-    first = [b"1" * 2999 + b"\n"]
+    r, w = os.pipe()
+    results = Results(w)
+    await results.open()
+    reader = ResultPipe(r)
+    first = [b"1" * 199_999 + b"\n"]  # over the pipe's room: part of it waits
     second = [b"2" * 2999 + b"\n"]
-    await results.put(RecordsMessage(1, [], None), first)
+    put_first = asyncio.create_task(results.put(RecordsMessage(1, [], None), first))
+    await asyncio.sleep(0.01)
     waiting = asyncio.create_task(results.put(RecordsMessage(1, [], None), second))
     report = asyncio.create_task(results.put(HostMessage({"host": "a.example"}, None)))
     await asyncio.sleep(0.01)
     assert not waiting.done()
     assert not report.done()
     assert not results.ready.is_set()  # hosts hold their parsing meanwhile
-    await asyncio.sleep(0.01)
-    got = [(msg, bytes(data)) for msg, data in reader.messages()]
-    assert got == [(RecordsMessage(1, [], None), first[0])]  # the report did not jump the queue
-    reader.release()
-    got = await receive(reader, 2)
+    got = await receive(reader, 3)
     assert got == [
+        (RecordsMessage(1, [], None), first[0]),
         (RecordsMessage(1, [], None), second[0]),
         (HostMessage({"host": "a.example"}, None), b""),
     ]
-    await asyncio.wait_for(asyncio.gather(waiting, report), 5)
+    await asyncio.wait_for(asyncio.gather(put_first, waiting, report), 5)
     assert results.ready.is_set()
     await results.close()
     reader.close()
@@ -481,32 +424,17 @@ async def big_site(sites: Sites, host: str, urls: int) -> Site:
     return site
 
 
-async def test_two_workers_write_the_same_output_with_the_ring_and_without(
-    sites: Sites, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+async def test_two_workers_write_every_line_and_ledger_entry_whole(
+    sites: Sites, tmp_path: Path
 ) -> None:
-    """The ring only changes how the bytes cross: lines, per-host reports and the state
-    file's ledger (its blobs crossed too) are the same through the pipe alone, and when
-    the parent cannot map a ring it made. Six hosts of 4,000 URLs: ~5 MB of lines, so
-    each worker's 2 MiB ring wraps around many times.
-    """
+    """Six hosts of 4,000 URLs (~5 MB of lines) through two workers' results pipes: every
+    line, per-host report and ledger entry (its blobs crossed too) arrives whole, and
+    the output is the one-worker run's."""
     hosts = [await big_site(sites, f"127.0.0.{60 + i}", 4000) for i in range(6)]
-    cfg = fast_config(**{"run.workers": 2})
     outputs = {}
-    made: list[int | None] = []
-    real = ring.create
-
-    def with_ring(size: int = ring.SIZE) -> int | None:
-        made.append(real(size))
-        return made[-1]
-
-    def unmappable(fd: int, ack_fd: int) -> RingReader:
-        raise OSError(12, "Cannot allocate memory")  # as a failed mmap would
-
-    for name, create in (("ring", with_ring), ("pipe", lambda size=0: None), ("failed", real)):
-        monkeypatch.setattr(ring, "create", create)
-        if name == "failed":  # the parent cannot map its ring: the worker gets none
-            monkeypatch.setattr(workers, "RingReader", unmappable)
-        out = tmp_path / name / "urls.jsonl"
+    for workers_count in (1, 2):
+        cfg = fast_config(**{"run.workers": workers_count})
+        out = tmp_path / str(workers_count) / "urls.jsonl"
         out.parent.mkdir()
         report = await asyncio.to_thread(
             run_job, cfg, [h.origin for h in hosts], str(out), progress=False
@@ -519,12 +447,10 @@ async def test_two_workers_write_the_same_output_with_the_ring_and_without(
         for (blob,) in state.execute("SELECT fps FROM url_chunks"):
             fps.frombytes(blob)
         state.close()
-        outputs[name] = (sorted(lines), sorted(fps))
-    assert len(made) == 2  # one ring per worker
-    assert None not in made
-    assert len(outputs["ring"][0]) == 24_000
-    assert len(set(outputs["ring"][1])) == 24_000  # every URL's ledger entry arrived whole
-    assert outputs["ring"] == outputs["pipe"] == outputs["failed"]
+        outputs[workers_count] = (sorted(lines), sorted(fps))
+    assert len(outputs[2][0]) == 24_000
+    assert len(set(outputs[2][1])) == 24_000  # every URL's ledger entry arrived whole
+    assert outputs[1] == outputs[2]
 
 
 def test_a_worker_that_cannot_start_fails_the_run(
