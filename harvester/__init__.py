@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     from harvester.pipeline import harvest
     from harvester.reader import SitemapReader, read_bytes
 
-# The network and parsing layers (aiohttp, lxml: ~30 MB) load on first use, so
+# The network and parsing layers (aiohttp, lxml) load on first use, so
 # processes that only dispatch and write (the run's parent) stay small.
 _LAZY = {
     "harvest": "harvester.pipeline",

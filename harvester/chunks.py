@@ -9,11 +9,10 @@ The state file's ledger keeps what each run listed as **chunks**, one row of
   written before 2026-12 hold a zstd frame or zlib data: both still read).
 
 Why blobs: a row per URL made the writer run SQLite's B-tree insert for every
-URL, on the one process that also writes the output: 15 of its CPU seconds for
-the 3.2 million URLs of the ``many`` benchmark, and a 448 MB file. As chunks
-they are 7,987 rows and 161 MB (the URL text 99 MB as LZ4, 3x smaller than raw);
-``bench_state``'s ``raw_chunk_insert`` inserts 2 million URLs' chunks in 0.15 s.
-The workers pack the chunks, in parallel; the writer only inserts them.
+URL, on the one process that also writes the output, and made the file several
+times larger. A chunk is one row per sitemap per batch (``bench_state`` measures
+the inserts). The workers pack the chunks, in parallel; the writer only inserts
+them.
 
 In: a batch's fingerprints, lastmods and URLs (``pack``); a host's stored chunks
 (``LedgerView.build``). Out: the blobs; and ``LedgerView.find``, the position of
@@ -45,13 +44,11 @@ if TYPE_CHECKING:
 __all__ = ["NO_LASTMOD", "LedgerView", "pack", "pack_text", "unpack_fps", "unpack_urls"]
 
 NO_LASTMOD = -(1 << 63)  # lastmod epoch seconds in arrays: "none"
-# The URL text's compressor: LZ4 frames (the lz4 package). `python -m
-# benchmarks.bench_chunks` (500,000 URLs of the `many` shapes, 512 a chunk): LZ4
-# 149-155 ns a URL, 2.99x smaller; zstd level 1 (used before) 299-339 ns, 4.25x; zstd
-# level -3 273-340 ns, 3.64x; zlib level 1 ~680 ns, 4.24x. Compressing was most of what
-# a state file cost the workers; the ~30 MB the weaker ratio adds to the `many` ledger
-# costs the writer (which only copies it into SQLite) less than the ~0.6 CPU s LZ4
-# saves the workers. Chunks of earlier versions (zstd, zlib) stay readable.
+# The URL text's compressor: LZ4 frames (the lz4 package), about twice as fast as zstd
+# for a somewhat weaker ratio (`python -m benchmarks.bench_chunks` compares them).
+# Compressing was most of what a state file cost the workers; the bytes the weaker
+# ratio adds cost the writer (which only copies them into SQLite) less than LZ4 saves
+# the workers. Chunks of earlier versions (zstd, zlib) stay readable.
 _LZ4_MAGIC = b"\x04\x22\x4d\x18"
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 _ZSTD = zstandard.ZstdDecompressor()

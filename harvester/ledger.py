@@ -96,7 +96,7 @@ class Incremental:
     """Which state file a shard reads (read-only), for which run, with which ``--emit``.
 
     (Here, not in ``pipeline``: the parent builds it, and importing ``pipeline`` there
-    imported aiohttp too, ~0.24 s of its start before any worker was spawned.)
+    imported aiohttp too, delaying its start before any worker was spawned.)
     """
 
     path: str
@@ -127,7 +127,7 @@ class LedgerRows:
     def __reduce_ex__(self, protocol: SupportsIndex) -> tuple[Any, ...]:
         """Pickled with protocol 5, the blobs are out-of-band buffers: the results pipe
         (``harvester.transport``) sends them as raw bytes after the message instead of
-        copying them into the pickle and out again (~160 MB on the ``many`` benchmark),
+        copying them into the pickle and out again,
         and the writer gets ``memoryview`` blobs over its read buffer.
         """
         if int(protocol) < 5:

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 __all__ = ["lastmod_iso", "record"]
 
-# The compiled formatter (~0.1 µs) beats a cache lookup; the Python one is memoised,
+# The compiled formatter beats a cache lookup; the Python one is memoised,
 # for the sitemaps that repeat a handful of timestamps thousands of times.
 lastmod_iso = (
     format_utc if format_utc is not format_utc_py else functools.lru_cache(8192)(format_utc)

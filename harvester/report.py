@@ -39,7 +39,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 # rich is imported where it is used: worker processes import this module for the
-# report dataclasses and never draw anything (rich costs ~6 MB a process).
+# report dataclasses and never draw anything (rich costs memory in every process).
 if TYPE_CHECKING:
     from collections.abc import Mapping
 

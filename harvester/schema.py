@@ -54,10 +54,10 @@ INSERT_CHUNK = (
 )
 _MIGRATED_CHUNK = 10_000  # URLs per chunk when rows of schema 2 become chunks
 # 16 KiB pages, not SQLite's 4 KiB: the writer's WAL appends and checkpoints make a
-# quarter of the system calls. Its state calls took 6-20 % less CPU (three runs of
-# benchmarks/bench_writer.py) for a file ~6 % larger. 64 KiB pages saved up to 27 %
-# but made the file a third larger: a ~24 KB chunk (512 URLs) leaves a third of one
-# empty. Existing files keep their page size (changing it means a VACUUM).
+# quarter of the system calls, for a slightly larger file. 64 KiB pages save a little
+# more but a ~24 KB chunk (512 URLs) leaves a third of one empty
+# (benchmarks/bench_writer.py compares them). Existing files keep their page size
+# (changing it means a VACUUM).
 PAGE_SIZE = 16384
 # INSERT ... RETURNING (SQLite 3.35+): a new host or sitemap row and its id in one
 # statement, not an INSERT and a SELECT.

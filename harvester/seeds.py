@@ -62,8 +62,8 @@ _BAD_CHARS = re.compile(r"[\s\x00-\x1f\x7f]").search
 # Host names: letters, digits, '-' and '_' (not RFC 952, but real sites use it).
 _LABEL = re.compile(r"[a-z0-9_-]+").fullmatch
 _TRAILING_COMMENT = re.compile(r"\s#").search
-# The common line, a plain host name, skips urlsplit and host_key (5x faster); anything else
-# takes the long way.
+# The common line, a plain host name, skips urlsplit and host_key (several times
+# faster); anything else takes the long way.
 _PLAIN_HOST = re.compile(r"(?:[a-z0-9_-]{1,63}\.)*(?=[0-9]*[a-z_-])[a-z0-9_-]{1,63}\.?").fullmatch
 
 

@@ -58,8 +58,8 @@ if TYPE_CHECKING:
     from harvester.pipeline import OutputItem
     from harvester.workers import WorkerProcess
 
-# harvester.pipeline (aiohttp, lxml: ~30 MB) is imported inside the functions that
-# run shards, so the parent process, which only dispatches and writes, stays small.
+# harvester.pipeline (aiohttp, lxml) is imported inside the functions that run
+# shards, so the parent process, which only dispatches and writes, stays small.
 
 __all__ = ["Stop", "run_job", "shard_of"]
 
@@ -313,7 +313,7 @@ class _Pool:
     """The worker processes, each started when its shard gets its first seed.
 
     So a run over fewer hosts than ``--workers`` (one big site) does not pay for
-    idle interpreters (~45-50 MB each). The dispatcher thread starts them; the
+    idle interpreters. The dispatcher thread starts them; the
     main thread asks which are running, relays a stop; ``close`` stops further starts.
     """
 

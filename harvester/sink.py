@@ -22,12 +22,9 @@ decision. A second run writing to the same path concurrently would share the
 starts writeback of what it just wrote (``sync_file_range``), waits for the
 step before it to be on disk and drops that step from the page cache
 (``posix_fadvise(DONTNEED)``). The output is never read back, and a run writes
-gigabytes of it (1.2 GB on the ``many`` benchmark): kept cached, it evicts
-pages other programs use, and each new page is a fresh allocation. On this
-machine (a Firecracker VM, whose idle free memory goes back to the host)
-``python -m benchmarks.bench_write`` wrote 1.2 GB in 2.8-2.9 CPU s plainly, all
-of it left cached, and in 0.52-0.55 CPU s with drop-behind, 52 MB left cached.
-Where ``sync_file_range`` is missing or refused, the sink simply writes.
+gigabytes of it: kept cached, it evicts pages other programs use, and each new
+page is a fresh allocation, which costs the writer more CPU than the writeback
+(``python -m benchmarks.bench_write`` compares both). Where ``sync_file_range`` is missing or refused, the sink simply writes.
 """
 
 from __future__ import annotations
@@ -49,9 +46,8 @@ __all__ = ["JsonlSink", "encode_record", "encode_records"]
 
 _BUFFER_SIZE = 1 << 20
 # A write at least this long goes straight to the file (after what the buffer holds):
-# through the buffer, each worker block (~256 KiB) was copied into it first, one more
-# copy of every output byte in the writer process (valgrind: the writer's largest
-# memcpy caller on the many benchmark).
+# through the buffer, each worker block (~256 KiB) would be copied into it first, one
+# more copy of every output byte in the writer process.
 _DIRECT = 64 << 10
 _OPTIONS = orjson.OPT_APPEND_NEWLINE
 _DROP_STEP = 32 << 20  # output bytes between drop-behind steps (see the module docstring)
@@ -78,8 +74,8 @@ _sync_range = _sync_file_range()
 def encode_record(record: Mapping[str, Any]) -> bytes:
     """Encode one record as a JSON line: UTF-8 without ASCII escapes, fields in the given order.
 
-    orjson, about 15x faster than ``json.dumps(...).encode()`` on our records
-    (0.2-0.3 µs against 3.5-6 µs). It writes NaN as null. A string holding a
+    orjson: an order of magnitude faster than ``json.dumps(...).encode()`` on our
+    records. It writes NaN as null. A string holding a
     lone surrogate (which no UTF-8 can carry) falls back to ``json`` with
     ``\\uXXXX`` escapes, so one odd value never loses its record.
 
@@ -98,8 +94,6 @@ def encode_records(records: Iterable[Mapping[str, Any]]) -> bytes:
     Why not ``b"".join(map(encode_record, records))``: that keeps every line's
     bytes object alive until the join, and orjson's output allocation is then
     several times slower than when each result is released before the next call.
-    Measured on 256 records of the ``many`` corpus' shape: 1.16 µs a record through
-    the join, 0.20 µs appending each to one bytearray (orjson 3.13, Python 3.11).
 
     >>> encode_records([{"a": 1}, {"b": None}])
     b'{"a":1}\\n{"b":null}\\n'
@@ -162,8 +156,8 @@ class JsonlSink:
         """Append a batch of complete JSON lines (each ending in ``\\n``).
 
         ``records``: how many lines ``data`` holds, when the caller knows (the
-        worker's count); otherwise they are counted here, a scan of the bytes that
-        was a tenth of the writer process's CPU on the ``many`` benchmark.
+        worker's count); otherwise they are counted here, a scan of every byte the
+        writer would rather not make.
         """
         if self._file is None:
             raise ValueError("write to a closed JsonlSink")
