@@ -24,7 +24,8 @@ step before it to be on disk and drops that step from the page cache
 (``posix_fadvise(DONTNEED)``). The output is never read back, and a run writes
 gigabytes of it: kept cached, it evicts pages other programs use, and each new
 page is a fresh allocation, which costs the writer more CPU than the writeback
-(``python -m benchmarks.bench_write`` compares both). Where ``sync_file_range`` is missing or refused, the sink simply writes.
+(``python -m benchmarks.bench_write`` compares both). Where ``sync_file_range``
+is missing or refused, the sink simply writes.
 """
 
 from __future__ import annotations
