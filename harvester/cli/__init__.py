@@ -30,7 +30,8 @@ if TYPE_CHECKING:
 __all__ = ["main"]
 
 
-def _parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
+    """The whole command line: the verbs and their flags."""
     ap = argparse.ArgumentParser(
         prog="harvester",
         description="Find every URL a site publishes in its XML sitemaps.",
@@ -66,7 +67,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args == ["--version"]:
         print(_version())
         return EXIT_OK
-    ns = _parser().parse_args(args)
+    ns = build_parser().parse_args(args)
     try:
         cfg = load_config(ns.config, overrides(ns))
     except ConfigError as exc:
