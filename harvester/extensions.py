@@ -35,6 +35,11 @@ _VIDEO_FIELDS = frozenset(
 )
 
 
+_NEWS_FIELDS = frozenset(
+    ("publication_date", "title", "keywords", "genres", "stock_tickers", "access")
+)
+
+
 def _fields(el: etree._Element, wanted: frozenset[str]) -> dict[str, str]:
     """Trimmed, non-empty text of the wanted direct children, first occurrence wins."""
     found: dict[str, str] = {}
@@ -74,8 +79,9 @@ def parse_video(el: etree._Element) -> Video:
 
 
 def parse_news(el: etree._Element) -> News:
-    """The ``news:news`` block: publication name/language, date (parsed as W3C), title."""
-    f = _fields(el, frozenset(("publication_date", "title", "keywords")))
+    """The ``news:news`` block: publication name/language, date (parsed as W3C), title,
+    and the optional keywords, genres, stock tickers and access."""
+    f = _fields(el, _NEWS_FIELDS)
     name = language = None
     for child in el:
         if isinstance(child.tag, str) and child.tag.endswith("}publication"):
@@ -89,5 +95,15 @@ def parse_news(el: etree._Element) -> News:
         publication_date=parse_lastmod(raw)[0] if raw else None,
         publication_date_raw=raw,
         title=f.get("title"),
-        keywords=f.get("keywords"),
+        keywords=_split(f.get("keywords")),
+        genres=f.get("genres"),
+        stock_tickers=_split(f.get("stock_tickers")),
+        access=f.get("access"),
     )
+
+
+def _split(text: str | None) -> tuple[str, ...]:
+    """A comma-separated list as published, each item trimmed, empty items dropped."""
+    if not text:
+        return ()
+    return tuple(item for part in text.split(",") if (item := part.strip()))

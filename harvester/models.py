@@ -77,7 +77,10 @@ class News:
     publication_date: datetime | None = None
     publication_date_raw: str | None = None
     title: str | None = None
-    keywords: str | None = None
+    keywords: tuple[str, ...] = ()  # split on commas, each trimmed; empty ones dropped
+    genres: str | None = None  # as published ("PressRelease, Blog")
+    stock_tickers: tuple[str, ...] = ()  # split on commas ("NASDAQ:AMAT, BOM:500325")
+    access: str | None = None  # "Subscription" | "Registration", as published
 
 
 class UrlEntry(NamedTuple):

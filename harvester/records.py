@@ -105,5 +105,9 @@ def _news(news: News) -> dict[str, Any]:
             format_utc(news.publication_date) if news.publication_date is not None else None
         ),
         "title": news.title,
-        **({"keywords": news.keywords} if news.keywords else {}),
+        # The optional ones only when the sitemap gave them (fields appear, never null).
+        **({"keywords": list(news.keywords)} if news.keywords else {}),
+        **({"genres": news.genres} if news.genres else {}),
+        **({"stock_tickers": list(news.stock_tickers)} if news.stock_tickers else {}),
+        **({"access": news.access} if news.access else {}),
     }
