@@ -268,3 +268,37 @@ def test_rss_pubdate_in_iso_form_is_read_and_counted() -> None:
         None,
     ]
     assert result.stats.lastmod_invalid == 1
+
+
+UTF32_DOC = (
+    '<?xml version="1.0" encoding="UTF-32"?>'
+    '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+    "<url><loc>https://e.example/café</loc></url><url><loc>https://e.example/b</loc></url>"
+    "</urlset>"
+)
+
+
+@pytest.mark.parametrize("codec", ["utf-32-le", "utf-32-be"])
+@pytest.mark.parametrize("bom", [True, False], ids=["bom", "no-bom"])
+@pytest.mark.parametrize("declared", [True, False], ids=["declared", "undeclared"])
+@pytest.mark.parametrize("split", [None, 1, 3, 6])
+def test_utf32_documents_are_read_not_taken_for_empty_text(
+    codec: str, bom: bool, declared: bool, split: int | None
+) -> None:
+    """Issue 30 item 3: UTF-32 (LE BOM ``FF FE 00 00`` was taken for UTF-16, and the rest
+    for an empty text sitemap reported ``ok``)."""
+    doc = UTF32_DOC if declared else UTF32_DOC.split("?>", 1)[1]
+    data = ("\ufeff" if bom else "").encode(codec) + doc.encode(codec)
+    chunks = [data] if split is None else [data[:split], data[split:]]
+    entries, result = read_bytes(chunks)
+    assert (result.kind, result.status) == (Kind.URLSET, "ok")
+    assert [e.loc for e in entries] == ["https://e.example/café", "https://e.example/b"]
+
+
+@pytest.mark.parametrize("codec", ["utf-32", "utf-32-le", "utf-32-be"])
+def test_utf32_text_sitemaps_are_read(codec: str) -> None:
+    entries, result = read_bytes("https://e.example/a
+https://e.example/b
+".encode(codec))
+    assert (result.kind, result.status) == (Kind.TEXT, "ok")
+    assert [e.loc for e in entries] == ["https://e.example/a", "https://e.example/b"]
