@@ -297,8 +297,6 @@ def test_utf32_documents_are_read_not_taken_for_empty_text(
 
 @pytest.mark.parametrize("codec", ["utf-32", "utf-32-le", "utf-32-be"])
 def test_utf32_text_sitemaps_are_read(codec: str) -> None:
-    entries, result = read_bytes("https://e.example/a
-https://e.example/b
-".encode(codec))
+    entries, result = read_bytes("https://e.example/a\nhttps://e.example/b\n".encode(codec))
     assert (result.kind, result.status) == (Kind.TEXT, "ok")
     assert [e.loc for e in entries] == ["https://e.example/a", "https://e.example/b"]
