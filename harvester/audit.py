@@ -504,6 +504,11 @@ class TrustThresholds:
     recall: float = 0.8
     precision: float = 0.6
     agreement: float = 0.7
+    # Page dates agreeing this often (on min_compared pages or more) are evidence enough
+    # by themselves: a page's own dateModified is an independent signal, and a site
+    # whose pages all say what its sitemap says would otherwise wait for several runs of
+    # observed content changes. Change tracking keeps checking it on every audit.
+    dates_alone: float = 0.9
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -540,11 +545,13 @@ def score_trust(
 ) -> TrustScore:
     """Score a host from ``(lastmod_changed, content_changed)`` per sampled URL and run pair.
 
-    ``trusted`` needs a ``plausible`` distribution, recall and precision each
-    measured on enough URLs and above threshold, and page-date agreement above
-    threshold when enough sampled pages carry a date. ``untrusted`` when the
-    distribution is not plausible or any rate measured on enough URLs is below
-    threshold. Otherwise ``unknown``. Re-run every run: generators change.
+    ``trusted`` needs a ``plausible`` distribution and either page dates that agree
+    with lastmod on ``dates_alone`` of at least ``min_compared`` sampled pages, or
+    recall and precision each measured on enough URLs and above threshold (with
+    page-date agreement above threshold when enough sampled pages carry a date).
+    ``untrusted`` when the distribution is not plausible or any rate measured on
+    enough URLs is below threshold. Otherwise ``unknown``. Re-run every audit:
+    generators change.
 
     >>> score_trust([(True, True)] * 5 + [(False, False)] * 5, SignalAgreement(),
     ...             verdict="plausible").level
@@ -578,8 +585,18 @@ def score_trust(
     if agree_rate is not None and compared >= t.min_compared and agree_rate < t.agreement:
         failures.append(f"page dates agree {agree_rate:.0%} < {t.agreement:.0%}")
 
+    dates_suffice = (
+        agree_rate is not None and compared >= t.min_compared and agree_rate >= t.dates_alone
+    )
     if failures:
         level, reason = TrustLevel.UNTRUSTED, "; ".join(failures)
+    elif dates_suffice and missing:
+        assert agree_rate is not None
+        level = TrustLevel.TRUSTED
+        reason = (
+            f"page dates agree with lastmod on {agree_rate:.0%} of {compared} pages"
+            f" (change tracking: {', '.join(missing)})"
+        )
     elif missing:
         level, reason = TrustLevel.UNKNOWN, "not enough evidence: " + ", ".join(missing)
     else:

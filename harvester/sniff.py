@@ -65,8 +65,10 @@ def sniff(head: bytes, *, final: bool = False) -> Sniffed | None:
         return _sniff_utf32(head, final=final, codec="UTF-32")
     if (bare := _utf32_bare(head)) is not None:
         return _sniff_utf32(head, final=final, codec=bare)
-    if not final and len(head) < 4 and (
-        any(b.startswith(head) for b in _UTF32_STARTS) or not head[1:].strip(b"\x00")
+    if (
+        not final
+        and len(head) < 4
+        and (any(b.startswith(head) for b in _UTF32_STARTS) or not head[1:].strip(b"\x00"))
     ):
         return None  # (FF FE is UTF-16's BOM unless two NULs follow; "h" may be UTF-32's)
     if head.startswith((b"\xff\xfe", b"\xfe\xff")):

@@ -392,11 +392,32 @@ def test_lastmod_that_moves_every_run_without_content_change_is_untrusted() -> N
 
 
 def test_too_little_evidence_is_unknown_and_says_what_is_missing() -> None:
-    s = score_trust([(True, True)] * 3, SignalAgreement(agree=20), verdict="plausible")
+    s = score_trust([(True, True)] * 3, SignalAgreement(agree=9), verdict="plausible")
     assert s.level is TrustLevel.UNKNOWN
     assert "3/5 content changes" in s.reason
     assert "3/5 lastmod moves" in s.reason
     assert score_trust([], SignalAgreement(), verdict="plausible").level is TrustLevel.UNKNOWN
+
+
+def test_page_dates_that_agree_on_enough_pages_are_evidence_enough() -> None:
+    """Issue 30 item 8: an honest site whose pages' dateModified agrees with every sampled
+    lastmod was left ``unknown`` until five content changes had been observed."""
+    s = score_trust([(True, True)] * 4, SignalAgreement(agree=20), verdict="plausible")
+    assert s.level is TrustLevel.TRUSTED
+    assert "page dates agree with lastmod on 100% of 20 pages" in s.reason
+    assert "4/5 content changes" in s.reason  # change tracking goes on
+    nine_of_ten = SignalAgreement(agree=9, disagree=1, no_signal=5)
+    assert score_trust([], nine_of_ten, verdict="plausible").level is TrustLevel.TRUSTED
+    eight_of_ten = SignalAgreement(agree=8, disagree=2)
+    assert score_trust([], eight_of_ten, verdict="plausible").level is TrustLevel.UNKNOWN
+    # Not alone against measured misses, nor with a distribution that is not plausible.
+    misses = [(False, True)] * 5
+    assert score_trust(misses, SignalAgreement(agree=20), verdict="plausible").level is (
+        TrustLevel.UNTRUSTED
+    )
+    assert score_trust([], SignalAgreement(agree=20), verdict="constant").level is (
+        TrustLevel.UNTRUSTED
+    )
 
 
 def test_perfect_evidence_does_not_trust_a_distribution_that_is_not_plausible() -> None:
