@@ -38,12 +38,12 @@ import re
 import socket
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 import aiohttp
-import yarl
 
+from harvester.connector import GuardedConnector, make_connector
 from harvester.errors import (
     Blocked,
     BodyTooLarge,
@@ -54,20 +54,18 @@ from harvester.errors import (
     ForbiddenAddress,
     HTTPStatusError,
     TooManyRedirects,
+    TooSlow,
 )
-from harvester.guard import ALLOWED_SCHEMES, AddressPolicy
+from harvester.guard import ALLOWED_SCHEMES
+from harvester.resolver import make_resolver
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+    from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
     from contextlib import AbstractAsyncContextManager
     from types import TracebackType
 
-    from aiohttp.abc import ResolveResult
-    from aiohttp.client_proto import ResponseHandler
-    from aiohttp.client_reqrep import ClientRequest
-    from aiohttp.tracing import Trace
-
     from harvester.config import FetchConfig
+    from harvester.resolver import CachingResolver
     from harvester.scheduler import HostSlot
 
 __all__ = ["Body", "Fetcher", "GuardedConnector", "retry_after_seconds"]
@@ -131,6 +129,21 @@ def _map_error(exc: BaseException, url: str, cfg: FetchConfig) -> FetchError:
     return FetchError(detail, url=url)  # InvalidURL and any other ClientError
 
 
+def _body_read_timeout(response: aiohttp.ClientResponse, seconds: float) -> None:
+    """Let the body of a first-contact response stall up to ``read_timeout`` again.
+
+    The request waited for its first byte with ``first_byte_timeout`` as the
+    socket read timeout; the body gets the usual one, counted from now.
+    ``read_timeout`` and ``start_timeout`` are public on aiohttp's protocol
+    (aiohttp itself clears the timeout that way for websockets).
+    """
+    connection = response.connection
+    protocol = connection.protocol if connection is not None else None
+    if protocol is not None:
+        protocol.read_timeout = seconds
+        protocol.start_timeout()  # re-arm: the running timer still has the first-byte wait
+
+
 def _retryable(error: FetchError) -> bool:
     # Transient by nature: resets, stalls, overload. A missing name (DNSError),
     # a redirect loop, a bad URL or a refused address (ForbiddenAddress) will not
@@ -138,51 +151,6 @@ def _retryable(error: FetchError) -> bool:
     if isinstance(error, HTTPStatusError):
         return error.status in (408, 429) or error.status >= 500
     return isinstance(error, ConnectError | FetchTimeout)
-
-
-class GuardedConnector(aiohttp.TCPConnector):
-    """A ``TCPConnector`` that dials only the addresses the ``AddressPolicy`` allows.
-
-    ``_resolve_host`` is the single step between a request (first or
-    redirected) and ``connect()``, for names and IP literals alike, and its
-    answer is what gets dialed; see ``harvester.guard`` for why the check lives
-    here. It is aiohttp-private API: tests/integration/test_ssrf.py fails if an
-    aiohttp upgrade stops routing connections through it.
-    """
-
-    def __init__(self, policy: AddressPolicy, *, proxy: str | None = None, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self._policy = policy
-        # The configured proxy is operator configuration: its own address is trusted.
-        proxy_url = yarl.URL(proxy) if proxy else None
-        self._proxy_key = (proxy_url.raw_host, proxy_url.port) if proxy_url else None
-
-    async def _resolve_host(
-        self, host: str, port: int, traces: Sequence[Trace] | None = None
-    ) -> list[ResolveResult]:
-        answers = await super()._resolve_host(host, port, traces=traces)
-        policy = self._policy
-        if not policy.enabled or (host, port) == self._proxy_key:
-            return answers
-        # Filter, not all-or-nothing: a name with one public and one private
-        # answer is served from the public one only. The DNS cache keeps the
-        # full answer; the filter runs again at every connect (rebinding).
-        allowed = [a for a in answers if policy.reason(a["host"], host=host) is None]
-        if answers and not allowed:
-            policy.check(answers[0]["host"], host=host)  # raises ForbiddenAddress, naming why
-        return allowed
-
-    async def _create_connection(
-        self,
-        req: ClientRequest,
-        traces: list[Trace],
-        timeout: aiohttp.ClientTimeout,  # noqa: ASYNC109 - aiohttp's signature
-    ) -> ResponseHandler:
-        # Through a proxy the target is resolved by the proxy, never here: an
-        # IP-literal target is the only address we can still judge.
-        if req.proxy is not None and req.url.raw_host is not None:
-            self._policy.check_literal(req.url.raw_host)
-        return await super()._create_connection(req, traces, timeout)
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,8 +185,23 @@ class _DeadlinePassed(Exception):
     """Set on a response's payload stream when the file's total deadline passes."""
 
 
+class _TooSlow(Exception):
+    """Set on a response's payload stream when the body averages under ``min_speed``."""
+
+    def __init__(self, rate: float) -> None:
+        super().__init__(rate)
+        self.rate = rate  # bytes per second measured over the window
+
+
 class _BodyStream:
-    """Async iterator over one response's payload, with the caps applied."""
+    """Async iterator over one response's payload, with the caps applied.
+
+    The speed floor (``min_speed`` over ``min_speed_window``, curl's
+    --speed-limit/--speed-time) is measured on the time spent *waiting for the
+    network* inside ``read()``, not on wall time: a consumer that pauses (the
+    output is behind, the parser is busy) slows the transfer down itself, and
+    that must not count against the server.
+    """
 
     def __init__(
         self,
@@ -228,6 +211,7 @@ class _BodyStream:
         cap: int,
         deadline: float,
     ) -> None:
+        loop = asyncio.get_running_loop()
         self._response = response
         self._url = url  # the URL asked for: errors name what the caller knows, pre-redirect
         self._cfg = cfg
@@ -235,17 +219,53 @@ class _BodyStream:
         self._deadline = deadline  # loop time at which the file's total budget ends
         self._received = 0  # bytes yielded so far
         self._closed = False  # set when stream() exits: the connection is gone
+        self._time = loop.time  # bound once: two calls per chunk
+        self._waited = 0.0  # seconds spent waiting in finished reads, this speed window
+        self._window_bytes = 0  # bytes those reads returned
+        self._read_since: float | None = None  # loop time the pending read began (None: none)
         # One timer for the whole body, not an asyncio.timeout per chunk (~5 µs each,
         # ~27,000 chunks on the many benchmark). When the deadline passes, the read
         # that waits (or the next one) raises; the consumer's code between two
         # chunks is never interrupted. A body already received in full is left to
         # finish: its reads no longer wait.
-        self._timer = asyncio.get_running_loop().call_at(deadline, self._expire)
+        self._timer = loop.call_at(deadline, self._expire)
+        # The speed check is one timer per window too, re-armed for when the
+        # waiting could first add up to a full window.
+        self._speed_timer: asyncio.TimerHandle | None = None
+        if cfg.min_speed > 0:
+            self._speed_timer = loop.call_later(cfg.min_speed_window, self._judge_speed)
 
     def _expire(self) -> None:
         content = self._response.content
         if not content.is_eof():
             content.set_exception(_DeadlinePassed())
+
+    def _judge_speed(self) -> None:
+        """Timer: abort the body if a full window of waiting brought too few bytes."""
+        cfg = self._cfg
+        now = self._time()
+        waited = self._waited
+        if self._read_since is not None:
+            waited += now - self._read_since
+        if waited < cfg.min_speed_window * 0.999:  # the consumer was busy part of the time
+            remaining = cfg.min_speed_window - waited
+        else:
+            content = self._response.content
+            if self._window_bytes < cfg.min_speed * waited and not content.is_eof():
+                content.set_exception(_TooSlow(self._window_bytes / waited))
+                return
+            # A fresh window; the pending read's wait so far belongs to the old one.
+            self._waited, self._window_bytes = 0.0, 0
+            if self._read_since is not None:
+                self._read_since = now
+            remaining = cfg.min_speed_window
+        self._speed_timer = asyncio.get_running_loop().call_later(remaining, self._judge_speed)
+
+    def _end_wait(self, since: float) -> None:
+        """Add the read that began at ``since`` to the window's waiting time."""
+        # _judge_speed may have moved _read_since on (a new window began meanwhile).
+        began, self._read_since = self._read_since, None
+        self._waited += self._time() - (since if began is None else began)
 
     def __aiter__(self) -> _BodyStream:
         return self
@@ -254,21 +274,31 @@ class _BodyStream:
         if self._closed:
             raise RuntimeError("Body.chunks() used after its stream() context exited")
         url = self._url
+        cfg = self._cfg
+        self._read_since = since = self._time()
         try:
-            chunk = await self._response.content.read(self._cfg.chunk_size)
+            chunk = await self._response.content.read(cfg.chunk_size)
         except _DeadlinePassed as exc:
             raise FetchTimeout(
-                f"total deadline of {self._cfg.total_timeout:g}s passed while reading",
+                f"total deadline of {cfg.total_timeout:g}s passed while reading", url=url
+            ) from exc
+        except _TooSlow as exc:
+            raise TooSlow(
+                f"body slower than {cfg.min_speed} bytes/s over {cfg.min_speed_window:g}s "
+                f"({exc.rate:.0f} bytes/s)",
                 url=url,
             ) from exc
         except TimeoutError as exc:  # aiohttp's sock_read: the server stalled
             raise FetchTimeout(
-                f"no data for {self._cfg.read_timeout:g}s while reading the body", url=url
+                f"no data for {cfg.read_timeout:g}s while reading the body", url=url
             ) from exc
         except aiohttp.ClientError as exc:
-            raise _map_error(exc, url, self._cfg) from exc
+            raise _map_error(exc, url, cfg) from exc
+        finally:
+            self._end_wait(since)
         if not chunk:
             raise StopAsyncIteration
+        self._window_bytes += len(chunk)
         # These are bytes after Content-Encoding was undone, so an encoded body
         # is capped on its decoded size: stricter than the wire, never looser.
         self._received += len(chunk)
@@ -279,6 +309,8 @@ class _BodyStream:
     def close(self) -> None:
         self._closed = True
         self._timer.cancel()
+        if self._speed_timer is not None:
+            self._speed_timer.cancel()
 
 
 class Fetcher:
@@ -307,31 +339,41 @@ class Fetcher:
         rng: random.Random | None = None,
     ) -> None:
         self._cfg = cfg
-        self._resolver = resolver  # None: aiohttp's ThreadedResolver, owned by the connector
+        self._resolver = resolver  # None: per cfg.resolver; given: the caller owns and closes it
         self._sleep = sleep  # waits between attempts; injected so tests need not wait
         self._rng = rng or random.Random()  # noqa: S311 - jitter, not cryptography
         self._session: aiohttp.ClientSession | None = None  # set by __aenter__ only
+        self._dns: CachingResolver | None = None  # the caching resolver, set by __aenter__
+        # Timeouts of a request to a host that has answered before, and of one that has
+        # not (first contact: the wait for the first response byte is first_byte_timeout).
+        # No total: the per-file deadline spans retries and body, see stream().
+        self._timeout = aiohttp.ClientTimeout(
+            total=None, sock_connect=cfg.connect_timeout, sock_read=cfg.read_timeout
+        )
+        self._first_timeout = aiohttp.ClientTimeout(
+            total=None, sock_connect=cfg.connect_timeout, sock_read=cfg.first_byte_timeout
+        )
+
+    @property
+    def resolver(self) -> CachingResolver | None:
+        """The caching resolver of the open fetcher (its counters tell lookups from hits)."""
+        return self._dns
 
     async def __aenter__(self) -> Fetcher:
         if self._session is not None:
             raise RuntimeError("Fetcher is already open")
         cfg = self._cfg
-        connector = GuardedConnector(
-            AddressPolicy(allow_private=cfg.allow_private, allow=cfg.allow),
-            proxy=cfg.proxy,
-            limit=cfg.max_connections,
-            ttl_dns_cache=cfg.dns_cache_ttl,
-            use_dns_cache=True,
-            keepalive_timeout=cfg.keepalive_timeout,
-            resolver=self._resolver or aiohttp.ThreadedResolver(),
-        )
+        dns = make_resolver(cfg, self._resolver)
+        try:
+            connector = make_connector(cfg, dns)
+        except BaseException:
+            await dns.close()
+            raise
+        self._dns = dns
         self._session = aiohttp.ClientSession(
             connector=connector,
             headers={"User-Agent": cfg.user_agent},
-            # No total: the per-file deadline spans retries and body, see stream().
-            timeout=aiohttp.ClientTimeout(
-                total=None, sock_connect=cfg.connect_timeout, sock_read=cfg.read_timeout
-            ),
+            timeout=self._timeout,
             auto_decompress=True,
             trust_env=False,  # proxies come from config only, never from the environment
         )
@@ -344,8 +386,11 @@ class Fetcher:
         tb: TracebackType | None,
     ) -> None:
         session, self._session = self._session, None
+        dns, self._dns = self._dns, None
         if session is not None:
             await session.close()
+        if dns is not None:
+            await dns.close()  # after the session: the connector does not close it
 
     def stream(
         self,
@@ -396,12 +441,16 @@ class Fetcher:
             async with contextlib.AsyncExitStack() as stack:
                 budget = asyncio.timeout_at(deadline)
                 cause: BaseException | None = None
+                error: FetchError
+                first = not slot.answered  # re-read after admission, below
                 try:
                     async with budget:
                         await stack.enter_async_context(slot.request())
                         if deadline is None:
                             deadline = loop.time() + cfg.total_timeout
                             budget.reschedule(deadline)
+                        # Another request may have had the host's answer while we waited.
+                        first = not slot.answered
                         response = await stack.enter_async_context(
                             session.get(
                                 url,
@@ -410,13 +459,17 @@ class Fetcher:
                                 # aiohttp raises on reaching its max, i.e. follows
                                 # one fewer; +1 also keeps 0 from meaning "unlimited".
                                 max_redirects=cfg.max_redirects + 1,
+                                timeout=self._first_timeout if first else self._timeout,
                             )
                         )
+                        slot.mark_answered()
+                        if first:
+                            _body_read_timeout(response, cfg.read_timeout)
                 except TimeoutError as exc:
                     if budget.expired():
                         msg = f"total deadline of {cfg.total_timeout:g}s passed"
                         raise FetchTimeout(msg, url=url) from exc
-                    error, cause = _map_error(exc, url, cfg), exc
+                    error, cause = self._timeout_error(exc, url, first), exc
                 except aiohttp.ClientError as exc:
                     error, cause = _map_error(exc, url, cfg), exc
                 except ForbiddenAddress as exc:
@@ -445,7 +498,16 @@ class Fetcher:
                         slot.back_off(outcome.retry_after)
             # Slot and connection are released here; decide whether to try again.
             assert deadline is not None  # any error after admission left it set
-            delay = self._retry_delay(error, attempt)
+            # First contact decides quickly: a host that let a connect or its first
+            # response time out is dead or hanging, and each retry would cost the
+            # same timeout again. A failed TLS handshake (a certificate problem, no
+            # TLS on the port) will not mend in a few seconds either.
+            if (first and isinstance(error, FetchTimeout)) or isinstance(
+                cause, aiohttp.ClientSSLError
+            ):
+                delay = None
+            else:
+                delay = self._retry_delay(error, attempt)
             # Give up now rather than sleep into a FetchTimeout: the last real
             # error (say, the 429 and its Retry-After) says more to the report.
             if delay is None or loop.time() + delay >= deadline:
@@ -459,6 +521,18 @@ class Fetcher:
                 error.message,
             )
             await self._sleep(delay)
+
+    def _timeout_error(self, exc: TimeoutError, url: str, first: bool) -> FetchTimeout:
+        """The ``FetchTimeout`` of a connect or response-wait timeout, saying which it was."""
+        cfg = self._cfg
+        if isinstance(exc, aiohttp.ConnectionTimeoutError):
+            what = f"connect timeout ({cfg.connect_timeout:g}s)"
+        else:
+            waited = cfg.first_byte_timeout if first else cfg.read_timeout
+            what = f"no response within {waited:g}s"
+        if first:
+            what += " on first contact, not retried"
+        return FetchTimeout(what, url=url)
 
     def _check_response(
         self, response: aiohttp.ClientResponse, url: str, cap: int

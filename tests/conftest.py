@@ -5,7 +5,9 @@
   ``getaddrinfo`` refuse anything but loopback addresses, so a bug in the
   harvester's own SSRF guard or in a test fails loudly instead of sending a
   packet off this machine. It records every refused attempt in
-  ``REFUSED_CONNECTIONS`` so tests can assert that nothing tried.
+  ``REFUSED_CONNECTIONS`` so tests can assert that nothing tried. c-ares
+  (aiodns, the fetcher's default resolver) sends its own packets past those
+  patches, so it may only be given loopback name servers, never the system's.
 """
 
 from __future__ import annotations
@@ -70,3 +72,24 @@ def _guarded_getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
 socket.socket.connect = _guarded_connect  # type: ignore[method-assign,assignment]
 socket.socket.connect_ex = _guarded_connect_ex  # type: ignore[method-assign,assignment]
 socket.getaddrinfo = _guarded_getaddrinfo
+
+
+try:
+    import aiodns
+except ImportError:  # the fetcher then uses the threaded resolver, fenced above
+    pass
+else:
+    _real_dns_init = aiodns.DNSResolver.__init__
+
+    def _guarded_dns_init(
+        self: aiodns.DNSResolver, nameservers: Any = None, *args: Any, **kwargs: Any
+    ) -> None:
+        from harvester.config import split_nameserver
+
+        servers = [str(s) for s in nameservers or ()]
+        if not servers or not all(_is_loopback(split_nameserver(s)[0]) for s in servers):
+            REFUSED_CONNECTIONS.append(f"c-ares name servers {servers or 'of the system'}")
+            raise ConnectionRefusedError("test network fence: c-ares may ask loopback servers only")
+        _real_dns_init(self, servers, *args, **kwargs)
+
+    aiodns.DNSResolver.__init__ = _guarded_dns_init  # type: ignore[method-assign]
