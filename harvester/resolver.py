@@ -133,6 +133,9 @@ class AresLookup:
         """Resolve ``host`` through c-ares; see ``Lookup``."""
         aiodns = _aiodns()
         try:
+            # No AI_ADDRCONFIG (aiohttp's AsyncResolver sets it): on a host with
+            # loopback only it can suppress every answer; happy eyeballs in the
+            # connector copes with an address family that has no route.
             answer = await self._resolver().getaddrinfo(
                 host, family=socket.AddressFamily(family), type=socket.SOCK_STREAM
             )
