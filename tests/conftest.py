@@ -76,9 +76,14 @@ socket.getaddrinfo = _guarded_getaddrinfo
 
 try:
     import aiodns
+    import pycares
 except ImportError:  # the fetcher then uses the threaded resolver, fenced above
     pass
 else:
+    # With aiodns installed every aiohttp session builds a c-ares resolver (its
+    # DefaultResolver), harmless until it is asked something. One not given
+    # loopback name servers is pointed at the discard port of 127.0.0.1 and
+    # refuses every question, recording it.
     _real_dns_init = aiodns.DNSResolver.__init__
 
     def _guarded_dns_init(
@@ -87,9 +92,22 @@ else:
         from harvester.config import split_nameserver
 
         servers = [str(s) for s in nameservers or ()]
-        if not servers or not all(_is_loopback(split_nameserver(s)[0]) for s in servers):
-            REFUSED_CONNECTIONS.append(f"c-ares name servers {servers or 'of the system'}")
-            raise ConnectionRefusedError("test network fence: c-ares may ask loopback servers only")
-        _real_dns_init(self, servers, *args, **kwargs)
+        fenced = not servers or not all(_is_loopback(split_nameserver(s)[0]) for s in servers)
+        self._fenced = fenced  # type: ignore[attr-defined]
+        _real_dns_init(self, ["127.0.0.1:9"] if fenced else servers, *args, **kwargs)
+
+    def _fence_dns(method: Any) -> Any:
+        def guarded(self: aiodns.DNSResolver, *args: Any, **kwargs: Any) -> Any:
+            if getattr(self, "_fenced", False):
+                REFUSED_CONNECTIONS.append(f"c-ares {method.__name__} {args[:1]!r}")
+                raise aiodns.error.DNSError(
+                    pycares.errno.ARES_ECONNREFUSED, "test network fence: no DNS but loopback's"
+                )
+            return method(self, *args, **kwargs)
+
+        return guarded
 
     aiodns.DNSResolver.__init__ = _guarded_dns_init  # type: ignore[method-assign]
+    for _name in ("getaddrinfo", "gethostbyname", "gethostbyaddr", "getnameinfo", "query"):
+        setattr(aiodns.DNSResolver, _name, _fence_dns(getattr(aiodns.DNSResolver, _name)))
+    aiodns.DNSResolver.query_dns = _fence_dns(aiodns.DNSResolver.query_dns)  # type: ignore[method-assign]
