@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
     from tests.integration.conftest import Sites
 
-TIMEOUT = 0.4  # connect / first-byte timeout of these tests
+TIMEOUT = 0.5  # connect / first-byte timeout of these tests
 BUDGET = 1.5 * TIMEOUT  # what one dead host may cost (issue 29's target)
 
 
