@@ -3,11 +3,13 @@
 In: a URL, the host's ``HostSlot`` (politeness) and optional request headers
 (conditional GETs). Out: a ``Body`` (final URL, status, headers, redirects,
 attempts) whose ``chunks()`` stream the payload with the size cap, the
-read-stall timeout and the per-file deadline enforced while streaming.
+read-stall timeout, the per-file deadline and the speed floor enforced while
+streaming (``harvester.body``).
 
 Content-Encoding (gzip, deflate) is undone by aiohttp; a ``.xml.gz`` *file*
 arrives as the gzip bytes it is (the reader sniffs magic bytes). Every failure
-leaves as a ``FetchError`` subclass carrying the URL, translated once, here.
+leaves as a ``FetchError`` subclass carrying the URL, translated once
+(``body.map_error``).
 
 Example::
 
@@ -19,7 +21,14 @@ Example::
 Retries (``cfg.retries`` after the first attempt) happen before the body is
 handed over: on connection errors, timeouts, 408, 429 and 5xx, with
 exponential backoff and full jitter, or the server's Retry-After on 429/503.
-Once ``stream`` has yielded, errors are final.
+Once ``stream`` has yielded, errors are final. First contact is the
+exception (``HostSlot.answered`` is False until the host sent any response):
+the response is awaited for ``first_byte_timeout``, and a connect or
+first-byte timeout is final at once, so a dead or hanging host costs one
+timeout. A failed TLS handshake is never retried.
+
+DNS (``harvester.resolver``) and TLS (one ``ssl.SSLContext``) are set up in
+``harvester.connector``.
 
 The SSRF guard (``harvester.guard``) is enforced by ``GuardedConnector`` on
 every address about to be dialed, redirect hops included; a refusal is a
