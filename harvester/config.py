@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copyreg
 import dataclasses
+import ipaddress
 import tomllib
 import types
 import typing
@@ -47,6 +48,7 @@ __all__ = [
     "RunConfig",
     "StateConfig",
     "load_config",
+    "split_nameserver",
 ]
 
 
@@ -82,8 +84,14 @@ class FetchConfig:
     """HTTP client settings (one aiohttp session per worker process)."""
 
     user_agent: str = f"harvester/{__version__} (+https://github.com/harvester/harvester)"
-    connect_timeout: float = 10.0
+    connect_timeout: float = 10.0  # TCP connect plus TLS handshake
+    # A host's first request: seconds from the request sent to the first response byte.
+    first_byte_timeout: float = 10.0
     read_timeout: float = 30.0  # longest silence while reading a body
+    # A body averaging fewer than min_speed bytes/s over min_speed_window seconds of waiting
+    # for the network is aborted as too_slow (curl's --speed-limit/--speed-time); 0: off.
+    min_speed: int = 1_024
+    min_speed_window: float = 20.0
     total_timeout: float = 300.0  # per file, including retries' waits
     max_redirects: int = 5
     max_body_bytes: int = PROTOCOL_MAX_BYTES  # compressed bytes on the wire
@@ -94,7 +102,13 @@ class FetchConfig:
     retry_after_max: float = 120.0
     proxy: str | None = None
     max_connections: int = 256
-    dns_cache_ttl: int = 300
+    dns_cache_ttl: int = 300  # longest a positive answer is cached (its record TTL if lower)
+    dns_negative_ttl: float = 60.0  # seconds a "no such name" answer is cached
+    dns_cache_size: int = 10_000  # names cached (positive and negative), least recent dropped
+    dns_timeout: float = 5.0  # seconds per DNS try; one retry, then the lookup fails as dns
+    resolver: Literal["async", "threaded"] = "async"  # async: aiodns (c-ares)
+    nameservers: tuple[str, ...] = ()  # "ip" or "ip:port" ("[v6]:port"); () = the system's
+    ca_bundle: str = ""  # PEM file of extra trusted CAs, on top of the system's (and SSL_CERT_FILE)
     keepalive_timeout: float = 2.0  # seconds an idle pooled connection stays open
     chunk_size: int = 65_536
     # SSRF guard (harvester.guard): refuse non-public peers unless allowed here.
@@ -103,6 +117,18 @@ class FetchConfig:
 
     def __post_init__(self) -> None:
         _positive(self, "fetch")
+        for name in ("connect_timeout", "first_byte_timeout", "read_timeout", "dns_timeout"):
+            if not getattr(self, name) > 0:
+                raise ConfigError("must be > 0", key=f"fetch.{name}")
+        if self.min_speed and not self.min_speed_window > 0:
+            raise ConfigError("must be > 0 when min_speed is set", key="fetch.min_speed_window")
+        if self.dns_cache_size < 1:
+            raise ConfigError("must be >= 1", key="fetch.dns_cache_size")
+        for i, server in enumerate(self.nameservers):
+            try:
+                split_nameserver(server)
+            except ValueError as exc:
+                raise ConfigError(str(exc), key=f"fetch.nameservers[{i}]") from None
         for i, entry in enumerate(self.allow):
             try:
                 parse_allow((entry,))
@@ -320,6 +346,33 @@ class Config:
     output: OutputConfig = field(default_factory=OutputConfig)
     state: StateConfig = field(default_factory=StateConfig)
     audit: AuditConfig = field(default_factory=AuditConfig)
+
+
+def split_nameserver(entry: str) -> tuple[str, int]:
+    """``"ip"``, ``"ip:port"`` or ``"[v6]:port"`` → (ip, port); ValueError naming the entry.
+
+    >>> split_nameserver("127.0.0.1:5353")
+    ('127.0.0.1', 5353)
+    >>> split_nameserver("::1")
+    ('::1', 53)
+    """
+    text = entry.strip()
+    host, port = text, "53"
+    if text.startswith("["):
+        host, sep, rest = text[1:].partition("]")
+        if not sep or (rest and not rest.startswith(":")):
+            raise ValueError(f"{entry!r} is not an IP address with an optional :port")
+        port = rest[1:] or "53"
+    elif text.count(":") == 1:
+        host, _, port = text.partition(":")
+    try:
+        ipaddress.ip_address(host)
+        number = int(port)
+    except ValueError:
+        raise ValueError(f"{entry!r} is not an IP address with an optional :port") from None
+    if not 0 < number < 65536:
+        raise ValueError(f"{entry!r}: port out of range")
+    return host, number
 
 
 def _positive(obj: object, section: str) -> None:

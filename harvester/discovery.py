@@ -8,7 +8,10 @@ behind it), the parsed robots.txt and the origin after redirects.
 robots.txt outcomes follow RFC 9309: 4xx means "no robots.txt" (everything
 allowed, probe the usual locations); 5xx or an unreachable server means
 "assume complete disallow", so the host stops with that failure reported.
-A bare domain whose https origin cannot be reached is retried once over http.
+A bare domain whose https origin refuses the connection or fails the TLS
+handshake is tried once over http; one that lets the connection or its first
+response time out is not (a dead host would cost a second timeout, DESIGN.md
+"The real web").
 
 ``child_allowed`` is the cross-host policy for index children and robots
 sitemaps (DESIGN.md: report violations instead of dropping them silently).
@@ -20,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from harvester.errors import ConnectError, FetchTimeout, HTTPStatusError
+from harvester.errors import ConnectError, HTTPStatusError
 from harvester.frontier import SitemapRef
 from harvester.robots import RobotsTxt, parse_robots
 from harvester.scheduler import host_key
@@ -102,7 +105,9 @@ async def discover(seed: Seed, fetcher: Fetcher, slot: HostSlot, cfg: Config) ->
     robots_url = seed.robots or f"{seed.origin}/robots.txt"
     try:
         found = await _fetch_robots(robots_url, fetcher, slot, cfg)
-    except (ConnectError, FetchTimeout):
+    except ConnectError:
+        # Refused, reset or a failed TLS handshake; never a timeout (FetchTimeout):
+        # a host that does not answer on 443 rarely answers on 80.
         if seed.explicit_scheme or not seed.origin.startswith("https://"):
             raise
         # A bare domain: many small sites still serve only plain http.

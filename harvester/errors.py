@@ -10,6 +10,7 @@ per-host report) and, when known, the ``url`` it concerns::
     │   ├── DNSError                       dns
     │   ├── ConnectError                   connect
     │   ├── FetchTimeout (+TimeoutError)   timeout
+    │   ├── TooSlow                        too_slow            body under fetch.min_speed
     │   ├── HTTPStatusError                http_status         (status, retry_after)
     │   │   └── Blocked                    blocked             bot challenge (403 + cf-mitigated)
     │   ├── TooManyRedirects               redirects
@@ -58,6 +59,7 @@ __all__ = [
     "StateError",
     "StateLocked",
     "TooManyRedirects",
+    "TooSlow",
     "TruncatedDocument",
 ]
 
@@ -125,6 +127,16 @@ class FetchTimeout(FetchError, TimeoutError):
     """Connect, read-stall or total-time limit exceeded."""
 
     kind = "timeout"
+
+
+class TooSlow(FetchError):
+    """The body arrived slower than ``fetch.min_speed`` over ``fetch.min_speed_window``.
+
+    Not a ``FetchTimeout``: the server does answer, just too slowly, and fetching
+    the body again would only be as slow (so it is not re-fetched).
+    """
+
+    kind = "too_slow"
 
 
 class HTTPStatusError(FetchError):

@@ -3,11 +3,13 @@
 In: a URL, the host's ``HostSlot`` (politeness) and optional request headers
 (conditional GETs). Out: a ``Body`` (final URL, status, headers, redirects,
 attempts) whose ``chunks()`` stream the payload with the size cap, the
-read-stall timeout and the per-file deadline enforced while streaming.
+read-stall timeout, the per-file deadline and the speed floor enforced while
+streaming (``harvester.body``).
 
 Content-Encoding (gzip, deflate) is undone by aiohttp; a ``.xml.gz`` *file*
 arrives as the gzip bytes it is (the reader sniffs magic bytes). Every failure
-leaves as a ``FetchError`` subclass carrying the URL, translated once, here.
+leaves as a ``FetchError`` subclass carrying the URL, translated once
+(``body.map_error``).
 
 Example::
 
@@ -19,7 +21,14 @@ Example::
 Retries (``cfg.retries`` after the first attempt) happen before the body is
 handed over: on connection errors, timeouts, 408, 429 and 5xx, with
 exponential backoff and full jitter, or the server's Retry-After on 429/503.
-Once ``stream`` has yielded, errors are final.
+Once ``stream`` has yielded, errors are final. First contact is the
+exception (``HostSlot.answered`` is False until the host sent any response):
+the response is awaited for ``first_byte_timeout``, and a connect or
+first-byte timeout is final at once, so a dead or hanging host costs one
+timeout. A failed TLS handshake is never retried.
+
+DNS (``harvester.resolver``) and TLS (one ``ssl.SSLContext``) are set up in
+``harvester.connector``.
 
 The SSRF guard (``harvester.guard``) is enforced by ``GuardedConnector`` on
 every address about to be dialed, redirect hops included; a refusal is a
@@ -35,46 +44,39 @@ import email.utils
 import logging
 import random
 import re
-import socket
 import time
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 import aiohttp
-import yarl
 
+from harvester.body import Body, BodyStream, map_error, redact
+from harvester.connector import GuardedConnector, make_connector
 from harvester.errors import (
     Blocked,
     BodyTooLarge,
     ConnectError,
-    DNSError,
     FetchError,
     FetchTimeout,
     ForbiddenAddress,
     HTTPStatusError,
-    TooManyRedirects,
 )
-from harvester.guard import ALLOWED_SCHEMES, AddressPolicy
+from harvester.guard import ALLOWED_SCHEMES
+from harvester.resolver import make_resolver
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+    from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
     from contextlib import AbstractAsyncContextManager
     from types import TracebackType
 
-    from aiohttp.abc import ResolveResult
-    from aiohttp.client_proto import ResponseHandler
-    from aiohttp.client_reqrep import ClientRequest
-    from aiohttp.tracing import Trace
-
     from harvester.config import FetchConfig
+    from harvester.resolver import CachingResolver
     from harvester.scheduler import HostSlot
 
 __all__ = ["Body", "Fetcher", "GuardedConnector", "retry_after_seconds"]
 
 logger = logging.getLogger(__name__)
 
-_USERINFO = re.compile(r"(?<=//)[^/@\s]*@")  # "user:pass@" right after a scheme's "//"
 _DELTA_SECONDS = re.compile(r"\d+(?:\.\d+)?")
 _HONOUR_RETRY_AFTER = frozenset({429, 503})
 
@@ -105,30 +107,19 @@ def retry_after_seconds(value: str | None, *, now: float | None = None) -> float
     return max(0.0, when.timestamp() - (time.time() if now is None else now))
 
 
-def _redact(text: str) -> str:
-    """Drop credentials from every URL in ``text`` (proxy URLs carry them)."""
-    return _USERINFO.sub("***@", text)
+def _body_read_timeout(response: aiohttp.ClientResponse, seconds: float) -> None:
+    """Let the body of a first-contact response stall up to ``read_timeout`` again.
 
-
-def _map_error(exc: BaseException, url: str, cfg: FetchConfig) -> FetchError:
-    """Translate one aiohttp/asyncio exception into our tree; the only place that does."""
-    detail = _redact(str(exc)) or type(exc).__name__
-    # Order matters: several aiohttp classes subclass each other (and TimeoutError).
-    if isinstance(exc, aiohttp.TooManyRedirects):
-        return TooManyRedirects(f"more than {cfg.max_redirects} redirects", url=url)
-    if isinstance(exc, aiohttp.NonHttpUrlRedirectClientError):
-        return ForbiddenAddress(f"redirect to a URL that is not http(s): {detail}", url=url)
-    if isinstance(exc, aiohttp.ClientResponseError):
-        return HTTPStatusError(f"HTTP {exc.status} {exc.message}", url=url, status=exc.status)
-    if isinstance(exc, aiohttp.ClientConnectorDNSError) or (
-        isinstance(exc, aiohttp.ClientConnectorError) and isinstance(exc.os_error, socket.gaierror)
-    ):
-        return DNSError(detail, url=url)
-    if isinstance(exc, TimeoutError):  # asyncio.TimeoutError, aiohttp.ServerTimeoutError
-        return FetchTimeout(detail, url=url)
-    if isinstance(exc, aiohttp.ClientConnectionError | aiohttp.ClientPayloadError):
-        return ConnectError(detail, url=url)
-    return FetchError(detail, url=url)  # InvalidURL and any other ClientError
+    The request waited for its first byte with ``first_byte_timeout`` as the
+    socket read timeout; the body gets the usual one, counted from now.
+    ``read_timeout`` and ``start_timeout`` are public on aiohttp's protocol
+    (aiohttp itself clears the timeout that way for websockets).
+    """
+    connection = response.connection
+    protocol = connection.protocol if connection is not None else None
+    if protocol is not None:
+        protocol.read_timeout = seconds
+        protocol.start_timeout()  # re-arm: the running timer still has the first-byte wait
 
 
 def _retryable(error: FetchError) -> bool:
@@ -138,147 +129,6 @@ def _retryable(error: FetchError) -> bool:
     if isinstance(error, HTTPStatusError):
         return error.status in (408, 429) or error.status >= 500
     return isinstance(error, ConnectError | FetchTimeout)
-
-
-class GuardedConnector(aiohttp.TCPConnector):
-    """A ``TCPConnector`` that dials only the addresses the ``AddressPolicy`` allows.
-
-    ``_resolve_host`` is the single step between a request (first or
-    redirected) and ``connect()``, for names and IP literals alike, and its
-    answer is what gets dialed; see ``harvester.guard`` for why the check lives
-    here. It is aiohttp-private API: tests/integration/test_ssrf.py fails if an
-    aiohttp upgrade stops routing connections through it.
-    """
-
-    def __init__(self, policy: AddressPolicy, *, proxy: str | None = None, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self._policy = policy
-        # The configured proxy is operator configuration: its own address is trusted.
-        proxy_url = yarl.URL(proxy) if proxy else None
-        self._proxy_key = (proxy_url.raw_host, proxy_url.port) if proxy_url else None
-
-    async def _resolve_host(
-        self, host: str, port: int, traces: Sequence[Trace] | None = None
-    ) -> list[ResolveResult]:
-        answers = await super()._resolve_host(host, port, traces=traces)
-        policy = self._policy
-        if not policy.enabled or (host, port) == self._proxy_key:
-            return answers
-        # Filter, not all-or-nothing: a name with one public and one private
-        # answer is served from the public one only. The DNS cache keeps the
-        # full answer; the filter runs again at every connect (rebinding).
-        allowed = [a for a in answers if policy.reason(a["host"], host=host) is None]
-        if answers and not allowed:
-            policy.check(answers[0]["host"], host=host)  # raises ForbiddenAddress, naming why
-        return allowed
-
-    async def _create_connection(
-        self,
-        req: ClientRequest,
-        traces: list[Trace],
-        timeout: aiohttp.ClientTimeout,  # noqa: ASYNC109 - aiohttp's signature
-    ) -> ResponseHandler:
-        # Through a proxy the target is resolved by the proxy, never here: an
-        # IP-literal target is the only address we can still judge.
-        if req.proxy is not None and req.url.raw_host is not None:
-            self._policy.check_literal(req.url.raw_host)
-        return await super()._create_connection(req, traces, timeout)
-
-
-@dataclass(frozen=True, slots=True)
-class Body:
-    """One response, handed over while its connection and host slot are held.
-
-    ``url`` is the final URL; ``redirects`` lists, in order, every URL that
-    answered with a redirect on the way there (empty when none). ``attempts``
-    counts requests made, retries included. Status 304 is a Body with an
-    empty payload, not an error.
-    """
-
-    url: str
-    status: int
-    headers: Mapping[str, str]
-    redirects: tuple[str, ...]
-    attempts: int
-    _stream: _BodyStream = field(repr=False, compare=False)
-
-    def chunks(self) -> AsyncIterator[bytes]:
-        """Stream the payload (one pass) as the decoded bytes of the response.
-
-        Raises ``BodyTooLarge`` *before* yielding the chunk that would cross
-        the cap, so everything yielded fits; ``FetchTimeout`` when the server
-        stalls longer than ``read_timeout`` or the file's total deadline
-        passes; ``ConnectError`` when the connection breaks mid-body.
-        """
-        return self._stream
-
-
-class _DeadlinePassed(Exception):
-    """Set on a response's payload stream when the file's total deadline passes."""
-
-
-class _BodyStream:
-    """Async iterator over one response's payload, with the caps applied."""
-
-    def __init__(
-        self,
-        response: aiohttp.ClientResponse,
-        url: str,
-        cfg: FetchConfig,
-        cap: int,
-        deadline: float,
-    ) -> None:
-        self._response = response
-        self._url = url  # the URL asked for: errors name what the caller knows, pre-redirect
-        self._cfg = cfg
-        self._cap = cap  # max bytes yielded in total
-        self._deadline = deadline  # loop time at which the file's total budget ends
-        self._received = 0  # bytes yielded so far
-        self._closed = False  # set when stream() exits: the connection is gone
-        # One timer for the whole body, not an asyncio.timeout per chunk (~5 µs each,
-        # ~27,000 chunks on the many benchmark). When the deadline passes, the read
-        # that waits (or the next one) raises; the consumer's code between two
-        # chunks is never interrupted. A body already received in full is left to
-        # finish: its reads no longer wait.
-        self._timer = asyncio.get_running_loop().call_at(deadline, self._expire)
-
-    def _expire(self) -> None:
-        content = self._response.content
-        if not content.is_eof():
-            content.set_exception(_DeadlinePassed())
-
-    def __aiter__(self) -> _BodyStream:
-        return self
-
-    async def __anext__(self) -> bytes:
-        if self._closed:
-            raise RuntimeError("Body.chunks() used after its stream() context exited")
-        url = self._url
-        try:
-            chunk = await self._response.content.read(self._cfg.chunk_size)
-        except _DeadlinePassed as exc:
-            raise FetchTimeout(
-                f"total deadline of {self._cfg.total_timeout:g}s passed while reading",
-                url=url,
-            ) from exc
-        except TimeoutError as exc:  # aiohttp's sock_read: the server stalled
-            raise FetchTimeout(
-                f"no data for {self._cfg.read_timeout:g}s while reading the body", url=url
-            ) from exc
-        except aiohttp.ClientError as exc:
-            raise _map_error(exc, url, self._cfg) from exc
-        if not chunk:
-            raise StopAsyncIteration
-        # These are bytes after Content-Encoding was undone, so an encoded body
-        # is capped on its decoded size: stricter than the wire, never looser.
-        self._received += len(chunk)
-        if self._received > self._cap:
-            raise BodyTooLarge(f"body larger than {self._cap} bytes", url=url)
-        return chunk
-
-    def close(self) -> None:
-        self._closed = True
-        self._timer.cancel()
 
 
 class Fetcher:
@@ -307,31 +157,41 @@ class Fetcher:
         rng: random.Random | None = None,
     ) -> None:
         self._cfg = cfg
-        self._resolver = resolver  # None: aiohttp's ThreadedResolver, owned by the connector
+        self._resolver = resolver  # None: per cfg.resolver; given: the caller owns and closes it
         self._sleep = sleep  # waits between attempts; injected so tests need not wait
         self._rng = rng or random.Random()  # noqa: S311 - jitter, not cryptography
         self._session: aiohttp.ClientSession | None = None  # set by __aenter__ only
+        self._dns: CachingResolver | None = None  # the caching resolver, set by __aenter__
+        # Timeouts of a request to a host that has answered before, and of one that has
+        # not (first contact: the wait for the first response byte is first_byte_timeout).
+        # No total: the per-file deadline spans retries and body, see stream().
+        self._timeout = aiohttp.ClientTimeout(
+            total=None, sock_connect=cfg.connect_timeout, sock_read=cfg.read_timeout
+        )
+        self._first_timeout = aiohttp.ClientTimeout(
+            total=None, sock_connect=cfg.connect_timeout, sock_read=cfg.first_byte_timeout
+        )
+
+    @property
+    def resolver(self) -> CachingResolver | None:
+        """The caching resolver of the open fetcher (its counters tell lookups from hits)."""
+        return self._dns
 
     async def __aenter__(self) -> Fetcher:
         if self._session is not None:
             raise RuntimeError("Fetcher is already open")
         cfg = self._cfg
-        connector = GuardedConnector(
-            AddressPolicy(allow_private=cfg.allow_private, allow=cfg.allow),
-            proxy=cfg.proxy,
-            limit=cfg.max_connections,
-            ttl_dns_cache=cfg.dns_cache_ttl,
-            use_dns_cache=True,
-            keepalive_timeout=cfg.keepalive_timeout,
-            resolver=self._resolver or aiohttp.ThreadedResolver(),
-        )
+        dns = make_resolver(cfg, self._resolver)
+        try:
+            connector = make_connector(cfg, dns)
+        except BaseException:
+            await dns.close()
+            raise
+        self._dns = dns
         self._session = aiohttp.ClientSession(
             connector=connector,
             headers={"User-Agent": cfg.user_agent},
-            # No total: the per-file deadline spans retries and body, see stream().
-            timeout=aiohttp.ClientTimeout(
-                total=None, sock_connect=cfg.connect_timeout, sock_read=cfg.read_timeout
-            ),
+            timeout=self._timeout,
             auto_decompress=True,
             trust_env=False,  # proxies come from config only, never from the environment
         )
@@ -344,8 +204,11 @@ class Fetcher:
         tb: TracebackType | None,
     ) -> None:
         session, self._session = self._session, None
+        dns, self._dns = self._dns, None
         if session is not None:
             await session.close()
+        if dns is not None:
+            await dns.close()  # after the session: the connector does not close it
 
     def stream(
         self,
@@ -396,12 +259,16 @@ class Fetcher:
             async with contextlib.AsyncExitStack() as stack:
                 budget = asyncio.timeout_at(deadline)
                 cause: BaseException | None = None
+                error: FetchError
+                first = not slot.answered  # re-read after admission, below
                 try:
                     async with budget:
                         await stack.enter_async_context(slot.request())
                         if deadline is None:
                             deadline = loop.time() + cfg.total_timeout
                             budget.reschedule(deadline)
+                        # Another request may have had the host's answer while we waited.
+                        first = not slot.answered
                         response = await stack.enter_async_context(
                             session.get(
                                 url,
@@ -410,15 +277,19 @@ class Fetcher:
                                 # aiohttp raises on reaching its max, i.e. follows
                                 # one fewer; +1 also keeps 0 from meaning "unlimited".
                                 max_redirects=cfg.max_redirects + 1,
+                                timeout=self._first_timeout if first else self._timeout,
                             )
                         )
+                        slot.mark_answered()
+                        if first:
+                            _body_read_timeout(response, cfg.read_timeout)
                 except TimeoutError as exc:
                     if budget.expired():
                         msg = f"total deadline of {cfg.total_timeout:g}s passed"
                         raise FetchTimeout(msg, url=url) from exc
-                    error, cause = _map_error(exc, url, cfg), exc
+                    error, cause = self._timeout_error(exc, url, first), exc
                 except aiohttp.ClientError as exc:
-                    error, cause = _map_error(exc, url, cfg), exc
+                    error, cause = map_error(exc, url, cfg), exc
                 except ForbiddenAddress as exc:
                     # Raised by GuardedConnector, which knows the peer but not the URL.
                     raise ForbiddenAddress(exc.message, url=url) from exc
@@ -426,7 +297,7 @@ class Fetcher:
                     assert deadline is not None  # set before the request was sent
                     outcome = self._check_response(response, url, cap)
                     if outcome is None:
-                        body_stream = _BodyStream(response, url, cfg, cap, deadline)
+                        body_stream = BodyStream(response, url, cfg, cap, deadline)
                         try:
                             yield Body(
                                 url=str(response.url),
@@ -445,7 +316,16 @@ class Fetcher:
                         slot.back_off(outcome.retry_after)
             # Slot and connection are released here; decide whether to try again.
             assert deadline is not None  # any error after admission left it set
-            delay = self._retry_delay(error, attempt)
+            # First contact decides quickly: a host that let a connect or its first
+            # response time out is dead or hanging, and each retry would cost the
+            # same timeout again. A failed TLS handshake (a certificate problem, no
+            # TLS on the port) will not mend in a few seconds either.
+            if (first and isinstance(error, FetchTimeout)) or isinstance(
+                cause, aiohttp.ClientSSLError
+            ):
+                delay = None
+            else:
+                delay = self._retry_delay(error, attempt)
             # Give up now rather than sleep into a FetchTimeout: the last real
             # error (say, the 429 and its Retry-After) says more to the report.
             if delay is None or loop.time() + delay >= deadline:
@@ -453,12 +333,24 @@ class Fetcher:
                 raise error from cause
             logger.debug(
                 "retrying %s in %.2fs after attempt %d: %s",
-                _redact(url),
+                redact(url),
                 delay,
                 attempt,
                 error.message,
             )
             await self._sleep(delay)
+
+    def _timeout_error(self, exc: TimeoutError, url: str, first: bool) -> FetchTimeout:
+        """The ``FetchTimeout`` of a connect or response-wait timeout, saying which it was."""
+        cfg = self._cfg
+        if isinstance(exc, aiohttp.ConnectionTimeoutError):
+            what = f"connect timeout ({cfg.connect_timeout:g}s)"
+        else:
+            waited = cfg.first_byte_timeout if first else cfg.read_timeout
+            what = f"no response within {waited:g}s"
+        if first:
+            what += " on first contact, not retried"
+        return FetchTimeout(what, url=url)
 
     def _check_response(
         self, response: aiohttp.ClientResponse, url: str, cap: int

@@ -17,7 +17,7 @@ Python patch releases. ``fetch.allow`` lists networks (CIDR) and host names
 (exact, case-insensitive) that pass anyway: tests, benchmarks, intranets.
 ``allow_private = true`` switches the address check off altogether.
 
-Where it is enforced, and why there (see ``fetch.GuardedConnector``): in the
+Where it is enforced, and why there (see ``connector.GuardedConnector``): in the
 aiohttp connector, on the addresses it is about to dial, by overriding
 ``TCPConnector._resolve_host``. That method is the one path from a request to
 ``connect()``: it runs for every new connection, so for every redirect hop;

@@ -88,6 +88,7 @@ class HostSlot:
 
     __slots__ = (
         "_active",
+        "_answered",
         "_backoff_until",
         "_clock",
         "_holding",
@@ -118,6 +119,7 @@ class HostSlot:
         self._slot_waiters: deque[asyncio.Future[None]] = deque()  # FIFO for fairness
         self._active = 0  # requests admitted and not yet finished
         self._waiting = 0  # requests inside request() not yet admitted
+        self._answered = False  # the host sent a response once (fetch's first-contact rules)
 
     @property
     def active(self) -> int:
@@ -128,6 +130,20 @@ class HostSlot:
     def waiting(self) -> int:
         """Requests inside ``request()`` still waiting to be admitted."""
         return self._waiting
+
+    @property
+    def answered(self) -> bool:
+        """Has the host answered a request through this slot (any status)?
+
+        Until it has, the fetcher treats every request as first contact: a
+        timeout is final (no retry, no http fallback), so a dead host costs one
+        timeout, not ``retries + 1`` of them.
+        """
+        return self._answered
+
+    def mark_answered(self) -> None:
+        """Record that the host sent a response (the fetcher calls this on response headers)."""
+        self._answered = True
 
     def request(self) -> AbstractAsyncContextManager[None]:
         """Wait until one more request may start on this host; hold its slot until exit.
@@ -207,9 +223,10 @@ class HostSlot:
         except RuntimeError:  # no running loop and no injected clock
             when = "next start unknown"
         rate = min(policy.rate, 1.0 / self._min_interval) if self._min_interval else policy.rate
+        contact = "answered" if self._answered else "first contact"
         return (
             f"<HostSlot {self.host} active={self._active}/{policy.concurrency} "
-            f"waiting={self._waiting} rate={rate:g}/s {when}>"
+            f"waiting={self._waiting} rate={rate:g}/s {when} {contact}>"
         )
 
     # State transitions below are plain defs: no await between check and

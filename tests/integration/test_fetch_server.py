@@ -269,6 +269,7 @@ async def test_stall_before_headers_is_retried_then_fails(
         await release.wait()
         return web.Response(body=b"")
 
+    slot.mark_answered()  # a live host: a first contact that stalls is not retried
     async with (
         serve({"/": stall}) as server,
         make_fetcher(read_timeout=0.2, retries=1) as fetcher,

@@ -56,6 +56,14 @@ def test_per_host_policy(tmp_path: Path) -> None:
         ("[discovery]\ncross_host = 'sometimes'\n", "discovery.cross_host"),
         ("[politeness.hosts.'a.com']\nrate = -2\n", "politeness.hosts.'a.com'.rate"),
         ("[politeness.default]\nconcurrency = 0\n", "politeness.default.concurrency"),
+        ("[fetch]\nfirst_byte_timeout = 0\n", "fetch.first_byte_timeout"),
+        ("[fetch]\nmin_speed_window = 0\n", "fetch.min_speed_window"),
+        ("[fetch]\nmin_speed = -1\n", "fetch.min_speed"),
+        ("[fetch]\nresolver = 'magic'\n", "fetch.resolver"),
+        ("[fetch]\nnameservers = ['dns.example']\n", "fetch.nameservers[0]"),
+        ("[fetch]\nnameservers = ['127.0.0.1', '10.0.0.1:99999']\n", "fetch.nameservers[1]"),
+        ("[fetch]\ndns_cache_size = 0\n", "fetch.dns_cache_size"),
+        ("[fetch]\ndns_timeout = 0\n", "fetch.dns_timeout"),
     ],
 )
 def test_bad_values_name_the_key(tmp_path: Path, toml: str, key: str) -> None:
@@ -77,3 +85,26 @@ def test_proxy_credentials_masked() -> None:
     cfg = load_config(None, {"fetch.proxy": "http://user:secret@proxy:3128"})
     assert "secret" not in repr(cfg.fetch)
     assert "secret" not in repr(cfg)
+
+
+def test_min_speed_zero_switches_the_floor_off() -> None:
+    cfg = load_config(None, {"fetch.min_speed": 0, "fetch.min_speed_window": 0.0})
+    assert cfg.fetch.min_speed == 0
+
+
+@pytest.mark.parametrize(
+    ("entry", "expected"),
+    [
+        ("127.0.0.1", ("127.0.0.1", 53)),
+        ("127.0.0.1:5353", ("127.0.0.1", 5353)),
+        ("::1", ("::1", 53)),
+        ("[::1]:5353", ("::1", 5353)),
+        ("[::1]", ("::1", 53)),
+    ],
+)
+def test_nameserver_forms(entry: str, expected: tuple[str, int]) -> None:
+    from harvester.config import split_nameserver
+
+    assert split_nameserver(entry) == expected
+    cfg = load_config(None, {"fetch.nameservers": [entry]})
+    assert cfg.fetch.nameservers == (entry,)

@@ -427,6 +427,7 @@ async def test_response_error_maps_to_http_status(fake: FakeTime, slot: Recordin
 async def test_which_errors_are_retried(
     fake: FakeTime, slot: RecordingSlot, exc: Exception, retried: bool
 ) -> None:
+    slot.mark_answered()  # a host that answered before: first contact has its own rules
     with aioresponses() as m:
         m.get(URL_A, exception=exc)
         m.get(URL_A, status=200, body=b"ok")
@@ -438,6 +439,66 @@ async def test_which_errors_are_retried(
                 with pytest.raises(FetchError):
                     await fetch_all(fetcher, slot)
                 assert len(calls(m)) == 1
+
+
+@pytest.mark.parametrize(
+    ("exc", "message"),
+    [
+        pytest.param(
+            aiohttp.ConnectionTimeoutError("connect"), r"connect timeout \(10s\)", id="connect"
+        ),
+        pytest.param(aiohttp.SocketTimeoutError("read"), r"no response within 4s", id="first-byte"),
+    ],
+)
+async def test_first_contact_timeout_is_final(
+    fake: FakeTime, slot: RecordingSlot, exc: Exception, message: str
+) -> None:
+    with aioresponses() as m:
+        m.get(URL_A, exception=exc)
+        m.get(URL_A, status=200, body=b"ok")
+        async with make_fetcher(fake, first_byte_timeout=4.0, retries=3) as fetcher:
+            with pytest.raises(FetchTimeout, match=message) as info:
+                await fetch_all(fetcher, slot)
+    assert "first contact, not retried" in info.value.message
+    assert info.value.attempts == 1
+    assert info.value.url == URL_A
+    assert len(calls(m)) == 1
+    assert fake.sleeps == []
+    assert not slot.answered
+
+
+async def test_first_contact_connection_refused_is_still_retried(
+    fake: FakeTime, slot: RecordingSlot
+) -> None:
+    refused = aiohttp.ClientConnectorError(connection_key(), ConnectionRefusedError(111, "no"))
+    with aioresponses() as m:
+        m.get(URL_A, exception=refused)
+        m.get(URL_A, status=200, body=b"ok")
+        async with make_fetcher(fake) as fetcher:
+            body, _ = await fetch_all(fetcher, slot)
+    assert body.attempts == 2
+    assert slot.answered  # the 200 answered: later timeouts of this host are retried
+
+
+async def test_an_error_status_counts_as_an_answer(fake: FakeTime, slot: RecordingSlot) -> None:
+    with aioresponses() as m:
+        m.get(URL_A, status=503)
+        m.get(URL_A, exception=aiohttp.SocketTimeoutError("read"))
+        m.get(URL_A, status=200, body=b"ok")
+        async with make_fetcher(fake) as fetcher:
+            body, _ = await fetch_all(fetcher, slot)
+    assert body.attempts == 3  # the timeout after the 503 was retried: the host is alive
+
+
+async def test_tls_failure_is_not_retried(fake: FakeTime, slot: RecordingSlot) -> None:
+    tls = aiohttp.ClientConnectorSSLError(connection_key(), OSError(1, "handshake failure"))
+    with aioresponses() as m:
+        m.get(URL_A, exception=tls)
+        m.get(URL_A, status=200, body=b"ok")
+        async with make_fetcher(fake) as fetcher:
+            with pytest.raises(ConnectError):
+                await fetch_all(fetcher, slot)
+    assert len(calls(m)) == 1
 
 
 async def test_proxy_credentials_never_leak(

@@ -26,3 +26,19 @@ async def test_asyncio_open_connection_is_fenced() -> None:
 
     with pytest.raises(OSError, match="fence"):
         await asyncio.open_connection("10.0.0.1", 80)
+
+
+async def test_c_ares_without_loopback_name_servers_is_fenced() -> None:
+    import socket as socket_module
+
+    from harvester.config import FetchConfig
+    from harvester.resolver import make_resolver
+
+    before = len(REFUSED_CONNECTIONS)
+    resolver = make_resolver(FetchConfig())  # the system's name servers: fenced
+    try:
+        with pytest.raises(socket_module.gaierror, match="fence"):
+            await resolver.resolve("example.com", 80)
+    finally:
+        await resolver.close()
+    assert len(REFUSED_CONNECTIONS) == before + 1

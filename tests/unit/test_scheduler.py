@@ -517,3 +517,13 @@ def test_host_key(url: str, key: str) -> None:
 def test_host_key_needs_a_host(url: str) -> None:
     with pytest.raises(ValueError, match="no host"):
         host_key(url)
+
+
+def test_a_slot_is_first_contact_until_the_host_answers() -> None:
+    slot = HostSlot("a.test", HostPolicy(), clock=lambda: 0.0)
+    states = [(slot.answered, repr(slot))]
+    slot.mark_answered()
+    states.append((slot.answered, repr(slot)))
+    assert [answered for answered, _ in states] == [False, True]
+    assert states[0][1].endswith("first contact>")
+    assert states[1][1].endswith(" answered>")
