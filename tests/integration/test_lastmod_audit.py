@@ -197,7 +197,7 @@ async def test_honest_site_earns_trust_and_then_its_lastmod_filters(
     # No content change seen yet, but 12 of 12 pages' own dates agree with lastmod: that
     # is evidence enough (issue 30 item 8); change tracking keeps checking.
     assert first["score"]["level"] == "trusted"
-    assert "page dates agree with lastmod on 100% of 12 pages" in first["score"]["reason"]
+    assert "page dates agree with lastmod on 100% of 12 pages" in str(first["score"]["reason"])
 
     site.change(range(6), content=True, lastmod=True)
     assert _events(await harvest(site, tmp_path, "two")) == {"changed": 6}
