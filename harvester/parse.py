@@ -67,15 +67,18 @@ _drain_sitemap: Callable[[Any, Any, list[Entry], bool], None] | None = (
     _cparse.drain if _cparse is not None else None
 )
 
+
+def _urlset_reader() -> type[UrlsetPush] | None:
+    """``_cpush.UrlsetPush`` where it loaded (built, on a tested lxml), else None."""
+    module = compiled.load("_cpush")
+    return module.UrlsetPush if module is not None else None
+
+
 # The urlset reader that drives libxml2 itself (harvester/_cpush.pyx): used, with the
-# entry builder above, where it loaded and found lxml's libxml2; the tests set it to None
-# to read documents through lxml's XMLPullParser instead and compare.
-_cpush = compiled.load("_cpush")
-_urlset_push: Callable[..., Any] | None = (
-    _cpush.UrlsetPush if _cpush is not None and _cpush.AVAILABLE else None
-)
-if _cpush is not None and not _cpush.AVAILABLE:
-    compiled.MISSING["_cpush"] = _cpush.MISSING
+# entry builder above, where it loaded, found lxml's libxml2 and lxml is a tested release
+# (compiled.LXML_TESTED); the tests set it to None to read documents through lxml's
+# XMLPullParser instead and compare.
+_urlset_push = _urlset_reader()
 
 __all__ = ["EntrySink", "TextSitemapParser", "XmlSitemapParser"]
 
