@@ -2,8 +2,9 @@
 """Compiled reader of urlset documents: libxml2's push parser driven without lxml.
 
 In: the decoded bytes of one urlset (``UrlsetPush.feed``, in any split; then
-``close``), and the ``parse.XmlSitemapParser`` whose entry builder, memos and
-Python fallbacks it uses. Out: entries appended to the caller's list as each
+``close``), and the parser's ``_cparse.EntryContext`` (the entry builder's
+named inputs: memos, counters, and the ``entries.UrlBuilder`` for what is left
+to Python). Out: entries appended to the caller's list as each
 ``<url>`` closes; ``feed`` and ``close`` return None, or ``(message, line,
 column)`` of the first libxml2 error (the caller raises it as lxml's errors
 are raised), and re-raise a Python exception raised while building an entry
@@ -21,8 +22,7 @@ everything before it, so the tree never holds more than the ``<url>`` being
 read. A usual ``<url>`` (loc, lastmod, changefreq, priority and nothing else)
 is not even built: its values are kept from the parser's events, as the
 builder would have received them (the fast path, described below), and any
-other content hands it back to the builder. bench_parse and bench_pipeline
-measure the difference.
+other content hands it back to the builder.
 
 The same parse as lxml's: the options ``XMLPullParser`` gets in parse.py
 (no entity substitution, no network, no DTD loading, no huge trees, blank
@@ -36,7 +36,11 @@ libxml2 is lxml's own copy, the one its ``etree`` module is linked with: its
 functions are looked up with ``dlsym`` in that module, so this one links
 against nothing but Python, and is not used (``AVAILABLE`` is False, the
 lxml path reads) when a function is missing or the libxml2 lxml runs is not
-the one whose headers it was built with.
+the one whose headers it was built with. Beyond its public functions it
+relies on libxml2's parser context (the current node, the input cursor, the
+SAX handler table) and on what its tree builder reads there: ``compiled.load``
+imports this module only for the lxml and libxml2 releases it is tested with
+(``compiled.LXML_TESTED``), as a layout change would crash rather than fail.
 """
 
 from libc.stdlib cimport free, realloc
@@ -51,6 +55,7 @@ from harvester._cparse cimport (
     LOC,
     PRIORITY,
     Count,
+    EntryContext,
     _classify_name,
     _flush_count,
     _short_bytes,
@@ -177,8 +182,8 @@ cdef void _on_error(void* data, const xmlerror.xmlError* error) noexcept:
 #
 # libxml2's tree builder makes, for every <loc>, <lastmod>, <changefreq> and <priority>,
 # an element node and a text node, links them, and the end of the <url> frees them: 8
-# of the 9 nodes of a usual <url>, with a malloc and a free each (~10 % of a worker's
-# instructions, valgrind, many benchmark). In a <url> child of the root whose children
+# of the 9 nodes of a usual <url>, with a malloc and a free each, more than the rest of
+# its parse. In a <url> child of the root whose children
 # are only those four elements, without attributes, namespace declarations or markup
 # inside, their text is kept here instead (``_Cap``: which element, where its text is)
 # and the entry is made from it when the <url> closes: the values are those
@@ -391,9 +396,9 @@ cdef void _on_end(
                 self.fast_urls += 1
                 found = self._fast_entry()
             else:
-                found = _url_entry(node, None, self._ctx, self._parser, self._out, &self._count)
+                found = _url_entry(node, None, self._ctx, self._out, &self._count)
             if found is not None:
-                self._parser._finish(found, self._out)
+                self._ctx.builder.finish(found, self._out)
         except BaseException as exc:  # raised again by feed, as lxml's drain raises it
             self._exc = exc
             _stop(ctxt)
@@ -430,8 +435,7 @@ cdef class UrlsetPush:
     cdef Py_ssize_t _text_len, _text_room
     cdef tree.xmlNode _shadow  # the parser's current node while a value is read
     cdef tree.xmlNode _shadow_text  # its one child once the value has text
-    cdef object _parser
-    cdef tuple _ctx
+    cdef EntryContext _ctx  # the parser's; holds nothing that holds this reader
     cdef list _out
     cdef object _exc  # a Python exception raised in _on_end, re-raised by feed/close
     cdef object _error  # (message, line, column): the first libxml2 error
@@ -439,9 +443,9 @@ cdef class UrlsetPush:
     cdef bytes _encoding
     cdef bint _done
 
-    def __cinit__(self, tuple ctx not None, encoding=None):
-        """``ctx``: the ``XmlSitemapParser``'s ``_entry_ctx``; ``encoding``: the one
-        sniffed, or None (the document's own)."""
+    def __cinit__(self, EntryContext ctx not None, encoding=None):
+        """``ctx``: the parser's ``EntryContext``; ``encoding``: the one sniffed, or None
+        (the document's own)."""
         if not AVAILABLE:
             raise RuntimeError(MISSING)
         self._ctx = ctx
@@ -571,9 +575,7 @@ cdef class UrlsetPush:
                 priority = value
             else:
                 changefreq = value
-        return _values_entry(
-            loc, lastmod, changefreq, priority, self._ctx, self._parser, self._out, &self._count
-        )
+        return _values_entry(loc, lastmod, changefreq, priority, self._ctx, self._out, &self._count)
 
     cdef object _result(self, int status, bint end):
         """After a parse call: raise the Python exception raised in it, or return the
@@ -593,11 +595,8 @@ cdef class UrlsetPush:
             return self._error
         return None
 
-    def feed(self, const unsigned char[:] data not None, list out, parser):
+    def feed(self, const unsigned char[:] data not None, list out):
         """Parse ``data`` in 16 KiB slices; append finished entries to ``out``.
-
-        ``parser`` is the ``XmlSitemapParser`` (its ``_finish`` and ``_url_values``), held
-        only during the call: kept, it would make a reference cycle.
 
         Returns None, or ``(message, line, column)`` of the error that ended the
         document (no more input is read then).
@@ -610,7 +609,6 @@ cdef class UrlsetPush:
         if n:
             p = <const char*>&data[0]
         self._out = out
-        self._parser = parser
         try:
             while True:
                 size = min(SLICE, n - start)
@@ -627,22 +625,19 @@ cdef class UrlsetPush:
                     return error
         finally:
             self._out = None
-            self._parser = None
             _flush_count(self._ctx, &self._count)
 
-    def close(self, list out, parser):
+    def close(self, list out):
         """End of input: append the last entries; None, or the error as ``feed`` gives it."""
         if self._done:
             return None
         if self._ctxt is NULL:
             return ("no element found", 0, 0)  # lxml's close() before any feed()
         self._out = out
-        self._parser = parser
         try:
             return self._result(_parse_chunk(self._ctxt, NULL, 0, 1), True)
         finally:
             self._out = None
-            self._parser = None
             self._done = True
             _flush_count(self._ctx, &self._count)
 
