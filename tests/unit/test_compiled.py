@@ -60,6 +60,7 @@ def test_an_untested_lxml_turns_cpush_off(monkeypatch: pytest.MonkeyPatch) -> No
     from harvester.config import ReaderConfig
     from harvester.models import Entry, Kind, ReadStats
 
+    monkeypatch.delenv("HARVESTER_PURE_PYTHON", raising=False)  # (the gate is checked after it)
     monkeypatch.setattr(compiled, "MISSING", {})
     monkeypatch.setattr(etree, "LXML_VERSION", (6, 2, 0, 0))
     assert compiled.load("_cpush") is None
@@ -77,6 +78,7 @@ def test_an_untested_lxml_turns_cpush_off(monkeypatch: pytest.MonkeyPatch) -> No
 def test_an_untested_libxml2_turns_cpush_off(monkeypatch: pytest.MonkeyPatch) -> None:
     from lxml import etree
 
+    monkeypatch.delenv("HARVESTER_PURE_PYTHON", raising=False)
     monkeypatch.setattr(compiled, "MISSING", {})
     monkeypatch.setattr(etree, "LIBXML_VERSION", (2, 15, 1))
     assert compiled.load("_cpush") is None
@@ -93,6 +95,7 @@ def test_pyproject_allows_the_tested_lxml_releases_only() -> None:
 
 
 def test_compiled_off_names_the_modules_to_leave_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("HARVESTER_PURE_PYTHON", raising=False)
     monkeypatch.setattr(compiled, "MISSING", {})
     monkeypatch.setenv("HARVESTER_COMPILED_OFF", "_cpush,_cdates")
     assert compiled.load("_cpush") is None

@@ -76,6 +76,7 @@ def damaged_pieces(data: bytes, draw: st.DataObject) -> list[bytes]:
 
 def through_lxml(pieces: list[bytes], cfg: ReaderConfig | None = None) -> Outcome:
     saved = parse._urlset_push
+    assert saved is cpush.UrlsetPush  # what it is compared with is read through this module
     parse._urlset_push = None  # hypothesis and function-scoped fixtures do not mix
     try:
         return outcome(pieces, cfg)
