@@ -3,9 +3,11 @@
 - ``harvester._cparse``: the parse stage's loop over closed entries and walk of each
   ``<url>`` (Cython against lxml's public C API, so lxml's headers are needed at build
   time).
-- ``harvester._cpush``: libxml2's push parser driven without lxml for urlsets (lxml's own
-  libxml2, found with ``dlsym``; lxml's headers again), its ``<url>`` nodes read by
-  ``_cparse``.
+- ``harvester._clibxml``: lxml's own libxml2, the functions ``_cpush`` calls found with
+  ``dlsym`` in lxml's ``etree`` module (lxml's headers again).
+- ``harvester._cpush``: libxml2's push parser driven without lxml for urlsets, its
+  ``<url>`` nodes read by ``_cparse``; used only on the lxml releases it is tested with
+  (``compiled.LXML_TESTED``).
 - ``harvester._cdates``: the common lastmod shapes, parsed and formatted.
 - ``harvester._cnormalize``: the canonical form of URLs without a query or with a plain one.
 - ``harvester._cdedupe``: the URL fingerprint (BLAKE2b-64, the same value as hashlib's).
@@ -31,7 +33,14 @@ extensions = [
         include_dirs=lxml.get_include(),
         optional=True,
     ),
-    # Uses _cparse's entry builder at C level (its .pxd); links nothing but Python.
+    # lxml's libxml2 functions for _cpush, found with dlsym; links nothing but Python.
+    Extension(
+        "harvester._clibxml",
+        ["harvester/_clibxml.pyx"],
+        include_dirs=lxml.get_include(),
+        optional=True,
+    ),
+    # Uses _cparse's entry builder and _clibxml's functions at C level (their .pxd files).
     Extension(
         "harvester._cpush",
         ["harvester/_cpush.pyx"],

@@ -27,6 +27,7 @@ __all__ = ["LIBXML_TESTED", "LXML_TESTED", "MISSING", "NAMES", "load", "untested
 
 NAMES = (
     "_cparse",
+    "_clibxml",
     "_cpush",
     "_cdates",
     "_cnormalize",
@@ -44,6 +45,7 @@ MISSING: dict[str, str] = {}  # module name -> why it is not in use
 # tests have run against it and it is added here (and to pyproject.toml's lxml range).
 LXML_TESTED = frozenset({(6, 1)})
 LIBXML_TESTED = frozenset({(2, 14)})
+_LXML_GATED = frozenset({"_clibxml", "_cpush"})  # the modules these releases apply to
 
 
 def untested_lxml() -> str | None:
@@ -70,8 +72,8 @@ def load(name: str) -> ModuleType | None:
     if name in os.environ.get("HARVESTER_COMPILED_OFF", "").split(","):
         MISSING[name] = "HARVESTER_COMPILED_OFF names it"
         return None
-    if name == "_cpush":
-        # Checked before the import: the module looks libxml2's functions up as it loads.
+    if name in _LXML_GATED:
+        # Checked before the import: these look libxml2's functions up as they load.
         untested = untested_lxml()
         if untested is not None:
             MISSING[name] = untested
