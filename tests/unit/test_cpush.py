@@ -220,7 +220,7 @@ def test_an_undeclared_entity_names_itself() -> None:
 
 def test_what_is_read_is_freed() -> None:
     # The tree holds the <url> still open, never the ones read: memory does not grow
-    # with the file (bench_parse measures it on 50 MB).
+    # with the file.
     sink = parse.EntrySink(ReadStats(), ReaderConfig())
     parser = parse.XmlSitemapParser(Kind.URLSET, sink)
     push = parser._push
