@@ -1,5 +1,6 @@
 # What harvester/_cpush.pyx uses of harvester/_cparse.pyx at C level: the entry builder
 # (which reads <url> nodes that libxml2 built without lxml there) and its context.
+# (The walk of a <url>'s nodes and the codes of its children: harvester/_cwalk.pxd.)
 from lxml.includes cimport tree
 
 
@@ -31,13 +32,3 @@ cdef object _values_entry(
     object raw_loc, object lastmod, object changefreq, object priority,
     EntryContext ctx, list out, Count* count,
 )
-cdef object _short_bytes(const char* raw, size_t n)
-cdef int _classify_name(
-    const tree.const_xmlChar* href, const tree.const_xmlChar* name
-) noexcept
-
-
-# Codes of a <url> child, as entries.TagCodes gives them (CORE: a namespace that is none
-# of the extensions', from _classify_name before the local name is read).
-cdef enum:
-    IGNORE, LOC, LASTMOD, CHANGEFREQ, PRIORITY, IMAGE, VIDEO, NEWS, XLINK, CORE

@@ -50,19 +50,8 @@ cimport lxml.includes.etreepublic as cetree
 from lxml.includes cimport tree, xmlerror, xmlparser
 
 from harvester._clibxml cimport Functions, functions
-from harvester._cparse cimport (
-    CORE,
-    LASTMOD,
-    LOC,
-    PRIORITY,
-    Count,
-    EntryContext,
-    _classify_name,
-    _flush_count,
-    _short_bytes,
-    _url_entry,
-    _values_entry,
-)
+from harvester._cparse cimport Count, EntryContext, _flush_count, _url_entry, _values_entry
+from harvester._cwalk cimport CORE, LASTMOD, LOC, PRIORITY, _classify_name, _short_bytes
 
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 
@@ -119,7 +108,7 @@ cdef void _on_error(void* data, const xmlerror.xmlError* error) noexcept:
 # are only those four elements, without attributes, namespace declarations or markup
 # inside, their text is kept here instead (``_Cap``: which element, where its text is)
 # and the entry is made from it when the <url> closes: the values are those
-# ``_cparse._url_values`` reads from the nodes (first non-empty loc; last lastmod,
+# ``_cwalk._url_values`` reads from the nodes (first non-empty loc; last lastmod,
 # changefreq, priority), and the rest is ``_url_entry``'s own code.
 #
 # Anything else inside that <url> (another element, markup or an entity reference in a
@@ -390,7 +379,7 @@ cdef class UrlsetPush:
     cdef int _value_code(
         self, const tree.const_xmlChar* localname, const tree.const_xmlChar* uri
     ) noexcept:
-        """The code of a child of the fast <url> (``_cparse._classify_name``)."""
+        """The code of a child of the fast <url> (``_cwalk._classify_name``)."""
         cdef int code
         # The sitemap namespace's URI is the parser's one string for it: found once
         # to be none of the extensions', it needs no four strcmp a value after that.

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 __all__ = ["LIBXML_TESTED", "LXML_TESTED", "MISSING", "NAMES", "load", "untested_lxml"]
 
 NAMES = (
+    "_cwalk",
     "_cparse",
     "_clibxml",
     "_cpush",

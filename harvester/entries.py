@@ -257,7 +257,7 @@ class UrlBuilder:
 
         Out: ``(loc, lastmod, changefreq, priority, images, alternates, videos, news)``,
         raw text (None when absent) and lists (None when empty). The compiled
-        ``_cparse``'s walker reads the same from the C tree and leaves to this the
+        ``_cwalk``'s walker reads the same from the C tree and leaves to this the
         elements it does not handle (video, news, nested markup).
         """
         known = self._codes.known

@@ -12,14 +12,14 @@ does the walking in C and Python touches each entry once. Input goes to libxml2
 in 16 KiB slices; after each slice the handled entries and their earlier
 siblings are deleted, so the tree never holds more than one slice's entries:
 memory does not grow with the file. A ``<url>`` becomes its entry in
-``entries.UrlBuilder``; where ``harvester/_cparse.pyx`` is built, its walker
-reads a ``<url>``'s values (pointer reads on libxml2's nodes) and its entry
-builder makes the ``UrlEntry`` in the usual case, and what they leave over is
-finished by the ``UrlBuilder`` in Python. Where ``harvester/_cpush.pyx`` is
-built too (and lxml is a tested release: ``compiled.LXML_TESTED``), a urlset
-skips the ``XMLPullParser``: that module drives libxml2's push parser with the
-same settings and slices, hands each ``<url>`` node to the same entry builder
-and frees it as it closes.
+``entries.UrlBuilder``; where ``harvester/_cparse.pyx`` is built, the walker
+of ``harvester/_cwalk.pyx`` reads a ``<url>``'s values (pointer reads on
+libxml2's nodes) and ``_cparse``'s entry builder makes the ``UrlEntry`` in the
+usual case, and what they leave over is finished by the ``UrlBuilder`` in
+Python. Where ``harvester/_cpush.pyx`` is built too (and lxml is a tested
+release: ``compiled.LXML_TESTED``), a urlset skips the ``XMLPullParser``: that
+module drives libxml2's push parser with the same settings and slices, hands
+each ``<url>`` node to the same entry builder and frees it as it closes.
 """
 
 from __future__ import annotations
