@@ -1,11 +1,14 @@
 """Build of the compiled modules (everything else is in pyproject.toml).
 
-- ``harvester._cparse``: the parse stage's loop over closed entries and walk of each
-  ``<url>`` (Cython against lxml's public C API, so lxml's headers are needed at build
-  time).
-- ``harvester._cpush``: libxml2's push parser driven without lxml for urlsets (lxml's own
-  libxml2, found with ``dlsym``; lxml's headers again), its ``<url>`` nodes read by
-  ``_cparse``.
+- ``harvester._cwalk``: the walk of each ``<url>``'s nodes for its raw values (libxml2's
+  struct layouts, from the headers lxml ships: they are needed at build time).
+- ``harvester._cparse``: the parse stage's loop over closed entries and the entry builder
+  of each ``<url>`` (Cython against lxml's public C API).
+- ``harvester._clibxml``: lxml's own libxml2, the functions ``_cpush`` calls found with
+  ``dlsym`` in lxml's ``etree`` module (lxml's headers again).
+- ``harvester._cpush``: libxml2's push parser driven without lxml for urlsets, its
+  ``<url>`` nodes read by ``_cparse``; used only on the lxml releases it is tested with
+  (``compiled.LXML_TESTED``).
 - ``harvester._cdates``: the common lastmod shapes, parsed and formatted.
 - ``harvester._cnormalize``: the canonical form of URLs without a query or with a plain one.
 - ``harvester._cdedupe``: the URL fingerprint (BLAKE2b-64, the same value as hashlib's).
@@ -24,14 +27,28 @@ from setuptools import Extension, setup
 
 extensions = [
     Extension(
-        "harvester._cparse",
-        ["harvester/_cparse.pyx"],
-        # lxml's public C API and the libxml2 headers that match the lxml it ships with;
-        # only struct layouts are used, so nothing is linked but Python.
+        "harvester._cwalk",
+        ["harvester/_cwalk.pyx"],
+        # The libxml2 headers that match the lxml it ships with; only struct layouts are
+        # used, so nothing is linked but Python.
         include_dirs=lxml.get_include(),
         optional=True,
     ),
-    # Uses _cparse's entry builder at C level (its .pxd); links nothing but Python.
+    # Uses _cwalk at C level (its .pxd) and lxml's public C API.
+    Extension(
+        "harvester._cparse",
+        ["harvester/_cparse.pyx"],
+        include_dirs=lxml.get_include(),
+        optional=True,
+    ),
+    # lxml's libxml2 functions for _cpush, found with dlsym; links nothing but Python.
+    Extension(
+        "harvester._clibxml",
+        ["harvester/_clibxml.pyx"],
+        include_dirs=lxml.get_include(),
+        optional=True,
+    ),
+    # Uses _cparse's entry builder, _cwalk's walk and _clibxml's functions at C level.
     Extension(
         "harvester._cpush",
         ["harvester/_cpush.pyx"],

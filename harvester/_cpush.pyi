@@ -1,7 +1,6 @@
 """Types of the compiled urlset reader (harvester/_cpush.pyx)."""
 
-from typing import Any
-
+from harvester._cparse import EntryContext
 from harvester.models import Entry
 
 MISSING: str | None
@@ -15,13 +14,11 @@ class UrlsetPush:
 
     fast_urls: int  # <url>s read by the fast path
 
-    def __init__(self, ctx: tuple[Any, ...], encoding: str | None = None) -> None: ...
-    def feed(
-        self, data: bytes | memoryview, out: list[Entry], parser: Any
-    ) -> tuple[str, int, int] | None:
+    def __init__(self, ctx: EntryContext, encoding: str | None = None) -> None: ...
+    def feed(self, data: bytes | memoryview, out: list[Entry]) -> tuple[str, int, int] | None:
         """Parse ``data``; None, or the error as (message, line, column)."""
 
-    def close(self, out: list[Entry], parser: Any) -> tuple[str, int, int] | None:
+    def close(self, out: list[Entry]) -> tuple[str, int, int] | None:
         """End of input; None, or the error as (message, line, column)."""
 
     def held(self) -> int:

@@ -2,8 +2,9 @@
 """Compiled reader of urlset documents: libxml2's push parser driven without lxml.
 
 In: the decoded bytes of one urlset (``UrlsetPush.feed``, in any split; then
-``close``), and the ``parse.XmlSitemapParser`` whose entry builder, memos and
-Python fallbacks it uses. Out: entries appended to the caller's list as each
+``close``), and the parser's ``_cparse.EntryContext`` (the entry builder's
+named inputs: memos, counters, and the ``entries.UrlBuilder`` for what is left
+to Python). Out: entries appended to the caller's list as each
 ``<url>`` closes; ``feed`` and ``close`` return None, or ``(message, line,
 column)`` of the first libxml2 error (the caller raises it as lxml's errors
 are raised), and re-raise a Python exception raised while building an entry
@@ -21,8 +22,7 @@ everything before it, so the tree never holds more than the ``<url>`` being
 read. A usual ``<url>`` (loc, lastmod, changefreq, priority and nothing else)
 is not even built: its values are kept from the parser's events, as the
 builder would have received them (the fast path, described below), and any
-other content hands it back to the builder. bench_parse and bench_pipeline
-measure the difference.
+other content hands it back to the builder.
 
 The same parse as lxml's: the options ``XMLPullParser`` gets in parse.py
 (no entity substitution, no network, no DTD loading, no huge trees, blank
@@ -33,10 +33,14 @@ The tests read every document both ways and compare, and with and without
 the fast path (tests/unit/test_cpush.py).
 
 libxml2 is lxml's own copy, the one its ``etree`` module is linked with: its
-functions are looked up with ``dlsym`` in that module, so this one links
-against nothing but Python, and is not used (``AVAILABLE`` is False, the
+functions are looked up in that module (``harvester/_clibxml.pyx``), so this one
+links against nothing but Python, and is not used (``MISSING`` says why, the
 lxml path reads) when a function is missing or the libxml2 lxml runs is not
-the one whose headers it was built with.
+the one whose headers it was built with. Beyond its public functions it
+relies on libxml2's parser context (the current node, the input cursor, the
+SAX handler table) and on what its tree builder reads there: ``compiled.load``
+imports this module only for the lxml and libxml2 releases it is tested with
+(``compiled.LXML_TESTED``), as a layout change would crash rather than fail.
 """
 
 from libc.stdlib cimport free, realloc
@@ -45,62 +49,21 @@ from libc.string cimport memcpy, strcmp
 cimport lxml.includes.etreepublic as cetree
 from lxml.includes cimport tree, xmlerror, xmlparser
 
-from harvester._cparse cimport (
-    CORE,
-    LASTMOD,
-    LOC,
-    PRIORITY,
-    Count,
-    _classify_name,
-    _flush_count,
-    _short_bytes,
-    _url_entry,
-    _values_entry,
-)
+from harvester._clibxml cimport Functions, functions
+from harvester._cparse cimport Count, EntryContext, _flush_count, _url_entry, _values_entry
+from harvester._cwalk cimport CORE, LASTMOD, LOC, PRIORITY, _classify_name, _short_bytes
 
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 
-from lxml import etree
+from harvester import _clibxml
 
 cetree.import_lxml__etree()
 
 
-cdef extern from "dlfcn.h" nogil:
-    void* dlopen(const char* filename, int flag)
-    void* dlsym(void* handle, const char* symbol)
-    int RTLD_LAZY
-    int RTLD_NOLOAD
-
-
-cdef extern from "libxml/xmlversion.h":
-    int LIBXML_VERSION  # of the headers this module was compiled with
-
-
-ctypedef xmlparser.xmlParserCtxt* (*create_push_f)(
-    xmlparser.xmlSAXHandler*, void*, const char*, int, const char*) noexcept nogil
-ctypedef int (*reset_push_f)(
-    xmlparser.xmlParserCtxt*, const char*, int, const char*, const char*) noexcept nogil
-ctypedef int (*parse_chunk_f)(xmlparser.xmlParserCtxt*, const char*, int, int) noexcept nogil
-ctypedef int (*use_options_f)(xmlparser.xmlParserCtxt*, int) noexcept nogil
-ctypedef void (*ctxt_f)(xmlparser.xmlParserCtxt*) noexcept nogil
-ctypedef void (*doc_f)(tree.xmlDoc*) noexcept nogil
-ctypedef void (*node_f)(tree.xmlNode*) noexcept nogil
-ctypedef void (*set_handler_f)(
-    xmlparser.xmlParserCtxt*, xmlerror.xmlStructuredErrorFunc, void*) noexcept nogil
-ctypedef tree.xmlNs* (*search_ns_f)(
-    tree.xmlDoc*, tree.xmlNode*, const tree.const_xmlChar*) noexcept nogil
-
-cdef create_push_f _create_push = NULL
-cdef reset_push_f _reset_push = NULL
-cdef parse_chunk_f _parse_chunk = NULL
-cdef use_options_f _use_options = NULL
-cdef ctxt_f _free_ctxt = NULL
-cdef ctxt_f _stop = NULL
-cdef doc_f _free_doc = NULL
-cdef node_f _unlink = NULL
-cdef node_f _free_node = NULL
-cdef set_handler_f _set_handler = NULL
-cdef search_ns_f _search_ns = NULL
+# libxml2's functions, as harvester/_clibxml.pyx found them (all NULL when it could not).
+cdef Functions LIB
+if functions() is not NULL:
+    LIB = functions()[0]
 
 # What lxml's XMLPullParser gets from parse.py: lxml's defaults (NOENT taken off by
 # resolve_entities=False) and NOBLANKS for remove_blank_text=True.
@@ -114,44 +77,7 @@ cdef int OPTIONS = (
 cdef Py_ssize_t SLICE = 16_384  # parse._FEED_SLICE: the same pieces as the lxml path
 
 
-cdef str _resolve():
-    """Look up libxml2's functions in lxml's etree module; why not, or None when all found."""
-    global _create_push, _reset_push, _parse_chunk, _use_options, _free_ctxt, _stop
-    global _free_doc, _unlink, _free_node, _set_handler, _search_ns
-    if etree.LIBXML_VERSION != etree.LIBXML_COMPILED_VERSION:
-        return f"lxml runs libxml2 {etree.LIBXML_VERSION}, built for {etree.LIBXML_COMPILED_VERSION}"
-    running = etree.LIBXML_VERSION
-    if running[0] * 10000 + running[1] * 100 + running[2] != LIBXML_VERSION:
-        return f"libxml2 {running} is not the {LIBXML_VERSION} this module was built with"
-    cdef bytes path = etree.__file__.encode()
-    cdef void* handle = dlopen(path, RTLD_LAZY | RTLD_NOLOAD)
-    if handle is NULL:
-        return f"cannot open {etree.__file__}"
-    cdef dict found = {}
-    for name in (
-        b"xmlCreatePushParserCtxt", b"xmlCtxtResetPush", b"xmlParseChunk",
-        b"xmlCtxtUseOptions", b"xmlFreeParserCtxt", b"xmlStopParser", b"xmlFreeDoc",
-        b"xmlUnlinkNode", b"xmlFreeNode", b"xmlCtxtSetErrorHandler", b"xmlSearchNs",
-    ):
-        address = <size_t>dlsym(handle, <const char*>name)
-        if address == 0:
-            return f"{name.decode()} not found in {etree.__file__}"
-        found[name] = address
-    _create_push = <create_push_f><size_t>found[b"xmlCreatePushParserCtxt"]
-    _reset_push = <reset_push_f><size_t>found[b"xmlCtxtResetPush"]
-    _parse_chunk = <parse_chunk_f><size_t>found[b"xmlParseChunk"]
-    _use_options = <use_options_f><size_t>found[b"xmlCtxtUseOptions"]
-    _free_ctxt = <ctxt_f><size_t>found[b"xmlFreeParserCtxt"]
-    _stop = <ctxt_f><size_t>found[b"xmlStopParser"]
-    _free_doc = <doc_f><size_t>found[b"xmlFreeDoc"]
-    _unlink = <node_f><size_t>found[b"xmlUnlinkNode"]
-    _free_node = <node_f><size_t>found[b"xmlFreeNode"]
-    _set_handler = <set_handler_f><size_t>found[b"xmlCtxtSetErrorHandler"]
-    _search_ns = <search_ns_f><size_t>found[b"xmlSearchNs"]
-    return None
-
-
-MISSING = _resolve()  # why this module cannot read, or None
+MISSING = _clibxml.MISSING  # why this module cannot read, or None
 AVAILABLE = MISSING is None
 
 
@@ -177,12 +103,12 @@ cdef void _on_error(void* data, const xmlerror.xmlError* error) noexcept:
 #
 # libxml2's tree builder makes, for every <loc>, <lastmod>, <changefreq> and <priority>,
 # an element node and a text node, links them, and the end of the <url> frees them: 8
-# of the 9 nodes of a usual <url>, with a malloc and a free each (~10 % of a worker's
-# instructions, valgrind, many benchmark). In a <url> child of the root whose children
+# of the 9 nodes of a usual <url>, with a malloc and a free each, more than the rest of
+# its parse. In a <url> child of the root whose children
 # are only those four elements, without attributes, namespace declarations or markup
 # inside, their text is kept here instead (``_Cap``: which element, where its text is)
 # and the entry is made from it when the <url> closes: the values are those
-# ``_cparse._url_values`` reads from the nodes (first non-empty loc; last lastmod,
+# ``_cwalk._url_values`` reads from the nodes (first non-empty loc; last lastmod,
 # changefreq, priority), and the rest is ``_url_entry``'s own code.
 #
 # Anything else inside that <url> (another element, markup or an entity reference in a
@@ -246,10 +172,7 @@ cdef void _on_start(
     cdef xmlparser.xmlParserCtxt* ctxt = <xmlparser.xmlParserCtxt*>ctx
     cdef UrlsetPush self = <UrlsetPush>ctxt._private
     cdef tree.xmlNode* node
-    cdef tree.xmlNode* root
-    cdef tree.xmlDoc* doc
     cdef int code
-    cdef _Cap* cap
     if self._fast is not NULL:
         if (
             not self._in_value
@@ -259,56 +182,16 @@ cdef void _on_start(
             and (prefix is NULL or uri is not NULL)  # (else the builder names it "p:name")
             and self._ncaps < _MAX_CAPS
         ):
-            # The sitemap namespace's URI is the parser's one string for it: found once
-            # to be none of the extensions', it needs no four strcmp a value after that.
-            if uri is not NULL and uri is self._core_uri:
-                code = _classify_name(NULL, localname)
-            else:
-                code = _classify_name(uri, localname)
-                if code == CORE:
-                    self._core_uri = uri
-                    code = _classify_name(NULL, localname)
+            code = self._value_code(localname, uri)
             if LOC <= code <= PRIORITY:
-                cap = &self._caps[self._ncaps]
-                cap.code = code
-                cap.localname = localname
-                cap.prefix = prefix
-                cap.uri = uri
-                cap.start = self._text_len
-                cap.length = -1
-                self._in_value = True
-                self._shadow.children = NULL
-                self._shadow.last = NULL
-                ctxt.node = &self._shadow
+                self._open_value(ctxt, code, localname, prefix, uri)
                 return
         self._materialize(ctxt)
     self._build_start(ctx, localname, prefix, uri, nb_namespaces, namespaces, nb_attributes,
                 nb_defaulted, attributes)
     node = ctxt.node
-    if node is NULL or node.type != tree.XML_ELEMENT_NODE:
-        return
-    # Names are the parser's dictionary strings: one pointer per name, so "url" is found
-    # once by strcmp and then by address.
-    if localname is not self._url_name:
-        if self._url_name is not NULL or strcmp(<const char*>localname, b"url"):
-            return
-        self._url_name = localname
-    root = node.parent
-    doc = ctxt.myDoc
-    if (
-        root is not NULL
-        and root.type == tree.XML_ELEMENT_NODE
-        and root.parent is not NULL
-        and root.parent.type == tree.XML_DOCUMENT_NODE
-        and doc is not NULL
-        and doc.intSubset is NULL
-        and doc.extSubset is NULL
-        and self._exc is None
-        and self._fast_on
-    ):
-        self._fast = node
-        self._ncaps = 0
-        self._text_len = 0
+    if node is not NULL and node.type == tree.XML_ELEMENT_NODE:
+        self._maybe_fast(ctxt, node, localname)
 
 
 cdef void _on_characters(void* ctx, const tree.const_xmlChar* ch, int n) noexcept:
@@ -323,7 +206,7 @@ cdef void _on_characters(void* ctx, const tree.const_xmlChar* ch, int n) noexcep
         self._materialize(ctxt)
     elif self._in_value:
         if self._keep(ch, n) < 0:
-            _stop(ctxt)
+            LIB.stop(ctxt)
             return
         cap = &self._caps[self._ncaps]
         if cap.length < 0:
@@ -391,19 +274,19 @@ cdef void _on_end(
                 self.fast_urls += 1
                 found = self._fast_entry()
             else:
-                found = _url_entry(node, None, self._ctx, self._parser, self._out, &self._count)
+                found = _url_entry(node, None, self._ctx, self._out, &self._count)
             if found is not None:
-                self._parser._finish(found, self._out)
+                self._ctx.builder.finish(found, self._out)
         except BaseException as exc:  # raised again by feed, as lxml's drain raises it
             self._exc = exc
-            _stop(ctxt)
+            LIB.stop(ctxt)
     # Done with it, and with everything before it (text, other elements): the builder
     # holds no pointer to them (its current node is the root; end tags reset its text
     # state), so the tree keeps at most the entry being read.
     while True:
         first = root.children
-        _unlink(first)
-        _free_node(first)
+        LIB.unlink(first)
+        LIB.free_node(first)
         if first is node:
             break
 
@@ -430,8 +313,7 @@ cdef class UrlsetPush:
     cdef Py_ssize_t _text_len, _text_room
     cdef tree.xmlNode _shadow  # the parser's current node while a value is read
     cdef tree.xmlNode _shadow_text  # its one child once the value has text
-    cdef object _parser
-    cdef tuple _ctx
+    cdef EntryContext _ctx  # the parser's; holds nothing that holds this reader
     cdef list _out
     cdef object _exc  # a Python exception raised in _on_end, re-raised by feed/close
     cdef object _error  # (message, line, column): the first libxml2 error
@@ -439,9 +321,9 @@ cdef class UrlsetPush:
     cdef bytes _encoding
     cdef bint _done
 
-    def __cinit__(self, tuple ctx not None, encoding=None):
-        """``ctx``: the ``XmlSitemapParser``'s ``_entry_ctx``; ``encoding``: the one
-        sniffed, or None (the document's own)."""
+    def __cinit__(self, EntryContext ctx not None, encoding=None):
+        """``ctx``: the parser's ``EntryContext``; ``encoding``: the one sniffed, or None
+        (the document's own)."""
         if not AVAILABLE:
             raise RuntimeError(MISSING)
         self._ctx = ctx
@@ -457,21 +339,21 @@ cdef class UrlsetPush:
         if ctxt is not NULL:
             self._ctxt = NULL
             if ctxt.myDoc is not NULL:
-                _free_doc(ctxt.myDoc)
+                LIB.free_doc(ctxt.myDoc)
                 ctxt.myDoc = NULL
-            _free_ctxt(ctxt)
+            LIB.free_ctxt(ctxt)
 
     cdef int _start(self, const char* head, int size) except -1:
         """Make the context: lxml's reset with the first bytes, options and SAX changes."""
-        cdef xmlparser.xmlParserCtxt* ctxt = _create_push(NULL, NULL, NULL, 0, NULL)
+        cdef xmlparser.xmlParserCtxt* ctxt = LIB.create_push(NULL, NULL, NULL, 0, NULL)
         if ctxt is NULL:
             raise MemoryError()
         self._ctxt = ctxt
         ctxt._private = <void*>self
         # Cast: libxml2's types say nogil; both callbacks run in a parse call, GIL held.
-        _set_handler(ctxt, <xmlerror.xmlStructuredErrorFunc>_on_error, <void*>self)
-        _use_options(ctxt, OPTIONS)
-        if _reset_push(
+        LIB.set_handler(ctxt, <xmlerror.xmlStructuredErrorFunc>_on_error, <void*>self)
+        LIB.use_options(ctxt, OPTIONS)
+        if LIB.reset_push(
             ctxt, head, size, NULL,
             <const char*>self._encoding if self._encoding is not None else NULL,
         ):
@@ -493,6 +375,75 @@ cdef class UrlsetPush:
         self._shadow_text.type = tree.XML_TEXT_NODE
         self._shadow_text.parent = &self._shadow
         return 0
+
+    cdef int _value_code(
+        self, const tree.const_xmlChar* localname, const tree.const_xmlChar* uri
+    ) noexcept:
+        """The code of a child of the fast <url> (``_cwalk._classify_name``)."""
+        cdef int code
+        # The sitemap namespace's URI is the parser's one string for it: found once
+        # to be none of the extensions', it needs no four strcmp a value after that.
+        if uri is not NULL and uri is self._core_uri:
+            return _classify_name(NULL, localname)
+        code = _classify_name(uri, localname)
+        if code == CORE:
+            self._core_uri = uri
+            code = _classify_name(NULL, localname)
+        return code
+
+    cdef void _open_value(
+        self,
+        xmlparser.xmlParserCtxt* ctxt,
+        int code,
+        const tree.const_xmlChar* localname,
+        const tree.const_xmlChar* prefix,
+        const tree.const_xmlChar* uri,
+    ) noexcept:
+        """A value of the fast <url> opens: kept in the next ``_Cap``, not built; the
+        parser's current node is the stand-in until it closes."""
+        cdef _Cap* cap = &self._caps[self._ncaps]
+        cap.code = code
+        cap.localname = localname
+        cap.prefix = prefix
+        cap.uri = uri
+        cap.start = self._text_len
+        cap.length = -1
+        self._in_value = True
+        self._shadow.children = NULL
+        self._shadow.last = NULL
+        ctxt.node = &self._shadow
+
+    cdef void _maybe_fast(
+        self,
+        xmlparser.xmlParserCtxt* ctxt,
+        tree.xmlNode* node,
+        const tree.const_xmlChar* localname,
+    ) noexcept:
+        """The builder made ``node``: a <url> child of the root is read by the fast path,
+        unless the document has a DTD or the fast path is off."""
+        cdef tree.xmlNode* root
+        cdef tree.xmlDoc* doc = ctxt.myDoc
+        # Names are the parser's dictionary strings: one pointer per name, so "url" is
+        # found once by strcmp and then by address.
+        if localname is not self._url_name:
+            if self._url_name is not NULL or strcmp(<const char*>localname, b"url"):
+                return
+            self._url_name = localname
+        root = node.parent
+        if (
+            root is not NULL
+            and root.type == tree.XML_ELEMENT_NODE
+            and root.parent is not NULL
+            and root.parent.type == tree.XML_DOCUMENT_NODE
+            and doc is not NULL
+            and doc.intSubset is NULL
+            and doc.extSubset is NULL
+            and self._exc is None
+            and self._fast_on
+        ):
+            self._fast = node
+            self._ncaps = 0
+            self._text_len = 0
 
     cdef int _keep(self, const tree.const_xmlChar* ch, int n) noexcept:
         """Append ``n`` bytes of a value's text; -1 when out of memory (``_exc`` is set:
@@ -537,7 +488,7 @@ cdef class UrlsetPush:
         if node is parent:
             return  # the builder made nothing (out of memory: it stopped the parser)
         if cap.uri is not NULL and node is not NULL:
-            node.ns = _search_ns(ctxt.myDoc, parent, cap.prefix)
+            node.ns = LIB.search_ns(ctxt.myDoc, parent, cap.prefix)
         if cap.length >= 0:
             self._build_characters(
                 <void*>ctxt, <const tree.const_xmlChar*>(self._text + cap.start), <int>cap.length
@@ -571,9 +522,7 @@ cdef class UrlsetPush:
                 priority = value
             else:
                 changefreq = value
-        return _values_entry(
-            loc, lastmod, changefreq, priority, self._ctx, self._parser, self._out, &self._count
-        )
+        return _values_entry(loc, lastmod, changefreq, priority, self._ctx, self._out, &self._count)
 
     cdef object _result(self, int status, bint end):
         """After a parse call: raise the Python exception raised in it, or return the
@@ -593,11 +542,8 @@ cdef class UrlsetPush:
             return self._error
         return None
 
-    def feed(self, const unsigned char[:] data not None, list out, parser):
+    def feed(self, const unsigned char[:] data not None, list out):
         """Parse ``data`` in 16 KiB slices; append finished entries to ``out``.
-
-        ``parser`` is the ``XmlSitemapParser`` (its ``_finish`` and ``_url_values``), held
-        only during the call: kept, it would make a reference cycle.
 
         Returns None, or ``(message, line, column)`` of the error that ended the
         document (no more input is read then).
@@ -610,7 +556,6 @@ cdef class UrlsetPush:
         if n:
             p = <const char*>&data[0]
         self._out = out
-        self._parser = parser
         try:
             while True:
                 size = min(SLICE, n - start)
@@ -620,29 +565,26 @@ cdef class UrlsetPush:
                     self._start(p + start, first)
                 status = 0
                 if size > first:
-                    status = _parse_chunk(self._ctxt, p + start + first, <int>(size - first), 0)
+                    status = LIB.parse_chunk(self._ctxt, p + start + first, <int>(size - first), 0)
                 error = self._result(status, False)
                 start += size
                 if error is not None or start >= n:
                     return error
         finally:
             self._out = None
-            self._parser = None
             _flush_count(self._ctx, &self._count)
 
-    def close(self, list out, parser):
+    def close(self, list out):
         """End of input: append the last entries; None, or the error as ``feed`` gives it."""
         if self._done:
             return None
         if self._ctxt is NULL:
             return ("no element found", 0, 0)  # lxml's close() before any feed()
         self._out = out
-        self._parser = parser
         try:
-            return self._result(_parse_chunk(self._ctxt, NULL, 0, 1), True)
+            return self._result(LIB.parse_chunk(self._ctxt, NULL, 0, 1), True)
         finally:
             self._out = None
-            self._parser = None
             self._done = True
             _flush_count(self._ctx, &self._count)
 

@@ -4,8 +4,10 @@ In: a module name. Out: the module, or None when it is not there, with the
 reason kept in ``MISSING`` (``harvester --version`` prints it: a slow reader is
 otherwise hard to tell from a slow network). Every compiled module has a
 Python path beside it that does the same work with the same results, so a
-machine without a C compiler, a module built against another lxml, or
-``HARVESTER_PURE_PYTHON=1`` only costs speed. The tests run both paths.
+machine without a C compiler, a module built against another lxml, an lxml
+outside ``LXML_TESTED`` (for ``_cpush``), or ``HARVESTER_PURE_PYTHON=1`` only
+costs speed. ``HARVESTER_COMPILED_OFF=_cpush,_cparse`` turns off the ones named
+(the benchmarks measure what each one is worth that way). The tests run both paths.
 
 Usage::
 
@@ -21,10 +23,12 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from types import ModuleType
 
-__all__ = ["MISSING", "NAMES", "load"]
+__all__ = ["LIBXML_TESTED", "LXML_TESTED", "MISSING", "NAMES", "load", "untested_lxml"]
 
 NAMES = (
+    "_cwalk",
     "_cparse",
+    "_clibxml",
     "_cpush",
     "_cdates",
     "_cnormalize",
@@ -33,12 +37,48 @@ NAMES = (
 )  # every compiled module setup.py builds
 MISSING: dict[str, str] = {}  # module name -> why it is not in use
 
+# The (major, minor) releases of lxml, and of the libxml2 it runs, that ``_cpush`` is
+# tested against (tests/unit/test_cpush.py, on every machine of the project). ``_cpush``
+# drives libxml2 itself: it replaces the tree builder's SAX handlers and reads and sets
+# fields of libxml2's parser context that are no public API (the current node, the
+# input cursor). A release that changes them could crash the process rather than fail
+# a test, so any other release reads through lxml's XMLPullParser instead, until the
+# tests have run against it and it is added here (and to pyproject.toml's lxml range).
+LXML_TESTED = frozenset({(6, 1)})
+LIBXML_TESTED = frozenset({(2, 14)})
+_LXML_GATED = frozenset({"_clibxml", "_cpush"})  # the modules these releases apply to
+
+
+def untested_lxml() -> str | None:
+    """Why ``_cpush`` must not drive this lxml's libxml2, or None when it is a tested pair."""
+    from lxml import etree
+
+    lxml_version = tuple(etree.LXML_VERSION[:2])
+    libxml_version = tuple(etree.LIBXML_VERSION[:2])
+    if lxml_version not in LXML_TESTED:
+        return f"lxml {_dotted(etree.LXML_VERSION)} is not a tested release ({_list(LXML_TESTED)})"
+    if libxml_version not in LIBXML_TESTED:
+        return (
+            f"libxml2 {_dotted(etree.LIBXML_VERSION)} is not a tested release"
+            f" ({_list(LIBXML_TESTED)})"
+        )
+    return None
+
 
 def load(name: str) -> ModuleType | None:
     """``harvester.<name>``, or None (and the reason in ``MISSING[name]``)."""
     if os.environ.get("HARVESTER_PURE_PYTHON"):
         MISSING[name] = "HARVESTER_PURE_PYTHON is set"
         return None
+    if name in os.environ.get("HARVESTER_COMPILED_OFF", "").split(","):
+        MISSING[name] = "HARVESTER_COMPILED_OFF names it"
+        return None
+    if name in _LXML_GATED:
+        # Checked before the import: these look libxml2's functions up as they load.
+        untested = untested_lxml()
+        if untested is not None:
+            MISSING[name] = untested
+            return None
     try:
         module = importlib.import_module(f"harvester.{name}")
     except Exception as exc:  # not built, or built against another lxml
@@ -46,6 +86,10 @@ def load(name: str) -> ModuleType | None:
         # types changed size since the build (lxml upgraded under it). Either way
         # the Python path does the work; test_compiled fails on such a machine.
         MISSING[name] = f"{type(exc).__name__}: {exc}"
+        return None
+    why_not = getattr(module, "MISSING", None)  # a module that loaded but cannot run here
+    if why_not is not None:
+        MISSING[name] = why_not
         return None
     MISSING.pop(name, None)
     return module
@@ -59,3 +103,11 @@ def status() -> str:
     if not MISSING:
         return "yes"
     return "no: " + "; ".join(f"{name} ({why})" for name, why in sorted(MISSING.items()))
+
+
+def _dotted(version: tuple[int, ...]) -> str:
+    return ".".join(map(str, version))
+
+
+def _list(versions: frozenset[tuple[int, ...]]) -> str:
+    return ", ".join(f"{_dotted(v)}.x" for v in sorted(versions))

@@ -12,21 +12,31 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from harvester import compiled
+
 if TYPE_CHECKING:
     from types import ModuleType
 
 
 def compiled_module(name: str) -> ModuleType:
-    """``harvester.<name>``; skips the calling test module where there is nothing to compare.
+    """``harvester.<name>`` as the code under test loads it (``compiled.load``).
 
-    Not built (tests/unit/test_compiled.py fails then, saying why), or
-    ``HARVESTER_PURE_PYTHON=1`` (the Python path alone was asked for).
+    With ``HARVESTER_PURE_PYTHON=1`` the calling test module is skipped, saying so
+    (``pytest -ra`` prints it): only the Python path is in use, and a parity test
+    would compare it with itself. Otherwise the module must be in use; when it is
+    not (not built, stale, an lxml outside ``compiled.LXML_TESTED``) the test module
+    fails with the reason, rather than passing on the Python path alone.
     """
     if os.environ.get("HARVESTER_PURE_PYTHON"):
-        pytest.skip("the pure-Python path was asked for", allow_module_level=True)
-    module: ModuleType = pytest.importorskip(
-        f"harvester.{name}",
-        reason="compiled module not built (test_compiled says why)",
-        exc_type=ImportError,
-    )
+        pytest.skip(
+            f"HARVESTER_PURE_PYTHON is set: no {name} in use to compare with the Python path",
+            allow_module_level=True,
+        )
+    module = compiled.load(name)
+    if module is None:
+        pytest.fail(
+            f"{name} not in use, so its parity tests would compare Python with Python: "
+            f"{compiled.MISSING.get(name)}",
+            pytrace=False,
+        )
     return module

@@ -14,10 +14,17 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from harvester import dates
 from harvester.dates import DateQuality, format_utc_py, parse_lastmod, parse_lastmod_py
 from tests.compiled import compiled_module
 
 cdates = compiled_module("_cdates")
+
+
+def test_the_reader_uses_the_compiled_one() -> None:
+    # What these tests compare with the Python path is what the reader and sinks call.
+    assert dates.w3c_common is cdates.w3c
+    assert dates.format_utc is cdates.format_utc
 
 
 def check(raw: str) -> None:

@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from harvester import chunks
 from harvester.chunks import NO_LASTMOD, _find_many_py, _sort_unique_py
 from harvester.dedupe import fingerprint, fingerprint_py
 from harvester.ledger import classify
@@ -32,7 +33,11 @@ def reference(text: str) -> int:
 
 
 def test_the_pipeline_uses_the_compiled_one() -> None:
+    # What these tests compare with the Python twins is what the pipeline calls.
     assert fingerprint is cdedupe.fingerprint
+    assert chunks._sort_unique is cdedupe.sort_unique
+    assert chunks._find_many is cdedupe.find_many
+    assert chunks.classify_many is cdedupe.classify_many  # (what ledger.py calls)
 
 
 def test_known_value() -> None:

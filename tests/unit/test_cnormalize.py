@@ -13,12 +13,19 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from harvester import normalize
 from harvester.config import NormalizeRules
 from harvester.normalize import Rules
 from tests.compiled import compiled_module
 from tests.property.test_normalize_hypothesis import ANY_URL, urls
 
 cnormalize = compiled_module("_cnormalize")
+
+
+def test_the_normalizer_uses_the_compiled_one() -> None:
+    # What these tests compare with the Python path is what Rules.canonical calls.
+    assert normalize._canonical_query is cnormalize.canonical_query
+
 
 RULES = {strip: Rules(NormalizeRules(strip_trailing_slash=strip)) for strip in (False, True)}
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -48,3 +49,59 @@ def test_version_says_whether_the_compiled_modules_are_in_use(
     assert "compiled: no: _cparse (ImportError: no module named harvester._cparse)" in (
         capsys.readouterr().out
     )
+
+
+def test_an_untested_lxml_turns_cpush_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    # _cpush drives libxml2 through fields that are no public API: outside the tested
+    # releases it is not even imported, and urlsets go through lxml's XMLPullParser.
+    from lxml import etree
+
+    from harvester import parse
+    from harvester.config import ReaderConfig
+    from harvester.models import Entry, Kind, ReadStats
+
+    monkeypatch.delenv("HARVESTER_PURE_PYTHON", raising=False)  # (the gate is checked after it)
+    monkeypatch.setattr(compiled, "MISSING", {})
+    monkeypatch.setattr(etree, "LXML_VERSION", (6, 2, 0, 0))
+    assert compiled.load("_cpush") is None
+    assert compiled.MISSING["_cpush"] == "lxml 6.2.0.0 is not a tested release (6.1.x)"
+    assert compiled.load("_clibxml") is None  # its libxml2 lookup, the same
+    monkeypatch.setattr(parse, "_urlset_push", parse._urlset_reader())
+    assert parse._urlset_push is None
+    parser = parse.XmlSitemapParser(Kind.URLSET, parse.EntrySink(ReadStats(), ReaderConfig()))
+    assert parser._push is None
+    out: list[Entry] = []
+    parser.feed(b"<urlset><url><loc>https://e.com/a</loc></url></urlset>", out)
+    parser.close(out)
+    assert [e.loc for e in out] == ["https://e.com/a"]
+
+
+def test_an_untested_libxml2_turns_cpush_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    from lxml import etree
+
+    monkeypatch.delenv("HARVESTER_PURE_PYTHON", raising=False)
+    monkeypatch.setattr(compiled, "MISSING", {})
+    monkeypatch.setattr(etree, "LIBXML_VERSION", (2, 15, 1))
+    assert compiled.load("_cpush") is None
+    assert compiled.MISSING["_cpush"] == "libxml2 2.15.1 is not a tested release (2.14.x)"
+
+
+def test_pyproject_allows_the_tested_lxml_releases_only() -> None:
+    pyproject = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
+    low = min(compiled.LXML_TESTED)
+    high = max(compiled.LXML_TESTED)
+    wanted = f"lxml>={low[0]}.{low[1]},<{high[0]}.{high[1] + 1}"
+    assert wanted in pyproject["project"]["dependencies"]
+    assert wanted in pyproject["build-system"]["requires"]
+
+
+def test_compiled_off_names_the_modules_to_leave_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("HARVESTER_PURE_PYTHON", raising=False)
+    monkeypatch.setattr(compiled, "MISSING", {})
+    monkeypatch.setenv("HARVESTER_COMPILED_OFF", "_cpush,_cdates")
+    assert compiled.load("_cpush") is None
+    assert compiled.load("_cdates") is None
+    assert compiled.MISSING == {
+        "_cpush": "HARVESTER_COMPILED_OFF names it",
+        "_cdates": "HARVESTER_COMPILED_OFF names it",
+    }

@@ -6,7 +6,9 @@ harvester/_cpush.pyx for a urlset, where it is built) and once with
 C compiler, or with HARVESTER_PURE_PYTHON=1), and the entries, stats and errors must
 be equal: on every conformance case, on hand-made corner cases (CDATA, entities,
 markup nested in values, attributes, namespaces, videos and news that the walker
-leaves to Python), and on generated documents.
+leaves to Python), and on generated documents. The first read must go through the
+walker (``test_the_compiled_walker_is_in_use``, and ``both`` checks it each time);
+with HARVESTER_PURE_PYTHON=1 there is none, and this module is skipped.
 """
 
 from __future__ import annotations
@@ -22,7 +24,10 @@ from harvester import parse
 from harvester.config import ReaderConfig
 from harvester.models import Entry, Kind, ReadStats, UrlEntry
 from harvester.reader import read_bytes
+from tests.compiled import compiled_module
 from tests.property.test_reader_fuzz import mutated
+
+cparse = compiled_module("_cparse")
 
 CASES = Path(__file__).parents[1] / "data" / "conformance" / "cases"
 
@@ -42,11 +47,36 @@ def outcome(data: bytes, cfg: ReaderConfig | None = None) -> tuple[object, ...]:
 def both(
     data: bytes, monkeypatch: pytest.MonkeyPatch, cfg: ReaderConfig | None = None
 ) -> tuple[tuple[object, ...], tuple[object, ...]]:
+    assert parse._url_entry is cparse.url_entry  # the first read is the compiled one
     compiled = outcome(data, cfg)
     with monkeypatch.context() as m:
         m.setattr(parse, "_url_entry", None)
         pure = outcome(data, cfg)
     return compiled, pure
+
+
+def test_the_compiled_walker_is_in_use() -> None:
+    # Built here, so the parser must use it: its entry builder and drain, and a named
+    # context for them (else these tests would compare the Python path with itself).
+    assert parse._url_entry is cparse.url_entry
+    assert parse._drain_sitemap is cparse.drain
+    for kind in (Kind.URLSET, Kind.SITEMAPINDEX):
+        parser = parse.XmlSitemapParser(kind, parse.EntrySink(ReadStats(), ReaderConfig()))
+        assert isinstance(parser._entry_ctx, cparse.EntryContext)
+
+
+def test_the_context_holds_the_named_fields_it_was_made_from() -> None:
+    sink = parse.EntrySink(ReadStats(), ReaderConfig(max_entries_per_file=7))
+    parser = parse.XmlSitemapParser(Kind.URLSET, sink, extensions=False)
+    ctx = parser._entry_ctx
+    assert isinstance(ctx, cparse.EntryContext)
+    urls = ctx.builder
+    assert urls is parser._urls
+    assert (ctx.extensions, ctx.cap, ctx.entry_type) == (False, 7, UrlEntry)
+    assert ctx.stats is sink.stats
+    assert ctx.seen is sink.seen
+    assert ctx.changefreqs is urls.changefreqs
+    assert ctx.priorities is urls.priorities
 
 
 @pytest.mark.parametrize("path", sorted(CASES.iterdir()), ids=lambda p: p.name)
@@ -355,6 +385,7 @@ def test_generated_documents_read_the_same(
     cfg = ReaderConfig(extensions=extensions)
     compiled = outcome(data, cfg)
     saved = parse._url_entry
+    assert saved is cparse.url_entry  # the first read was the compiled one
     parse._url_entry = None  # hypothesis and function-scoped fixtures do not mix
     try:
         pure = outcome(data, cfg)
@@ -375,6 +406,7 @@ def test_chunked_documents_read_the_same(chunk: int, monkeypatch: pytest.MonkeyP
     # once, and later drains prune what earlier ones handled.
     data = CORNERS["many slices"][:30_000] + b"</url></urlset>"
     pieces = [data[i : i + chunk] for i in range(0, len(data), chunk)]
+    assert parse._url_entry is cparse.url_entry
     compiled = read_bytes(pieces)
     with monkeypatch.context() as m:
         m.setattr(parse, "_url_entry", None)

@@ -76,6 +76,7 @@ def damaged_pieces(data: bytes, draw: st.DataObject) -> list[bytes]:
 
 def through_lxml(pieces: list[bytes], cfg: ReaderConfig | None = None) -> Outcome:
     saved = parse._urlset_push
+    assert saved is cpush.UrlsetPush  # what it is compared with is read through this module
     parse._urlset_push = None  # hypothesis and function-scoped fixtures do not mix
     try:
         return outcome(pieces, cfg)
@@ -219,7 +220,7 @@ def test_an_undeclared_entity_names_itself() -> None:
 
 def test_what_is_read_is_freed() -> None:
     # The tree holds the <url> still open, never the ones read: memory does not grow
-    # with the file (bench_parse measures it on 50 MB).
+    # with the file.
     sink = parse.EntrySink(ReadStats(), ReaderConfig())
     parser = parse.XmlSitemapParser(Kind.URLSET, sink)
     push = parser._push
