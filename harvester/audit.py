@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING
 from harvester.dates import format_utc
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Sequence
 
 __all__ = [
     "DEFAULT_FUTURE_SKEW",
@@ -165,7 +165,7 @@ class LastmodVerdict:
 
 
 def _fill_heap(heap: list[int], kmv: set[int]) -> None:
-    """Make ``heap`` (in place: the compiled loop holds it) the max-heap of ``kmv``, negated."""
+    """Make ``heap`` (in place: the distribution holds it) the max-heap of ``kmv``, negated."""
     heap[:] = [-h for h in kmv]
     heapq.heapify(heap)
 
@@ -237,47 +237,82 @@ class LastmodDistribution:
         fetched_at: datetime,
     ) -> None:
         """Count one URL entry (``lastmod`` aware UTC or None, as the reader yields it)."""
-        self.total += 1
+        self.add_many(
+            (lastmod,), (raw,), sitemap_last_modified=sitemap_last_modified, fetched_at=fetched_at
+        )
+
+    def add_many(
+        self,
+        lastmods: Sequence[datetime | None],
+        raws: Sequence[str | None],
+        *,
+        sitemap_last_modified: datetime | None,
+        fetched_at: datetime,
+    ) -> None:
+        """Count URL entries of one sitemap: ``lastmods[i]`` with its text ``raws[i]``.
+
+        The one implementation of the count: ``add`` is this for one entry, and the
+        URL batch (harvester/batch.py, both its Python and its compiled loop) hands
+        over a sample of each list of entries it takes. A batch is counted with
+        its references set once and the containers bound to locals: this runs for
+        most URLs of a host.
+        """
+        if not lastmods:
+            return
         if fetched_at is not self._ref[0] or sitemap_last_modified is not self._ref[1]:
             self._set_references(fetched_at, sitemap_last_modified)
-        if lastmod is None:
-            return
-        self.dated += 1
-        # Whole microseconds since 1970: exact, hashable, and int comparisons are several
-        # times cheaper than datetime arithmetic on this per-URL path. (No per-text memo:
-        # the tuples it kept alive cost more in garbage collection than they saved.)
-        key = (lastmod - _UNIX_EPOCH) // _MICROSECOND
-        # Parsed date-only forms (YYYY, YYYY-MM, YYYY-MM-DD) are the only ones this short.
-        date_only = raw is not None and len(raw) <= 10 and _DATE_ONLY(raw) is not None
-        month = lastmod.year * 12 + lastmod.month - 1
         _, _, fetch_us, header_us, future_us = self._ref
         tol = self._tol_us
-        if abs(key - fetch_us) <= tol or (header_us is not None and abs(key - header_us) <= tol):
-            self.generation += 1
-        if date_only:
-            self.date_only += 1
-            # A day, not an instant: "today" east of Greenwich is midnight UTC
-            # of a day that has not begun there yet; only later days are future.
-            future_us += _DAY_US
-        if key > future_us:
-            self.future += 1
-            month = -2
-        elif key < _WEB_EPOCH_US:
-            self.before_1995 += 1
-            month = -1
-        self._months[month] = self._months.get(month, 0) + 1
-        # The common cases of _count_modal and _sketch, inlined: this runs once
-        # per URL, and a million-URL host should cost about a second.
-        modal = self._modal
-        if key in modal:
-            modal[key] += 1
-        elif len(modal) < self.modal_cap:
-            modal[key] = 1
-        else:
-            self._count_modal(key, 1)
-        h = _mix64(key)
-        if h not in self._kmv and (len(self._kmv) < self.distinct_cap or h < -self._kmv_heap[0]):
-            self._sketch(h)
+        months, modal, kmv = self._months, self._modal, self._kmv
+        modal_cap, distinct_cap = self.modal_cap, self.distinct_cap
+        total = dated = generation = future = before = date_only = 0
+        try:
+            for lastmod, raw in zip(lastmods, raws, strict=True):
+                total += 1
+                if lastmod is None:
+                    continue
+                dated += 1
+                # Whole microseconds since 1970: exact, hashable, and int comparisons
+                # are several times cheaper than datetime arithmetic on this path.
+                key = (lastmod - _UNIX_EPOCH) // _MICROSECOND
+                month = lastmod.year * 12 + lastmod.month - 1
+                if abs(key - fetch_us) <= tol or (
+                    header_us is not None and abs(key - header_us) <= tol
+                ):
+                    generation += 1
+                limit = future_us
+                # Parsed date-only forms (YYYY, YYYY-MM, YYYY-MM-DD) are the only ones
+                # this short.
+                if raw is not None and len(raw) <= 10 and _DATE_ONLY(raw) is not None:
+                    date_only += 1
+                    # A day, not an instant: "today" east of Greenwich is midnight UTC
+                    # of a day that has not begun there yet; only later days are future.
+                    limit += _DAY_US
+                if key > limit:
+                    future += 1
+                    month = -2
+                elif key < _WEB_EPOCH_US:
+                    before += 1
+                    month = -1
+                months[month] = months.get(month, 0) + 1
+                # The common cases of _count_modal and _sketch, inlined.
+                if key in modal:
+                    modal[key] += 1
+                elif len(modal) < modal_cap:
+                    modal[key] = 1
+                else:
+                    self._count_modal(key, 1)
+                h = _mix64(key)
+                if h not in kmv and (len(kmv) < distinct_cap or h < -self._kmv_heap[0]):
+                    self._sketch(h)
+        finally:
+            # What was counted stays counted even if an entry raised.
+            self.total += total
+            self.dated += dated
+            self.generation += generation
+            self.future += future
+            self.before_1995 += before
+            self.date_only += date_only
 
     def _set_references(self, fetched_at: datetime, header: datetime | None) -> None:
         # Called once per sitemap in practice (callers pass the same objects for
