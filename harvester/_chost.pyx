@@ -132,7 +132,7 @@ cdef inline Py_ssize_t _plain(str s) noexcept:
 # its encoding, both referenced here. A sitemap's changefreq and priority values are the
 # parser's memoised objects, so the same few come back for every <url>; found by
 # identity they need no equality test against 0 and no dict lookup (with the float's
-# hash and compare), ~0.8 % of a worker's instructions (valgrind, many benchmark).
+# hash and compare) for every record.
 cdef enum:
     _JSON_SLOTS = 16
 cdef PyObject* _JSON_KEYS[_JSON_SLOTS]
@@ -185,8 +185,7 @@ cdef inline int _grow(bytearray buf, Py_ssize_t size) except -1:
     """Make ``buf`` ``size`` bytes long, doubling its room when it must grow.
 
     bytearray's own growth adds an eighth, so as a batch's lines filled it, realloc
-    moved the whole batch every few records (1.6 % of a worker's CPU, all of it in
-    memmove). Asking for twice the size, then for the size (a minor shrink, which
+    moved the whole batch every few records (all of it in memmove). Asking for twice the size, then for the size (a minor shrink, which
     keeps the room), moves it at most about once per doubling.
     """
     if size + 1 > (<PyByteArrayObject*>buf).ob_alloc:
@@ -534,10 +533,10 @@ def label_lines(bytearray data not None, bytes label not None):
     In: a batch of lines as the loop above writes them (each ends in ``}`` and a
     newline; JSON escapes any newline inside a string, so a newline ends a line and
     nothing else) and a label such as ``,"event":"new"``. Out: the same as
-    ``bytes(data.replace(b"}\\n", label + b"}\\n"))``, which ``HostWorker._select_lines``
+    ``bytes(data.replace(b"}\\n", label + b"}\\n"))``, which ``Selection.select_lines``
     does without this module. Why: that replace searches for each line's end one at a
-    time and then copies the result again (0.54 µs a line, 8 % of a worker's time with
-    a state file); here two ``memchr`` passes size and fill the result once.
+    time and then copies the result again (a sizeable share of a worker's time with a
+    state file); here two ``memchr`` passes size and fill the result once.
     """
     cdef Py_ssize_t n = PyByteArray_GET_SIZE(data), k = PyBytes_GET_SIZE(label), count = 0
     cdef const char* src = PyByteArray_AS_STRING(data)

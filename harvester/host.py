@@ -21,25 +21,27 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+from harvester.attempt import (
+    BodyBroken,
+    Failed,
+    Missed,
+    NotModified,
+    Read,
+    Refused,
+    RetryListed,
+    attempt,
+    http_date,
+)
 from harvester.batch import UrlBatch
 from harvester.discovery import child_allowed, discover, recall
-from harvester.errors import (
-    Blocked,
-    ConnectError,
-    FetchError,
-    FetchTimeout,
-    HTTPStatusError,
-    NotASitemap,
-)
+from harvester.errors import FetchError, NotASitemap
 from harvester.frontier import Admission, Frontier, SitemapRef
 from harvester.incremental import HostIncremental
 from harvester.models import SitemapChild
 from harvester.normalize import Normalizer, host_of
-from harvester.reader import SitemapReader
 from harvester.report import HostReport
 from harvester.robots import RobotsTxt
 from harvester.scheduler import host_key
@@ -48,8 +50,6 @@ if TYPE_CHECKING:
     from array import array
     from collections.abc import Awaitable, Callable
     from typing import Any
-
-    import xxhash
 
     from harvester.config import Config
     from harvester.fetch import Fetcher
@@ -65,78 +65,9 @@ if TYPE_CHECKING:
         Awaitable[None],
     ]
 
-__all__ = [
-    "BodyBroken",
-    "Failed",
-    "HostWorker",
-    "Missed",
-    "NotModified",
-    "Outcome",
-    "Read",
-    "Refused",
-    "RetryListed",
-]
+__all__ = ["HostWorker"]
 
 logger = logging.getLogger(__name__)
-
-
-# -- what one request for a sitemap came to (``HostWorker._attempt``) -------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Read:
-    """The body was read to its end (or the reader gave up on it: ``result.error``)."""
-
-    result: ReadResult
-    status: int | None
-    validators: tuple[str | None, str | None]  # ETag, Last-Modified
-    digest: xxhash.xxh3_128 | None  # the bytes' hash (with a state file)
-
-
-@dataclass(frozen=True, slots=True)
-class NotModified:
-    """A 304 for a sitemap an earlier run read: its URLs are carried over."""
-
-    status: int
-
-
-@dataclass(frozen=True, slots=True)
-class Refused:
-    """It redirected where the cross-host policy does not follow (already reported)."""
-
-
-@dataclass(frozen=True, slots=True)
-class RetryListed:
-    """The remembered redirect target answered 4xx: the listed URL is asked instead."""
-
-
-@dataclass(frozen=True, slots=True)
-class Missed:
-    """A fallback probe answered 4xx: the next location is probed."""
-
-
-@dataclass(frozen=True, slots=True)
-class BodyBroken:
-    """The connection broke or stalled while the body streamed (entries so far kept)."""
-
-    error: FetchError
-    status: int | None
-    requests: int
-    bytes_read: int
-    deadline_passed: bool  # it used up the file's whole deadline: a re-fetch would too
-
-
-@dataclass(frozen=True, slots=True)
-class Failed:
-    """Any other fetch error: the sitemap failed."""
-
-    error: FetchError
-    status: int | None
-    requests: int
-    bytes_read: int | None
-
-
-Outcome = Read | NotModified | Refused | RetryListed | Missed | BodyBroken | Failed
 
 
 class HostWorker:
@@ -163,12 +94,10 @@ class HostWorker:
     ) -> None:
         """``normalizer`` is shared by a shard's workers (its rules compile once).
 
-        ``ledger`` (the state file, read-only) turns on incremental harvesting:
-        URL events, conditional GETs (except with ``emit_mode`` ``all``, which
-        must output every URL and so downloads everything), discovery memory,
-        and the ``HostState`` left in ``self.state`` for the writer.
-        ``encoded``: batches may come as JSON lines (see ``UrlBatch``).
-        ``ready``: awaited before each body chunk is parsed (see ``run_shard``).
+        ``ledger`` (the state file, read-only) turns on incremental harvesting (see
+        ``HostIncremental``), its ``HostState`` left in ``self.state`` for the writer.
+        ``encoded``: batches may come as JSON lines (``UrlBatch``). ``ready``: awaited
+        before each body chunk is parsed (see ``run_shard``).
         """
         self.seed = seed
         self.host = seed.host
@@ -187,11 +116,9 @@ class HostWorker:
         self.batch = UrlBatch(
             self.host, cfg, rules, self.report, ledger=ledger, emit_mode=emit_mode, encoded=encoded
         )
-        self.incremental = (
-            HostIncremental(self.host, cfg, ledger, self.report, emit_mode)
-            if ledger is not None
-            else None
-        )
+        self.incremental: HostIncremental | None = None
+        if ledger is not None:
+            self.incremental = HostIncremental(self.host, cfg, ledger, self.report, emit_mode)
 
     @property
     def state(self) -> HostState | None:
@@ -222,9 +149,8 @@ class HostWorker:
         inc = self.incremental
         memory = None
         if inc is not None:
-            inc.load()
+            memory = inc.load(self.seed)
             self.batch.remember(inc.memory, inc.unverified)
-            memory = inc.recall(self.seed)
         if memory is not None:
             found = recall(memory, self.seed, self._cfg, slot)
             if found.source == "none":
@@ -237,10 +163,8 @@ class HostWorker:
                 self.report.fail(exc, status=getattr(exc, "status", None))
                 self.report.discovery = "failed"
                 return
-            if inc is not None:
-                inc.robots_fresh = found.robots_status == 200 and not found.robots_truncated
         if inc is not None:
-            inc.discovered = found
+            inc.found(found)
         # "fallback" becomes "fallback:<url>" when a probe hits; until then nothing was found.
         self.report.discovery = "none" if found.source == "fallback" else found.source
         if memory is not None:
@@ -278,7 +202,7 @@ class HostWorker:
     async def _sitemap(self, ref: SitemapRef) -> None:
         """Fetch one sitemap, attempt by attempt, and act on each attempt's ``Outcome``.
 
-        The retry policy, all of it: a body that broke or stalled while it streamed
+        The retry policy, all here: a body that broke or stalled while it streamed
         (``BodyBroken``) is fetched again from the start, up to ``fetch.retries``
         times, unless it used up the file's whole deadline (it would only do it
         again): the fetcher retries only until it hands over a body, so this is the
@@ -297,12 +221,14 @@ class HostWorker:
         slot = self._scheduler.acquire(slot_host)
         try:
             while True:
-                outcome = await self._attempt(ref, target, slot, headers)
+                digest = inc.new_read() if inc is not None else None
+                self.batch.new_read()
+                outcome = await attempt(
+                    self._fetcher, self._cfg, ref, target, slot, headers, self, digest
+                )
                 match outcome:
                     case BodyBroken() if refetches < retries and not outcome.deadline_passed:
-                        logger.debug(
-                            "re-fetching %s after a broken body: %s", ref.url, outcome.error
-                        )
+                        logger.debug("re-fetching %s after a broken body", ref.url)
                         refetches += 1
                         requests += outcome.requests
                     case RetryListed() if inc is not None:
@@ -313,21 +239,29 @@ class HostWorker:
                         refetches = requests = 0
                         slot_host = host_key(target)
                         slot = self._scheduler.acquire(slot_host)
-                    case Read(result, status, validators, digest):
+                    case Read(result, status, validators):
                         self._done(ref, result)
                         if inc is not None and digest is not None:
                             inc.read(ref, result, status, validators, digest, self.batch.cap_hit)
                         return
                     case NotModified(status) if inc is not None:
-                        self._admit_all(inc.carry(ref, "not_modified", status))
+                        for child in inc.carry(ref, "not_modified", status):
+                            self._admit(child)
                         return
                     case Missed():
                         self._next_probe(ref)
                         return
                     case BodyBroken() | Failed():
                         # Entries read before the failure were already emitted; kept.
-                        attempts, status = requests + outcome.requests, outcome.status
-                        self._failed(ref, outcome.error, status, attempts, outcome.bytes_read)
+                        self.report.sitemaps_failed += 1
+                        self.report.fail(
+                            outcome.error,
+                            status=outcome.status,
+                            attempts=requests + outcome.requests,
+                            bytes_read=outcome.bytes_read,
+                        )
+                        if inc is not None:
+                            inc.failed(ref, outcome.status)
                         return
                     case _:  # Refused (reported where it was found)
                         return
@@ -342,67 +276,34 @@ class HostWorker:
             return ref.url, {}
         plan = self.incremental.plan(ref)
         if plan is None:  # its index lastmod has not advanced: its URLs carry over
-            self._admit_all(self.incremental.carry(ref, "skipped", None))
+            for child in self.incremental.carry(ref, "skipped", None):
+                self._admit(child)
             return None, {}
         return plan
 
-    async def _attempt(
-        self, ref: SitemapRef, target: str, slot: HostSlot, headers: dict[str, str]
-    ) -> Outcome:
-        """One request for ``ref`` (at ``target``), its body streamed through a fresh reader."""
+    # -- the attempt's hooks (``attempt.Hooks``) -----------------------------------------
+
+    def head(
+        self, ref: SitemapRef, url: str, status: int, validators: tuple[str | None, str | None]
+    ) -> Refused | NotModified | None:
+        """Where the response came from and its status: stop the attempt, or read on."""
         inc = self.incremental
-        # The host dedupes by canonical URL; a second per-document set would be waste.
-        reader = SitemapReader(ref.url, self._cfg.reader, dedupe=False)
-        digest = inc.new_read() if inc is not None else None
-        self.batch.new_read()
-        status: int | None = None
-        validators: tuple[str | None, str | None] = (None, None)
-        received = requests = 0  # bytes of this attempt's body; its requests
-        streaming = False  # set once the body is handed over
-        started = time.monotonic()
-        try:
-            async with self._fetcher.stream(
-                target, slot, max_bytes=self._cfg.fetch.max_body_bytes, headers=headers
-            ) as body:
-                status, requests, streaming = body.status, body.attempts, True
-                if body.url != ref.url:
-                    self._frontier.mark_seen(body.url)
-                    if not self._redirect_allowed(ref, body.url):
-                        return Refused()
-                    if inc is not None:
-                        inc.redirected(body.url)
-                if status == 304 and inc is not None and inc.knows(ref.url):
-                    return NotModified(status)
-                validators = (body.headers.get("ETag"), body.headers.get("Last-Modified"))
-                self.batch.sitemap_dates(_http_date(validators[1]), datetime.now(UTC))
-                async for chunk in body.chunks():
-                    received += len(chunk)
-                    self.report.bytes += len(chunk)
-                    if digest is not None:
-                        digest.update(chunk)
-                    if self._ready is not None:
-                        await self._ready()  # the output is behind: wait unparsed
-                    # No local name for the entries: once turned into records they die,
-                    # instead of waiting with this frame while the output is behind.
-                    await self._entries(reader.feed(chunk), ref)
-                    if reader.failed:
-                        break
-            await self._entries(reader.finish(), ref)
-        except HTTPStatusError as exc:
-            client_error = 400 <= exc.status < 500
-            if target != ref.url and client_error:
-                return RetryListed()
-            if ref.fallbacks and client_error and not isinstance(exc, Blocked):
-                return Missed()
-            return Failed(exc, exc.status, requests + (exc.attempts or 1), None)
-        except (ConnectError, FetchTimeout) as exc:
-            if streaming:
-                passed = time.monotonic() - started >= self._cfg.fetch.total_timeout
-                return BodyBroken(exc, status, requests, received, passed)
-            return Failed(exc, status, exc.attempts or 1, received)
-        except FetchError as exc:
-            return Failed(exc, status, requests if streaming else exc.attempts or 1, received)
-        return Read(reader.result(), status, validators, digest)
+        if url != ref.url:
+            self._frontier.mark_seen(url)
+            if not self._redirect_allowed(ref, url):
+                return Refused()
+            if inc is not None:
+                inc.redirected(url)
+        if status == 304 and inc is not None and inc.knows(ref.url):
+            return NotModified(status)
+        self.batch.sitemap_dates(http_date(validators[1]), datetime.now(UTC))
+        return None
+
+    async def chunk(self, chunk: bytes) -> None:
+        """A chunk of the body, before it is parsed."""
+        self.report.bytes += len(chunk)
+        if self._ready is not None:
+            await self._ready()  # the output is behind: wait unparsed
 
     def _redirect_allowed(self, ref: SitemapRef, final_url: str) -> bool:
         """Apply the cross-host policy to where a sitemap redirected to.
@@ -423,10 +324,7 @@ class HostWorker:
         if ref.source == "fallback":
             if isinstance(result.error, NotASitemap):
                 # A guess that found an HTML page or an empty body: a miss, not a failure.
-                if ref.fallbacks:
-                    self._next_probe(ref)
-                elif self.incremental is not None:
-                    self.incremental.missed(ref.url)
+                self._next_probe(ref)
                 if self.incremental is not None:
                     self.incremental.gone()  # a remembered hit is gone
                 return
@@ -439,29 +337,14 @@ class HostWorker:
             report.fail(result.error, bytes_read=result.stats.bytes_in)
 
     def _next_probe(self, ref: SitemapRef) -> None:
+        """A fallback location missed: the next one, if any, is probed."""
         if self.incremental is not None:
             self.incremental.missed(ref.url)  # not probed again until rediscovery
-        nxt, *rest = ref.fallbacks
-        self._frontier.push(SitemapRef(nxt, source="fallback", fallbacks=tuple(rest)))
+        if ref.fallbacks:
+            nxt, *rest = ref.fallbacks
+            self._frontier.push(SitemapRef(nxt, source="fallback", fallbacks=tuple(rest)))
 
-    def _failed(
-        self,
-        ref: SitemapRef,
-        exc: FetchError,
-        status: int | None,
-        attempts: int,
-        bytes_read: int | None,
-    ) -> None:
-        self.report.sitemaps_failed += 1
-        self.report.fail(exc, status=status, attempts=attempts, bytes_read=bytes_read)
-        if self.incremental is not None:
-            self.incremental.failed(ref, status)
-
-    def _admit_all(self, refs: list[SitemapRef]) -> None:
-        for ref in refs:
-            self._admit(ref)
-
-    async def _entries(self, entries: list[Entry], ref: SitemapRef) -> None:
+    async def entries(self, entries: list[Entry], ref: SitemapRef) -> None:
         """Turn reader entries into records (the batch) and index children (the frontier)."""
         if not entries:
             return
@@ -486,16 +369,3 @@ class HostWorker:
         out = self.batch.flush()
         if out is not None:
             await self._emit(out.records, out.fps, out.rows, out.data, out.lines)
-
-
-def _http_date(value: str | None) -> datetime | None:
-    """An HTTP date header as aware UTC, or None when absent or unparseable."""
-    if not value:
-        return None
-    from email.utils import parsedate_to_datetime
-
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
-        return None
-    return when.astimezone(UTC) if when.tzinfo is not None else when.replace(tzinfo=UTC)

@@ -13,10 +13,10 @@ there is no ``HostIncremental`` at all (the host worker holds None).
 Usage::
 
     inc = HostIncremental(host, cfg, ledger, report, emit_mode)
-    inc.load()
-    target, headers = inc.plan(ref) or (...)
+    memory = inc.load(seed)  # its discovery memory to recall, or None: discover
+    plan = inc.plan(ref)  # (target, headers), or None: carried over unchanged
     ...
-    inc.finish(frontier, audit)
+    inc.finish(frontier, audit)  # then inc.state is the writer's
 """
 
 from __future__ import annotations
@@ -70,10 +70,14 @@ class HostIncremental:
         self._direct: set[str] = set()  # sitemaps whose remembered redirect went stale
         self._children: list[tuple[str, int | None]] = []  # the index being read
 
-    def load(self) -> None:
-        """Read the host's memory from the state file; decide whether its lastmod is trusted."""
+    def load(self, seed: Seed) -> dict[str, Any] | None:
+        """Read the host's memory from the state file; decide whether its lastmod is trusted.
+
+        Returns the discovery memory to use instead of discovering again (``recall``).
+        """
         self.memory = self._ledger.host(self.host)
         self._trust_lastmod()
+        return self.recall(seed)
 
     def _trust_lastmod(self) -> None:
         """Decide from the state's memory whether this host's lastmod may filter URLs.
@@ -110,6 +114,13 @@ class HostIncremental:
             self.remembered = True
             return memory
         return None
+
+    def found(self, discovered: Discovered) -> None:
+        """What discovery found (or recalled) this run."""
+        self.discovered = discovered
+        # Only a robots.txt read in full this run can say a sitemap is no longer listed.
+        fresh = discovered.robots_status == 200 and not discovered.robots_truncated
+        self.robots_fresh = fresh and not self.remembered
 
     def missed(self, url: str) -> None:
         """A fallback location that missed: not probed again until rediscovery."""
