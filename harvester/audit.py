@@ -36,10 +36,11 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
+from harvester import compiled
 from harvester.dates import format_utc
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Callable, Iterable, Sequence
 
 __all__ = [
     "DEFAULT_FUTURE_SKEW",
@@ -77,6 +78,13 @@ _DAY_US = timedelta(days=1) // _MICROSECOND
 _DATE_ONLY = re.compile(r"\s*\d{4}(?:-\d{2}(?:-\d{2})?)?\s*", re.ASCII).fullmatch
 _MASK64 = (1 << 64) - 1
 _EPOCH_MONTH = 1995 * 12  # month index of January 1995 (year * 12 + month - 1)
+
+# The compiled counter (harvester/_chost.pyx, ``count_lastmods``): ``count_entries``
+# for the usual entries in C; None: ``count_entries`` counts them all.
+_chost = compiled.load("_chost")
+_count_lastmods: (
+    Callable[[LastmodDistribution, list[datetime | None], list[str | None]], None] | None
+) = _chost.count_lastmods if _chost is not None else None
 
 
 def _mix64(x: int) -> int:
@@ -251,16 +259,32 @@ class LastmodDistribution:
     ) -> None:
         """Count URL entries of one sitemap: ``lastmods[i]`` with its text ``raws[i]``.
 
-        The one implementation of the count: ``add`` is this for one entry, and the
-        URL batch (harvester/batch.py, both its Python and its compiled loop) hands
-        over a sample of each list of entries it takes. A batch is counted with
-        its references set once and the containers bound to locals: this runs for
-        most URLs of a host.
+        The one entry point of the count: ``add`` is this for one entry, and the URL
+        batch (harvester/batch.py, its Python and its compiled loop alike) hands over
+        the sample of each list of entries it takes. The references are set once per
+        call; the count is ``count_entries``, or its compiled path.
         """
         if not lastmods:
             return
         if fetched_at is not self._ref[0] or sitemap_last_modified is not self._ref[1]:
             self._set_references(fetched_at, sitemap_last_modified)
+        if _count_lastmods is not None:
+            _count_lastmods(
+                self,
+                lastmods if type(lastmods) is list else list(lastmods),
+                raws if type(raws) is list else list(raws),
+            )
+        else:
+            self.count_entries(lastmods, raws)
+
+    def count_entries(
+        self, lastmods: Sequence[datetime | None], raws: Sequence[str | None]
+    ) -> None:
+        """Count entries against the references ``add_many`` set (its loop, in Python).
+
+        The compiled counter does the same for the usual entries (no lastmod, or a
+        ``datetime`` in UTC) and hands every other one to this method.
+        """
         _, _, fetch_us, header_us, future_us = self._ref
         tol = self._tol_us
         months, modal, kmv = self._months, self._modal, self._kmv
@@ -295,24 +319,69 @@ class LastmodDistribution:
                     before += 1
                     month = -1
                 months[month] = months.get(month, 0) + 1
-                # The common cases of _count_modal and _sketch, inlined.
+                # The common cases of count_modal and sketch, inlined.
                 if key in modal:
                     modal[key] += 1
                 elif len(modal) < modal_cap:
                     modal[key] = 1
                 else:
-                    self._count_modal(key, 1)
+                    self.count_modal(key, 1)
                 h = _mix64(key)
                 if h not in kmv and (len(kmv) < distinct_cap or h < -self._kmv_heap[0]):
-                    self._sketch(h)
+                    self.sketch(h)
         finally:
             # What was counted stays counted even if an entry raised.
-            self.total += total
-            self.dated += dated
-            self.generation += generation
-            self.future += future
-            self.before_1995 += before
-            self.date_only += date_only
+            self.add_counts(total, dated, generation, future, before, date_only)
+
+    # -- the compiled counter's surface (harvester/_chost.pyx, count_lastmods) -----------
+    # It updates the containers ``counting_tables`` returns in place, exactly as
+    # ``count_entries`` does, calls ``sketch``/``count_entries`` for the rare cases,
+    # and adds its counters with ``add_counts``.
+
+    def counting_tables(
+        self,
+    ) -> tuple[dict[int, int], dict[int, int], set[int], list[int], int, int | None, int, int]:
+        """``(months, modal, kmv, kmv_heap, fetch_us, header_us, future_us, tolerance_us)``.
+
+        The containers a count updates in place (month counts, the Misra-Gries
+        counter, the KMV sketch's set and heap) and the references ``add_many`` set
+        (microseconds since 1970: fetch time, Last-Modified or None, future limit).
+        """
+        _, _, fetch_us, header_us, future_us = self._ref
+        return (
+            self._months,
+            self._modal,
+            self._kmv,
+            self._kmv_heap,
+            fetch_us,
+            header_us,
+            future_us,
+            self._tol_us,
+        )
+
+    def add_counts(
+        self,
+        total: int,
+        dated: int,
+        generation: int,
+        future: int,
+        before: int,
+        date_only: int,
+        *,
+        modal_evicted: bool = False,
+    ) -> None:
+        """Add a count's exact counters (``before``: to ``before_1995``).
+
+        ``modal_evicted``: the count evicted values from the modal counter itself
+        (``count_modal``'s eviction for one entry, in place), so it is no longer exact.
+        """
+        self._modal_evicted |= modal_evicted
+        self.total += total
+        self.dated += dated
+        self.generation += generation
+        self.future += future
+        self.before_1995 += before
+        self.date_only += date_only
 
     def _set_references(self, fetched_at: datetime, header: datetime | None) -> None:
         # Called once per sitemap in practice (callers pass the same objects for
@@ -325,7 +394,8 @@ class LastmodDistribution:
             if ref is not None and len(self._ref_days) < 64:
                 self._ref_days.add(ref.astimezone(UTC).toordinal())
 
-    def _count_modal(self, key: int, n: int) -> None:
+    def count_modal(self, key: int, n: int) -> None:
+        """Count ``n`` entries of the timestamp ``key`` (µs) in the Misra-Gries counter."""
         modal = self._modal
         if key in modal:
             modal[key] += n
@@ -341,9 +411,10 @@ class LastmodDistribution:
                 if modal[k] == 0:
                     del modal[k]
             if n > dec:
-                self._count_modal(key, n - dec)
+                self.count_modal(key, n - dec)
 
-    def _sketch(self, h: int) -> None:
+    def sketch(self, h: int) -> None:
+        """Offer the hash ``h`` of a timestamp to the KMV sketch."""
         kmv = self._kmv
         if h in kmv:
             return
@@ -373,10 +444,10 @@ class LastmodDistribution:
         for month, n in other._months.items():
             self._months[month] = self._months.get(month, 0) + n
         for h in other._kmv:
-            self._sketch(h)
+            self.sketch(h)
         self._modal_evicted |= other._modal_evicted
         for key, n in other._modal.items():
-            self._count_modal(key, n)
+            self.count_modal(key, n)
         for day in other._ref_days:
             if len(self._ref_days) < 64:
                 self._ref_days.add(day)
