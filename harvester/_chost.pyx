@@ -1,8 +1,8 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False
 """Compiled half of the URL batch: a list of URL entries into records (``UrlBatch.take``).
 
-In: a ``harvester.batch.UrlBatch`` (its interface to this module is the first
-group of its ``__slots__``: the host's ``Rules`` and ``SeenSet``, the batch's
+In: a ``harvester.batch.UrlBatch`` (its interface to this module is the fields
+named in ``batch._LOOP_FIELDS``: the host's ``Rules`` and ``SeenSet``, the batch's
 records, fingerprints and lastmod epochs, its counters and the ``HostReport``),
 a list of reader entries and the sitemap that listed them. Out: for each
 ``UrlEntry``, what ``UrlBatch._python_loop`` does: the canonical URL (the
@@ -486,7 +486,7 @@ def url_entries(batch, list entries, str sitemap):
     """Handle the ``UrlEntry`` items of ``entries`` as ``UrlBatch._python_loop`` does.
 
     ``batch``: the host's ``UrlBatch`` (the fields this module reads and writes are
-    listed in its ``__slots__``); with ``batch.encoded``, records go into it as the
+    named in ``batch._LOOP_FIELDS``); with ``batch.encoded``, records go into it as the
     JSON lines that ``sink.encode_records`` makes of them (``batch.records`` stays
     empty); with ``batch.urls``, each record's canonical URL is appended to it too,
     as UTF-8 and a newline (``_append_line``): the state file's ledger chunks are made

@@ -14,8 +14,8 @@ the lastmod audit's sample and the record. Per batch, with a state file or
 (``Selection``).
 
 The per-URL loop has a compiled half (harvester/_chost.pyx, ``url_entries``):
-it reads and writes the ``UrlBatch`` fields listed first in its ``__slots__``,
-by name; ``_python_loop`` below does the same steps, and tests/unit/test_chost.py
+it reads and writes the ``UrlBatch`` fields named in ``_LOOP_FIELDS``, and
+nothing else of it; ``_python_loop`` below does the same steps, and tests/unit/test_chost.py
 compares the two.
 
 Usage::
