@@ -1,9 +1,18 @@
-"""Types of the compiled URL loop (harvester/_chost.pyx)."""
+"""Types of the compiled half of the URL batch (harvester/_chost.pyx)."""
 
-from typing import Any
+from datetime import datetime
 
-def url_entries(*args: Any) -> tuple[int, int, bool, list[Any]]:
-    """Handle the ``UrlEntry`` items of a batch as ``HostWorker._entries`` does."""
+from harvester.audit import LastmodDistribution
+from harvester.batch import UrlBatch
+from harvester.models import Entry
+
+def url_entries(batch: UrlBatch, entries: list[Entry], sitemap: str) -> list[Entry]:
+    """Handle the ``UrlEntry`` items of ``entries`` as ``UrlBatch._python_loop`` does."""
 
 def label_lines(data: bytearray, label: bytes) -> bytes:
     """``bytes(data.replace(b"}\\n", label + b"}\\n"))``, in one pass."""
+
+def count_lastmods(
+    dist: LastmodDistribution, lastmods: list[datetime | None], raws: list[str | None]
+) -> None:
+    """``LastmodDistribution.count_entries``, the usual entries in C."""

@@ -36,10 +36,11 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
+from harvester import compiled
 from harvester.dates import format_utc
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable, Sequence
 
 __all__ = [
     "DEFAULT_FUTURE_SKEW",
@@ -77,6 +78,13 @@ _DAY_US = timedelta(days=1) // _MICROSECOND
 _DATE_ONLY = re.compile(r"\s*\d{4}(?:-\d{2}(?:-\d{2})?)?\s*", re.ASCII).fullmatch
 _MASK64 = (1 << 64) - 1
 _EPOCH_MONTH = 1995 * 12  # month index of January 1995 (year * 12 + month - 1)
+
+# The compiled counter (harvester/_chost.pyx, ``count_lastmods``): ``count_entries``
+# for the usual entries in C; None: ``count_entries`` counts them all.
+_chost = compiled.load("_chost")
+_count_lastmods: (
+    Callable[[LastmodDistribution, list[datetime | None], list[str | None]], None] | None
+) = _chost.count_lastmods if _chost is not None else None
 
 
 def _mix64(x: int) -> int:
@@ -165,7 +173,7 @@ class LastmodVerdict:
 
 
 def _fill_heap(heap: list[int], kmv: set[int]) -> None:
-    """Make ``heap`` (in place: the compiled loop holds it) the max-heap of ``kmv``, negated."""
+    """Make ``heap`` (in place: the distribution holds it) the max-heap of ``kmv``, negated."""
     heap[:] = [-h for h in kmv]
     heapq.heapify(heap)
 
@@ -237,47 +245,143 @@ class LastmodDistribution:
         fetched_at: datetime,
     ) -> None:
         """Count one URL entry (``lastmod`` aware UTC or None, as the reader yields it)."""
-        self.total += 1
+        self.add_many(
+            (lastmod,), (raw,), sitemap_last_modified=sitemap_last_modified, fetched_at=fetched_at
+        )
+
+    def add_many(
+        self,
+        lastmods: Sequence[datetime | None],
+        raws: Sequence[str | None],
+        *,
+        sitemap_last_modified: datetime | None,
+        fetched_at: datetime,
+    ) -> None:
+        """Count URL entries of one sitemap: ``lastmods[i]`` with its text ``raws[i]``.
+
+        The one entry point of the count: ``add`` is this for one entry, and the URL
+        batch (harvester/batch.py, its Python and its compiled loop alike) hands over
+        the sample of each list of entries it takes. The references are set once per
+        call; the count is ``count_entries``, or its compiled path.
+        """
+        if not lastmods:
+            return
         if fetched_at is not self._ref[0] or sitemap_last_modified is not self._ref[1]:
             self._set_references(fetched_at, sitemap_last_modified)
-        if lastmod is None:
-            return
-        self.dated += 1
-        # Whole microseconds since 1970: exact, hashable, and int comparisons are several
-        # times cheaper than datetime arithmetic on this per-URL path. (No per-text memo:
-        # the tuples it kept alive cost more in garbage collection than they saved.)
-        key = (lastmod - _UNIX_EPOCH) // _MICROSECOND
-        # Parsed date-only forms (YYYY, YYYY-MM, YYYY-MM-DD) are the only ones this short.
-        date_only = raw is not None and len(raw) <= 10 and _DATE_ONLY(raw) is not None
-        month = lastmod.year * 12 + lastmod.month - 1
+        if _count_lastmods is not None:
+            _count_lastmods(
+                self,
+                lastmods if type(lastmods) is list else list(lastmods),
+                raws if type(raws) is list else list(raws),
+            )
+        else:
+            self.count_entries(lastmods, raws)
+
+    def count_entries(
+        self, lastmods: Sequence[datetime | None], raws: Sequence[str | None]
+    ) -> None:
+        """Count entries against the references ``add_many`` set (its loop, in Python).
+
+        The compiled counter does the same for the usual entries (no lastmod, or a
+        ``datetime`` in UTC) and hands every other one to this method.
+        """
         _, _, fetch_us, header_us, future_us = self._ref
         tol = self._tol_us
-        if abs(key - fetch_us) <= tol or (header_us is not None and abs(key - header_us) <= tol):
-            self.generation += 1
-        if date_only:
-            self.date_only += 1
-            # A day, not an instant: "today" east of Greenwich is midnight UTC
-            # of a day that has not begun there yet; only later days are future.
-            future_us += _DAY_US
-        if key > future_us:
-            self.future += 1
-            month = -2
-        elif key < _WEB_EPOCH_US:
-            self.before_1995 += 1
-            month = -1
-        self._months[month] = self._months.get(month, 0) + 1
-        # The common cases of _count_modal and _sketch, inlined: this runs once
-        # per URL, and a million-URL host should cost about a second.
-        modal = self._modal
-        if key in modal:
-            modal[key] += 1
-        elif len(modal) < self.modal_cap:
-            modal[key] = 1
-        else:
-            self._count_modal(key, 1)
-        h = _mix64(key)
-        if h not in self._kmv and (len(self._kmv) < self.distinct_cap or h < -self._kmv_heap[0]):
-            self._sketch(h)
+        months, modal, kmv = self._months, self._modal, self._kmv
+        modal_cap, distinct_cap = self.modal_cap, self.distinct_cap
+        total = dated = generation = future = before = date_only = 0
+        try:
+            for lastmod, raw in zip(lastmods, raws, strict=True):
+                total += 1
+                if lastmod is None:
+                    continue
+                dated += 1
+                # Whole microseconds since 1970: exact, hashable, and int comparisons
+                # are several times cheaper than datetime arithmetic on this path.
+                key = (lastmod - _UNIX_EPOCH) // _MICROSECOND
+                month = lastmod.year * 12 + lastmod.month - 1
+                if abs(key - fetch_us) <= tol or (
+                    header_us is not None and abs(key - header_us) <= tol
+                ):
+                    generation += 1
+                limit = future_us
+                # Parsed date-only forms (YYYY, YYYY-MM, YYYY-MM-DD) are the only ones
+                # this short.
+                if raw is not None and len(raw) <= 10 and _DATE_ONLY(raw) is not None:
+                    date_only += 1
+                    # A day, not an instant: "today" east of Greenwich is midnight UTC
+                    # of a day that has not begun there yet; only later days are future.
+                    limit += _DAY_US
+                if key > limit:
+                    future += 1
+                    month = -2
+                elif key < _WEB_EPOCH_US:
+                    before += 1
+                    month = -1
+                months[month] = months.get(month, 0) + 1
+                # The common cases of count_modal and sketch, inlined.
+                if key in modal:
+                    modal[key] += 1
+                elif len(modal) < modal_cap:
+                    modal[key] = 1
+                else:
+                    self.count_modal(key, 1)
+                h = _mix64(key)
+                if h not in kmv and (len(kmv) < distinct_cap or h < -self._kmv_heap[0]):
+                    self.sketch(h)
+        finally:
+            # What was counted stays counted even if an entry raised.
+            self.add_counts(total, dated, generation, future, before, date_only)
+
+    # -- the compiled counter's surface (harvester/_chost.pyx, count_lastmods) -----------
+    # It updates the containers ``counting_tables`` returns in place, exactly as
+    # ``count_entries`` does, calls ``sketch``/``count_entries`` for the rare cases,
+    # and adds its counters with ``add_counts``.
+
+    def counting_tables(
+        self,
+    ) -> tuple[dict[int, int], dict[int, int], set[int], list[int], int, int | None, int, int]:
+        """``(months, modal, kmv, kmv_heap, fetch_us, header_us, future_us, tolerance_us)``.
+
+        The containers a count updates in place (month counts, the Misra-Gries
+        counter, the KMV sketch's set and heap) and the references ``add_many`` set
+        (microseconds since 1970: fetch time, Last-Modified or None, future limit).
+        """
+        _, _, fetch_us, header_us, future_us = self._ref
+        return (
+            self._months,
+            self._modal,
+            self._kmv,
+            self._kmv_heap,
+            fetch_us,
+            header_us,
+            future_us,
+            self._tol_us,
+        )
+
+    def add_counts(
+        self,
+        total: int,
+        dated: int,
+        generation: int,
+        future: int,
+        before: int,
+        date_only: int,
+        *,
+        modal_evicted: bool = False,
+    ) -> None:
+        """Add a count's exact counters (``before``: to ``before_1995``).
+
+        ``modal_evicted``: the count evicted values from the modal counter itself
+        (``count_modal``'s eviction for one entry, in place), so it is no longer exact.
+        """
+        self._modal_evicted |= modal_evicted
+        self.total += total
+        self.dated += dated
+        self.generation += generation
+        self.future += future
+        self.before_1995 += before
+        self.date_only += date_only
 
     def _set_references(self, fetched_at: datetime, header: datetime | None) -> None:
         # Called once per sitemap in practice (callers pass the same objects for
@@ -290,7 +394,8 @@ class LastmodDistribution:
             if ref is not None and len(self._ref_days) < 64:
                 self._ref_days.add(ref.astimezone(UTC).toordinal())
 
-    def _count_modal(self, key: int, n: int) -> None:
+    def count_modal(self, key: int, n: int) -> None:
+        """Count ``n`` entries of the timestamp ``key`` (µs) in the Misra-Gries counter."""
         modal = self._modal
         if key in modal:
             modal[key] += n
@@ -306,9 +411,10 @@ class LastmodDistribution:
                 if modal[k] == 0:
                     del modal[k]
             if n > dec:
-                self._count_modal(key, n - dec)
+                self.count_modal(key, n - dec)
 
-    def _sketch(self, h: int) -> None:
+    def sketch(self, h: int) -> None:
+        """Offer the hash ``h`` of a timestamp to the KMV sketch."""
         kmv = self._kmv
         if h in kmv:
             return
@@ -338,10 +444,10 @@ class LastmodDistribution:
         for month, n in other._months.items():
             self._months[month] = self._months.get(month, 0) + n
         for h in other._kmv:
-            self._sketch(h)
+            self.sketch(h)
         self._modal_evicted |= other._modal_evicted
         for key, n in other._modal.items():
-            self._count_modal(key, n)
+            self.count_modal(key, n)
         for day in other._ref_days:
             if len(self._ref_days) < 64:
                 self._ref_days.add(day)

@@ -197,6 +197,19 @@ class SeenSet:
             self._small = None
             self._table = None
 
+    # The small mode's set, for the compiled URL loop (harvester/_chost.pyx), which adds
+    # to it directly while it holds fewer than ``small_limit - 1`` fingerprints (then
+    # adds what it added to ``count``) and calls ``add`` from there on.
+    @property
+    def small(self) -> FpTable | set[int] | None:
+        """The small set (an ``FpTable`` or a set of ints); None once left, or never used."""
+        return self._small
+
+    @property
+    def small_limit(self) -> int:
+        """Fingerprints at which ``add`` moves the small set into the compact buckets."""
+        return self._small_limit
+
     def add(self, fp: int) -> bool:
         """Record ``fp``; return True if it was not seen before."""
         small = self._small

@@ -195,6 +195,23 @@ class Rules:
         """Whether this rule set removes a trailing slash (``strip_trailing_slash``)."""
         return self._strip_slash
 
+    # The query rules, for the compiled URL loop (harvester/_chost.pyx): it calls the
+    # compiled canonical form (``_canonical_query``) with them, as ``canonical`` does.
+    @property
+    def drop(self) -> frozenset[str]:
+        """Query parameter names dropped (lower case, exact)."""
+        return self._drop
+
+    @property
+    def drop_prefixes(self) -> tuple[str, ...]:
+        """Query parameter name prefixes dropped (lower case; ``utm_*`` as ``utm_``)."""
+        return self._drop_prefixes
+
+    @property
+    def sort_query(self) -> bool:
+        """Whether the query's parameters are sorted (``sort_query``)."""
+        return self._sort
+
     def _dropped(self, key: str) -> bool:
         key = key.lower()
         return key in self._drop or (

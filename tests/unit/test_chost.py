@@ -1,11 +1,11 @@
-"""The compiled URL loop (harvester/_chost.pyx) does what ``HostWorker._entries`` does in Python.
+"""The compiled URL loop (harvester/_chost.pyx) does what ``UrlBatch._python_loop`` does.
 
-Each batch list goes through two fresh host workers, one with the compiled loop
-and one with ``host._url_entries`` set to None (the Python loop alone, as
+Each batch list goes through two fresh URL batches, one with the compiled loop
+and one with ``batch._url_entries`` set to None (the Python loop alone, as
 without a C compiler), and everything the loop touches must be equal: the
-records (with their key order), fingerprints and lastmod epochs of the batches
+records (with their key order), fingerprints and ledger rows of the batches
 emitted, the report's counters and limits, the seen-set, the index children
-admitted, and the lastmod audit's figures. The generated entries repeat URLs,
+handed back, and the lastmod audit's figures. The generated entries repeat URLs,
 need canonicalizing or not, carry extensions or not, mix in index children,
 and run into the URL cap, the seen-set's small-set limit and its spills, and
 replayed positions.
@@ -13,31 +13,28 @@ replayed positions.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
+from array import array
 from datetime import UTC, datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harvester import host as hostmod
-from harvester.audit import DEFAULT_FUTURE_SKEW
+from harvester import audit as auditmod
+from harvester import batch as batchmod
+from harvester.audit import DEFAULT_FUTURE_SKEW, LastmodDistribution
+from harvester.batch import Flushed, UrlBatch
 from harvester.config import Config
 from harvester.dedupe import SMALL_LIMIT
-from harvester.frontier import SitemapRef
-from harvester.host import HostWorker
+from harvester.ledger import HostMemory
 from harvester.models import Image, SitemapChild, UrlEntry
-from harvester.seeds import Seed
+from harvester.normalize import Normalizer
+from harvester.report import HostReport
 from harvester.sink import encode_records
 from tests.compiled import compiled_module
-
-if TYPE_CHECKING:
-    from array import array
-
-    from harvester.audit import LastmodDistribution
 
 chost = compiled_module("_chost")
 
@@ -112,10 +109,6 @@ def lastmods(draw: st.DrawFn) -> tuple[datetime | None, str | None]:
     return when, when.isoformat()
 
 
-class Scheduler:
-    """The admission path (``_admit``) needs none of the scheduler."""
-
-
 class Ledger:
     """A state file's verdicts without SQLite: each URL's event from its fingerprint.
 
@@ -129,7 +122,7 @@ class Ledger:
     def fresh(self, memory: Any) -> bool:
         return self._fresh
 
-    def events(self, host_id: int | None, fps: Any, lastmods: Any) -> list[str | None]:
+    def events(self, memory: Any, fps: Any, lastmods: Any) -> list[str | None]:
         if self._fresh:
             return ["new"] * len(fps)
         # None: recorded by this run before it was cut short (a replay).
@@ -139,65 +132,66 @@ class Ledger:
         return lastmods  # (what the ledger remembers is LedgerReader's, tested there)
 
 
-def worker(
+def url_batch(
     cfg: Config,
     encoded: bool = False,
     emit_mode: str | None = None,
     unverified: bool = False,
     fresh: bool = False,
-) -> HostWorker:
-    seed = Seed(HOST, f"https://{HOST}", None, None, None, True)
-    emitted: list[tuple[list[dict[str, Any]], array[int], bytes | bytearray | None]] = []
-    rows: list[Any] = []
-
-    async def emit(
-        batch: list[dict[str, Any]],
-        fps: array[int],
-        ledger_rows: Any,
-        data: bytes | bytearray | None,
-        lines: int | None,
-    ) -> None:
-        assert lines is None or (data is not None and lines == data.count(b"\n"))
-        emitted.append((batch, fps, data))
-        rows.append(ledger_rows)
-
-    w = HostWorker(
-        seed,
+) -> UrlBatch:
+    rules = Normalizer(cfg.normalize).rules_for(HOST)
+    b = UrlBatch(
+        HOST,
         cfg,
-        None,  # type: ignore[arg-type]
-        Scheduler(),  # type: ignore[arg-type]
-        emit,
-        ledger=None if emit_mode is None else Ledger(fresh),  # type: ignore[arg-type]
+        rules,
+        HostReport(HOST),
+        ledger=None if emit_mode is None else Ledger(fresh),
         emit_mode=emit_mode or "all",
         encoded=encoded,
     )
-    w._unverified = unverified  # the host's lastmods are not trusted (see _trust_lastmod)
-    w.emitted = emitted  # type: ignore[attr-defined]
-    w.rows = rows  # type: ignore[attr-defined]
-    return w
+    b.remember(HostMemory(), unverified)  # unverified: the host's lastmods are not trusted
+    return b
 
 
-def state(w: HostWorker) -> dict[str, Any]:
+def feed(b: UrlBatch, batches: list[list[Any]], sitemap: str) -> tuple[list[Flushed], list[Any]]:
+    """Each list as the host worker hands it over (flushed when full, and at the end)."""
+    emitted: list[Flushed] = []
+    others: list[Any] = []
+    for k, entries in enumerate(batches):
+        others += b.take(entries, f"{sitemap}?{k}" if k else sitemap)
+        if b.full:
+            emitted.append(flushed(b))
+    emitted.append(flushed(b))  # as at the host's end: the open batch is labelled too
+    return emitted, others
+
+
+def flushed(b: UrlBatch) -> Flushed:
+    out = b.flush()
+    if out is None:
+        return Flushed([], array("Q"), None, None, None)
+    assert out.lines is None or (out.data is not None and out.lines == out.data.count(b"\n"))
+    return out
+
+
+def state(b: UrlBatch, emitted: list[Flushed], others: list[Any]) -> dict[str, Any]:
     """What the loop touched; records as the JSON lines the writer gets, and as dicts."""
-    report = w.report.as_dict()
+    report = b.report.as_dict()
     report.pop("seconds", None)
-    dist = w._dist
-    emitted = w.emitted  # type: ignore[attr-defined]
+    dist = b.dist
     return {
-        "dicts": [[list(r.items()) for r in b] for b, _, _ in emitted]
-        + [[list(r.items()) for r in w._batch]],
-        "lines": [(encode_records(b) if d is None else d, list(f)) for b, f, d in emitted]
-        + [(encode_records(w._batch) + bytes(w._encoded or b""), [])],
-        "fps": list(w._batch_fps),
-        "lastmods": list(w._batch_lastmods),
-        "filtering": w._filtering,
-        "rows": w.rows,  # type: ignore[attr-defined]
+        "dicts": [[list(r.items()) for r in f.records] for f in emitted],
+        "lines": [
+            (encode_records(f.records) if f.data is None else bytes(f.data), list(f.fps))
+            for f in emitted
+        ],
+        "filtering": b.selection is not None,
+        "rows": [f.rows for f in emitted],
         "report": report,
-        "seen": (len(w._seen_urls), sorted(w._seen_urls._small or [])),
-        "listed": w._listed,
-        "position": w._position,
-        "cap_hit": w._url_cap_hit,
-        "frontier": [w._frontier.pop() for _ in range(3)],
+        "seen": (len(b.seen), sorted(b.seen.small or [])),
+        "listed": b.listed,
+        "position": b.position,
+        "cap_hit": b.cap_hit,
+        "others": others,
         "dist": None if dist is None else distribution(dist),
     }
 
@@ -232,33 +226,28 @@ def run_both(
     """The compiled loop (dicts, and JSON lines as for the writer) against the Python one.
 
     ``emit_mode``: with a state file (a fake ledger) and that ``--emit``; the lines
-    are then labelled by ``_select_lines``, the dicts by ``_select``. Each batch list
-    after the first comes from a sitemap of its own (``sitemap?2``, ...), so a
+    are then labelled by ``select_lines``, the dicts by ``select_records``. Each batch
+    list after the first comes from a sitemap of its own (``sitemap?2``, ...), so a
     batch's ledger rows may name several.
     """
     results = []
-    saved = hostmod._url_entries
+    saved = batchmod._url_entries
+    # What this compares: the compiled loop is the one the batch runs.
+    assert saved is chost.url_entries
     for compiled, encoded in ((True, False), (False, False), (True, True)):
-        hostmod._url_entries = saved if compiled else None
+        batchmod._url_entries = saved if compiled else None
         try:
-            w = worker(cfg, encoded, emit_mode, unverified, fresh)
-            w._replayed = replayed
-            w._fetched_at = NOW
-            w._sitemap_modified = modified  # the sitemap's Last-Modified header
-
-            async def feed(w: HostWorker = w) -> None:
-                for k, batch in enumerate(batches):
-                    await w._entries(batch, SitemapRef(f"{sitemap}?{k}" if k else sitemap))
-                await w._flush()  # as at the host's end: the open batch is labelled too
-
-            asyncio.run(feed())
-            results.append(state(w))
-            w._seen_urls.close()
+            b = url_batch(cfg, encoded, emit_mode, unverified, fresh)
+            b.replayed = replayed
+            b.sitemap_dates(modified, NOW)  # the sitemap's Last-Modified header, fetch time
+            emitted, others = feed(b, batches, sitemap)
+            results.append(state(b, emitted, others))
+            b.close()
         finally:
-            hostmod._url_entries = saved
+            batchmod._url_entries = saved
     assert results[0] == results[1]
     # Encoded: the same lines (labelled in place when filtered) and ledger rows, and
-    # no dicts at all, neither emitted nor in the batch still open.
+    # no dicts at all.
     dicts = results[2].pop("dicts")
     results[0].pop("dicts")
     assert dicts == [[]] * len(dicts)
@@ -276,11 +265,72 @@ def config(cap: int, spill: int, dist: bool, since: bool) -> Config:
     )
 
 
-def test_the_constants_agree() -> None:
-    # _chost.pyx keeps its own copy of host._AUDIT_ALL: a run with more than that many
-    # URLs must sample the same ones either way.
-    batch = [UrlEntry(f"https://e.com/{i}", T0) for i in range(hostmod._AUDIT_ALL + 200)]
+def test_the_compiled_module_is_loaded() -> None:
+    # Not built (or not importable) would silently compare the Python loop with itself.
+    assert batchmod._chost is chost
+    assert batchmod._url_entries is chost.url_entries
+
+
+def test_the_audit_sample_agrees_past_audit_all() -> None:
+    # The first AUDIT_ALL URLs all count, then 1 in 8 by fingerprint: the same ones
+    # either way.
+    batch = [UrlEntry(f"https://e.com/{i}", T0) for i in range(batchmod.AUDIT_ALL + 200)]
     run_both([batch], config(10**7, 10**7, True, False), 0)
+
+
+def counted(
+    pairs: list[tuple[datetime | None, str | None]],
+    modified: datetime | None,
+    counter: Any,
+    distinct_cap: int,
+    modal_cap: int,
+) -> dict[str, Any]:
+    """The distribution of ``pairs`` (in two calls) counted by ``counter`` (None: Python)."""
+    saved = auditmod._count_lastmods
+    auditmod._count_lastmods = counter
+    try:
+        dist = LastmodDistribution(distinct_cap=distinct_cap, modal_cap=modal_cap)
+        half = len(pairs) // 2
+        for part in (pairs[:half], pairs[half:]):
+            dist.add_many(
+                [lastmod for lastmod, _ in part],
+                [raw for _, raw in part],
+                sitemap_last_modified=modified,
+                fetched_at=NOW,
+            )
+        return distribution(dist)
+    finally:
+        auditmod._count_lastmods = saved
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(lastmods(), max_size=200),
+    st.sampled_from([None, T0 + timedelta(hours=3), NOW]),
+    st.sampled_from([2, 5, 4096]),
+    st.sampled_from([1, 3, 256]),
+)
+def test_the_compiled_count_is_count_entries(
+    pairs: list[tuple[datetime | None, str | None]],
+    modified: datetime | None,
+    distinct_cap: int,
+    modal_cap: int,
+) -> None:
+    # LastmodDistribution.add_many's compiled path against its Python loop, with caps
+    # small enough for the sketch's replacements and the modal counter's evictions.
+    assert auditmod._count_lastmods is chost.count_lastmods
+    compiled = counted(pairs, modified, chost.count_lastmods, distinct_cap, modal_cap)
+    assert compiled == counted(pairs, modified, None, distinct_cap, modal_cap)
+
+
+def test_the_compiled_count_past_the_caps_with_distinct_timestamps() -> None:
+    pairs: list[tuple[datetime | None, str | None]] = [
+        (T0 + timedelta(seconds=37 * i, microseconds=i % 3), None) for i in range(6000)
+    ]
+    pairs += [(None, None), (datetime(1990, 1, 1, tzinfo=UTC), "1990-01-01")] * 50
+    compiled = counted(pairs, None, chost.count_lastmods, 1024, 256)
+    assert compiled["evicted"]
+    assert compiled == counted(pairs, None, None, 1024, 256)
 
 
 @settings(max_examples=300, deadline=None)
@@ -371,31 +421,22 @@ def test_a_host_new_to_the_state_file_labels_every_line_at_once(
         [batch[:300], batch[300:]], cfg, 0, emit_mode=emit_mode, unverified=unverified, fresh=True
     )
     # And what a user reads: every URL new, written for delta/all, none for changed.
-    w = worker(cfg, True, emit_mode, unverified, fresh=True)
-
-    async def feed() -> None:
-        await w._entries(list(batch), SitemapRef(f"https://{HOST}/sitemap.xml"))
-        await w._flush()
-
-    asyncio.run(feed())
-    emitted = w.emitted  # type: ignore[attr-defined]
-    records = [
-        orjson.loads(line) for line in b"".join(d or b"" for _, _, d in emitted).splitlines()
-    ]
+    b = url_batch(cfg, True, emit_mode, unverified, fresh=True)
+    emitted, _ = feed(b, [list(batch)], f"https://{HOST}/sitemap.xml")
+    records = [orjson.loads(line) for line in b"".join(f.data or b"" for f in emitted).splitlines()]
     if emit_mode == "changed":
         assert records == []
-        assert w.report.urls == 0
+        assert b.report.urls == 0
     else:
         assert [r["loc"] for r in records] == [e.loc for e in batch]
         assert {r["event"] for r in records} == {"new"}
         assert list(records[7])[-2:] == ["priority", "event"]
-        assert w.report.urls == 600
-    assert w.report.new == 600
-    # The compiled loop wrote the label into each line itself (none for changed: the
-    # lines are dropped), so no pass inserted it afterwards.
-    if hostmod._url_entries is not None:
-        assert w._line_label == (None if emit_mode == "changed" else b',"event":"new"')
-    w._seen_urls.close()
+        assert b.report.urls == 600
+    assert b.report.new == 600
+    # The compiled loop wrote the label into each line itself (for changed too: the
+    # lines are then dropped), so no pass inserted it afterwards.
+    assert b.label == (None if emit_mode == "changed" else b',"event":"new"')
+    b.close()
 
 
 @settings(max_examples=300, deadline=None)
@@ -424,16 +465,19 @@ def test_a_host_new_to_the_state_file_is_labelled_in_one_pass() -> None:
     # Every URL of a host the state file has never seen is new: the batch gets one
     # label, with no per-record list, whether its URLs come as the compiled loop's
     # text or as a list; the ledger chunk holds them either way.
-    from array import array
-
     from harvester.chunks import NO_LASTMOD, unpack_urls
 
-    w = worker(Config(), encoded=True, emit_mode="all", fresh=True)
+    b = url_batch(Config(), encoded=True, emit_mode="all", fresh=True)
+    assert b.selection is not None
     urls = ["https://e.com/a", "https://e.com/é"]
     text = bytearray("".join(u + "\n" for u in urls).encode())
     for listed in (urls, (text, [len(text)])):
-        kept, rows, every = w._labels(
-            array("Q", [1, 2]), array("q", [0, NO_LASTMOD]), listed, [(f"https://{HOST}/s.xml", 2)]
+        kept, rows, every = b.selection.labels(
+            b.report,
+            array("Q", [1, 2]),
+            array("q", [0, NO_LASTMOD]),
+            listed,
+            [(f"https://{HOST}/s.xml", 2)],
         )
         assert (kept, every) == ([], "new")
         assert rows is not None
