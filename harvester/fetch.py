@@ -299,14 +299,7 @@ class Fetcher:
                     if outcome is None:
                         body_stream = BodyStream(response, url, cfg, cap, deadline)
                         try:
-                            yield Body(
-                                url=str(response.url),
-                                status=response.status,
-                                headers=response.headers,
-                                redirects=tuple(str(r.url) for r in response.history),
-                                attempts=attempt,
-                                _stream=body_stream,
-                            )
+                            yield _body(response, attempt, body_stream)
                         finally:
                             body_stream.close()
                         return
@@ -316,29 +309,39 @@ class Fetcher:
                         slot.back_off(outcome.retry_after)
             # Slot and connection are released here; decide whether to try again.
             assert deadline is not None  # any error after admission left it set
-            # First contact decides quickly: a host that let a connect or its first
-            # response time out is dead or hanging, and each retry would cost the
-            # same timeout again. A failed TLS handshake (a certificate problem, no
-            # TLS on the port) will not mend in a few seconds either.
-            if (first and isinstance(error, FetchTimeout)) or isinstance(
-                cause, aiohttp.ClientSSLError
-            ):
-                delay = None
-            else:
-                delay = self._retry_delay(error, attempt)
-            # Give up now rather than sleep into a FetchTimeout: the last real
-            # error (say, the 429 and its Retry-After) says more to the report.
-            if delay is None or loop.time() + delay >= deadline:
-                error.attempts = attempt  # the report's retry count
-                raise error from cause
-            logger.debug(
-                "retrying %s in %.2fs after attempt %d: %s",
-                redact(url),
-                delay,
-                attempt,
-                error.message,
-            )
-            await self._sleep(delay)
+            await self._after_failure(error, cause, first=first, attempt=attempt, deadline=deadline)
+
+    async def _after_failure(
+        self,
+        error: FetchError,
+        cause: BaseException | None,
+        *,
+        first: bool,
+        attempt: int,
+        deadline: float,
+    ) -> None:
+        """Raise ``error`` when it is final (the retry policy); else wait out the delay."""
+        # First contact decides quickly: a host that let a connect or its first
+        # response time out is dead or hanging, and each retry would cost the
+        # same timeout again. A failed TLS handshake (a certificate problem, no
+        # TLS on the port) will not mend in a few seconds either.
+        if (first and isinstance(error, FetchTimeout)) or isinstance(cause, aiohttp.ClientSSLError):
+            delay = None
+        else:
+            delay = self._retry_delay(error, attempt)
+        # Give up now rather than sleep into a FetchTimeout: the last real
+        # error (say, the 429 and its Retry-After) says more to the report.
+        if delay is None or asyncio.get_running_loop().time() + delay >= deadline:
+            error.attempts = attempt  # the report's retry count
+            raise error from cause
+        logger.debug(
+            "retrying %s in %.2fs after attempt %d: %s",
+            redact(error.url or ""),
+            delay,
+            attempt,
+            error.message,
+        )
+        await self._sleep(delay)
 
     def _timeout_error(self, exc: TimeoutError, url: str, first: bool) -> FetchTimeout:
         """The ``FetchTimeout`` of a connect or response-wait timeout, saying which it was."""
@@ -385,3 +388,15 @@ class Fetcher:
         # Full jitter (AWS architecture blog): uniform over [0, capped exponential].
         ceiling = min(self._cfg.backoff_max, self._cfg.backoff_base * 2 ** min(attempt - 1, 62))
         return self._rng.uniform(0.0, ceiling)
+
+
+def _body(response: aiohttp.ClientResponse, attempts: int, stream: BodyStream) -> Body:
+    """The ``Body`` handed to the caller: the final URL and status, then the stream."""
+    return Body(
+        url=str(response.url),
+        status=response.status,
+        headers=response.headers,
+        redirects=tuple(str(r.url) for r in response.history),
+        attempts=attempts,
+        _stream=stream,
+    )
