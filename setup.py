@@ -1,18 +1,18 @@
 """Build of the compiled modules (everything else is in pyproject.toml).
 
-- ``harvester._cwalk``: the walk of each ``<url>``'s nodes for its raw values (libxml2's
+- ``harvester.reader._cwalk``: the walk of each ``<url>``'s nodes for its raw values (libxml2's
   struct layouts, from the headers lxml ships: they are needed at build time).
-- ``harvester._cparse``: the parse stage's loop over closed entries and the entry builder
+- ``harvester.reader._cparse``: the parse stage's loop over closed entries and the entry builder
   of each ``<url>`` (Cython against lxml's public C API).
-- ``harvester._clibxml``: lxml's own libxml2, the functions ``_cpush`` calls found with
+- ``harvester.reader._clibxml``: lxml's own libxml2, the functions ``_cpush`` calls found with
   ``dlsym`` in lxml's ``etree`` module (lxml's headers again).
-- ``harvester._cpush``: libxml2's push parser driven without lxml for urlsets, its
+- ``harvester.reader._cpush``: libxml2's push parser driven without lxml for urlsets, its
   ``<url>`` nodes read by ``_cparse``; used only on the lxml releases it is tested with
   (``compiled.LXML_TESTED``).
-- ``harvester._cdates``: the common lastmod shapes, parsed and formatted.
-- ``harvester._cnormalize``: the canonical form of URLs without a query or with a plain one.
-- ``harvester._cdedupe``: the URL fingerprint (BLAKE2b-64, the same value as hashlib's).
-- ``harvester._chost``: the host worker's loop over a batch of URL entries (records, or
+- ``harvester.reader._cdates``: the common lastmod shapes, parsed and formatted.
+- ``harvester.urls._cnormalize``: the canonical form of URLs without a query or with a plain one.
+- ``harvester.urls._cdedupe``: the URL fingerprint (BLAKE2b-64, the same value as hashlib's).
+- ``harvester.crawl._chost``: the host worker's loop over a batch of URL entries (records, or
   their JSON lines, and the lastmod audit's count).
 
 Each extension is optional: where it cannot be built (no C compiler), the install goes
@@ -27,8 +27,8 @@ from setuptools import Extension, setup
 
 extensions = [
     Extension(
-        "harvester._cwalk",
-        ["harvester/_cwalk.pyx"],
+        "harvester.reader._cwalk",
+        ["harvester/reader/_cwalk.pyx"],
         # The libxml2 headers that match the lxml it ships with; only struct layouts are
         # used, so nothing is linked but Python.
         include_dirs=lxml.get_include(),
@@ -36,30 +36,30 @@ extensions = [
     ),
     # Uses _cwalk at C level (its .pxd) and lxml's public C API.
     Extension(
-        "harvester._cparse",
-        ["harvester/_cparse.pyx"],
+        "harvester.reader._cparse",
+        ["harvester/reader/_cparse.pyx"],
         include_dirs=lxml.get_include(),
         optional=True,
     ),
     # lxml's libxml2 functions for _cpush, found with dlsym; links nothing but Python.
     Extension(
-        "harvester._clibxml",
-        ["harvester/_clibxml.pyx"],
+        "harvester.reader._clibxml",
+        ["harvester/reader/_clibxml.pyx"],
         include_dirs=lxml.get_include(),
         optional=True,
     ),
     # Uses _cparse's entry builder, _cwalk's walk and _clibxml's functions at C level.
     Extension(
-        "harvester._cpush",
-        ["harvester/_cpush.pyx"],
+        "harvester.reader._cpush",
+        ["harvester/reader/_cpush.pyx"],
         include_dirs=lxml.get_include(),
         optional=True,
     ),
-    Extension("harvester._cdates", ["harvester/_cdates.pyx"], optional=True),
-    Extension("harvester._cnormalize", ["harvester/_cnormalize.pyx"], optional=True),
-    Extension("harvester._cdedupe", ["harvester/_cdedupe.pyx"], optional=True),
+    Extension("harvester.reader._cdates", ["harvester/reader/_cdates.pyx"], optional=True),
+    Extension("harvester.urls._cnormalize", ["harvester/urls/_cnormalize.pyx"], optional=True),
+    Extension("harvester.urls._cdedupe", ["harvester/urls/_cdedupe.pyx"], optional=True),
     # Uses the two above at C level (their .pxd files).
-    Extension("harvester._chost", ["harvester/_chost.pyx"], optional=True),
+    Extension("harvester.crawl._chost", ["harvester/crawl/_chost.pyx"], optional=True),
 ]
 
 setup(ext_modules=cythonize(extensions, language_level=3, quiet=True))

@@ -1,6 +1,6 @@
 """Ledger chunk packing: what a state file costs a worker per URL, compressor by compressor.
 
-The workers pack each batch's canonical URLs into a ledger chunk (``harvester.chunks``):
+The workers pack each batch's canonical URLs into a ledger chunk (``harvester.state.chunks``):
 newline-joined UTF-8, compressed. This times, in one process and side by side on the
 same URLs (``webgen``'s ``many`` URL shapes, 512 a chunk as ``host._BATCH``):
 
@@ -29,7 +29,7 @@ import lz4.frame
 import zstandard
 
 from benchmarks.webgen import HostFiles, _Text, host_address
-from harvester.chunks import NO_LASTMOD, pack, pack_text
+from harvester.state.chunks import NO_LASTMOD, pack, pack_text
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Final
 if __package__ in (None, ""):  # run as a script: make ``harvester`` importable from the checkout
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from harvester.decompress import GzipStream
+from harvester.reader.decompress import GzipStream
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -444,7 +444,7 @@ def run_ours(path: Path, *, extensions: bool = True) -> tuple[int, int]:
     priority only, closer to what the raw loop extracts (loc and lastmod).
     """
     from harvester.config import ReaderConfig
-    from harvester.reader import SitemapReader
+    from harvester.reader.sitemap import SitemapReader
 
     reader = SitemapReader(BENCH_URL, ReaderConfig(extensions=extensions))
     feed = reader.feed
@@ -473,7 +473,7 @@ def one(mode: str, path: Path, expect: int | None) -> dict[str, Any]:
     if mode == "raw":
         import lxml.etree  # noqa: F401
     else:
-        import harvester.reader  # noqa: F401
+        import harvester.reader.sitemap  # noqa: F401
     base_now, base = _rss_kib()
     ru_base = _maxrss_kib()
     started = time.perf_counter()

@@ -46,8 +46,8 @@ from typing import Any
 
 from aiohttp import web
 
-from harvester.ledger import LedgerReader, LedgerRow, LedgerRows, signed
-from harvester.state import StateStore
+from harvester.state.ledger import LedgerReader, LedgerRow, LedgerRows, signed
+from harvester.state.store import StateStore
 
 PER_HOST = 10_000
 BATCH = 10_000

@@ -45,8 +45,8 @@ import time
 from typing import TYPE_CHECKING
 
 from harvester.config import DedupeConfig
-from harvester.dedupe import SeenSet, fingerprint
-from harvester.normalize import Normalizer
+from harvester.urls.dedupe import SeenSet, fingerprint
+from harvester.urls.normalize import Normalizer
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator

@@ -1,6 +1,6 @@
 """Output write benchmark: JsonlSink with drop-behind against plain buffered writes.
 
-Writes ``--gb`` of JSON lines through ``harvester.sink.JsonlSink`` (256 KiB
+Writes ``--gb`` of JSON lines through ``harvester.run.sink.JsonlSink`` (256 KiB
 batches, as the writer gets them) twice per round, once as it is (drop-behind
 on, where Linux has ``sync_file_range``) and once with drop-behind off, and
 prints each write's wall and CPU seconds and how much of the file is left in
@@ -25,8 +25,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from harvester import sink as sink_module
-from harvester.sink import JsonlSink
+from harvester.run import sink as sink_module
+from harvester.run.sink import JsonlSink
 
 _LINE = (
     b'{"loc":"http://127.1.0.5:8765/store/new-arrivals/denim-604731.html","url":'

@@ -36,10 +36,10 @@ import time
 from array import array
 
 from benchmarks.bench_chunks import CHUNK, urls_of
-from harvester import dedupe
-from harvester.crosshost import CrossHostTracker
-from harvester.ledger import HostState, LedgerRows, SitemapState
-from harvester.state import PAGE_SIZE, StateStore
+from harvester.state.ledger import HostState, LedgerRows, SitemapState
+from harvester.state.store import PAGE_SIZE, StateStore
+from harvester.urls import dedupe
+from harvester.urls.crosshost import CrossHostTracker
 
 BATCHES = 3  # a host's batches of CHUNK URLs (the many corpus: ~1,600 URLs a host)
 COMMIT_EVERY = 250  # hosts between commits
@@ -124,7 +124,7 @@ def cross_add(fps: array[int], way: str) -> tuple[float, int]:
     memory: ``way`` "table" (what the writer uses), "buckets" (sorted buckets, bucket
     lines prefetched 8 ahead) or "buckets, no prefetch"."""
     saved, table, module = dedupe._add_many, dedupe._FpTable, dedupe._cdedupe
-    assert module is not None, "needs the compiled harvester._cdedupe"
+    assert module is not None, "needs the compiled harvester.urls._cdedupe"
     if way != "table":
         dedupe._FpTable = None
         dedupe._add_many = functools.partial(module.add_many, ahead=0 if "no" in way else 8)

@@ -49,15 +49,15 @@ from harvester.models import (
 )
 
 if TYPE_CHECKING:
-    from harvester.pipeline import harvest
-    from harvester.reader import SitemapReader, read_bytes
+    from harvester.reader.sitemap import SitemapReader, read_bytes
+    from harvester.run.pipeline import harvest
 
 # The network and parsing layers (aiohttp, lxml) load on first use, so
 # processes that only dispatch and write (the run's parent) stay small.
 _LAZY = {
-    "harvest": "harvester.pipeline",
-    "SitemapReader": "harvester.reader",
-    "read_bytes": "harvester.reader",
+    "harvest": "harvester.run.pipeline",
+    "SitemapReader": "harvester.reader.sitemap",
+    "read_bytes": "harvester.reader.sitemap",
 }
 
 

@@ -1,4 +1,4 @@
-"""The compiled modules (``harvester/_c*.pyx``): load each one, remember why one did not.
+"""The compiled modules (``harvester/*/_c*.pyx``): load each one, remember why one did not.
 
 In: a module name. Out: the module, or None when it is not there, with the
 reason kept in ``MISSING`` (``harvester --version`` prints it: a slow reader is
@@ -23,18 +23,30 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from types import ModuleType
 
-__all__ = ["LIBXML_TESTED", "LXML_TESTED", "MISSING", "NAMES", "load", "untested_lxml"]
+__all__ = [
+    "LIBXML_TESTED",
+    "LXML_TESTED",
+    "MISSING",
+    "NAMES",
+    "PACKAGES",
+    "load",
+    "module_path",
+    "untested_lxml",
+]
 
-NAMES = (
-    "_cwalk",
-    "_cparse",
-    "_clibxml",
-    "_cpush",
-    "_cdates",
-    "_cnormalize",
-    "_cdedupe",
-    "_chost",
-)  # every compiled module setup.py builds
+# Every compiled module setup.py builds, by its own name, with the feature package it
+# sits in beside its Python half (``reader/_cparse.pyx`` beside ``reader/parse.py``).
+PACKAGES = {
+    "_cwalk": "reader",
+    "_cparse": "reader",
+    "_clibxml": "reader",
+    "_cpush": "reader",
+    "_cdates": "reader",
+    "_cnormalize": "urls",
+    "_cdedupe": "urls",
+    "_chost": "crawl",
+}
+NAMES = tuple(PACKAGES)
 MISSING: dict[str, str] = {}  # module name -> why it is not in use
 
 # The (major, minor) releases of lxml, and of the libxml2 it runs, that ``_cpush`` is
@@ -65,8 +77,13 @@ def untested_lxml() -> str | None:
     return None
 
 
+def module_path(name: str) -> str:
+    """The importable name of compiled module ``name``: ``harvester.<package>.<name>``."""
+    return f"harvester.{PACKAGES[name]}.{name}"
+
+
 def load(name: str) -> ModuleType | None:
-    """``harvester.<name>``, or None (and the reason in ``MISSING[name]``)."""
+    """``harvester.<package>.<name>``, or None (and the reason in ``MISSING[name]``)."""
     if os.environ.get("HARVESTER_PURE_PYTHON"):
         MISSING[name] = "HARVESTER_PURE_PYTHON is set"
         return None
@@ -80,7 +97,7 @@ def load(name: str) -> ModuleType | None:
             MISSING[name] = untested
             return None
     try:
-        module = importlib.import_module(f"harvester.{name}")
+        module = importlib.import_module(module_path(name))
     except Exception as exc:  # not built, or built against another lxml
         # ImportError when it was not built; ValueError when Cython finds lxml's
         # types changed size since the build (lxml upgraded under it). Either way

@@ -25,8 +25,8 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
 from harvester import __version__
+from harvester.crawl.guard import parse_allow
 from harvester.errors import ConfigError
-from harvester.guard import parse_allow
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -111,7 +111,7 @@ class FetchConfig:
     ca_bundle: str = ""  # PEM file of extra trusted CAs, on top of the system's (and SSL_CERT_FILE)
     keepalive_timeout: float = 2.0  # seconds an idle pooled connection stays open
     chunk_size: int = 65_536
-    # SSRF guard (harvester.guard): refuse non-public peers unless allowed here.
+    # SSRF guard (harvester.crawl.guard): refuse non-public peers unless allowed here.
     allow_private: bool = False
     allow: tuple[str, ...] = ()  # CIDR networks and host names allowed even when private
 
@@ -196,7 +196,7 @@ class LimitsConfig:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class NormalizeRules:
-    """One set of URL canonicalization rules (``harvester.normalize`` applies them)."""
+    """One set of URL canonicalization rules (``harvester.urls.normalize`` applies them)."""
 
     sort_query: bool = True
     # Removed from queries; case-insensitive, '*' as a trailing wildcard.
@@ -249,7 +249,7 @@ class NormalizeConfig(NormalizeRules):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DedupeConfig:
-    """The per-host seen-set (``harvester.dedupe.SeenSet``)."""
+    """The per-host seen-set (``harvester.urls.dedupe.SeenSet``)."""
 
     mode: Literal["exact", "bloom"] = "exact"  # bloom may drop new URLs (false positives)
     spill_threshold: int = 20_000_000  # fingerprints in memory per host before spilling to disk
@@ -298,7 +298,7 @@ class OutputConfig:
     @property
     def since_epoch(self) -> int | None:
         """``since`` as UTC epoch seconds (None when unset or unparseable)."""
-        from harvester.dates import parse_lastmod
+        from harvester.reader.dates import parse_lastmod
 
         if not self.since:
             return None
@@ -308,7 +308,7 @@ class OutputConfig:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StateConfig:
-    """The SQLite state file of incremental runs (``harvester.state``)."""
+    """The SQLite state file of incremental runs (``harvester.state.store``)."""
 
     enabled: bool = True  # off: no state, every run downloads and emits everything
     path: str = ""  # "" = beside the output: OUTPUT.state.sqlite (none for stdout)
@@ -320,7 +320,7 @@ class StateConfig:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AuditConfig:
-    """The lastmod audit (``harvester.audit``, ``harvester.verify``)."""
+    """The lastmod audit (``harvester.audit.distribution``, ``harvester.audit.verify``)."""
 
     distribution: bool = True  # per-host lastmod distribution verdict in every run's report
     sample: int = 0  # pages per host to verify after each run (0: only `harvester audit`)

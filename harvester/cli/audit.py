@@ -58,8 +58,8 @@ def add_parser(sub: Any) -> None:
 
 def command(ns: argparse.Namespace, cfg: Config) -> int:
     """``harvester audit``: audit the hosts of a state file; return the exit status."""
-    from harvester.auditreport import render_text
-    from harvester.verify import run_audit
+    from harvester.audit.report import render_text
+    from harvester.audit.verify import run_audit
 
     if not os.path.exists(ns.state):
         print(f"harvester audit: no state file at {ns.state}", file=sys.stderr)
@@ -69,7 +69,7 @@ def command(ns: argparse.Namespace, cfg: Config) -> int:
         return EXIT_USAGE
     hosts: list[str] | None = None
     if ns.hosts or ns.input:
-        from harvester.seeds import Seed, SeedReader, open_lines
+        from harvester.run.seeds import Seed, SeedReader, open_lines
 
         hosts = [s.host for s in SeedReader(open_lines(ns.hosts, ns.input)) if isinstance(s, Seed)]
     try:

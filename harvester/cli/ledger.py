@@ -40,9 +40,9 @@ def add_parser(sub: Any) -> None:
 
 def command(ns: argparse.Namespace) -> int:
     """``harvester ledger``: print the ledger's URLs; return the exit status."""
-    from harvester.ledger import LedgerReader
-    from harvester.scheduler import host_key
-    from harvester.sink import encode_records
+    from harvester.crawl.scheduler import host_key
+    from harvester.run.sink import encode_records
+    from harvester.state.ledger import LedgerReader
 
     if not os.path.exists(ns.state):
         print(f"harvester ledger: no state file at {ns.state}", file=sys.stderr)

@@ -13,7 +13,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from harvester.cli.exits import EXIT_FAILED, EXIT_OK, EXIT_USAGE
-from harvester.normalize import host_of
+from harvester.urls.normalize import host_of
 
 if TYPE_CHECKING:
     from typing import Any, BinaryIO
@@ -62,7 +62,7 @@ def add_parser(sub: Any) -> None:
 
 def command(path: str, url: str | None, output: str, cfg: ReaderConfig) -> int:
     """``harvester parse``: print one local file's entries; return the exit status."""
-    from harvester.reader import SitemapReader
+    from harvester.reader.sitemap import SitemapReader
 
     try:
         src: BinaryIO = sys.stdin.buffer if path == "-" else open(path, "rb")  # noqa: SIM115
@@ -99,8 +99,8 @@ def command(path: str, url: str | None, output: str, cfg: ReaderConfig) -> int:
 
 
 def _write(out: BinaryIO, entries: list[Entry], sitemap: str | None, host: str | None) -> None:
-    from harvester.records import record
-    from harvester.sink import encode_records
+    from harvester.run.sink import encode_records
+    from harvester.urls.records import record
 
     if entries:
         # The same encoder as `harvester run`, so both verbs print identical records.

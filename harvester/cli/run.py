@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from harvester.config import Config
-    from harvester.shutdown import Stop
+    from harvester.run.shutdown import Stop
 
 __all__ = ["add_parser", "command"]
 
@@ -142,11 +142,11 @@ def _incremental_arguments(incremental: argparse._ArgumentGroup) -> None:
 
 def command(ns: argparse.Namespace, cfg: Config) -> int:
     """``harvester run``: harvest, print the summary, return the exit status."""
-    from harvester.report import summary_table
-    from harvester.runtime import tune_gc, tune_malloc
-    from harvester.seeds import open_lines
-    from harvester.shards import run_job
-    from harvester.shutdown import Stop
+    from harvester.run.report import summary_table
+    from harvester.run.runtime import tune_gc, tune_malloc
+    from harvester.run.seeds import open_lines
+    from harvester.run.shards import run_job
+    from harvester.run.shutdown import Stop
 
     if not ns.domains and not ns.input:
         print(
@@ -191,8 +191,8 @@ def command(ns: argparse.Namespace, cfg: Config) -> int:
 
 
 def _audit_after_run(cfg: Config, state: str, run_id: int | None, output: str) -> int:
-    from harvester.auditreport import render_text
-    from harvester.verify import run_audit
+    from harvester.audit.report import render_text
+    from harvester.audit.verify import run_audit
 
     base = None if output == "-" else output
     try:

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from harvester.dates import format_utc
+from harvester.crawl.robots import parse_robots
 from harvester.models import SitemapChild, UrlEntry
-from harvester.reader import read_bytes
-from harvester.robots import parse_robots
+from harvester.reader.dates import format_utc
+from harvester.reader.sitemap import read_bytes
 
 DATA = Path(__file__).parent.parent / "data" / "conformance"
 CASES: list[dict[str, Any]] = json.loads((DATA / "expected.json").read_text())

@@ -19,10 +19,10 @@ import dnslib  # type: ignore[import-untyped]
 import pytest
 
 from harvester.config import FetchConfig, HostPolicy
+from harvester.crawl.fetch import Fetcher
+from harvester.crawl.resolver import AresLookup, CachingResolver, make_resolver
+from harvester.crawl.scheduler import HostSlot
 from harvester.errors import DNSError, ForbiddenAddress
-from harvester.fetch import Fetcher
-from harvester.resolver import AresLookup, CachingResolver, make_resolver
-from harvester.scheduler import HostSlot
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator

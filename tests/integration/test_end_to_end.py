@@ -6,7 +6,7 @@ import asyncio
 import gzip
 from typing import TYPE_CHECKING, Any
 
-from harvester.pipeline import OutputItem, RecordBatch, aiter_seeds, harvest, run_shard
+from harvester.run.pipeline import OutputItem, RecordBatch, aiter_seeds, harvest, run_shard
 from tests.integration.conftest import LoopbackResolver, Reply, fast_config, free_port
 
 if TYPE_CHECKING:

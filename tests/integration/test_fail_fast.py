@@ -22,9 +22,9 @@ import pytest
 from aiohttp import web
 
 from harvester.config import FetchConfig, HostPolicy
+from harvester.crawl.fetch import Fetcher
+from harvester.crawl.scheduler import HostSlot
 from harvester.errors import FetchTimeout, TooSlow
-from harvester.fetch import Fetcher
-from harvester.scheduler import HostSlot
 from tests.integration.test_end_to_end import collect, robots, urlset
 
 if TYPE_CHECKING:

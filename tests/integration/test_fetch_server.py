@@ -20,6 +20,8 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from harvester.config import FetchConfig, HostPolicy
+from harvester.crawl.fetch import Body, Fetcher
+from harvester.crawl.scheduler import HostSlot
 from harvester.errors import (
     BodyTooLarge,
     ConnectError,
@@ -28,8 +30,6 @@ from harvester.errors import (
     HTTPStatusError,
     TooManyRedirects,
 )
-from harvester.fetch import Body, Fetcher
-from harvester.scheduler import HostSlot
 from tests.integration.conftest import LoopbackResolver
 
 if TYPE_CHECKING:

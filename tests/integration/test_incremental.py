@@ -20,11 +20,11 @@ import pytest
 from aiohttp import web
 
 from harvester.cli import main
-from harvester.shards import run_job
+from harvester.run.shards import run_job
 from tests.integration.conftest import fast_config
 
 if TYPE_CHECKING:
-    from harvester.report import RunReport
+    from harvester.run.report import RunReport
     from tests.integration.conftest import Site, Sites
 
 BASE_TIME = 1_700_000_000
@@ -335,7 +335,7 @@ async def test_since_keeps_later_lastmods_and_labels_undated_ones(
 
 def test_the_state_file_is_real_sqlite_with_the_ledger(tmp_path: Path) -> None:
     """(Checked after a run by the tests above; here: the schema a user can query.)"""
-    from harvester.state import StateStore
+    from harvester.state.store import StateStore
 
     with StateStore(str(tmp_path / "s.sqlite")) as store:
         store.start_run(emit="delta", output="x")
@@ -465,7 +465,7 @@ async def test_an_overlapping_run_is_refused_and_a_dead_runs_lock_is_taken_over(
 ) -> None:
     import asyncio
 
-    from harvester.state import StateStore
+    from harvester.state.store import StateStore
 
     hosts, expected = await _slow_sites(sites, 1, 5)
     config = tmp_path / "harvester.toml"

@@ -22,13 +22,13 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from harvester.chunks import NO_LASTMOD, pack
-from harvester.shards import run_job
-from harvester.verify import run_audit
+from harvester.audit.verify import run_audit
+from harvester.run.shards import run_job
+from harvester.state.chunks import NO_LASTMOD, pack
 from tests.integration.conftest import fast_config
 
 if TYPE_CHECKING:
-    from harvester.auditreport import HostAudit
+    from harvester.audit.report import HostAudit
     from tests.integration.conftest import Site, Sites
 
 T0 = 1_720_000_000  # 2024-07-03

@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from harvester.seeds import parse_seed
-from harvester.shards import run_job, shard_of
-from harvester.shutdown import Stop
+from harvester.run.seeds import parse_seed
+from harvester.run.shards import run_job, shard_of
+from harvester.run.shutdown import Stop
 from tests.integration.conftest import fast_config
 from tests.integration.test_end_to_end import index, robots, urlset
 

@@ -18,9 +18,9 @@ from aiohttp import web
 from aiohttp.abc import AbstractResolver, ResolveResult
 
 from harvester.config import FetchConfig, HostPolicy
+from harvester.crawl.fetch import Fetcher
+from harvester.crawl.scheduler import HostSlot
 from harvester.errors import ForbiddenAddress
-from harvester.fetch import Fetcher
-from harvester.scheduler import HostSlot
 from tests.conftest import REFUSED_CONNECTIONS
 from tests.integration.conftest import LoopbackResolver, Reply
 from tests.integration.test_end_to_end import collect, index, robots, urlset

@@ -15,9 +15,9 @@ import trustme
 from aiohttp import web
 
 from harvester.config import FetchConfig, HostPolicy
+from harvester.crawl.fetch import Fetcher
+from harvester.crawl.scheduler import HostSlot
 from harvester.errors import ConfigError, ConnectError
-from harvester.fetch import Fetcher
-from harvester.scheduler import HostSlot
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -135,7 +135,7 @@ async def test_one_tls_context_per_fetcher(
         made.append(context)
         return context
 
-    monkeypatch.setattr("harvester.connector.ssl.create_default_context", counting)
+    monkeypatch.setattr("harvester.crawl.connector.ssl.create_default_context", counting)
     async with fetcher(ca_bundle=ca_file, keepalive_timeout=0.0) as f:
         for site in tls_sites:
             for path in ("/robots.txt", "/a.xml"):

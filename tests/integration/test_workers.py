@@ -1,4 +1,4 @@
-"""Worker processes and their pipes (``harvester.workers``): real processes, real pipes.
+"""Worker processes and their pipes (``harvester.run.workers``): real processes, real pipes.
 
 The tests start their own workers (``WorkerProcess``) or run ``run_job`` with two
 workers against loopback sites, and end only the processes they started.
@@ -22,13 +22,11 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from harvester.chunks import NO_LASTMOD, unpack_urls
 from harvester.config import Config
 from harvester.errors import RunFailed
-from harvester.ledger import LedgerRows
-from harvester.seeds import parse_seed
-from harvester.shards import run_job
-from harvester.transport import (
+from harvester.run.seeds import parse_seed
+from harvester.run.shards import run_job
+from harvester.run.transport import (
     DoneMessage,
     ErrorMessage,
     HostMessage,
@@ -37,11 +35,13 @@ from harvester.transport import (
     ResultPipe,
     Results,
 )
-from harvester.workers import (
+from harvester.run.workers import (
     PipeStop,
     SeedPipe,
     WorkerProcess,
 )
+from harvester.state.chunks import NO_LASTMOD, unpack_urls
+from harvester.state.ledger import LedgerRows
 from tests.integration.conftest import Reply, fast_config
 from tests.integration.test_end_to_end import robots, urlset
 from tests.integration.test_shutdown import alive, shards_used, slow_host, workers_of
@@ -481,7 +481,7 @@ def test_the_parent_of_workers_never_imports_the_http_client(tmp_path: Path) -> 
     program = f"""
 import sys
 from harvester.config import load_config
-from harvester.shards import run_job
+from harvester.run.shards import run_job
 cfg = load_config(None, {{"run.workers": 2, "run.uvloop": False}})
 report = run_job(cfg, ["http://127.0.0.1:9/"], {str(out)!r}, progress=False)
 assert report.hosts_done == 1 and report.state, (report.hosts_done, report.state)
@@ -492,6 +492,6 @@ print(" ".join(sorted(m for m in sys.modules if m.startswith(("aiohttp", "harves
     )
     assert proc.returncode == 0, proc.stderr
     loaded = proc.stdout.split()
-    assert "harvester.state" in loaded  # the run did use its state file
-    assert not [m for m in loaded if m.startswith("aiohttp") or m == "harvester.pipeline"]
+    assert "harvester.state.store" in loaded  # the run did use its state file
+    assert not [m for m in loaded if m.startswith("aiohttp") or m == "harvester.run.pipeline"]
     assert out.exists()

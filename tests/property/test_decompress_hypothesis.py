@@ -10,8 +10,8 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from harvester.decompress import GZIP_MAGIC, GzipStream
 from harvester.errors import DecompressedTooLarge
+from harvester.reader.decompress import GZIP_MAGIC, GzipStream
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

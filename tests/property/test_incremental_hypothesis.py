@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from harvester.config import load_config
-from harvester.shards import run_job
+from harvester.run.shards import run_job
 
 HOST = "127.0.0.120"
 BASE = 1_700_000_000

@@ -1,4 +1,4 @@
-"""harvester.normalize properties: idempotence, fixed points, equivalent variants collapse.
+"""harvester.urls.normalize properties: idempotence, fixed points, equivalent variants collapse.
 
 URLs are built from parts (host labels, path segments, query pairs, fragment)
 so that each rule's variants can be generated from one canonical original:
@@ -14,7 +14,7 @@ from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
 from harvester.config import NormalizeRules
-from harvester.normalize import _FAST, Rules, canonical
+from harvester.urls.normalize import _FAST, Rules, canonical
 
 LABEL = st.text("abcdefghijklmnopqrstuvwxyz0123456789", min_size=1, max_size=8)
 HOST = st.lists(LABEL, min_size=1, max_size=3).map(lambda ls: ".".join([*ls, "com"]))

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from harvester.config import ReaderConfig
 from harvester.errors import HarvesterError
 from harvester.models import SitemapChild, UrlEntry
-from harvester.reader import SitemapReader
+from harvester.reader.sitemap import SitemapReader
 from tests.property.test_reader_hypothesis import documents
 
 EXAMPLES = int(os.environ.get("HARVESTER_FUZZ_EXAMPLES", "150"))

@@ -12,7 +12,7 @@ import itertools
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from harvester.reader import read_bytes
+from harvester.reader.sitemap import read_bytes
 
 NAMESPACES = [
     'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"',

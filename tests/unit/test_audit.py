@@ -1,4 +1,4 @@
-"""harvester.audit: lastmod distribution verdicts, bounded memory, merge, trust score."""
+"""audit.distribution: lastmod distribution verdicts, bounded memory, merge, trust score."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harvester.audit import (
+from harvester.audit.distribution import (
     LastmodDistribution,
     SignalAgreement,
     TrustLevel,
@@ -19,7 +19,7 @@ from harvester.audit import (
     Verdict,
     score_trust,
 )
-from harvester.dates import format_utc, parse_lastmod
+from harvester.reader.dates import format_utc, parse_lastmod
 
 if TYPE_CHECKING:
     from collections.abc import Iterable

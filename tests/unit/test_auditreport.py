@@ -1,4 +1,4 @@
-"""harvester.auditreport: the per-host audit as JSON, a text table and an HTML page."""
+"""harvester.audit.report: the per-host audit as JSON, a text table and an HTML page."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 import orjson
 import pytest
 
-from harvester.audit import LastmodDistribution, SignalAgreement, score_trust
-from harvester.auditreport import (
+from harvester.audit.distribution import LastmodDistribution, SignalAgreement, score_trust
+from harvester.audit.report import (
     SCHEMA,
     HostAudit,
     host_audit,

@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING, Any
 import orjson
 import pytest
 
-from harvester import batch as batchmod
-from harvester.batch import BATCH, UrlBatch
 from harvester.config import Config
-from harvester.ledger import NO_LASTMOD, HostMemory
+from harvester.crawl import batch as batchmod
+from harvester.crawl.batch import BATCH, UrlBatch
 from harvester.models import SitemapChild, UrlEntry
-from harvester.normalize import Normalizer
-from harvester.report import HostReport
+from harvester.run.report import HostReport
+from harvester.state.ledger import NO_LASTMOD, HostMemory
+from harvester.urls.normalize import Normalizer
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

@@ -1,4 +1,4 @@
-"""The compiled fingerprint (harvester/_cdedupe.pyx) is hashlib's BLAKE2b-64, bit for bit.
+"""The compiled fingerprint (harvester/urls/_cdedupe.pyx) is hashlib's BLAKE2b-64, bit for bit.
 
 The value is a contract: the state file keys every URL by it, so a run with the
 compiled module and a run without must agree on every string, whatever its
@@ -16,10 +16,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harvester import chunks
-from harvester.chunks import NO_LASTMOD, _find_many_py, _sort_unique_py
-from harvester.dedupe import fingerprint, fingerprint_py
-from harvester.ledger import classify
+from harvester.state import chunks
+from harvester.state.chunks import NO_LASTMOD, _find_many_py, _sort_unique_py
+from harvester.state.ledger import classify
+from harvester.urls.dedupe import fingerprint, fingerprint_py
 from tests.compiled import compiled_module
 
 if TYPE_CHECKING:

@@ -1,4 +1,4 @@
-"""The compiled URL loop (harvester/_chost.pyx) does what ``UrlBatch._python_loop`` does.
+"""The compiled URL loop (harvester/crawl/_chost.pyx) does what ``UrlBatch._python_loop`` does.
 
 Each batch list goes through two fresh URL batches, one with the compiled loop
 and one with ``batch._url_entries`` set to None (the Python loop alone, as
@@ -23,17 +23,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harvester import audit as auditmod
-from harvester import batch as batchmod
-from harvester.audit import DEFAULT_FUTURE_SKEW, LastmodDistribution
-from harvester.batch import Flushed, UrlBatch
+from harvester.audit import distribution as auditmod
+from harvester.audit.distribution import DEFAULT_FUTURE_SKEW, LastmodDistribution
 from harvester.config import Config
-from harvester.dedupe import SMALL_LIMIT
-from harvester.ledger import HostMemory
+from harvester.crawl import batch as batchmod
+from harvester.crawl.batch import Flushed, UrlBatch
 from harvester.models import Image, SitemapChild, UrlEntry
-from harvester.normalize import Normalizer
-from harvester.report import HostReport
-from harvester.sink import encode_records
+from harvester.run.report import HostReport
+from harvester.run.sink import encode_records
+from harvester.state.ledger import HostMemory
+from harvester.urls.dedupe import SMALL_LIMIT
+from harvester.urls.normalize import Normalizer
 from tests.compiled import compiled_module
 
 chost = compiled_module("_chost")
@@ -465,7 +465,7 @@ def test_a_host_new_to_the_state_file_is_labelled_in_one_pass() -> None:
     # Every URL of a host the state file has never seen is new: the batch gets one
     # label, with no per-record list, whether its URLs come as the compiled loop's
     # text or as a list; the ledger chunk holds them either way.
-    from harvester.chunks import NO_LASTMOD, unpack_urls
+    from harvester.state.chunks import NO_LASTMOD, unpack_urls
 
     b = url_batch(Config(), encoded=True, emit_mode="all", fresh=True)
     assert b.selection is not None

@@ -1,4 +1,4 @@
-"""The compiled check (harvester/_cnormalize.pyx) says yes exactly where the fast regex does.
+"""The compiled check (harvester/urls/_cnormalize.pyx) says yes exactly where the fast regex does.
 
 ``already_canonical(loc, strip)`` must be True precisely for the query-less URLs
 that ``Rules.canonical``'s fast regex and its checks return untouched: a False
@@ -13,9 +13,9 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from harvester import normalize
 from harvester.config import NormalizeRules
-from harvester.normalize import Rules
+from harvester.urls import normalize
+from harvester.urls.normalize import Rules
 from tests.compiled import compiled_module
 from tests.property.test_normalize_hypothesis import ANY_URL, urls
 

@@ -20,14 +20,16 @@ def test_each_compiled_module_is_built_and_fresh(name: str) -> None:
     # The install builds them wherever a C compiler is (every machine of this project);
     # if this fails, `pip install -e .` printed why the build of the module failed.
     assert compiled.load(name) is not None, f"{name} not in use: {compiled.MISSING.get(name)}"
-    module = importlib.import_module(f"harvester.{name}")
+    module = importlib.import_module(compiled.module_path(name))
     built = Path(module.__file__ or "").stat().st_mtime
-    source = Path(compiled.__file__).with_name(f"{name}.pyx").stat().st_mtime
-    assert built >= source, f"harvester/{name}.pyx changed since the build: run scripts/setup"
+    pyx = Path(module.__file__ or "").with_name(f"{name}.pyx")
+    assert pyx.parent.name == compiled.PACKAGES[name]  # beside its Python half
+    source = pyx.stat().st_mtime
+    assert built >= source, f"{pyx} changed since the build: run scripts/setup"
 
 
 def test_every_pyx_is_listed() -> None:
-    sources = {p.stem for p in Path(compiled.__file__).parent.glob("_c*.pyx")}
+    sources = {p.stem for p in Path(compiled.__file__).parent.glob("*/_c*.pyx")}
     assert sources == set(compiled.NAMES)
 
 
@@ -43,10 +45,10 @@ def test_version_says_whether_the_compiled_modules_are_in_use(
     assert out.startswith("harvester ")
     assert "compiled: yes" in out
     monkeypatch.setattr(
-        compiled, "MISSING", {"_cparse": "ImportError: no module named harvester._cparse"}
+        compiled, "MISSING", {"_cparse": "ImportError: no module named harvester.reader._cparse"}
     )
     main(["--version"])
-    assert "compiled: no: _cparse (ImportError: no module named harvester._cparse)" in (
+    assert "compiled: no: _cparse (ImportError: no module named harvester.reader._cparse)" in (
         capsys.readouterr().out
     )
 
@@ -56,9 +58,9 @@ def test_an_untested_lxml_turns_cpush_off(monkeypatch: pytest.MonkeyPatch) -> No
     # releases it is not even imported, and urlsets go through lxml's XMLPullParser.
     from lxml import etree
 
-    from harvester import parse
     from harvester.config import ReaderConfig
     from harvester.models import Entry, Kind, ReadStats
+    from harvester.reader import parse
 
     monkeypatch.delenv("HARVESTER_PURE_PYTHON", raising=False)  # (the gate is checked after it)
     monkeypatch.setattr(compiled, "MISSING", {})

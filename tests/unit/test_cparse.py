@@ -1,7 +1,7 @@
-"""The compiled <url> walker (harvester/_cparse.pyx) reads exactly what the Python path reads.
+"""The compiled <url> walker (reader/_cparse.pyx) reads exactly what the Python path reads.
 
 Every document is read twice, once with the compiled walker (through
-harvester/_cpush.pyx for a urlset, where it is built) and once with
+harvester/reader/_cpush.pyx for a urlset, where it is built) and once with
 ``parse._url_entry`` set to None (the Python path alone, as on a machine without a
 C compiler, or with HARVESTER_PURE_PYTHON=1), and the entries, stats and errors must
 be equal: on every conformance case, on hand-made corner cases (CDATA, entities,
@@ -20,10 +20,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harvester import parse
 from harvester.config import ReaderConfig
 from harvester.models import Entry, Kind, ReadStats, UrlEntry
-from harvester.reader import read_bytes
+from harvester.reader import parse
+from harvester.reader.sitemap import read_bytes
 from tests.compiled import compiled_module
 from tests.property.test_reader_fuzz import mutated
 
@@ -418,7 +418,7 @@ def test_chunked_documents_read_the_same(chunk: int, monkeypatch: pytest.MonkeyP
 
 def test_the_drain_prunes_what_it_handled(monkeypatch: pytest.MonkeyPatch) -> None:
     # Handled entries leave the tree (parse._prune's job), so a big file's tree stays small.
-    # (lxml's parser: harvester/_cpush.pyx frees as it reads, test_cpush checks it.)
+    # (lxml's parser: harvester/reader/_cpush.pyx frees as it reads, test_cpush checks it.)
     monkeypatch.setattr(parse, "_urlset_push", None)
     sink = parse.EntrySink(ReadStats(), ReaderConfig())
     parser = parse.XmlSitemapParser(Kind.URLSET, sink)

@@ -1,4 +1,4 @@
-"""The urlset reader that drives libxml2 itself (harvester/_cpush.pyx) reads what lxml reads.
+"""The urlset reader that drives libxml2 itself (harvester/reader/_cpush.pyx) reads what lxml reads.
 
 Every document is read twice: through ``_cpush`` (the default where it is built) and
 through lxml's ``XMLPullParser`` with the same compiled walker (``parse._urlset_push``
@@ -19,11 +19,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harvester import parse
 from harvester.config import ReaderConfig
 from harvester.errors import LimitExceeded, ParseError, TruncatedDocument
 from harvester.models import Entry, Kind, ReadStats, UrlEntry
-from harvester.reader import SitemapReader, read_bytes
+from harvester.reader import parse
+from harvester.reader.sitemap import SitemapReader, read_bytes
 from tests.compiled import compiled_module
 from tests.property.test_reader_fuzz import mutated
 from tests.unit.test_cparse import CORNERS, SM, generated, urlset

@@ -1,4 +1,4 @@
-"""harvester.dates: every lastmod/pubDate form, valid and invalid, and the corpus values.
+"""harvester.reader.dates: every lastmod/pubDate form, valid and invalid, and the corpus values.
 
 The corpus rows take their expected value from expected.json (primary
 expectation), so a change to the corpus shows up here as well as in the
@@ -18,7 +18,13 @@ from typing import Any
 
 import pytest
 
-from harvester.dates import DateQuality, format_utc, parse_lastmod, parse_lastmod_py, parse_rfc822
+from harvester.reader.dates import (
+    DateQuality,
+    format_utc,
+    parse_lastmod,
+    parse_lastmod_py,
+    parse_rfc822,
+)
 
 CONFORMANCE = Path(__file__).parent.parent / "data" / "conformance"
 
@@ -296,7 +302,7 @@ CORPUS_LASTMODS = [
     ("lastmod_empty_elements.xml", "http://www.example.com/e/4", "2002-02-02", W3C),
 ]
 
-# news:publication_date goes through parse_lastmod too (harvester.extensions).
+# news:publication_date goes through parse_lastmod too (harvester.reader.extensions).
 CORPUS_NEWS = [
     ("ext_news.xml", "http://www.example.org/business/article55.html", "2008-12-23", W3C),
     ("ext_news.xml", "http://www.example.org/empty_news_name.html", "2025-05-27", W3C),

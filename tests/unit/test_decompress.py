@@ -1,4 +1,4 @@
-"""Unit tests for harvester.decompress.GzipStream (sync, fast)."""
+"""Unit tests for harvester.reader.decompress.GzipStream (sync, fast)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from harvester.decompress import GzipStream
 from harvester.errors import DecodeError, DecompressedTooLarge, HarvesterError
+from harvester.reader.decompress import GzipStream
 
 if TYPE_CHECKING:
     from collections.abc import Iterable

@@ -10,8 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from harvester.config import DedupeConfig, load_config
-from harvester.dedupe import SeenSet, fingerprint
 from harvester.errors import ConfigError
+from harvester.urls.dedupe import SeenSet, fingerprint
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -24,7 +24,7 @@ def _fps(n: int, seed: int = 1) -> list[int]:
 
 def dedupe_table() -> object:
     """The compiled hash table of table mode, or None where it is not built."""
-    from harvester import dedupe
+    from harvester.urls import dedupe
 
     return dedupe._FpTable
 
@@ -95,7 +95,7 @@ def test_run_filters_stay_within_the_memory_the_buckets_may_take(tmp_path: Path)
     # threshold; later runs have none and are bisected. Lookups are exact either way.
     from array import array
 
-    from harvester import dedupe
+    from harvester.urls import dedupe
 
     with SeenSet(DedupeConfig(spill_threshold=1_000), spill_dir=tmp_path) as seen:
         seen._small = None  # straight to the buckets, so add_many takes every batch
@@ -168,7 +168,7 @@ def test_any_sequence_matches_a_set(
 
 def test_small_set_promotes_to_compact_buckets() -> None:
     """Small hosts use a small set; past SMALL_LIMIT everything moves to the buckets."""
-    from harvester.dedupe import SMALL_LIMIT
+    from harvester.urls.dedupe import SMALL_LIMIT
 
     seen = SeenSet()
     fps = [0, *_fps(SMALL_LIMIT * 3)]  # 0 too: the table keeps it aside
@@ -188,8 +188,8 @@ def test_small_set_promotes_to_compact_buckets() -> None:
 
 @pytest.mark.skipif(dedupe_table() is None, reason="needs the compiled module")
 def test_the_small_set_is_a_table_of_16_bytes_a_slot() -> None:
-    from harvester._cdedupe import FpTable
-    from harvester.dedupe import SMALL_LIMIT
+    from harvester.urls._cdedupe import FpTable
+    from harvester.urls.dedupe import SMALL_LIMIT
 
     seen = SeenSet()
     fps = _fps(SMALL_LIMIT - 1)
@@ -236,7 +236,7 @@ def test_add_many_matches_a_set(
     """Batches (with repeats inside and across them) count what a set says was seen,
     through the small set, the buckets as they split, and the spilled runs."""
 
-    from harvester import dedupe
+    from harvester.urls import dedupe
 
     spill_dir = tmp_path_factory.mktemp("spill")
     saved = dedupe._add_many
@@ -285,7 +285,7 @@ def test_table_mode_matches_a_set(
 
 
 def test_the_cross_host_set_is_a_table_of_at_most_16_mb() -> None:
-    from harvester.crosshost import CrossHostTracker
+    from harvester.urls.crosshost import CrossHostTracker
 
     tracker = CrossHostTracker()
     try:
@@ -301,7 +301,8 @@ def test_the_cross_host_set_is_a_table_of_at_most_16_mb() -> None:
 
 
 def test_add_many_is_compiled_where_built() -> None:
-    from harvester import compiled, dedupe
+    from harvester import compiled
+    from harvester.urls import dedupe
 
     assert (dedupe._add_many is not None) == (compiled.load("_cdedupe") is not None)
 
@@ -326,7 +327,7 @@ def test_a_spilled_run_never_becomes_resident_through_its_mapping(tmp_path: Path
     # count in the writer's RSS (2 MB here, 16 MB a run at the default threshold).
     from array import array
 
-    from harvester import dedupe
+    from harvester.urls import dedupe
 
     if dedupe._run_filter is None:
         pytest.skip("no run filters without the compiled module")
@@ -351,7 +352,7 @@ def test_a_runs_filter_and_fence_made_from_the_buckets_are_those_of_the_run(
     # its mapping); they must be what the written run itself gives.
     from array import array
 
-    from harvester import dedupe
+    from harvester.urls import dedupe
 
     if dedupe._run_filter is None:
         pytest.skip("no run filters or fences without the compiled module")

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from harvester.discovery import child_allowed, registrable_domain
+from harvester.crawl.discovery import child_allowed, registrable_domain
 
 
 @pytest.mark.parametrize(

@@ -22,6 +22,8 @@ from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
 from harvester.config import FetchConfig, HostPolicy
+from harvester.crawl.fetch import Body, Fetcher, retry_after_seconds
+from harvester.crawl.scheduler import HostSlot
 from harvester.errors import (
     BodyTooLarge,
     ConnectError,
@@ -31,8 +33,6 @@ from harvester.errors import (
     HTTPStatusError,
     TooManyRedirects,
 )
-from harvester.fetch import Body, Fetcher, retry_after_seconds
-from harvester.scheduler import HostSlot
 
 URL_A = "http://site-a.test/sitemap.xml"
 
@@ -506,7 +506,7 @@ async def test_proxy_credentials_never_leak(
 ) -> None:
     proxy = "http://user:s3cret@127.0.0.1:3128"
     exc = aiohttp.ClientConnectionError(f"Cannot connect to proxy {proxy}")
-    caplog.set_level(logging.DEBUG, logger="harvester.fetch")
+    caplog.set_level(logging.DEBUG, logger="harvester.crawl.fetch")
     with aioresponses() as m:
         m.get(URL_A, exception=exc, repeat=True)
         async with make_fetcher(fake, proxy=proxy, retries=1) as fetcher:

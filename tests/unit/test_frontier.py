@@ -3,7 +3,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from harvester.config import LimitsConfig
-from harvester.frontier import Admission, Frontier, SitemapRef
+from harvester.crawl.frontier import Admission, Frontier, SitemapRef
 
 
 def ref(url: str, day: int | None = None, depth: int = 0) -> SitemapRef:

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 import pytest
 
 from harvester.config import FetchConfig, load_config
+from harvester.crawl.guard import AddressPolicy, parse_allow, refusal_reason
 from harvester.errors import ConfigError, ForbiddenAddress
-from harvester.guard import AddressPolicy, parse_allow, refusal_reason
 
 if TYPE_CHECKING:
     from pathlib import Path

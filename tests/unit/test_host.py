@@ -14,13 +14,13 @@ from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from harvester.attempt import BodyBroken, Failed, Read, RetryListed, attempt
 from harvester.config import Config
+from harvester.crawl.attempt import BodyBroken, Failed, Read, RetryListed, attempt
+from harvester.crawl.frontier import SitemapRef
+from harvester.crawl.host import HostWorker
 from harvester.errors import ConnectError, FetchError, HTTPStatusError
-from harvester.frontier import SitemapRef
-from harvester.host import HostWorker
-from harvester.ledger import HostMemory, SitemapMemory
-from harvester.seeds import Seed
+from harvester.run.seeds import Seed
+from harvester.state.ledger import HostMemory, SitemapMemory
 
 if TYPE_CHECKING:
     from array import array

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from harvester.config import PROTOCOL_MAX_BYTES, ReaderConfig
 from harvester.models import Kind
-from harvester.reader import SitemapReader
+from harvester.reader.sitemap import SitemapReader
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable

@@ -9,14 +9,14 @@ from typing import Any
 import pytest
 
 from harvester.config import Config
-from harvester.discovery import Discovered
+from harvester.crawl.discovery import Discovered
+from harvester.crawl.frontier import Frontier, SitemapRef
+from harvester.crawl.incremental import HostIncremental
 from harvester.errors import HarvesterError, NotASitemap
-from harvester.frontier import Frontier, SitemapRef
-from harvester.incremental import HostIncremental
-from harvester.ledger import HostMemory, SitemapMemory, now
 from harvester.models import Kind, ReadResult, ReadStats, SitemapChild
-from harvester.report import HostReport
-from harvester.seeds import Seed
+from harvester.run.report import HostReport
+from harvester.run.seeds import Seed
+from harvester.state.ledger import HostMemory, SitemapMemory, now
 
 HOST = "e.com"
 SEED = Seed(HOST, f"https://{HOST}", None, None, None, True)

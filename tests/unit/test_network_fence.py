@@ -32,7 +32,7 @@ async def test_c_ares_without_loopback_name_servers_is_fenced() -> None:
     import socket as socket_module
 
     from harvester.config import FetchConfig
-    from harvester.resolver import make_resolver
+    from harvester.crawl.resolver import make_resolver
 
     before = len(REFUSED_CONNECTIONS)
     resolver = make_resolver(FetchConfig())  # the system's name servers: fenced

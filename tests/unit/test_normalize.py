@@ -8,7 +8,7 @@ import pytest
 
 from harvester.config import NormalizeConfig, NormalizeOverride, NormalizeRules, load_config
 from harvester.errors import ConfigError
-from harvester.normalize import _FAST, Normalizer, Rules, canonical, host_of
+from harvester.urls.normalize import _FAST, Normalizer, Rules, canonical, host_of
 
 CASES = Path(__file__).parent.parent / "data" / "conformance"
 

@@ -1,4 +1,4 @@
-"""harvester.pagedates: modification dates and a text fingerprint from real-looking pages."""
+"""harvester.audit.pagedates: modification dates and a text fingerprint from real-looking pages."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import orjson
 import pytest
 from lxml import etree
 
-from harvester.pagedates import (
+from harvester.audit.pagedates import (
     CHANGED_THRESHOLD,
     Agreement,
     PageSignals,

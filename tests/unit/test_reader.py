@@ -13,7 +13,7 @@ import pytest
 
 from harvester.config import ReaderConfig
 from harvester.models import Kind, SitemapChild, UrlEntry
-from harvester.reader import SitemapReader, read_bytes
+from harvester.reader.sitemap import SitemapReader, read_bytes
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

@@ -18,7 +18,7 @@ from harvester.errors import (
     ParseError,
 )
 from harvester.models import ReadStats
-from harvester.report import (
+from harvester.run.report import (
     KEEP,
     Failure,
     HostReport,
@@ -27,7 +27,7 @@ from harvester.report import (
     summary_table,
     write_report,
 )
-from harvester.sink import JsonlSink, encode_record
+from harvester.run.sink import JsonlSink, encode_record
 
 if TYPE_CHECKING:
     from pathlib import Path

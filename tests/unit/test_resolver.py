@@ -11,9 +11,9 @@ import pytest
 from aiohttp import ThreadedResolver
 from aiohttp.abc import AbstractResolver, ResolveResult
 
-from harvester import resolver as resolver_module
 from harvester.config import FetchConfig
-from harvester.resolver import AresLookup, CachingResolver, ResolverLookup, make_resolver
+from harvester.crawl import resolver as resolver_module
+from harvester.crawl.resolver import AresLookup, CachingResolver, ResolverLookup, make_resolver
 
 
 class Clock:
@@ -211,7 +211,7 @@ async def test_falls_back_to_threaded_without_aiodns(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     monkeypatch.setattr(resolver_module, "_aiodns", lambda: None)
-    with caplog.at_level(logging.WARNING, logger="harvester.resolver"):
+    with caplog.at_level(logging.WARNING, logger="harvester.crawl.resolver"):
         r = make_resolver(FetchConfig())
     try:
         assert isinstance(r._lookup, ResolverLookup)

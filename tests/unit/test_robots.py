@@ -1,4 +1,4 @@
-"""harvester.robots: Sitemap lines, decoding, Crawl-delay and can_fetch.
+"""harvester.crawl.robots: Sitemap lines, decoding, Crawl-delay and can_fetch.
 
 The conformance corpus' robots cases run in tests/conformance/test_conformance.py.
 """
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harvester.robots import RobotsTxt, parse_robots
+from harvester.crawl.robots import RobotsTxt, parse_robots
 
 ROBOTS_URL = "https://example.com/robots.txt"
 UA = "harvester"

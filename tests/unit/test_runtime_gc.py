@@ -11,7 +11,7 @@ import sys
 
 PROGRAM = """
 import gc, json, sys
-from harvester.runtime import tune_gc
+from harvester.run.runtime import tune_gc
 before = gc.get_freeze_count()
 tune_gc(throughput=sys.argv[1] == "throughput") if sys.argv[1] != "plain" else tune_gc()
 print(json.dumps({"frozen": gc.get_freeze_count() > before, "threshold": gc.get_threshold()}))

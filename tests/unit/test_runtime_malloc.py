@@ -15,7 +15,7 @@ pytestmark = pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="glibc
 PROGRAM = """
 import ctypes, os, sys, tempfile, threading
 if sys.argv[1] == "tuned":
-    from harvester.runtime import tune_malloc
+    from harvester.run.runtime import tune_malloc
     tune_malloc()
 def work():
     keep = [bytearray(4096) for _ in range(200)]

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import pytest
 
 from harvester.config import HostPolicy, PolitenessConfig
+from harvester.crawl.scheduler import HostSlot, Scheduler, host_key
 from harvester.errors import ConfigError
-from harvester.scheduler import HostSlot, Scheduler, host_key
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Coroutine

@@ -10,9 +10,9 @@ import tracemalloc
 
 import pytest
 
+from harvester.crawl.scheduler import host_key
 from harvester.errors import InputError
-from harvester.scheduler import host_key
-from harvester.seeds import Seed, SeedReader, _DigestSet, iter_seeds, open_lines, parse_seed
+from harvester.run.seeds import Seed, SeedReader, _DigestSet, iter_seeds, open_lines, parse_seed
 
 
 def seed(

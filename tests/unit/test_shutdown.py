@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from harvester.shutdown import SeedGate, Stop, run_until_stopped
+from harvester.run.shutdown import SeedGate, Stop, run_until_stopped
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator

@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from harvester import sink as sink_module
 from harvester.models import Image, UrlEntry
-from harvester.pipeline import RecordBatch
-from harvester.records import record
-from harvester.sink import JsonlSink, encode_record, encode_records
+from harvester.run import sink as sink_module
+from harvester.run.pipeline import RecordBatch
+from harvester.run.sink import JsonlSink, encode_record, encode_records
+from harvester.urls.records import record
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -8,10 +8,11 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from harvester import state
-from harvester.chunks import LedgerView, pack, unpack_fps, unpack_urls
 from harvester.errors import StateError, StateLocked
-from harvester.ledger import (
+from harvester.run.sink import JsonlSink
+from harvester.state import store as state
+from harvester.state.chunks import LedgerView, pack, unpack_fps, unpack_urls
+from harvester.state.ledger import (
     NO_LASTMOD,
     HostState,
     LedgerReader,
@@ -20,8 +21,7 @@ from harvester.ledger import (
     classify,
     signed,
 )
-from harvester.sink import JsonlSink
-from harvester.state import (
+from harvester.state.store import (
     PAGE_SIZE,
     SCHEMA_VERSION,
     StateStore,
@@ -246,7 +246,7 @@ def test_no_resume_abandons_the_unfinished_run(tmp_path: Path) -> None:
 
 
 def test_a_version_1_file_is_migrated_and_keeps_its_data(tmp_path: Path) -> None:
-    from harvester import schema as state_module
+    from harvester.state import schema as state_module
 
     path = tmp_path / "s.sqlite"
     db = sqlite3.connect(path)
@@ -369,7 +369,7 @@ def test_the_view_keeps_the_newest_lastmod_and_finds_each_fingerprint() -> None:
 
 
 def test_a_version_2_ledger_becomes_chunks_and_keeps_its_events(tmp_path: Path) -> None:
-    from harvester import schema as state_module
+    from harvester.state import schema as state_module
 
     path = tmp_path / "s.sqlite"
     db = sqlite3.connect(path)
@@ -470,7 +470,7 @@ def test_a_sitemap_read_in_part_every_run_does_not_grow_the_ledger(tmp_path: Pat
 
 
 def test_audit_picks_go_round_the_sitemaps_and_take_the_newest_listing(tmp_path: Path) -> None:
-    from harvester.samples import picks as pick
+    from harvester.state.samples import picks as pick
 
     other = "https://a.example/other.xml"
     path = str(tmp_path / "s.sqlite")

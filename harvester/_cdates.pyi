@@ -1,9 +1,0 @@
-"""Types of the compiled lastmod parse and format (harvester/_cdates.pyx)."""
-
-from datetime import datetime
-
-def w3c(raw: str) -> datetime | None:
-    """The UTC datetime of a strict W3C lastmod in a common shape; None: not handled here."""
-
-def format_utc(dt: datetime) -> str:
-    """``YYYY-MM-DDTHH:MM:SS[.ffffff]Z`` in UTC, as ``dates.format_utc``."""

@@ -1,1 +1,0 @@
-"""harvester/_cwalk.pyx has no Python API: _cparse and _cpush use it at C level."""

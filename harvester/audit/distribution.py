@@ -1,0 +1,724 @@
+"""Lastmod audit, part 1: is a host's ``<lastmod>`` worth anything? (issue 7)
+
+Pure and I/O-free; the pipeline feeds it, the state store keeps its outputs.
+
+In: per URL of one host, the parsed lastmod (``UrlEntry.lastmod``), the text
+as published (``lastmod_raw``), the sitemap file's HTTP ``Last-Modified`` and
+the time the sitemap was fetched. Out:
+
+* ``LastmodDistribution.verdict()`` → ``LastmodVerdict``: one of ``absent``,
+  ``generation_time``, ``future``, ``constant``, ``plausible``, with the
+  ``LastmodFigures`` that led to it.
+* ``LastmodDistribution.histogram()`` → month buckets for a chart.
+* ``score_trust(pairs, agreement, verdict=...)`` → ``TrustScore``: across runs,
+  did lastmod move when the page's content changed (recall) and only then
+  (precision), and does it agree with the page's own dates? ``trusted`` /
+  ``untrusted`` / ``unknown``, with the evidence.
+
+Memory stays bounded for hosts with millions of URLs (see ``LastmodDistribution``).
+
+Example::
+
+    dist = LastmodDistribution()
+    for entry in entries_of_host:
+        dist.add(entry.lastmod, entry.lastmod_raw,
+                 sitemap_last_modified=ref_header, fetched_at=fetched_at)
+    verdict = dist.verdict()          # LastmodVerdict(verdict=<Verdict.PLAUSIBLE>, ...)
+    score = score_trust(pairs, SignalAgreement(agree=9, disagree=1), verdict=verdict.verdict)
+"""
+
+from __future__ import annotations
+
+import heapq
+import re
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime, timedelta
+from enum import StrEnum
+from typing import TYPE_CHECKING
+
+from harvester import compiled
+from harvester.reader.dates import format_utc
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Sequence
+
+__all__ = [
+    "DEFAULT_FUTURE_SKEW",
+    "DEFAULT_TOLERANCE",
+    "LastmodDistribution",
+    "LastmodFigures",
+    "LastmodVerdict",
+    "SignalAgreement",
+    "TrustLevel",
+    "TrustScore",
+    "TrustThresholds",
+    "Verdict",
+    "VerdictThresholds",
+    "score_trust",
+]
+
+# Generation-time tolerance. A generator that stamps "now" on every entry while
+# writing a file crosses at most one second boundary for one sitemap (the
+# issue's news sitemap: two timestamps a second apart), and HTTP Last-Modified
+# has whole-second resolution (truncated), so entries fall within ±2 s of it.
+DEFAULT_TOLERANCE = timedelta(seconds=2)
+# Beyond this after the fetch a lastmod is "in the future". NTP-synced clocks
+# differ by well under a second; 5 minutes forgives an unsynced server but is
+# far below the smallest real time-zone offset (30 min), so a local time
+# mislabelled as UTC east of Greenwich still shows up as future.
+DEFAULT_FUTURE_SKEW = timedelta(minutes=5)
+# Before this nothing was published on the web; such dates are placeholders
+# (0001-01-01, 1970-01-01 from a zero timestamp, 1900-01-01 defaults).
+WEB_EPOCH = datetime(1995, 1, 1, tzinfo=UTC)
+
+_UNIX_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+_WEB_EPOCH_US = (WEB_EPOCH - _UNIX_EPOCH) // _MICROSECOND
+_DAY_US = timedelta(days=1) // _MICROSECOND
+_DATE_ONLY = re.compile(r"\s*\d{4}(?:-\d{2}(?:-\d{2})?)?\s*", re.ASCII).fullmatch
+_MASK64 = (1 << 64) - 1
+_EPOCH_MONTH = 1995 * 12  # month index of January 1995 (year * 12 + month - 1)
+
+# The compiled counter (harvester/crawl/_chost.pyx, ``count_lastmods``): ``count_entries``
+# for the usual entries in C; None: ``count_entries`` counts them all.
+_chost = compiled.load("_chost")
+_count_lastmods: (
+    Callable[[LastmodDistribution, list[datetime | None], list[str | None]], None] | None
+) = _chost.count_lastmods if _chost is not None else None
+
+
+def _mix64(x: int) -> int:
+    """Splitmix64 finaliser: a deterministic, well-spread 64-bit hash of an int.
+
+    Python's own ``hash(int)`` is the identity for small ints, which would make
+    the distinct-count sketch estimate garbage for sequential timestamps.
+    """
+    z = (x + 0x9E3779B97F4A7C15) & _MASK64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
+    return z ^ (z >> 31)
+
+
+class Verdict(StrEnum):
+    """What the distribution of a host's lastmods says about them."""
+
+    ABSENT = "absent"  # (almost) no entry has a lastmod
+    GENERATION_TIME = "generation_time"  # lastmod = when the file was generated
+    FUTURE = "future"  # many lastmods after the fetch: a broken clock or zone
+    CONSTANT = "constant"  # one value (or placeholder dates) for nearly everything
+    PLAUSIBLE = "plausible"  # nothing wrong that the distribution can show
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class VerdictThresholds:
+    """When each verdict fires; checked in the order of ``Verdict`` (first wins).
+
+    Shares other than ``absent_undated_share`` are of the *dated* entries.
+    """
+
+    # Absent: 90 % undated leaves too few dated entries to act on for the host.
+    absent_undated_share: float = 0.9
+    # Generation time: honest hosts have a few entries modified just before the
+    # file was written, never half of them.
+    generation_share: float = 0.5
+    # Future: a scheduled post or two is a glitch; a tenth is a broken generator.
+    future_share: float = 0.1
+    # Constant: 90 % within the tolerance of one timestamp (or before 1995).
+    constant_share: float = 0.9
+    # ...but only with enough dated entries to call it a pattern.
+    constant_min_dated: int = 10
+    placeholder_share: float = 0.5
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LastmodFigures:
+    """The figures behind a verdict (``undated_share`` of all, other shares of dated)."""
+
+    total: int
+    dated: int
+    undated_share: float
+    modal_timestamp: str | None  # UTC, as ``format_utc``
+    modal_share: float  # exactly the modal value (a lower bound when not exact)
+    modal_cluster_share: float  # within the tolerance of the modal value
+    modal_exact: bool  # False once the bounded counter had to evict values
+    distinct_timestamps: int
+    distinct_exact: bool  # False: an estimate (KMV sketch, ~2 % error)
+    generation_share: float
+    future_share: float
+    before_1995_share: float
+    date_only_share: float
+    tolerance_seconds: float
+
+    def as_dict(self) -> dict[str, object]:
+        """Return the figures as a JSON-ready dict."""
+        # Its fields are scalars: dataclasses.asdict's deep copy took ~50 µs a host.
+        return {name: getattr(self, name) for name in self.__slots__}
+
+
+@dataclass(frozen=True, slots=True)
+class LastmodVerdict:
+    """A distribution verdict, the reason in words, and the figures."""
+
+    verdict: Verdict
+    reason: str
+    figures: LastmodFigures
+
+    def as_dict(self) -> dict[str, object]:
+        """Return ``{"verdict", "reason", "figures"}`` as a JSON-ready dict."""
+        return {
+            "verdict": str(self.verdict),
+            "reason": self.reason,
+            "figures": self.figures.as_dict(),
+        }
+
+
+def _fill_heap(heap: list[int], kmv: set[int]) -> None:
+    """Make ``heap`` (in place: the distribution holds it) the max-heap of ``kmv``, negated."""
+    heap[:] = [-h for h in kmv]
+    heapq.heapify(heap)
+
+
+@dataclass(slots=True)
+class LastmodDistribution:
+    """Streaming per-host accumulator of lastmod figures, with bounded memory.
+
+    Counters are exact. Two figures need per-value state, kept bounded:
+
+    * **distinct timestamps**: a KMV sketch, the ``distinct_cap`` smallest
+      64-bit hashes seen. Below the cap it holds every distinct value, so the
+      count is exact; above it the estimate is ``(k - 1) / kth_smallest`` (about
+      ``1/sqrt(k)`` = 1.6 % standard error at 4096) and ``distinct_exact`` is False.
+    * **modal timestamp**: a Misra-Gries counter of ``modal_cap`` values. Exact
+      while there are at most that many distinct values; beyond, any value
+      with more than ``dated / (modal_cap + 1)`` entries is still found and its
+      count is a lower bound off by at most that much (``modal_exact`` False).
+
+    Both merge (``merge``), so per-worker partials combine; while within the
+    caps, merging gives exactly what one accumulation would.
+
+    >>> d = LastmodDistribution()
+    >>> d.add(None, None, sitemap_last_modified=None, fetched_at=datetime(2026, 1, 1, tzinfo=UTC))
+    >>> d.verdict().verdict
+    <Verdict.ABSENT: 'absent'>
+    """
+
+    tolerance: timedelta = DEFAULT_TOLERANCE
+    future_skew: timedelta = DEFAULT_FUTURE_SKEW
+    distinct_cap: int = 4096
+    modal_cap: int = 256
+    total: int = field(default=0, init=False)
+    dated: int = field(default=0, init=False)
+    generation: int = field(default=0, init=False)  # within tolerance of Last-Modified/fetch
+    future: int = field(default=0, init=False)
+    before_1995: int = field(default=0, init=False)
+    date_only: int = field(default=0, init=False)
+    # KMV sketch: hashes kept (set for membership) and, once the set is full, the same as
+    # a max-heap (negated): below the cap only the set is needed (an exact count), and a
+    # heap push per distinct timestamp was most of what a new one cost (_fill_heap).
+    _kmv: set[int] = field(default_factory=set, init=False, repr=False)
+    _kmv_heap: list[int] = field(default_factory=list, init=False, repr=False)
+    # Misra-Gries counter, keyed by whole microseconds since the epoch.
+    _modal: dict[int, int] = field(default_factory=dict, init=False, repr=False)
+    _modal_evicted: bool = field(default=False, init=False, repr=False)
+    # Month index (year*12 + month-1) → count; pre-1995 and future go to -1 / -2
+    # so the number of buckets is bounded by the months since 1995.
+    _months: dict[int, int] = field(default_factory=dict, init=False, repr=False)
+    # UTC days of the generation references, for date-only "lastmod = today";
+    # one or two per sitemap, capped because only its membership is asked.
+    _ref_days: set[int] = field(default_factory=set, init=False, repr=False)
+    # The last (fetched_at, Last-Modified) objects and their microsecond forms
+    # (fetch, header, future limit); see _set_references.
+    _ref: tuple[datetime | None, datetime | None, int, int | None, int] = field(
+        default=(None, None, 0, None, 0), init=False, repr=False
+    )
+    _tol_us: int = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._tol_us = self.tolerance // _MICROSECOND
+
+    def add(
+        self,
+        lastmod: datetime | None,
+        raw: str | None,
+        *,
+        sitemap_last_modified: datetime | None,
+        fetched_at: datetime,
+    ) -> None:
+        """Count one URL entry (``lastmod`` aware UTC or None, as the reader yields it)."""
+        self.add_many(
+            (lastmod,), (raw,), sitemap_last_modified=sitemap_last_modified, fetched_at=fetched_at
+        )
+
+    def add_many(
+        self,
+        lastmods: Sequence[datetime | None],
+        raws: Sequence[str | None],
+        *,
+        sitemap_last_modified: datetime | None,
+        fetched_at: datetime,
+    ) -> None:
+        """Count URL entries of one sitemap: ``lastmods[i]`` with its text ``raws[i]``.
+
+        The one entry point of the count: ``add`` is this for one entry, and the URL
+        batch (harvester/crawl/batch.py, its Python and its compiled loop alike) hands over
+        the sample of each list of entries it takes. The references are set once per
+        call; the count is ``count_entries``, or its compiled path.
+        """
+        if not lastmods:
+            return
+        if fetched_at is not self._ref[0] or sitemap_last_modified is not self._ref[1]:
+            self._set_references(fetched_at, sitemap_last_modified)
+        if _count_lastmods is not None:
+            _count_lastmods(
+                self,
+                lastmods if type(lastmods) is list else list(lastmods),
+                raws if type(raws) is list else list(raws),
+            )
+        else:
+            self.count_entries(lastmods, raws)
+
+    def count_entries(
+        self, lastmods: Sequence[datetime | None], raws: Sequence[str | None]
+    ) -> None:
+        """Count entries against the references ``add_many`` set (its loop, in Python).
+
+        The compiled counter does the same for the usual entries (no lastmod, or a
+        ``datetime`` in UTC) and hands every other one to this method.
+        """
+        _, _, fetch_us, header_us, future_us = self._ref
+        tol = self._tol_us
+        months, modal, kmv = self._months, self._modal, self._kmv
+        modal_cap, distinct_cap = self.modal_cap, self.distinct_cap
+        total = dated = generation = future = before = date_only = 0
+        try:
+            for lastmod, raw in zip(lastmods, raws, strict=True):
+                total += 1
+                if lastmod is None:
+                    continue
+                dated += 1
+                # Whole microseconds since 1970: exact, hashable, and int comparisons
+                # are several times cheaper than datetime arithmetic on this path.
+                key = (lastmod - _UNIX_EPOCH) // _MICROSECOND
+                month = lastmod.year * 12 + lastmod.month - 1
+                if abs(key - fetch_us) <= tol or (
+                    header_us is not None and abs(key - header_us) <= tol
+                ):
+                    generation += 1
+                limit = future_us
+                # Parsed date-only forms (YYYY, YYYY-MM, YYYY-MM-DD) are the only ones
+                # this short.
+                if raw is not None and len(raw) <= 10 and _DATE_ONLY(raw) is not None:
+                    date_only += 1
+                    # A day, not an instant: "today" east of Greenwich is midnight UTC
+                    # of a day that has not begun there yet; only later days are future.
+                    limit += _DAY_US
+                if key > limit:
+                    future += 1
+                    month = -2
+                elif key < _WEB_EPOCH_US:
+                    before += 1
+                    month = -1
+                months[month] = months.get(month, 0) + 1
+                # The common cases of count_modal and sketch, inlined.
+                if key in modal:
+                    modal[key] += 1
+                elif len(modal) < modal_cap:
+                    modal[key] = 1
+                else:
+                    self.count_modal(key, 1)
+                h = _mix64(key)
+                if h not in kmv and (len(kmv) < distinct_cap or h < -self._kmv_heap[0]):
+                    self.sketch(h)
+        finally:
+            # What was counted stays counted even if an entry raised.
+            self.add_counts(total, dated, generation, future, before, date_only)
+
+    # -- the compiled counter's surface (harvester/crawl/_chost.pyx, count_lastmods) -----------
+    # It updates the containers ``counting_tables`` returns in place, exactly as
+    # ``count_entries`` does, calls ``sketch``/``count_entries`` for the rare cases,
+    # and adds its counters with ``add_counts``.
+
+    def counting_tables(
+        self,
+    ) -> tuple[dict[int, int], dict[int, int], set[int], list[int], int, int | None, int, int]:
+        """``(months, modal, kmv, kmv_heap, fetch_us, header_us, future_us, tolerance_us)``.
+
+        The containers a count updates in place (month counts, the Misra-Gries
+        counter, the KMV sketch's set and heap) and the references ``add_many`` set
+        (microseconds since 1970: fetch time, Last-Modified or None, future limit).
+        """
+        _, _, fetch_us, header_us, future_us = self._ref
+        return (
+            self._months,
+            self._modal,
+            self._kmv,
+            self._kmv_heap,
+            fetch_us,
+            header_us,
+            future_us,
+            self._tol_us,
+        )
+
+    def add_counts(
+        self,
+        total: int,
+        dated: int,
+        generation: int,
+        future: int,
+        before: int,
+        date_only: int,
+        *,
+        modal_evicted: bool = False,
+    ) -> None:
+        """Add a count's exact counters (``before``: to ``before_1995``).
+
+        ``modal_evicted``: the count evicted values from the modal counter itself
+        (``count_modal``'s eviction for one entry, in place), so it is no longer exact.
+        """
+        self._modal_evicted |= modal_evicted
+        self.total += total
+        self.dated += dated
+        self.generation += generation
+        self.future += future
+        self.before_1995 += before
+        self.date_only += date_only
+
+    def _set_references(self, fetched_at: datetime, header: datetime | None) -> None:
+        # Called once per sitemap in practice (callers pass the same objects for
+        # all of its entries), so the conversions are off the per-URL path.
+        fetch_us = (fetched_at - _UNIX_EPOCH) // _MICROSECOND
+        header_us = None if header is None else (header - _UNIX_EPOCH) // _MICROSECOND
+        future_us = fetch_us + self.future_skew // _MICROSECOND
+        self._ref = (fetched_at, header, fetch_us, header_us, future_us)
+        for ref in (fetched_at, header):
+            if ref is not None and len(self._ref_days) < 64:
+                self._ref_days.add(ref.astimezone(UTC).toordinal())
+
+    def count_modal(self, key: int, n: int) -> None:
+        """Count ``n`` entries of the timestamp ``key`` (µs) in the Misra-Gries counter."""
+        modal = self._modal
+        if key in modal:
+            modal[key] += n
+        elif len(modal) < self.modal_cap:
+            modal[key] = n
+        else:
+            # Misra-Gries: the new value and every kept one lose the same count.
+            # Amortised O(1): each round removes cap+1 counts that were added once.
+            self._modal_evicted = True
+            dec = min(n, *modal.values())
+            for k in list(modal):
+                modal[k] -= dec
+                if modal[k] == 0:
+                    del modal[k]
+            if n > dec:
+                self.count_modal(key, n - dec)
+
+    def sketch(self, h: int) -> None:
+        """Offer the hash ``h`` of a timestamp to the KMV sketch."""
+        kmv = self._kmv
+        if h in kmv:
+            return
+        heap = self._kmv_heap
+        if len(kmv) < self.distinct_cap:
+            kmv.add(h)
+            if len(kmv) == self.distinct_cap:
+                _fill_heap(heap, kmv)
+        elif h < -heap[0]:
+            kmv.discard(-heapq.heappushpop(heap, -h))
+            kmv.add(h)
+
+    def merge(self, other: LastmodDistribution) -> None:
+        """Fold another accumulator of the same host into this one.
+
+        Raises ``ValueError`` when the two were built with different settings:
+        their counts would not mean the same thing.
+        """
+        if self._settings() != other._settings():
+            raise ValueError(f"cannot merge {other._settings()} into {self._settings()}")
+        self.total += other.total
+        self.dated += other.dated
+        self.generation += other.generation
+        self.future += other.future
+        self.before_1995 += other.before_1995
+        self.date_only += other.date_only
+        for month, n in other._months.items():
+            self._months[month] = self._months.get(month, 0) + n
+        for h in other._kmv:
+            self.sketch(h)
+        self._modal_evicted |= other._modal_evicted
+        for key, n in other._modal.items():
+            self.count_modal(key, n)
+        for day in other._ref_days:
+            if len(self._ref_days) < 64:
+                self._ref_days.add(day)
+
+    def _settings(self) -> tuple[timedelta, timedelta, int, int]:
+        return (self.tolerance, self.future_skew, self.distinct_cap, self.modal_cap)
+
+    def distinct(self) -> tuple[int, bool]:
+        """Return ``(distinct timestamps, exact?)``; an estimate past ``distinct_cap``."""
+        if len(self._kmv) < self.distinct_cap:
+            return len(self._kmv), True
+        kth = -self._kmv_heap[0] + 1  # the k-th smallest hash, as a count of 2^-64
+        return max(self.distinct_cap, round((self.distinct_cap - 1) * 2**64 / kth)), False
+
+    def histogram(self, max_buckets: int = 120) -> list[tuple[str, int]]:
+        """Return ``(label, count)`` in time order: ``YYYY-MM`` buckets, or years.
+
+        Months are merged into years when more than ``max_buckets`` would be
+        needed between the first and last. ``<1995`` and ``future`` come first
+        and last when present. Empty months inside the range are included so a
+        chart's x axis is linear.
+        """
+        months = sorted(m for m in self._months if m >= 0)
+        out: list[tuple[str, int]] = []
+        if -1 in self._months:
+            out.append(("<1995", self._months[-1]))
+        if months:
+            if months[-1] - months[0] + 1 <= max_buckets:
+                out.extend(
+                    (f"{m // 12:04d}-{m % 12 + 1:02d}", self._months.get(m, 0))
+                    for m in range(months[0], months[-1] + 1)
+                )
+            else:
+                years: dict[int, int] = {}
+                for m in months:
+                    years[m // 12] = years.get(m // 12, 0) + self._months[m]
+                out.extend((f"{y:04d}", years.get(y, 0)) for y in range(min(years), max(years) + 1))
+        if -2 in self._months:
+            out.append(("future", self._months[-2]))
+        return out
+
+    def figures(self) -> LastmodFigures:
+        """Return the figures so far (cheap: O(modal_cap))."""
+        dated = self.dated
+        modal_key, modal_n, cluster_n = None, 0, 0
+        if self._modal:
+            # The most counted value, the earliest of a tie: max by (count, -value) made a
+            # tuple per kept value through a lambda, for every host (~0.1 s a run).
+            modal = self._modal
+            modal_n = max(modal.values())
+            modal_key = min(k for k, n in modal.items() if n == modal_n)
+            low, high = modal_key - self._tol_us, modal_key + self._tol_us
+            cluster_n = sum(n for k, n in modal.items() if low <= k <= high)
+        distinct, exact = self.distinct()
+
+        def share(n: int) -> float:
+            return round(n / dated, 6) if dated else 0.0
+
+        return LastmodFigures(
+            total=self.total,
+            dated=dated,
+            undated_share=round((self.total - dated) / self.total, 6) if self.total else 0.0,
+            modal_timestamp=(
+                None if modal_key is None else format_utc(_UNIX_EPOCH + modal_key * _MICROSECOND)
+            ),
+            modal_share=share(modal_n),
+            modal_cluster_share=share(cluster_n),
+            modal_exact=not self._modal_evicted,
+            distinct_timestamps=distinct,
+            distinct_exact=exact,
+            generation_share=share(self.generation),
+            future_share=share(self.future),
+            before_1995_share=share(self.before_1995),
+            date_only_share=share(self.date_only),
+            tolerance_seconds=self.tolerance.total_seconds(),
+        )
+
+    def verdict(self, thresholds: VerdictThresholds | None = None) -> LastmodVerdict:
+        """Classify the distribution; rules are checked in ``Verdict`` order, first wins.
+
+        Order matters: generation timestamps are also one constant value, so
+        ``generation_time`` (the more specific diagnosis) is tried before
+        ``constant``; an impossible ``future`` beats ``constant`` too.
+        """
+        t = thresholds or VerdictThresholds()
+        f = self.figures()
+        if self.total == 0 or f.undated_share >= t.absent_undated_share:
+            reason = f"{f.undated_share:.0%} of {f.total} entries have no lastmod"
+            return LastmodVerdict(Verdict.ABSENT, reason, f)
+        if f.generation_share >= t.generation_share:
+            reason = (
+                f"{f.generation_share:.0%} of dated entries are within {f.tolerance_seconds:g} s "
+                "of the sitemap's Last-Modified or fetch time"
+            )
+            return LastmodVerdict(Verdict.GENERATION_TIME, reason, f)
+        if f.future_share >= t.future_share:
+            reason = f"{f.future_share:.0%} of dated entries are after the fetch"
+            return LastmodVerdict(Verdict.FUTURE, reason, f)
+        if f.dated >= t.constant_min_dated:
+            if f.modal_cluster_share >= t.constant_share:
+                if self._is_dated_today(f):
+                    reason = (
+                        f"{f.modal_cluster_share:.0%} of dated entries carry the date-only "
+                        f"value {f.modal_timestamp}, the day the sitemap was generated"
+                    )
+                    return LastmodVerdict(Verdict.GENERATION_TIME, reason, f)
+                reason = f"{f.modal_cluster_share:.0%} of dated entries carry {f.modal_timestamp}"
+                return LastmodVerdict(Verdict.CONSTANT, reason, f)
+            if f.before_1995_share >= t.placeholder_share:
+                reason = f"{f.before_1995_share:.0%} of dated entries are placeholders before 1995"
+                return LastmodVerdict(Verdict.CONSTANT, reason, f)
+        return LastmodVerdict(Verdict.PLAUSIBLE, "no pattern of a false lastmod", f)
+
+    def _is_dated_today(self, f: LastmodFigures) -> bool:
+        # A date-only "lastmod = today" cannot match the 2 s tolerance, so it
+        # shows up as constant; it is generation time when that day is the day
+        # (±1 for the site's own time zone) of a fetch or Last-Modified.
+        if f.modal_timestamp is None or f.date_only_share < f.modal_cluster_share:
+            return False
+        day = datetime.fromisoformat(f.modal_timestamp)
+        if day.time() != datetime.min.time():
+            return False
+        return any(day.toordinal() + d in self._ref_days for d in (-1, 0, 1))
+
+
+# --- Across runs: the trust score ------------------------------------------------------
+
+
+class TrustLevel(StrEnum):
+    """Whether lastmod may be used as a change hint for a host."""
+
+    TRUSTED = "trusted"
+    UNTRUSTED = "untrusted"
+    UNKNOWN = "unknown"  # not enough evidence either way (yet)
+
+
+@dataclass(frozen=True, slots=True)
+class SignalAgreement:
+    """Sampled URLs whose page dates agree with the sitemap lastmod, or not, or have none."""
+
+    agree: int = 0
+    disagree: int = 0
+    no_signal: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TrustThresholds:
+    """Minimum evidence and rates for ``score_trust``.
+
+    Recall guards the costly failure (a changed page skipped because lastmod
+    stood still), so it is strict. Precision only costs fetches, and the
+    fingerprint ignores navigation and boilerplate that a CMS may legitimately
+    bump lastmod for, so it is lenient. Page dates are optional evidence:
+    many sites publish none.
+    """
+
+    min_content_changes: int = 5  # sampled URLs whose content changed (for recall)
+    min_lastmod_moves: int = 5  # sampled URLs whose lastmod moved (for precision)
+    min_compared: int = 10  # sampled URLs with a page date (agree + disagree)
+    recall: float = 0.8
+    precision: float = 0.6
+    agreement: float = 0.7
+    # Page dates agreeing this often (on min_compared pages or more) are evidence enough
+    # by themselves: a page's own dateModified is an independent signal, and a site
+    # whose pages all say what its sitemap says would otherwise wait for several runs of
+    # observed content changes. Change tracking keeps checking it on every audit.
+    dates_alone: float = 0.9
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TrustScore:
+    """The trust level, why, and the evidence (rates are None without data)."""
+
+    level: TrustLevel
+    reason: str
+    verdict: str
+    both_changed: int  # lastmod moved and content changed
+    content_only: int  # content changed, lastmod did not (a miss)
+    lastmod_only: int  # lastmod moved, content did not (a false alarm)
+    neither: int
+    recall: float | None
+    precision: float | None
+    agree: int
+    disagree: int
+    no_signal: int
+    agreement_rate: float | None
+
+    def as_dict(self) -> dict[str, object]:
+        """Return the score and evidence as a JSON-ready dict."""
+        d = asdict(self)
+        d["level"] = str(self.level)
+        return d
+
+
+def score_trust(
+    pairs: Iterable[tuple[bool, bool]],
+    agreement: SignalAgreement,
+    *,
+    verdict: Verdict | str,
+    thresholds: TrustThresholds | None = None,
+) -> TrustScore:
+    """Score a host from ``(lastmod_changed, content_changed)`` per sampled URL and run pair.
+
+    ``trusted`` needs a ``plausible`` distribution and either page dates that agree
+    with lastmod on ``dates_alone`` of at least ``min_compared`` sampled pages, or
+    recall and precision each measured on enough URLs and above threshold (with
+    page-date agreement above threshold when enough sampled pages carry a date).
+    ``untrusted`` when the distribution is not plausible or any rate measured on
+    enough URLs is below threshold. Otherwise ``unknown``. Re-run every audit:
+    generators change.
+
+    >>> score_trust([(True, True)] * 5 + [(False, False)] * 5, SignalAgreement(),
+    ...             verdict="plausible").level
+    <TrustLevel.TRUSTED: 'trusted'>
+    """
+    t = thresholds or TrustThresholds()
+    counts = {(True, True): 0, (False, True): 0, (True, False): 0, (False, False): 0}
+    for lastmod_changed, content_changed in pairs:
+        counts[(bool(lastmod_changed), bool(content_changed))] += 1
+    tp, fn, fp = counts[(True, True)], counts[(False, True)], counts[(True, False)]
+    content_changes, lastmod_moves = tp + fn, tp + fp
+    compared = agreement.agree + agreement.disagree
+    recall = round(tp / content_changes, 6) if content_changes else None
+    precision = round(tp / lastmod_moves, 6) if lastmod_moves else None
+    agree_rate = round(agreement.agree / compared, 6) if compared else None
+
+    failures: list[str] = []
+    missing: list[str] = []
+    if str(verdict) != Verdict.PLAUSIBLE:
+        failures.append(f"distribution verdict is {verdict}")
+    if recall is not None and content_changes >= t.min_content_changes:
+        if recall < t.recall:
+            failures.append(f"recall {recall:.0%} < {t.recall:.0%}")
+    else:
+        missing.append(f"{content_changes}/{t.min_content_changes} content changes")
+    if precision is not None and lastmod_moves >= t.min_lastmod_moves:
+        if precision < t.precision:
+            failures.append(f"precision {precision:.0%} < {t.precision:.0%}")
+    else:
+        missing.append(f"{lastmod_moves}/{t.min_lastmod_moves} lastmod moves")
+    if agree_rate is not None and compared >= t.min_compared and agree_rate < t.agreement:
+        failures.append(f"page dates agree {agree_rate:.0%} < {t.agreement:.0%}")
+
+    dates_suffice = (
+        agree_rate is not None and compared >= t.min_compared and agree_rate >= t.dates_alone
+    )
+    if failures:
+        level, reason = TrustLevel.UNTRUSTED, "; ".join(failures)
+    elif dates_suffice and missing:
+        assert agree_rate is not None
+        level = TrustLevel.TRUSTED
+        reason = (
+            f"page dates agree with lastmod on {agree_rate:.0%} of {compared} pages"
+            f" (change tracking: {', '.join(missing)})"
+        )
+    elif missing:
+        level, reason = TrustLevel.UNKNOWN, "not enough evidence: " + ", ".join(missing)
+    else:
+        level, reason = TrustLevel.TRUSTED, "lastmod moved with the content"
+    return TrustScore(
+        level=level,
+        reason=reason,
+        verdict=str(verdict),
+        both_changed=tp,
+        content_only=fn,
+        lastmod_only=fp,
+        neither=counts[(False, False)],
+        recall=recall,
+        precision=precision,
+        agree=agreement.agree,
+        disagree=agreement.disagree,
+        no_signal=agreement.no_signal,
+        agreement_rate=agree_rate,
+    )

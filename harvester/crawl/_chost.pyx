@@ -1,0 +1,759 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False
+"""Compiled half of the URL batch: a list of URL entries into records (``UrlBatch.take``).
+
+In: a ``harvester.crawl.batch.UrlBatch`` (its interface to this module is the fields
+named in ``batch._LOOP_FIELDS``: the host's ``Rules`` and ``SeenSet``, the batch's
+records, fingerprints and lastmod epochs, its counters and the ``HostReport``),
+a list of reader entries and the sitemap that listed them. Out: for each
+``UrlEntry``, what ``UrlBatch._python_loop`` does: the canonical URL (the
+compiled check, else the host's rules), its fingerprint, the per-host dedupe,
+the ``max_urls_per_host`` cap, the lastmod audit's sample (appended to the
+batch's sample lists, which ``LastmodDistribution.add_many`` counts for both
+loops), and the record appended to the batch (or, given ``encoded``, its JSON
+line written by ``_write_record``); the counters are written back to the batch
+and the entries that are not URLs (index children) are returned.
+
+Only the usual cases are done here; every other one calls the same Python the
+loop calls (``Rules.canonical`` for a URL the check says no to, ``SeenSet.add``
+past its small set, ``records.record`` for an entry with extensions).
+tests/unit/test_chost.py runs both loops on the same entries and compares the
+batches, fingerprints, counters, the seen-set and the audit.
+
+``count_lastmods`` is that count's compiled path (``add_many`` calls it, for
+whichever loop took the entries): the distribution's one count, in C for the
+usual entries.
+
+Why compiled: the loop in Python is mostly calls and attribute reads between
+small steps; here those are C, and the steps that were already compiled (the
+canonical check, the fingerprint) need no call at all.
+"""
+
+from cpython.datetime cimport (
+    PyDateTime_CheckExact,
+    PyDateTime_DATE_GET_HOUR,
+    PyDateTime_DATE_GET_MICROSECOND,
+    PyDateTime_DATE_GET_MINUTE,
+    PyDateTime_DATE_GET_SECOND,
+    PyDateTime_GET_DAY,
+    PyDateTime_GET_MONTH,
+    PyDateTime_GET_YEAR,
+    datetime_tzinfo,
+    import_datetime,
+)
+from cpython cimport array
+from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE, PyByteArray_Resize
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.dict cimport PyDict_DelItem, PyDict_GetItem, PyDict_Next, PyDict_SetItem
+from cpython.long cimport PyLong_AsLong, PyLong_AsUnsignedLongLong, PyLong_FromUnsignedLongLong
+from cpython.list cimport PyList_Append
+from cpython.object cimport Py_SIZE, PyObject
+from cpython.ref cimport Py_INCREF, Py_XDECREF
+from cpython.set cimport PySet_Add, PySet_Contains
+from cpython.unicode cimport PyUnicode_GET_LENGTH, PyUnicode_READ_CHAR
+from libc.stdint cimport int64_t, uint64_t
+from libc.string cimport memchr, memcpy
+
+cdef extern from "Python.h":
+    ctypedef struct PyByteArrayObject:
+        Py_ssize_t ob_alloc  # bytes allocated (CPython's struct; the size is separate)
+    bint PyUnicode_IS_COMPACT_ASCII(object o)
+    const char* PyUnicode_DATA(object o)
+
+import orjson
+
+from datetime import UTC
+
+from harvester.state.chunks import NO_LASTMOD
+from harvester.models import UrlEntry
+from harvester.urls.normalize import Rules
+from harvester.urls.records import lastmod_iso, record
+from harvester.run.sink import encode_record
+
+from harvester.reader._cdates cimport _days_from_civil
+from harvester.urls._cdedupe cimport FpTable, _fingerprint
+from harvester.urls._cnormalize cimport _already_canonical, _canonical_query
+
+cdef object _CANONICAL = Rules.canonical  # the method the loop may stand in for
+cdef int64_t EXACT_DOUBLE = 1LL << 53  # |µs| below this: the float timestamp is key / 1e6
+cdef int64_t NO_EPOCH = NO_LASTMOD
+cdef object _UTC = UTC
+cdef object _URL_ENTRY = UrlEntry
+cdef object _ISO = lastmod_iso
+cdef object _RECORD = record
+
+import_datetime()
+
+
+cdef inline int64_t _epoch_us(object dt) noexcept:
+    """Microseconds since 1970 of a UTC ``datetime``: ``(dt - _UNIX_EPOCH) // _MICROSECOND``."""
+    cdef int64_t days = _days_from_civil(
+        PyDateTime_GET_YEAR(dt), PyDateTime_GET_MONTH(dt), PyDateTime_GET_DAY(dt)
+    )
+    return (
+        ((days * 24 + PyDateTime_DATE_GET_HOUR(dt)) * 60 + PyDateTime_DATE_GET_MINUTE(dt)) * 60
+        + PyDateTime_DATE_GET_SECOND(dt)
+    ) * 1000000 + PyDateTime_DATE_GET_MICROSECOND(dt)
+
+
+# -- the JSON line of a record, written straight into the batch's bytes -----------------
+
+cdef object _dumps = orjson.dumps
+cdef dict _VALUE_JSON = {}  # changefreq text or priority float -> its orjson encoding
+cdef Py_ssize_t _VALUE_JSON_MAX = 4096  # distinct values kept (a file repeats a handful)
+
+
+cdef inline Py_ssize_t _plain(str s) noexcept:
+    """The length of ``s`` when orjson writes it as it is (ASCII, no quote, backslash or
+    control character), else -1."""
+    cdef Py_ssize_t n, i = 0
+    cdef const char* d
+    cdef char c
+    cdef uint64_t w
+    if not PyUnicode_IS_COMPACT_ASCII(s):
+        return -1
+    n = PyUnicode_GET_LENGTH(s)
+    d = PyUnicode_DATA(s)
+    # Eight bytes at a time: with every byte below 0x80 (ASCII), a byte below 0x20, or
+    # equal to '"' (0x22) or '\\' (0x5C) after the XOR, is the only way a byte of these
+    # differences gets its top bit (a borrow only runs upward from such a byte).
+    while i + 8 <= n:
+        memcpy(&w, d + i, 8)
+        if (
+            (w - 0x2020202020202020ULL)
+            | ((w ^ 0x2222222222222222ULL) - 0x0101010101010101ULL)
+            | ((w ^ 0x5C5C5C5C5C5C5C5CULL) - 0x0101010101010101ULL)
+        ) & 0x8080808080808080ULL:
+            return -1
+        i += 8
+    while i < n:
+        c = d[i]
+        if c < 32 or c == 34 or c == 92:
+            return -1
+        i += 1
+    return n
+
+
+# _value_json's identity cache: the last value seen in each slot (by its address) and
+# its encoding, both referenced here. A sitemap's changefreq and priority values are the
+# parser's memoised objects, so the same few come back for every <url>; found by
+# identity they need no equality test against 0 and no dict lookup (with the float's
+# hash and compare) for every record.
+cdef enum:
+    _JSON_SLOTS = 16
+cdef PyObject* _JSON_KEYS[_JSON_SLOTS]
+cdef PyObject* _JSON_VALUES[_JSON_SLOTS]
+
+
+cdef inline bytes _value_json(object value):
+    """orjson's encoding of a changefreq or priority, memoised (None: null)."""
+    cdef size_t slot = (<size_t><PyObject*>value >> 4) % _JSON_SLOTS
+    if _JSON_KEYS[slot] == <PyObject*>value:
+        return <bytes>_JSON_VALUES[slot]
+    encoded = _value_json_slow(value)
+    cdef PyObject* old_key = _JSON_KEYS[slot]
+    cdef PyObject* old_value = _JSON_VALUES[slot]
+    Py_INCREF(value)
+    Py_INCREF(encoded)
+    _JSON_KEYS[slot] = <PyObject*>value
+    _JSON_VALUES[slot] = <PyObject*>encoded
+    # Released once the slot holds the new pair: a release may run arbitrary code.
+    Py_XDECREF(old_key)
+    Py_XDECREF(old_value)
+    return encoded
+
+
+cdef bytes _value_json_slow(object value):
+    cdef PyObject* found
+    if value is None:
+        return b"null"
+    if value == 0:
+        # -0.0 equals 0.0 as a dict key, but orjson writes them differently.
+        return _dumps(value)
+    found = PyDict_GetItem(_VALUE_JSON, value)
+    if found is not NULL:
+        return <bytes>found
+    encoded = _dumps(value)
+    if len(_VALUE_JSON) < _VALUE_JSON_MAX:
+        _VALUE_JSON[value] = encoded
+    return encoded
+
+
+cdef inline char* _put_digits(char* p, int value, int width) noexcept:
+    cdef int k
+    for k in range(width - 1, -1, -1):
+        p[k] = <char>(48 + value % 10)
+        value //= 10
+    return p + width
+
+
+cdef inline int _grow(bytearray buf, Py_ssize_t size) except -1:
+    """Make ``buf`` ``size`` bytes long, doubling its room when it must grow.
+
+    bytearray's own growth adds an eighth, so as a batch's lines filled it, realloc
+    moved the whole batch every few records (all of it in memmove). Asking for twice the size, then for the size (a minor shrink, which
+    keeps the room), moves it at most about once per doubling.
+    """
+    if size + 1 > (<PyByteArrayObject*>buf).ob_alloc:
+        PyByteArray_Resize(buf, 2 * size)
+    PyByteArray_Resize(buf, size)
+    return 0
+
+
+cdef inline char* _put(char* p, const char* s, Py_ssize_t n) noexcept:
+    memcpy(p, s, n)
+    return p + n
+
+
+cdef bint _write_record(
+    bytearray buf, str loc, str url, bytes middle, object lastmod, object changefreq,
+    object priority, bytes label,
+) except -1:
+    """Append the JSON line ``encode_record`` makes of the record dict built above.
+
+    ``middle`` is ``,"host":<host>,"sitemap":<sitemap>,"lastmod":`` as orjson encodes
+    them (once per batch); ``label`` (or None) goes before the closing brace. False
+    (nothing written) when a value needs what only orjson does: escapes, non-ASCII, a
+    lastmod that is not a UTC ``datetime``; the caller then encodes the dict itself.
+    """
+    cdef Py_ssize_t n_loc = _plain(loc), n_url, size, start
+    cdef Py_ssize_t n_label = PyBytes_GET_SIZE(label) if label is not None else 0
+    cdef int us = 0
+    cdef bint dated = lastmod is not None
+    cdef char* p
+    if n_loc < 0:
+        return False
+    n_url = n_loc if url is loc else _plain(url)
+    if n_url < 0:
+        return False
+    if dated:
+        if not PyDateTime_CheckExact(lastmod) or datetime_tzinfo(lastmod) is not _UTC:
+            return False
+        us = PyDateTime_DATE_GET_MICROSECOND(lastmod)
+    cf = _value_json(changefreq)
+    pr = _value_json(priority)
+    size = (
+        8 + n_loc + 9 + n_url + 1 + PyBytes_GET_SIZE(middle)
+        + ((22 + (7 if us else 0)) if dated else 4)
+        + 14 + PyBytes_GET_SIZE(cf) + 12 + PyBytes_GET_SIZE(pr) + n_label + 2
+    )
+    start = PyByteArray_GET_SIZE(buf)
+    _grow(buf, start + size)
+    p = PyByteArray_AS_STRING(buf) + start
+    p = _put(p, b'{"loc":"', 8)
+    p = _put(p, PyUnicode_DATA(loc), n_loc)
+    p = _put(p, b'","url":"', 9)
+    p = _put(p, PyUnicode_DATA(url), n_url)
+    p = _put(p, b'"', 1)
+    p = _put(p, PyBytes_AS_STRING(middle), PyBytes_GET_SIZE(middle))
+    if dated:
+        # records.lastmod_iso (dates.format_utc): YYYY-MM-DDTHH:MM:SS[.ffffff]Z
+        p[0] = b'"'
+        p = _put_digits(p + 1, PyDateTime_GET_YEAR(lastmod), 4)
+        p[0] = b"-"
+        p = _put_digits(p + 1, PyDateTime_GET_MONTH(lastmod), 2)
+        p[0] = b"-"
+        p = _put_digits(p + 1, PyDateTime_GET_DAY(lastmod), 2)
+        p[0] = b"T"
+        p = _put_digits(p + 1, PyDateTime_DATE_GET_HOUR(lastmod), 2)
+        p[0] = b":"
+        p = _put_digits(p + 1, PyDateTime_DATE_GET_MINUTE(lastmod), 2)
+        p[0] = b":"
+        p = _put_digits(p + 1, PyDateTime_DATE_GET_SECOND(lastmod), 2)
+        if us:
+            p[0] = b"."
+            p = _put_digits(p + 1, us, 6)
+        p = _put(p, b'Z"', 2)
+    else:
+        p = _put(p, b"null", 4)
+    p = _put(p, b',"changefreq":', 14)
+    p = _put(p, PyBytes_AS_STRING(cf), PyBytes_GET_SIZE(cf))
+    p = _put(p, b',"priority":', 12)
+    p = _put(p, PyBytes_AS_STRING(pr), PyBytes_GET_SIZE(pr))
+    if n_label:
+        p = _put(p, PyBytes_AS_STRING(label), n_label)
+    p = _put(p, b"}\n", 2)
+    return True
+
+
+cdef int _append_labelled(bytearray buf, bytes line, bytes label) except -1:
+    """Append ``line`` (a JSON object and a newline) with ``label`` (or None) before its
+    closing brace, as ``label_lines`` would put it."""
+    cdef Py_ssize_t start = PyByteArray_GET_SIZE(buf), n = PyBytes_GET_SIZE(line), k
+    cdef char* p
+    if label is None:
+        buf += line
+        return 0
+    k = PyBytes_GET_SIZE(label)
+    _grow(buf, start + n + k)
+    p = PyByteArray_AS_STRING(buf) + start
+    p = _put(p, PyBytes_AS_STRING(line), n - 2)
+    p = _put(p, PyBytes_AS_STRING(label), k)
+    _put(p, b"}\n", 2)
+    return 0
+
+
+cdef bytes _middle(str host, str sitemap):
+    """``,"host":...,"sitemap":...,"lastmod":`` as orjson writes them; None if it cannot."""
+    try:
+        return b',"host":' + _dumps(host) + b',"sitemap":' + _dumps(sitemap) + b',"lastmod":'
+    except TypeError:  # a lone surrogate: encode_record's json fallback, record by record
+        return None
+
+
+cdef inline int64_t _epoch_s(object lastmod) except? -1:
+    """``int(lastmod.timestamp())`` (the filter's lastmod epoch), without the float object."""
+    cdef int64_t key
+    if PyDateTime_CheckExact(lastmod) and datetime_tzinfo(lastmod) is _UTC:
+        key = _epoch_us(lastmod)
+        if -EXACT_DOUBLE < key < EXACT_DOUBLE:
+            # timestamp() divides the exact microseconds by 10**6, correctly rounded;
+            # so does one double division of two exact doubles; int() truncates.
+            return <int64_t>(<double>key / 1e6)
+    return int(lastmod.timestamp())
+
+
+cdef int _append_line(bytearray buf, str url) except -1:
+    """Append ``url``'s UTF-8 and a newline to ``buf`` (a raw newline in it as ``%0A``,
+    as ``chunks.pack`` does: a line must stay one URL)."""
+    cdef Py_ssize_t n, start
+    cdef const char* data
+    cdef char* p
+    if PyUnicode_IS_COMPACT_ASCII(url):
+        data = PyUnicode_DATA(url)
+        n = PyUnicode_GET_LENGTH(url)
+        if memchr(data, b"\n", n) == NULL:
+            start = PyByteArray_GET_SIZE(buf)
+            _grow(buf, start + n + 1)
+            p = PyByteArray_AS_STRING(buf) + start
+            memcpy(p, data, n)
+            p[n] = b"\n"
+            return 0
+    buf += url.replace("\n", "%0A").encode("utf-8", "surrogatepass") + b"\n"
+    return 0
+
+
+cdef inline int _append_u64(array.array values, uint64_t value) except -1:
+    """``values.append(value)`` for an ``array('Q')``."""
+    cdef Py_ssize_t n = Py_SIZE(values)
+    array.resize_smart(values, n + 1)
+    values.data.as_ulonglongs[n] = value
+    return 0
+
+
+cdef inline int _append_i64(array.array values, int64_t value) except -1:
+    """``values.append(value)`` for an ``array('q')``."""
+    cdef Py_ssize_t n = Py_SIZE(values)
+    array.resize_smart(values, n + 1)
+    values.data.as_longlongs[n] = value
+    return 0
+
+
+cdef class _Loop:
+    """One call's view of a ``UrlBatch``: its fields as C values, its counters written
+    back to it (and to the seen-set and report) by ``close``."""
+
+    cdef object batch, seen, canon, report, small
+    cdef FpTable table  # the seen-set's small set as a table, else None
+    cdef bint strip_slash, direct, sort, cap_hit
+    cdef frozenset drop
+    cdef tuple prefixes
+    cdef list records, sample, raws
+    cdef array.array fps, lastmods
+    cdef str host, sitemap
+    cdef Py_ssize_t cap, listed, position, replayed, audit_all
+    cdef Py_ssize_t duplicates, urls, small_added, small_limit
+    cdef bytearray encoded, canonical
+    cdef bytes label, middle
+
+    cdef int open(self, batch, str sitemap) except -1:
+        self.batch = batch
+        self.sitemap = sitemap
+        rules = batch.rules
+        self.canon = rules.canonical
+        self.strip_slash = rules.strip_slash
+        # canon as Rules.canonical does it, its compiled step called here without a
+        # Python call, for URLs not already canonical (queries in another order, say);
+        # the rest still go through canon.
+        self.direct = type(rules) is Rules and getattr(type(rules), "canonical") is _CANONICAL
+        if self.direct:
+            self.drop, self.prefixes, self.sort = rules.drop, rules.drop_prefixes, rules.sort_query
+        self.seen = batch.seen
+        self._small()
+        self.small_limit = self.seen.small_limit
+        self.records, self.sample, self.raws = batch.records, batch.sample_lastmods, batch.sample_raws
+        # The fingerprints and lastmod epochs go into the arrays' memory directly:
+        # through .append each was a method call, an int object and its conversion back.
+        self.fps, self.lastmods = batch.fps, batch.lastmods
+        if self.fps.ob_descr.typecode != b"Q" or (
+            self.lastmods is not None and self.lastmods.ob_descr.typecode != b"q"
+        ):
+            raise TypeError("fps must be an array('Q'), lastmods an array('q') or None")
+        self.host, self.report = batch.host, batch.report
+        self.cap, self.listed, self.cap_hit = batch.cap, batch.listed, batch.cap_hit
+        self.position, self.replayed, self.audit_all = batch.position, batch.replayed, batch.audit_all
+        self.encoded, self.canonical, self.label = batch.encoded, batch.urls, batch.label
+        if self.encoded is not None and self.host is not None:
+            self.middle = _middle(self.host, sitemap)
+        return 0
+
+    cdef int _small(self) except -1:
+        self.small = self.seen.small
+        self.table = self.small if type(self.small) is FpTable else None
+        return 0
+
+    cdef str canonical_of(self, str loc):
+        if _already_canonical(loc, self.strip_slash):
+            return loc
+        url = None
+        if self.direct:
+            url = _canonical_query(loc, self.strip_slash, self.drop, self.prefixes, self.sort)
+        return self.canon(loc) if url is None else url
+
+    cdef bint is_new(self, uint64_t fp) except -1:
+        """``SeenSet.add(fp)``: its small mode inline (a table, or a set of ints); at its
+        limit, and in the other modes, the method itself."""
+        cdef int added
+        if self.table is not None and self.table.count + self.table.zero + 1 < self.small_limit:
+            added = self.table.add1(fp)
+            self.small_added += added
+            return added
+        if self.table is None and self.small is not None and (
+            len(<set>self.small) + 1 < self.small_limit
+        ):
+            key = fp
+            if PySet_Contains(self.small, key):
+                return False
+            PySet_Add(self.small, key)
+            self.small_added += 1
+            return True
+        if self.small_added:
+            self.seen.count += self.small_added
+            self.small_added = 0
+        is_new = self.seen.add(fp)
+        self._small()
+        return is_new
+
+    cdef int keep(self, tuple entry, str loc, str url, uint64_t fp) except -1:
+        """A new URL within the cap: its audit sample, record (or line) and fingerprint."""
+        lastmod = entry[1]
+        if self.sample is not None and (self.listed <= self.audit_all or not fp & 7):
+            PyList_Append(self.sample, lastmod)
+            PyList_Append(self.raws, entry[2])
+        if entry[5] or entry[6] or entry[7] or entry[8] is not None:
+            rec = _RECORD(entry, self.sitemap, self.host, url=url)
+            if self.encoded is not None:
+                _append_labelled(self.encoded, encode_record(rec), self.label)
+            else:
+                self.records.append(rec)
+        elif not (self.encoded is not None and self.middle is not None and _write_record(
+            self.encoded, loc, url, self.middle, lastmod, entry[3], entry[4], self.label
+        )):
+            # records.record's dict for an entry without extensions, key for key.
+            rec = {
+                "loc": loc,
+                "url": url,
+                "host": self.host,
+                "sitemap": self.sitemap,
+                "lastmod": _ISO(lastmod) if lastmod is not None else None,
+                "changefreq": entry[3],
+                "priority": entry[4],
+            }
+            if self.encoded is not None:
+                # A value only orjson can write.
+                _append_labelled(self.encoded, encode_record(rec), self.label)
+            else:
+                self.records.append(rec)
+        _append_u64(self.fps, fp)
+        if self.lastmods is not None:
+            _append_i64(self.lastmods, NO_EPOCH if lastmod is None else _epoch_s(lastmod))
+        if self.canonical is not None:
+            _append_line(self.canonical, url)
+        return 0
+
+    cdef int close(self) except -1:
+        batch = self.batch
+        batch.listed, batch.position, batch.cap_hit = self.listed, self.position, self.cap_hit
+        if self.small_added:
+            self.seen.count += self.small_added
+        if self.duplicates:
+            self.report.duplicates += self.duplicates
+        if self.urls:
+            self.report.urls += self.urls
+        return 0
+
+
+def url_entries(batch, list entries, str sitemap):
+    """Handle the ``UrlEntry`` items of ``entries`` as ``UrlBatch._python_loop`` does.
+
+    ``batch``: the host's ``UrlBatch`` (the fields this module reads and writes are
+    named in ``batch._LOOP_FIELDS``); with ``batch.encoded``, records go into it as the
+    JSON lines that ``sink.encode_records`` makes of them (``batch.records`` stays
+    empty); with ``batch.urls``, each record's canonical URL is appended to it too,
+    as UTF-8 and a newline (``_append_line``): the state file's ledger chunks are made
+    of that text (``LedgerRows.pack_text``), and it cannot be read back from an
+    escaped line; ``batch.label``: with ``encoded``, a label such as
+    ``,"event":"new"`` that every line gets before its closing brace.
+
+    Returns, in order, the entries that are not ``UrlEntry`` (for the crawl).
+    """
+    cdef _Loop loop = _Loop()
+    cdef list others = []
+    cdef uint64_t fp
+    loop.open(batch, sitemap)
+    try:
+        for entry in entries:
+            if type(entry) is not _URL_ENTRY:
+                others.append(entry)
+                continue
+            if loop.cap_hit:
+                continue
+            loc = (<tuple>entry)[0]
+            url = loop.canonical_of(loc)
+            loop.position += 1
+            fp = _fingerprint(url)
+            if not loop.is_new(fp):
+                # Within what a broken earlier read of this file already handled, a
+                # seen URL is that read's record (or duplicate) again: not counted.
+                if loop.position > loop.replayed:
+                    loop.duplicates += 1
+                continue
+            if loop.listed >= loop.cap:
+                # Added to the seen-set above but not emitted, as in the Python loop.
+                loop.cap_hit = True
+                loop.report.limit("max_urls_per_host")
+                continue
+            loop.listed += 1
+            loop.urls += 1
+            loop.keep(<tuple>entry, loc, url, fp)
+    finally:
+        # What the call counted reaches the batch even if a step raised.
+        loop.close()
+    return others
+
+
+def label_lines(bytearray data not None, bytes label not None):
+    """``data`` (JSON lines) with ``label`` inserted before the closing brace that ends
+    each line, as one new bytes object.
+
+    In: a batch of lines as the loop above writes them (each ends in ``}`` and a
+    newline; JSON escapes any newline inside a string, so a newline ends a line and
+    nothing else) and a label such as ``,"event":"new"``. Out: the same as
+    ``bytes(data.replace(b"}\\n", label + b"}\\n"))``, which ``Selection.select_lines``
+    does without this module. Why: that replace searches for each line's end one at a
+    time and then copies the result again (a sizeable share of a worker's time with a
+    state file); here two ``memchr`` passes size and fill the result once.
+    """
+    cdef Py_ssize_t n = PyByteArray_GET_SIZE(data), k = PyBytes_GET_SIZE(label), count = 0
+    cdef const char* src = PyByteArray_AS_STRING(data)
+    cdef const char* end = src + n
+    cdef const char* p = src
+    cdef const char* nl
+    cdef const char* tag = PyBytes_AS_STRING(label)
+    cdef char* dst
+    while p < end:
+        nl = <const char*>memchr(p, b"\n", end - p)
+        if nl is NULL:
+            break
+        if nl > src and nl[-1] == b"}":
+            count += 1
+        p = nl + 1
+    out = PyBytes_FromStringAndSize(NULL, n + count * k)
+    dst = PyBytes_AS_STRING(out)
+    p = src
+    while p < end:
+        nl = <const char*>memchr(p, b"\n", end - p)
+        if nl is NULL:
+            break
+        if nl > src and nl[-1] == b"}":
+            memcpy(dst, p, nl - 1 - p)  # the line up to its closing brace
+            dst += nl - 1 - p
+            memcpy(dst, tag, k)
+            dst += k
+            dst[0] = b"}"
+            dst[1] = b"\n"
+            dst += 2
+        else:
+            memcpy(dst, p, nl + 1 - p)
+            dst += nl + 1 - p
+        p = nl + 1
+    memcpy(dst, p, end - p)  # a last piece without a newline, if any
+    return out
+
+
+# -- the lastmod audit's count (LastmodDistribution.add_many's compiled path) -----------
+
+cdef int64_t DAY_US = 86400 * 1000000
+cdef int64_t WEB_EPOCH_US = _days_from_civil(1995, 1, 1) * DAY_US  # audit.WEB_EPOCH
+
+
+cdef inline bint _is_space(Py_UCS4 c) noexcept:
+    # \s of an ASCII regex: space, \t \n \v \f \r
+    return c == 32 or 9 <= c <= 13
+
+
+cdef bint _date_only(str raw) noexcept:
+    """``audit._DATE_ONLY(raw)`` for a text of at most 10 characters: ``YYYY[-MM[-DD]]``."""
+    cdef Py_ssize_t n = PyUnicode_GET_LENGTH(raw), i = 0, k
+    cdef Py_UCS4 c
+    while i < n and _is_space(PyUnicode_READ_CHAR(raw, i)):
+        i += 1
+    while n > i and _is_space(PyUnicode_READ_CHAR(raw, n - 1)):
+        n -= 1
+    if n - i not in (4, 7, 10):
+        return False
+    for k in range(n - i):
+        c = PyUnicode_READ_CHAR(raw, i + k)
+        if k == 4 or k == 7:
+            if c != 45:  # "-"
+                return False
+        elif not 48 <= c <= 57:
+            return False
+    return True
+
+
+cdef inline uint64_t _mix64(uint64_t z) noexcept:
+    """``audit._mix64`` (splitmix64's finaliser), in uint64 arithmetic (mod 2**64 as there)."""
+    z += 0x9E3779B97F4A7C15ULL
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL
+    return z ^ (z >> 31)
+
+
+cdef inline int _bump(dict counts, object key) except -1:
+    cdef PyObject* count = PyDict_GetItem(counts, key)
+    PyDict_SetItem(counts, key, 1 if count is NULL else <object>count + 1)
+    return 0
+
+
+cdef class _Counts:
+    """One ``count_lastmods`` call: the distribution's tables, references and counters."""
+
+    cdef object dist
+    cdef dict months, modal
+    cdef set kmv
+    cdef list heap
+    cdef int64_t fetch_us, header_us, future_us, tol
+    cdef bint has_header, full, evicted
+    cdef uint64_t kth  # the sketch's largest kept hash, once it is full
+    cdef Py_ssize_t modal_cap, distinct_cap
+    cdef Py_ssize_t total, dated, generation, future, before, date_only
+
+    cdef int open(self, dist) except -1:
+        self.dist = dist
+        tables = dist.counting_tables()
+        self.months, self.modal, self.kmv, self.heap = tables[0], tables[1], tables[2], tables[3]
+        self.fetch_us, self.future_us, self.tol = tables[4], tables[6], tables[7]
+        self.has_header = tables[5] is not None
+        self.header_us = tables[5] if self.has_header else 0
+        self.modal_cap, self.distinct_cap = dist.modal_cap, dist.distinct_cap
+        self._kth()
+        return 0
+
+    cdef int _kth(self) except -1:
+        self.full = len(self.kmv) >= self.distinct_cap
+        if self.full:
+            self.kth = PyLong_AsUnsignedLongLong(-self.heap[0])
+        return 0
+
+    cdef int add(self, object lastmod, object raw) except -1:
+        """``count_entries``' step for a UTC ``datetime``, the same arithmetic in C."""
+        cdef int64_t key = _epoch_us(lastmod), limit = self.future_us
+        cdef Py_ssize_t month = PyDateTime_GET_YEAR(lastmod) * 12 + PyDateTime_GET_MONTH(lastmod) - 1
+        cdef uint64_t h
+        self.total += 1
+        self.dated += 1
+        if abs(key - self.fetch_us) <= self.tol or (
+            self.has_header and abs(key - self.header_us) <= self.tol
+        ):
+            self.generation += 1
+        if type(raw) is str and PyUnicode_GET_LENGTH(<str>raw) <= 10 and _date_only(<str>raw):
+            self.date_only += 1
+            limit += DAY_US
+        if key > limit:
+            self.future += 1
+            month = -2
+        elif key < WEB_EPOCH_US:
+            self.before += 1
+            month = -1
+        _bump(self.months, month)
+        k = key
+        if PyDict_GetItem(self.modal, k) is not NULL or len(self.modal) < self.modal_cap:
+            _bump(self.modal, k)
+        else:
+            self._evict()
+        h = _mix64(<uint64_t>key)
+        if self.full and h >= self.kth:
+            return 0  # what the sketch does with it once full, held or not: nothing
+        hk = PyLong_FromUnsignedLongLong(h)
+        if PySet_Contains(self.kmv, hk):
+            return 0
+        if not self.full and len(self.kmv) + 1 < self.distinct_cap:
+            PySet_Add(self.kmv, hk)  # below the cap the sketch is the set alone
+            return 0
+        self.dist.sketch(hk)  # fills the heap at the cap, or replaces its largest hash
+        self._kth()
+        return 0
+
+    cdef int _evict(self) except -1:
+        """``count_modal(key, 1)`` for a key not kept, the counter full (Misra-Gries):
+        every kept count loses 1, those at 1 go, and the key is not added. In place,
+        without the Python loop over the whole counter (once per ``modal_cap`` new
+        timestamps, which is often on a host whose timestamps are all distinct)."""
+        cdef Py_ssize_t pos = 0
+        cdef PyObject* key
+        cdef PyObject* value
+        cdef list gone = []
+        cdef long count
+        self.evicted = True
+        while PyDict_Next(self.modal, &pos, &key, &value):
+            count = PyLong_AsLong(<object>value)
+            if count <= 1:
+                gone.append(<object>key)
+            else:  # (a new value for a key it has: allowed while iterating)
+                PyDict_SetItem(self.modal, <object>key, count - 1)
+        for k in gone:
+            PyDict_DelItem(self.modal, k)
+        return 0
+
+    cdef int close(self) except -1:
+        self.dist.add_counts(
+            self.total,
+            self.dated,
+            self.generation,
+            self.future,
+            self.before,
+            self.date_only,
+            modal_evicted=self.evicted,
+        )
+        return 0
+
+
+def count_lastmods(dist, list lastmods not None, list raws not None):
+    """``LastmodDistribution.count_entries(lastmods, raws)``, the usual entries in C.
+
+    ``dist``: the ``LastmodDistribution`` (its surface for this function is the group
+    of methods beside ``counting_tables``), its references already set by
+    ``add_many``. An entry without a lastmod or with a ``datetime`` in UTC is counted
+    here (its Misra-Gries eviction and the sketch below its cap too); any other goes
+    to ``count_entries`` itself. Why compiled: the count runs for
+    most URLs of a host, and in Python its datetime and 64-bit arithmetic cost
+    several times the rest of the URL's loop.
+    """
+    cdef Py_ssize_t i, n = len(lastmods)
+    cdef _Counts counts = _Counts()
+    if len(raws) != n:
+        raise ValueError("lastmods and raws differ in length")
+    counts.open(dist)
+    try:
+        for i in range(n):
+            lastmod = lastmods[i]
+            if lastmod is None:
+                counts.total += 1
+            elif PyDateTime_CheckExact(lastmod) and datetime_tzinfo(lastmod) is _UTC:
+                counts.add(lastmod, raws[i])
+            else:
+                dist.count_entries([lastmod], [raws[i]])
+                counts._kth()
+    finally:
+        # What was counted stays counted even if an entry raised.
+        counts.close()

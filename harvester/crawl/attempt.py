@@ -1,0 +1,191 @@
+"""One request for a sitemap, and what it came to (an ``Outcome``).
+
+In: the sitemap (``SitemapRef``), where to ask for it and with which headers,
+the host's slot, and the host worker's ``Hooks``: ``head`` (the response's
+status and final URL: stop here, or read on), ``chunk`` (each chunk of the
+body, before it is parsed) and ``entries`` (what the body parsed into).
+Out: one ``Outcome`` value. ``attempt`` never retries and never raises a
+``FetchError``: the host worker's ``_sitemap`` matches on the outcome, and its
+loop is the whole retry policy.
+
+Usage::
+
+    outcome = await attempt(fetcher, cfg, ref, target, slot, headers, hooks)
+    match outcome:
+        case Read(result, ...): ...
+        case BodyBroken() if refetches < retries: ...
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Protocol
+
+from harvester.errors import Blocked, ConnectError, FetchError, FetchTimeout, HTTPStatusError
+from harvester.reader.sitemap import SitemapReader
+
+if TYPE_CHECKING:
+    import xxhash
+
+    from harvester.config import Config
+    from harvester.crawl.fetch import Fetcher
+    from harvester.crawl.frontier import SitemapRef
+    from harvester.crawl.scheduler import HostSlot
+    from harvester.models import Entry, ReadResult
+
+__all__ = [
+    "BodyBroken",
+    "Failed",
+    "Hooks",
+    "Missed",
+    "NotModified",
+    "Outcome",
+    "Read",
+    "Refused",
+    "RetryListed",
+    "attempt",
+    "http_date",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Read:
+    """The body was read to its end (or the reader gave up on it: ``result.error``)."""
+
+    result: ReadResult
+    status: int | None
+    validators: tuple[str | None, str | None]  # ETag, Last-Modified
+
+
+@dataclass(frozen=True, slots=True)
+class NotModified:
+    """A 304 for a sitemap an earlier run read: its URLs are carried over."""
+
+    status: int
+
+
+@dataclass(frozen=True, slots=True)
+class Refused:
+    """It redirected where the cross-host policy does not follow (already reported)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RetryListed:
+    """The remembered redirect target answered 4xx: the listed URL is asked instead."""
+
+
+@dataclass(frozen=True, slots=True)
+class Missed:
+    """A fallback probe answered 4xx: the next location is probed."""
+
+
+@dataclass(frozen=True, slots=True)
+class BodyBroken:
+    """The connection broke or stalled while the body streamed (entries so far kept)."""
+
+    error: FetchError
+    status: int | None
+    requests: int
+    bytes_read: int
+    deadline_passed: bool  # it used up the file's whole deadline: a re-fetch would too
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    """Any other fetch error: the sitemap failed."""
+
+    error: FetchError
+    status: int | None
+    requests: int
+    bytes_read: int | None
+
+
+Outcome = Read | NotModified | Refused | RetryListed | Missed | BodyBroken | Failed
+
+
+class Hooks(Protocol):
+    """What an attempt tells the host worker as the response comes in."""
+
+    def head(
+        self, ref: SitemapRef, url: str, status: int, validators: tuple[str | None, str | None]
+    ) -> Refused | NotModified | None:
+        """The response's final URL and status: an outcome to stop at, or None: read on."""
+
+    async def chunk(self, chunk: bytes) -> None:
+        """A chunk of the body, before it is parsed (the output may be behind: wait)."""
+
+    async def entries(self, entries: list[Entry], ref: SitemapRef) -> None:
+        """Entries the body completed so far."""
+
+
+async def attempt(
+    fetcher: Fetcher,
+    cfg: Config,
+    ref: SitemapRef,
+    target: str,
+    slot: HostSlot,
+    headers: dict[str, str],
+    hooks: Hooks,
+    digest: xxhash.xxh3_128 | None = None,
+) -> Outcome:
+    """One request for ``ref`` (at ``target``), its body streamed through a fresh reader.
+
+    ``digest`` (with a state file) is fed the body's bytes.
+    """
+    # The host dedupes by canonical URL; a second per-document set would be waste.
+    reader = SitemapReader(ref.url, cfg.reader, dedupe=False)
+    status: int | None = None
+    validators: tuple[str | None, str | None] = (None, None)
+    received = requests = 0  # bytes of this attempt's body; its requests
+    streaming = False  # set once the body is handed over
+    started = time.monotonic()
+    try:
+        async with fetcher.stream(
+            target, slot, max_bytes=cfg.fetch.max_body_bytes, headers=headers
+        ) as body:
+            status, requests, streaming = body.status, body.attempts, True
+            validators = (body.headers.get("ETag"), body.headers.get("Last-Modified"))
+            stop = hooks.head(ref, body.url, status, validators)
+            if stop is not None:
+                return stop
+            async for chunk in body.chunks():
+                received += len(chunk)
+                if digest is not None:
+                    digest.update(chunk)
+                await hooks.chunk(chunk)
+                # No local name for the entries: once turned into records they die,
+                # instead of waiting with this frame while the output is behind.
+                await hooks.entries(reader.feed(chunk), ref)
+                if reader.failed:
+                    break
+        await hooks.entries(reader.finish(), ref)
+    except HTTPStatusError as exc:
+        client_error = 400 <= exc.status < 500
+        if target != ref.url and client_error:
+            return RetryListed()
+        if ref.fallbacks and client_error and not isinstance(exc, Blocked):
+            return Missed()
+        return Failed(exc, exc.status, requests + (exc.attempts or 1), None)
+    except (ConnectError, FetchTimeout) as exc:
+        if streaming:
+            passed = time.monotonic() - started >= cfg.fetch.total_timeout
+            return BodyBroken(exc, status, requests, received, passed)
+        return Failed(exc, status, exc.attempts or 1, received)
+    except FetchError as exc:
+        return Failed(exc, status, requests if streaming else exc.attempts or 1, received)
+    return Read(reader.result(), status, validators)
+
+
+def http_date(value: str | None) -> datetime | None:
+    """An HTTP date header as aware UTC, or None when absent or unparseable."""
+    if not value:
+        return None
+    from email.utils import parsedate_to_datetime
+
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    return when.astimezone(UTC) if when.tzinfo is not None else when.replace(tzinfo=UTC)

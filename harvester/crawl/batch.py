@@ -1,0 +1,585 @@
+"""One host's URL batch: reader entries → records, deduplicated, capped, selected, labelled.
+
+In: lists of reader entries (``UrlEntry`` and ``SitemapChild``) and the sitemap
+that listed them. Out: ``take`` keeps the URLs' records in the batch and
+returns the other entries (index children, for the crawl); ``flush`` hands
+over the batch as a ``Flushed`` (records or their JSON lines, fingerprints,
+ledger rows) once ``full``, or at the host's end.
+
+Sync and I/O-free: the host worker (``host.py``) awaits the output; this
+module decides what goes into it. Per URL: the canonical form (the host's
+``Rules``), the per-host dedupe (``SeenSet``), the ``max_urls_per_host`` cap,
+the lastmod audit's sample and the record. Per batch, with a state file or
+``--since``: which records ``--emit``/``--since`` keep and their labels
+(``Selection``).
+
+The per-URL loop has a compiled half (harvester/crawl/_chost.pyx, ``url_entries``):
+it reads and writes the ``UrlBatch`` fields named in ``_LOOP_FIELDS``, and
+nothing else of it; ``_python_loop`` below does the same steps, and tests/unit/test_chost.py
+compares the two.
+
+Usage::
+
+    batch = UrlBatch(host, cfg, rules, report)
+    children = batch.take(entries, sitemap_url)
+    if batch.full:
+        out = batch.flush()  # then emit out.records / out.data ...
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections import Counter
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from itertools import chain, compress, groupby, repeat
+from typing import TYPE_CHECKING, Any, Protocol
+
+from harvester import compiled
+from harvester.audit.distribution import LastmodDistribution
+from harvester.models import UrlEntry
+from harvester.run.sink import encode_records
+from harvester.state.ledger import EMIT_EVENTS, NO_LASTMOD, HostMemory, LedgerRows
+from harvester.urls.dedupe import SeenSet, fingerprint
+from harvester.urls.records import record
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from harvester.config import Config
+    from harvester.models import Entry
+    from harvester.run.report import HostReport
+    from harvester.urls.normalize import Rules
+
+__all__ = ["AUDIT_ALL", "BATCH", "Flushed", "Ledger", "Selection", "UrlBatch"]
+
+# The compiled URL loop (harvester/crawl/_chost.pyx); None: ``_python_loop`` does it all.
+_chost = compiled.load("_chost")
+_url_entries: Callable[[UrlBatch, list[Entry], str], list[Entry]] | None = (
+    _chost.url_entries if _chost is not None else None
+)
+# Its one-pass labelling of a batch's lines (``Selection.select_lines``); None:
+# bytearray.replace.
+_label_lines: Callable[[bytearray, bytes], bytes] | None = (
+    _chost.label_lines if _chost is not None else None
+)
+
+# Records per emitted batch: amortises each batch's fixed costs (its flush, message,
+# ledger chunk and the writer's insert); x hosts in flight = memory (see
+# benchmarks/README.md for the sizes tried).
+BATCH = 512
+# URLs of a host that all feed the lastmod distribution; then 1 in 8 by fingerprint
+# (shares stay within a few percent). The compiled loop reads it from the batch.
+AUDIT_ALL = 500
+
+# The labels ``select_lines`` adds to a line, as orjson writes the keys ``select_records``
+# adds to a record.
+_EVENT_LABELS = {e: b',"event":"%s"' % e.encode() for e in EMIT_EVENTS["all"] | {"removed"}}
+_SINCE_LABELS = {s: b',"since":"%s"' % s.encode() for s in ("after", "undated", "unverified")}
+
+
+class Ledger(Protocol):
+    """What selection asks of the state file (``ledger.LedgerReader``)."""
+
+    def fresh(self, memory: HostMemory) -> bool: ...  # noqa: D102
+
+    def events(  # noqa: D102
+        self, memory: HostMemory, fps: array[int], lastmods: array[int]
+    ) -> list[str | None]: ...
+
+    def carry(  # noqa: D102
+        self, memory: HostMemory, fps: array[int], lastmods: array[int]
+    ) -> array[int]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Flushed:
+    """A batch to emit: records (dicts) or ``data`` (their JSON lines), and the rest.
+
+    ``fps``: the URL fingerprints, in order; ``rows``: with a state file, the ledger
+    rows of every URL listed (emitted or not); ``lines``: how many lines ``data``
+    holds when a filter made it fewer than the fingerprints (else None).
+    """
+
+    records: list[dict[str, Any]]
+    fps: array[int]
+    rows: LedgerRows | None
+    data: bytes | bytearray | None
+    lines: int | None
+
+
+# The fields of ``UrlBatch`` that its compiled loop (harvester/crawl/_chost.pyx, ``url_entries``)
+# reads and writes, by name: its whole interface to the batch. A change here is a change
+# there.
+_LOOP_FIELDS = (
+    "rules",  # the host's Rules (canonical forms)
+    "seen",  # SeenSet of the canonical URLs' fingerprints (the per-host dedupe)
+    "records",  # the batch's records (dicts), when not ``encoded``
+    "fps",  # array('Q'): fingerprints of the batch's records, in order
+    "lastmods",  # array('q') of their lastmod epochs (NO_LASTMOD: none) when filtering
+    "host",  # the host harvested (each record's ``host``)
+    "cap",  # max_urls_per_host
+    "audit_all",  # AUDIT_ALL
+    "listed",  # distinct URLs listed so far (what the cap counts); written back
+    "position",  # URL entries the current read of the file has passed; written back
+    "replayed",  # how far earlier reads of it got (seen-hits up to there: replays)
+    "cap_hit",  # the cap was reached: every later URL is skipped; written back
+    "report",  # the HostReport (urls, duplicates, limits)
+    "encoded",  # bytearray of the batch as JSON lines, or None (records as dicts)
+    "urls",  # bytearray of the canonical URLs as UTF-8 lines (ledger text), or None
+    "label",  # bytes every line gets before its closing brace, or None
+    "sample_lastmods",  # the audit's sample (lastmods), or None without the audit
+    "sample_raws",  # ...and their texts, same order
+)
+
+
+class UrlBatch:
+    """The records of one host's URLs, in batches; create one per host."""
+
+    __slots__ = (
+        *_LOOP_FIELDS,
+        "_encode_selected",
+        "_ends",
+        "_label_decided",
+        "_runs",
+        "dist",
+        "fetched_at",
+        "modified",
+        "selection",
+    )
+
+    def __init__(
+        self,
+        host: str,
+        cfg: Config,
+        rules: Rules,
+        report: HostReport,
+        *,
+        ledger: Ledger | None = None,
+        emit_mode: str = "all",
+        encoded: bool = False,
+    ) -> None:
+        """``ledger`` (a state file) and ``cfg.output.since`` turn on selection.
+
+        ``encoded``: the caller writes JSON Lines, so batches may come as their
+        encoded bytes (``sink.encode_records``' exact output) instead of dicts. The
+        compiled loop then writes each record's line itself; when filtering, a batch
+        is encoded once selected; without the compiled loop, batches stay dicts.
+        """
+        self.rules = rules
+        self.seen = SeenSet(cfg.dedupe)
+        self.records: list[dict[str, Any]] = []
+        self.fps: array[int] = array("Q")
+        self.host = host
+        self.cap = cfg.limits.max_urls_per_host
+        self.audit_all = AUDIT_ALL
+        self.listed = 0
+        self.position = 0
+        self.replayed = 0
+        self.cap_hit = False
+        self.report = report
+        since = cfg.output.since_epoch
+        filtering = ledger is not None or since is not None
+        self.selection = Selection(ledger, EMIT_EVENTS[emit_mode], since) if filtering else None
+        self.lastmods: array[int] | None = array("q") if filtering else None
+        # A filter labels the lines (``Selection.select_lines``): a line is a fraction of
+        # its record dict with its strings and datetime, and the writer would encode
+        # the dict anyway.
+        self.encoded = bytearray() if encoded and _url_entries is not None else None
+        # With a state file and lines, the ledger rows' URLs (as UTF-8 lines: see
+        # ``LedgerRows.pack_text``), sitemaps (runs of (sitemap, count)) and where each
+        # run ends in the text.
+        lines_ledger = self.encoded is not None and ledger is not None
+        self.urls = bytearray() if lines_ledger else None
+        self._runs: list[tuple[str, int]] | None = [] if lines_ledger else None
+        self._ends: list[int] = []
+        self._encode_selected = encoded and filtering and self.encoded is None
+        self.label: bytes | None = None
+        self._label_decided = False  # label is decided at the first batch (ledger read)
+        # The lastmod audit's distribution checks (issue 7): sampled URLs with the
+        # Last-Modified header and fetch time of their sitemap. The sketch's 1,024
+        # hashes keep many hosts in flight in little memory.
+        self.dist = LastmodDistribution(distinct_cap=1024) if cfg.audit.distribution else None
+        self.sample_lastmods: list[datetime | None] | None = [] if self.dist else None
+        self.sample_raws: list[str | None] | None = [] if self.dist else None
+        self.modified: datetime | None = None
+        self.fetched_at = datetime.now(UTC)
+
+    @property
+    def full(self) -> bool:
+        """Whether the batch holds enough records to be flushed."""
+        return len(self.fps) >= BATCH
+
+    def remember(self, memory: HostMemory, unverified: bool) -> None:
+        """The host's state-file memory, and whether its lastmod is not trusted."""
+        if self.selection is not None:
+            self.selection.memory = memory
+            self.selection.unverified = unverified
+
+    def new_file(self) -> None:
+        """A sitemap starts: no entry of it has been read yet."""
+        self.position = self.replayed = 0
+
+    def new_read(self) -> None:
+        """A (re-)read of the current file starts from its first entry.
+
+        Entries up to where earlier reads got were already handled once.
+        """
+        self.replayed = max(self.replayed, self.position)
+        self.position = 0
+
+    def sitemap_dates(self, modified: datetime | None, fetched_at: datetime) -> None:
+        """The Last-Modified header and fetch time of the body being read (the audit's)."""
+        self.modified, self.fetched_at = modified, fetched_at
+
+    def take(self, entries: list[Entry], sitemap: str) -> list[Entry]:
+        """Records of ``entries``' URLs into the batch; returns the others, in order."""
+        if not self._label_decided and self.selection is not None:
+            self.label = self.selection.every_line_label(self.encoded is not None)
+        self._label_decided = True
+        try:
+            if _url_entries is not None:
+                others = _url_entries(self, entries, sitemap)
+            else:
+                others = self._python_loop(entries, sitemap)
+        finally:
+            # What was sampled reaches the distribution even if a step raised.
+            self._count_sample()
+        runs = self._runs
+        if runs is not None and self.urls is not None:
+            added = len(self.fps) - sum(n for _, n in runs)
+            if added and runs and runs[-1][0] == sitemap:
+                # The same sitemap as the last take: one run, so one chunk.
+                runs[-1] = (sitemap, runs[-1][1] + added)
+                self._ends[-1] = len(self.urls)
+            elif added:
+                runs.append((sitemap, added))
+                self._ends.append(len(self.urls))
+        return others
+
+    def _python_loop(self, entries: list[Entry], sitemap: str) -> list[Entry]:
+        """``url_entries``' steps in Python (the compiled module is missing)."""
+        seen, canon, report = self.seen, self.rules.canonical, self.report
+        records, fps, lastmods = self.records, self.fps, self.lastmods
+        sample, raws = self.sample_lastmods, self.sample_raws
+        host, cap, replayed = self.host, self.cap, self.replayed
+        position, listed = self.position, self.listed
+        others: list[Entry] = []
+        try:
+            for entry in entries:
+                if type(entry) is not UrlEntry:
+                    others.append(entry)
+                    continue
+                if self.cap_hit:
+                    continue
+                url = canon(entry.loc)
+                position += 1
+                fp = fingerprint(url)
+                if not seen.add(fp):
+                    # Within what a broken earlier read of this file already handled,
+                    # a seen URL is that read's record (or duplicate) again: not counted.
+                    if position > replayed:
+                        report.duplicates += 1
+                    continue
+                if listed >= cap:
+                    # Added to the seen-set above but not emitted: harmless, since every
+                    # later URL of this host is skipped too.
+                    self.cap_hit = True
+                    report.limit("max_urls_per_host")
+                    continue
+                listed += 1
+                report.urls += 1
+                if sample is not None and raws is not None and (listed <= AUDIT_ALL or not fp & 7):
+                    sample.append(entry.lastmod)
+                    raws.append(entry.lastmod_raw)
+                records.append(record(entry, sitemap, host, url=url))
+                fps.append(fp)
+                if lastmods is not None:
+                    when = entry.lastmod
+                    lastmods.append(NO_LASTMOD if when is None else int(when.timestamp()))
+        finally:
+            self.position, self.listed = position, listed
+        return others
+
+    def _count_sample(self) -> None:
+        lastmods, raws = self.sample_lastmods, self.sample_raws
+        if self.dist is not None and lastmods and raws is not None:
+            self.dist.add_many(
+                lastmods, raws, sitemap_last_modified=self.modified, fetched_at=self.fetched_at
+            )
+            lastmods.clear()
+            raws.clear()
+
+    def flush(self) -> Flushed | None:
+        """Hand over the batch (selected and labelled when filtering); None when empty."""
+        if not self.fps:
+            return None
+        records, self.records = self.records, []
+        fps, self.fps = self.fps, array("Q")
+        rows: LedgerRows | None = None
+        data: bytes | bytearray | None = None
+        lines: int | None = None
+        encoded = self.encoded
+        selection = self.selection
+        if selection is not None and self.lastmods is not None:
+            lastmods, self.lastmods = self.lastmods, array("q")
+            if encoded is not None:
+                urls: tuple[bytearray, list[int]] | None = None
+                runs = self._runs
+                if self.urls is not None and runs is not None:
+                    urls = (self.urls, self._ends)
+                    self.urls, self._runs, self._ends = bytearray(), [], []
+                data, lines, rows = selection.select_lines(
+                    self.report, encoded, fps, lastmods, urls, runs, self.label
+                )
+                self.encoded = bytearray()  # data may be this one (see select_lines)
+            else:
+                records, rows = selection.select_records(self.report, records, fps, lastmods)
+                if self._encode_selected:
+                    data, lines = encode_records(records), len(records)
+                    records = []
+        elif encoded is not None:
+            # Handed on as it is, and the next batch gets a new buffer: a copy
+            # (bytes(encoded)) would move every output byte once more in the workers.
+            data, self.encoded = encoded, bytearray()
+        return Flushed(records, fps, rows, data, lines)
+
+    def audit(self) -> dict[str, Any] | None:
+        """The host's lastmod distribution verdict (also into the report); None: nothing read.
+
+        With the histogram, for the state file; nothing downloaded (everything 304):
+        None, and the state keeps the last verdict.
+        """
+        dist = self.dist
+        if dist is None or dist.total == 0:
+            return None
+        verdict = dist.verdict().as_dict()
+        verdict["urls_listed"] = self.listed  # figures.total of them were counted
+        self.report.lastmod_audit = verdict
+        return {**verdict, "histogram": dist.histogram()}
+
+    def close(self) -> None:
+        """Delete the seen-set's spill file, if the host was that big."""
+        self.seen.close()
+
+
+class Selection:
+    """Which records ``--emit``/``--since`` keep, and their labels (event, since).
+
+    ``ledger`` None: ``--since`` alone. ``memory`` and ``unverified`` come from the
+    state file once the host's memory is read (``UrlBatch.remember``).
+    """
+
+    __slots__ = ("ledger", "memory", "since", "unverified", "wanted")
+
+    def __init__(self, ledger: Ledger | None, wanted: frozenset[str], since: int | None) -> None:
+        self.ledger = ledger
+        self.wanted = wanted
+        self.since = since
+        self.memory = HostMemory()
+        self.unverified = False  # the host's lastmod is not trusted: no lastmod filter
+
+    def every_line_label(self, encoded: bool) -> bytes | None:
+        """The label of every line of this host, when the compiled loop may write it: a
+        host new to the state file, each of its URLs kept as ``new`` (``labels``' one
+        event for a whole batch), its lines made by the loop. Else None.
+
+        Why: ``select_lines`` otherwise inserts it into each line of each batch
+        afterwards, a pass and a copy of every byte.
+        """
+        ledger = self.ledger
+        if ledger is None or not encoded or self.since is not None:
+            return None
+        if "new" not in self.wanted or not ledger.fresh(self.memory):
+            return None
+        return _EVENT_LABELS["new"]
+
+    def select_records(
+        self,
+        report: HostReport,
+        records: list[dict[str, Any]],
+        fps: array[int],
+        lastmods: array[int],
+    ) -> tuple[list[dict[str, Any]], LedgerRows | None]:
+        """Label records with their event and keep those ``--emit``/``--since`` ask for.
+
+        Returns the records to write and the ledger rows of every URL listed (also
+        the ones not written: the ledger must know they are still listed).
+        """
+        runs = [(s, len(list(group))) for s, group in groupby(r["sitemap"] for r in records)]
+        urls = [r["url"] for r in records]
+        kept, rows, every = self.labels(report, fps, lastmods, urls, runs)
+        if every is not None:
+            for rec in records:
+                rec["event"] = every
+            return records, rows
+        out: list[dict[str, Any]] = []
+        for i, event, since in kept:
+            rec = records[i]
+            if event is not None:
+                rec["event"] = event
+            if since is not None:
+                rec["since"] = since
+            out.append(rec)
+        return out, rows
+
+    def select_lines(
+        self,
+        report: HostReport,
+        data: bytearray,
+        fps: array[int],
+        lastmods: array[int],
+        urls: tuple[bytearray, list[int]] | None,
+        runs: list[tuple[str, int]] | None,
+        written: bytes | None,
+    ) -> tuple[bytes | bytearray, int, LedgerRows | None]:
+        """``select_records`` for a batch the compiled loop wrote as JSON lines.
+
+        ``urls`` and ``runs``: with a state file, the batch's canonical URLs as text
+        and its sitemaps' runs; ``written``: the label the loop already wrote into
+        every line. Returns the kept lines, labelled (``data`` itself when it needs
+        no change), their count and the ledger rows. A label goes before its line's
+        closing brace, in the order ``select_records`` adds the keys (``event``, then
+        ``since``): the bytes are those of the labelled dicts.
+        """
+        kept, rows, every = self.labels(report, fps, lastmods, urls, runs)
+        if every is not None:
+            label = _EVENT_LABELS[every]
+            if label == written:
+                return data, len(fps), rows  # the compiled loop wrote it
+            # One label for every line: one pass in C. A raw "}\n" ends a line and
+            # nothing else (JSON escapes a newline inside a string).
+            if _label_lines is not None:
+                return _label_lines(data, label), len(fps), rows
+            return bytes(data.replace(b"}\n", label + b"}\n")), len(fps), rows
+        assert not written  # (only where every line gets one label)
+        lines = data.split(b"\n")  # one more than the records: the empty tail
+        out = bytearray()
+        for i, event, since in kept:
+            line = lines[i]
+            if event is not None or since is not None:
+                del line[-1]  # the closing brace (the split made this copy of the line)
+                if event is not None:
+                    line += _EVENT_LABELS[event]
+                if since is not None:
+                    line += _SINCE_LABELS[since]
+                line += b"}"
+            out += line
+            out += b"\n"
+        return bytes(out), len(kept), rows
+
+    def labels(
+        self,
+        report: HostReport,
+        fps: array[int],
+        lastmods: array[int],
+        urls: list[str] | tuple[bytearray, list[int]] | None,
+        sitemaps: list[tuple[str, int]] | None,
+    ) -> tuple[list[tuple[int, str | None, str | None]], LedgerRows | None, str | None]:
+        """Decide, for a batch, which records ``--emit``/``--since`` keep and their labels.
+
+        In: the batch's fingerprints, lastmod epochs and, with a state file, its
+        canonical URLs (a list, or the compiled loop's text and run ends: see
+        ``LedgerRows.pack_text``) and sitemaps as runs (for the ledger rows). Out:
+        ``(index, event, since)`` of each record to write (a label None: that key is
+        not added); the ledger rows of every URL listed but the replayed ones (also
+        those not written: the ledger must know they are still listed); and, when
+        every record is kept with one same event and no ``since`` (a host new to the
+        state file, say), that event, with no per-record list. Counts the events
+        into the report.
+        """
+        rows: LedgerRows | None = None
+        events: list[str | None] = []
+        if self.ledger is not None and urls is not None and sitemaps is not None:
+            rows, events, every = self._ledger_rows(report, fps, lastmods, urls, sitemaps)
+            if every is not None:
+                if every in self.wanted:
+                    return [], rows, every
+                report.urls -= len(lastmods)
+                return [], rows, None
+        return self._keep(report, lastmods, events), rows, None
+
+    def _ledger_rows(
+        self,
+        report: HostReport,
+        fps: array[int],
+        lastmods: array[int],
+        urls: list[str] | tuple[bytearray, list[int]],
+        sitemaps: list[tuple[str, int]],
+    ) -> tuple[LedgerRows, list[str | None], str | None]:
+        """The batch's ledger rows and events, counted into the report.
+
+        Returns ``(rows, events, every)``: ``every`` is the one event of the whole
+        batch when there is one and no ``--since`` (``events`` then may be empty).
+        """
+        assert self.ledger is not None
+        signed_fps = array("q", fps.tobytes())  # same bits, as SQLite's signed integers
+        events: list[str | None] = []
+        # A host new to the ledger (every host of a first run) needs no lookup, and
+        # no count of a list of "new".
+        fresh = self.ledger.fresh(self.memory)
+        stored = lastmods  # the rows' lastmods (the filter reads this run's)
+        if not fresh:
+            events = self.ledger.events(self.memory, signed_fps, lastmods)
+            stored = self.ledger.carry(self.memory, signed_fps, lastmods)
+        counts: Counter[str | None] = Counter({"new": len(lastmods)}) if fresh else Counter(events)
+        replayed = counts.pop(None, 0)
+        for name, count in counts.items():
+            setattr(report, name, getattr(report, name) + count)  # type: ignore[arg-type]
+        if replayed:
+            # Recorded by this run before it was cut short: in the output and ledger.
+            report.replayed += replayed
+            if isinstance(urls, tuple):  # (rare: a resumed host) as a list, then
+                urls = bytes(urls[0]).decode("utf-8", "surrogatepass").split("\n")[:-1]
+            keep = [event is not None for event in events]
+            each = chain.from_iterable(repeat(s, n) for s, n in sitemaps)  # row by row
+            runs = [(s, len(list(g))) for s, g in groupby(compress(each, keep))]
+            rows = LedgerRows.pack(
+                array("q", compress(signed_fps, keep)),
+                list(compress(urls, keep)),
+                array("q", compress(stored, keep)),
+                runs,
+            )
+            return rows, events, None
+        if isinstance(urls, tuple):
+            rows = LedgerRows.pack_text(signed_fps, *urls, stored, sitemaps)
+        else:
+            rows = LedgerRows.pack(signed_fps, urls, stored, sitemaps)
+        if self.since is None and len(counts) == 1:
+            (only,) = counts
+            if self.unverified and only != "new":
+                only = "unverified"
+            return rows, events, only
+        if fresh:
+            events = ["new"] * len(lastmods)  # labelled one by one
+        return rows, events, None
+
+    def _keep(
+        self, report: HostReport, lastmods: array[int], events: list[str | None]
+    ) -> list[tuple[int, str | None, str | None]]:
+        """``(index, event, since)`` of each record to write; the rest leave ``report.urls``."""
+        wanted, since, unverified = self.wanted, self.since, self.unverified
+        out: list[tuple[int, str | None, str | None]] = []
+        for i, lastmod in enumerate(lastmods):
+            event: str | None = None
+            label: str | None = None
+            if events:
+                event = events[i]
+                if event is None:
+                    continue  # replayed (counted in _ledger_rows)
+                if unverified and event != "new":
+                    event = "unverified"  # its lastmod cannot say whether it changed
+                if event not in wanted:
+                    continue
+            if since is not None:
+                if unverified:
+                    label = "unverified"  # not filtered by a lastmod that may lie
+                elif lastmod == NO_LASTMOD:
+                    label = "undated"  # may have changed: the caller decides
+                elif lastmod <= since:
+                    continue
+                else:
+                    label = "after"
+            out.append((i, event, label))
+        report.urls -= len(lastmods) - len(out)
+        return out

@@ -1,0 +1,192 @@
+"""Discovery stage: a seed → the host's first sitemaps, its robots rules, and the child policy.
+
+In: a ``Seed`` (domain, origin, robots.txt URL or sitemap URL). Out: a
+``Discovered`` with the sitemap refs to start the frontier with (robots.txt
+``Sitemap:`` lines, else the first fallback location with the rest queued
+behind it), the parsed robots.txt and the origin after redirects.
+
+robots.txt outcomes follow RFC 9309: 4xx means "no robots.txt" (everything
+allowed, probe the usual locations); 5xx or an unreachable server means
+"assume complete disallow", so the host stops with that failure reported.
+A bare domain whose https origin refuses the connection or fails the TLS
+handshake is tried once over http; one that lets the connection or its first
+response time out is not (a dead host would cost a second timeout, DESIGN.md
+"The real web").
+
+``child_allowed`` is the cross-host policy for index children and robots
+sitemaps (DESIGN.md: report violations instead of dropping them silently).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from harvester.crawl.frontier import SitemapRef
+from harvester.crawl.robots import RobotsTxt, parse_robots
+from harvester.crawl.scheduler import host_key
+from harvester.errors import ConnectError, HTTPStatusError
+
+if TYPE_CHECKING:
+    from harvester.config import Config
+    from harvester.crawl.fetch import Fetcher
+    from harvester.crawl.scheduler import HostSlot
+    from harvester.run.seeds import Seed
+
+__all__ = ["Discovered", "child_allowed", "discover", "recall", "registrable_domain"]
+
+_EXTRACT: Any = None  # the tldextract instance, built on first use (see _extractor)
+
+
+def _extractor() -> Any:
+    """The public-suffix matcher, built on first cross-host question.
+
+    Lazily, because it costs ~19 MB per process and most hosts never list a
+    child on another host. The bundled snapshot only (``suffix_list_urls=()``):
+    tldextract would otherwise download the list, and harvester never makes
+    requests it was not asked to make.
+    """
+    global _EXTRACT
+    if _EXTRACT is None:
+        import tldextract
+
+        _EXTRACT = tldextract.TLDExtract(suffix_list_urls=(), cache_dir=None)
+    return _EXTRACT
+
+
+@dataclass(slots=True)
+class Discovered:
+    """What discovery found for one host."""
+
+    refs: list[SitemapRef]
+    robots: RobotsTxt = field(default_factory=RobotsTxt)
+    origin: str = ""
+    source: str = "none"  # robots | fallback | seed | none
+    robots_status: int | None = None  # HTTP status of robots.txt (None: not fetched)
+    robots_truncated: bool = False  # robots.txt was longer than fetch.max_robots_bytes
+    robots_url: str | None = None  # where robots.txt was finally read from (after redirects)
+    robots_text: bytes = b""  # its first max_robots_bytes (kept for the state's memory)
+    redirects: tuple[str, ...] = ()  # URLs that redirected on the way to it
+
+
+def registrable_domain(host: str) -> str:
+    """The registrable domain of a host (``cdn.example.co.uk`` → ``example.co.uk``).
+
+    IP addresses and single-label names are their own registrable domain.
+    """
+    hostname = host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+    result = _extractor()(hostname)
+    domain: str = result.top_domain_under_public_suffix
+    return domain or hostname
+
+
+def child_allowed(child_url: str, host: str, policy: str, declared: frozenset[str]) -> bool:
+    """May a sitemap listed while harvesting ``host`` be followed?
+
+    ``same-host``: only the host itself. ``same-site`` (default): also hosts on
+    the same registrable domain, and any sitemap the host's own robots.txt
+    declared (cross-submission). ``any``: everything.
+    """
+    child_host = host_key(child_url)
+    if child_host == host or policy == "any":
+        return True
+    if policy == "same-host":
+        return False
+    return child_url in declared or registrable_domain(child_host) == registrable_domain(host)
+
+
+async def discover(seed: Seed, fetcher: Fetcher, slot: HostSlot, cfg: Config) -> Discovered:
+    """Find the host's first sitemaps. Raises the classified ``FetchError`` that ended it."""
+    if seed.sitemap is not None:
+        return Discovered(
+            [SitemapRef(seed.sitemap, source="seed")], origin=seed.origin, source="seed"
+        )
+    robots_url = seed.robots or f"{seed.origin}/robots.txt"
+    try:
+        found = await _fetch_robots(robots_url, fetcher, slot, cfg)
+    except ConnectError:
+        # Refused, reset or a failed TLS handshake; never a timeout (FetchTimeout):
+        # a host that does not answer on 443 rarely answers on 80.
+        if seed.explicit_scheme or not seed.origin.startswith("https://"):
+            raise
+        # A bare domain: many small sites still serve only plain http.
+        http_origin = "http://" + seed.origin.removeprefix("https://")
+        found = await _fetch_robots(f"{http_origin}/robots.txt", fetcher, slot, cfg)
+    robots = found.robots
+    if robots.crawl_delay and cfg.politeness.respect_crawl_delay:
+        slot.slow_down(min(robots.crawl_delay, cfg.politeness.max_crawl_delay))
+    if robots.sitemaps:
+        found.refs = [SitemapRef(url, source="robots") for url in robots.sitemaps]
+        found.source = "robots"
+        return found
+    probes = [f"{found.origin}{path}" for path in cfg.discovery.fallback_paths]
+    if probes:
+        found.refs = [SitemapRef(probes[0], source="fallback", fallbacks=tuple(probes[1:]))]
+        found.source = "fallback"
+    return found
+
+
+def recall(memory: dict[str, Any], seed: Seed, cfg: Config, slot: HostSlot) -> Discovered:
+    """Discovery from the state's memory of an earlier run: no request at all.
+
+    ``memory`` is what ``HostWorker`` stored (``source``, ``refs``, ``origin``,
+    ``robots_url``, ``robots``: the robots.txt text, ``robots_status``). The
+    robots rules and Crawl-delay come from the remembered robots.txt, so the
+    host is paced and its Disallow rules apply as if it had been fetched.
+    """
+    text: str = memory.get("robots") or ""
+    robots_url = memory.get("robots_url") or f"{seed.origin}/robots.txt"
+    robots = parse_robots(text.encode(), robots_url, cfg.fetch.user_agent) if text else RobotsTxt()
+    if robots.crawl_delay and cfg.politeness.respect_crawl_delay:
+        slot.slow_down(min(robots.crawl_delay, cfg.politeness.max_crawl_delay))
+    source = memory.get("source", "none")
+    kind = "robots" if source == "robots" else "fallback"
+    return Discovered(
+        [SitemapRef(url, source=kind) for url in memory.get("refs", ())],
+        robots,
+        memory.get("origin") or seed.origin,
+        source=source,
+        robots_status=memory.get("robots_status"),
+        robots_url=robots_url,
+    )
+
+
+async def _fetch_robots(url: str, fetcher: Fetcher, slot: HostSlot, cfg: Config) -> Discovered:
+    """Fetch and parse robots.txt: the rules, the origin it was finally served from, its status.
+
+    Refs and source are left for ``discover`` to fill in.
+    """
+    cap = cfg.fetch.max_robots_bytes
+    try:
+        async with fetcher.stream(url, slot) as body:
+            parts: list[bytes] = []
+            size = 0
+            async for chunk in body.chunks():
+                parts.append(chunk)
+                size += len(chunk)
+                if size > cap:
+                    break  # like Google: read the first max_robots_bytes, ignore the rest
+            final, status, redirects = body.url, body.status, body.redirects
+    except HTTPStatusError as exc:
+        if 400 <= exc.status < 500:
+            # No robots.txt: everything allowed.
+            return Discovered([], origin=_origin(url), robots_status=exc.status, robots_url=url)
+        raise
+    text = b"".join(parts)[:cap]
+    robots = parse_robots(text, final, cfg.fetch.user_agent)
+    return Discovered(
+        [],
+        robots,
+        _origin(final),
+        robots_status=status,
+        robots_truncated=size > cap,
+        robots_url=final,
+        robots_text=text,
+        redirects=redirects,
+    )
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"

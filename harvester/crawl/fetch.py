@@ -1,0 +1,402 @@
+"""Fetch stage: the HTTP client. Owns the one aiohttp ``ClientSession`` of this process.
+
+In: a URL, the host's ``HostSlot`` (politeness) and optional request headers
+(conditional GETs). Out: a ``Body`` (final URL, status, headers, redirects,
+attempts) whose ``chunks()`` stream the payload with the size cap, the
+read-stall timeout, the per-file deadline and the speed floor enforced while
+streaming (``harvester.crawl.body``).
+
+Content-Encoding (gzip, deflate) is undone by aiohttp; a ``.xml.gz`` *file*
+arrives as the gzip bytes it is (the reader sniffs magic bytes). Every failure
+leaves as a ``FetchError`` subclass carrying the URL, translated once
+(``body.map_error``).
+
+Example::
+
+    async with Fetcher(cfg.fetch) as fetcher:
+        async with fetcher.stream(url, slot) as body:
+            async for chunk in body.chunks():
+                reader.feed(chunk)
+
+Retries (``cfg.retries`` after the first attempt) happen before the body is
+handed over: on connection errors, timeouts, 408, 429 and 5xx, with
+exponential backoff and full jitter, or the server's Retry-After on 429/503.
+Once ``stream`` has yielded, errors are final. First contact is the
+exception (``HostSlot.answered`` is False until the host sent any response):
+the response is awaited for ``first_byte_timeout``, and a connect or
+first-byte timeout is final at once, so a dead or hanging host costs one
+timeout. A failed TLS handshake is never retried.
+
+DNS (``harvester.crawl.resolver``) and TLS (one ``ssl.SSLContext``) are set up in
+``harvester.crawl.connector``.
+
+The SSRF guard (``harvester.crawl.guard``) is enforced by ``GuardedConnector`` on
+every address about to be dialed, redirect hops included; a refusal is a
+``ForbiddenAddress``, never retried. Only http and https URLs are requested.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime
+import email.utils
+import logging
+import random
+import re
+import time
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+import aiohttp
+
+from harvester.crawl.body import Body, BodyStream, map_error, redact
+from harvester.crawl.connector import GuardedConnector, make_connector
+from harvester.crawl.guard import ALLOWED_SCHEMES
+from harvester.crawl.resolver import make_resolver
+from harvester.errors import (
+    Blocked,
+    BodyTooLarge,
+    ConnectError,
+    FetchError,
+    FetchTimeout,
+    ForbiddenAddress,
+    HTTPStatusError,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+    from contextlib import AbstractAsyncContextManager
+    from types import TracebackType
+
+    from harvester.config import FetchConfig
+    from harvester.crawl.resolver import CachingResolver
+    from harvester.crawl.scheduler import HostSlot
+
+__all__ = ["Body", "Fetcher", "GuardedConnector", "retry_after_seconds"]
+
+logger = logging.getLogger(__name__)
+
+_DELTA_SECONDS = re.compile(r"\d+(?:\.\d+)?")
+_HONOUR_RETRY_AFTER = frozenset({429, 503})
+
+
+def retry_after_seconds(value: str | None, *, now: float | None = None) -> float | None:
+    """Seconds to wait per a Retry-After header: delta-seconds or an HTTP-date.
+
+    ``now`` is the wall-clock time (``time.time()`` by default) an HTTP-date is
+    measured from; a date in the past means 0. Returns None when the header is
+    absent or unreadable (the caller then falls back to its own backoff).
+
+    >>> retry_after_seconds("120")
+    120.0
+    >>> retry_after_seconds("Wed, 21 Oct 2015 07:28:00 GMT", now=1445412470.0)
+    10.0
+    """
+    if value is None:
+        return None
+    value = value.strip()
+    if _DELTA_SECONDS.fullmatch(value):
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:  # "-0000" or no zone: not quite HTTP-date; read it as GMT
+        when = when.replace(tzinfo=datetime.UTC)
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+def _body_read_timeout(response: aiohttp.ClientResponse, seconds: float) -> None:
+    """Let the body of a first-contact response stall up to ``read_timeout`` again.
+
+    The request waited for its first byte with ``first_byte_timeout`` as the
+    socket read timeout; the body gets the usual one, counted from now.
+    ``read_timeout`` and ``start_timeout`` are public on aiohttp's protocol
+    (aiohttp itself clears the timeout that way for websockets).
+    """
+    connection = response.connection
+    protocol = connection.protocol if connection is not None else None
+    if protocol is not None:
+        protocol.read_timeout = seconds
+        protocol.start_timeout()  # re-arm: the running timer still has the first-byte wait
+
+
+def _retryable(error: FetchError) -> bool:
+    # Transient by nature: resets, stalls, overload. A missing name (DNSError),
+    # a redirect loop, a bad URL or a refused address (ForbiddenAddress) will not
+    # change in the next few seconds.
+    if isinstance(error, HTTPStatusError):
+        return error.status in (408, 429) or error.status >= 500
+    return isinstance(error, ConnectError | FetchTimeout)
+
+
+class Fetcher:
+    """The HTTP client stage: one aiohttp session, streaming bodies with retries.
+
+    Create it with ``async with`` inside the running loop (the session and its
+    connector are loop-bound). ``resolver`` replaces aiohttp's threaded
+    resolver (tests map names to loopback); the caller owns and closes it. The
+    connector is a ``GuardedConnector``: whatever the resolver answers, only
+    addresses ``cfg.allow_private``/``cfg.allow`` permit are dialed.
+    ``sleep`` and ``rng`` drive the retry backoff, so tests can record delays.
+
+    Example::
+
+        async with Fetcher(cfg.fetch) as fetcher:
+            async with fetcher.stream(url, slot, max_bytes=cfg.fetch.max_robots_bytes) as body:
+                data = b"".join([chunk async for chunk in body.chunks()])
+    """
+
+    def __init__(
+        self,
+        cfg: FetchConfig,
+        *,
+        resolver: aiohttp.abc.AbstractResolver | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        rng: random.Random | None = None,
+    ) -> None:
+        self._cfg = cfg
+        self._resolver = resolver  # None: per cfg.resolver; given: the caller owns and closes it
+        self._sleep = sleep  # waits between attempts; injected so tests need not wait
+        self._rng = rng or random.Random()  # noqa: S311 - jitter, not cryptography
+        self._session: aiohttp.ClientSession | None = None  # set by __aenter__ only
+        self._dns: CachingResolver | None = None  # the caching resolver, set by __aenter__
+        # Timeouts of a request to a host that has answered before, and of one that has
+        # not (first contact: the wait for the first response byte is first_byte_timeout).
+        # No total: the per-file deadline spans retries and body, see stream().
+        self._timeout = aiohttp.ClientTimeout(
+            total=None, sock_connect=cfg.connect_timeout, sock_read=cfg.read_timeout
+        )
+        self._first_timeout = aiohttp.ClientTimeout(
+            total=None, sock_connect=cfg.connect_timeout, sock_read=cfg.first_byte_timeout
+        )
+
+    @property
+    def resolver(self) -> CachingResolver | None:
+        """The caching resolver of the open fetcher (its counters tell lookups from hits)."""
+        return self._dns
+
+    async def __aenter__(self) -> Fetcher:
+        if self._session is not None:
+            raise RuntimeError("Fetcher is already open")
+        cfg = self._cfg
+        dns = make_resolver(cfg, self._resolver)
+        try:
+            connector = make_connector(cfg, dns)
+        except BaseException:
+            await dns.close()
+            raise
+        self._dns = dns
+        self._session = aiohttp.ClientSession(
+            connector=connector,
+            headers={"User-Agent": cfg.user_agent},
+            timeout=self._timeout,
+            auto_decompress=True,
+            trust_env=False,  # proxies come from config only, never from the environment
+        )
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        session, self._session = self._session, None
+        dns, self._dns = self._dns, None
+        if session is not None:
+            await session.close()
+        if dns is not None:
+            await dns.close()  # after the session: the connector does not close it
+
+    def stream(
+        self,
+        url: str,
+        slot: HostSlot,
+        *,
+        max_bytes: int | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> AbstractAsyncContextManager[Body]:
+        """Request ``url`` under ``slot``; yield the ``Body`` once a usable response arrived.
+
+        ``max_bytes`` caps the payload (default ``cfg.max_body_bytes``); a
+        larger declared Content-Length fails before any byte is read.
+        ``headers`` are added to the request (e.g. If-None-Match). The slot
+        and the connection stay held until the context exits.
+
+        The total deadline (``cfg.total_timeout``) starts when the slot first
+        admits the request and covers retries, their waits and the body.
+        Raises a ``FetchError`` subclass; ``HTTPStatusError`` for statuses
+        other than 2xx/304 (4xx except 408/429 at once, without retry).
+        """
+        if self._session is None:
+            raise RuntimeError("use 'async with Fetcher(...)' before stream()")
+        cap = self._cfg.max_body_bytes if max_bytes is None else max_bytes
+        return self._stream(self._session, url, slot, cap, headers)
+
+    @contextlib.asynccontextmanager
+    async def _stream(
+        self,
+        session: aiohttp.ClientSession,
+        url: str,
+        slot: HostSlot,
+        cap: int,
+        headers: Mapping[str, str] | None,
+    ) -> AsyncIterator[Body]:
+        cfg = self._cfg
+        scheme = urlsplit(url).scheme.lower()
+        if scheme not in ALLOWED_SCHEMES:
+            # Before the slot: a refused URL costs the host no politeness time.
+            raise ForbiddenAddress(f"scheme {scheme or '(none)'!r} is not http or https", url=url)
+        loop = asyncio.get_running_loop()
+        deadline: float | None = None  # loop time; fixed when the slot first admits us
+        attempt = 0
+        while True:
+            attempt += 1
+            # The stack holds the slot and the response; leaving it releases
+            # both, so backoff sleeps between attempts hold neither.
+            async with contextlib.AsyncExitStack() as stack:
+                budget = asyncio.timeout_at(deadline)
+                cause: BaseException | None = None
+                error: FetchError
+                first = not slot.answered  # re-read after admission, below
+                try:
+                    async with budget:
+                        await stack.enter_async_context(slot.request())
+                        if deadline is None:
+                            deadline = loop.time() + cfg.total_timeout
+                            budget.reschedule(deadline)
+                        # Another request may have had the host's answer while we waited.
+                        first = not slot.answered
+                        response = await stack.enter_async_context(
+                            session.get(
+                                url,
+                                headers=headers,
+                                proxy=cfg.proxy,
+                                # aiohttp raises on reaching its max, i.e. follows
+                                # one fewer; +1 also keeps 0 from meaning "unlimited".
+                                max_redirects=cfg.max_redirects + 1,
+                                timeout=self._first_timeout if first else self._timeout,
+                            )
+                        )
+                        slot.mark_answered()
+                        if first:
+                            _body_read_timeout(response, cfg.read_timeout)
+                except TimeoutError as exc:
+                    if budget.expired():
+                        msg = f"total deadline of {cfg.total_timeout:g}s passed"
+                        raise FetchTimeout(msg, url=url) from exc
+                    error, cause = self._timeout_error(exc, url, first), exc
+                except aiohttp.ClientError as exc:
+                    error, cause = map_error(exc, url, cfg), exc
+                except ForbiddenAddress as exc:
+                    # Raised by GuardedConnector, which knows the peer but not the URL.
+                    raise ForbiddenAddress(exc.message, url=url) from exc
+                else:
+                    assert deadline is not None  # set before the request was sent
+                    outcome = self._check_response(response, url, cap)
+                    if outcome is None:
+                        body_stream = BodyStream(response, url, cfg, cap, deadline)
+                        try:
+                            yield _body(response, attempt, body_stream)
+                        finally:
+                            body_stream.close()
+                        return
+                    error = outcome
+                    if outcome.retry_after is not None:
+                        # The whole host waits, not just this file.
+                        slot.back_off(outcome.retry_after)
+            # Slot and connection are released here; decide whether to try again.
+            assert deadline is not None  # any error after admission left it set
+            await self._after_failure(error, cause, first=first, attempt=attempt, deadline=deadline)
+
+    async def _after_failure(
+        self,
+        error: FetchError,
+        cause: BaseException | None,
+        *,
+        first: bool,
+        attempt: int,
+        deadline: float,
+    ) -> None:
+        """Raise ``error`` when it is final (the retry policy); else wait out the delay."""
+        # First contact decides quickly: a host that let a connect or its first
+        # response time out is dead or hanging, and each retry would cost the
+        # same timeout again. A failed TLS handshake (a certificate problem, no
+        # TLS on the port) will not mend in a few seconds either.
+        if (first and isinstance(error, FetchTimeout)) or isinstance(cause, aiohttp.ClientSSLError):
+            delay = None
+        else:
+            delay = self._retry_delay(error, attempt)
+        # Give up now rather than sleep into a FetchTimeout: the last real
+        # error (say, the 429 and its Retry-After) says more to the report.
+        if delay is None or asyncio.get_running_loop().time() + delay >= deadline:
+            error.attempts = attempt  # the report's retry count
+            raise error from cause
+        logger.debug(
+            "retrying %s in %.2fs after attempt %d: %s",
+            redact(error.url or ""),
+            delay,
+            attempt,
+            error.message,
+        )
+        await self._sleep(delay)
+
+    def _timeout_error(self, exc: TimeoutError, url: str, first: bool) -> FetchTimeout:
+        """The ``FetchTimeout`` of a connect or response-wait timeout, saying which it was."""
+        cfg = self._cfg
+        if isinstance(exc, aiohttp.ConnectionTimeoutError):
+            what = f"connect timeout ({cfg.connect_timeout:g}s)"
+        else:
+            waited = cfg.first_byte_timeout if first else cfg.read_timeout
+            what = f"no response within {waited:g}s"
+        if first:
+            what += " on first contact, not retried"
+        return FetchTimeout(what, url=url)
+
+    def _check_response(
+        self, response: aiohttp.ClientResponse, url: str, cap: int
+    ) -> HTTPStatusError | None:
+        """None if the body may be handed over; the status error to retry or raise otherwise."""
+        status = response.status
+        if 200 <= status < 300 or status == 304:
+            # Content-Length is the size on the wire; refusing here saves the
+            # download. A 304 may repeat the length of the body it stands for.
+            declared = response.content_length
+            if declared is not None and declared > cap and status != 304:
+                raise BodyTooLarge(f"Content-Length {declared} is larger than {cap} bytes", url=url)
+            return None
+        retry_after = None
+        if status in _HONOUR_RETRY_AFTER:
+            seconds = retry_after_seconds(response.headers.get("Retry-After"))
+            if seconds is not None:
+                retry_after = min(seconds, self._cfg.retry_after_max)
+        reason = response.reason or ""
+        message = f"HTTP {status} {reason}".rstrip()
+        if status == 403 and response.headers.get("cf-mitigated", "").lower() == "challenge":
+            # A bot challenge page, not the file: say so, a retry would meet it again.
+            return Blocked(f"{message} (bot challenge)", url=url, status=status)
+        return HTTPStatusError(message, url=url, status=status, retry_after=retry_after)
+
+    def _retry_delay(self, error: FetchError, attempt: int) -> float | None:
+        """Seconds to wait before attempt ``attempt + 1``, or None to give up."""
+        if attempt > self._cfg.retries or not _retryable(error):
+            return None
+        if isinstance(error, HTTPStatusError) and error.retry_after is not None:
+            return error.retry_after  # the server said when; already capped
+        # Full jitter (AWS architecture blog): uniform over [0, capped exponential].
+        ceiling = min(self._cfg.backoff_max, self._cfg.backoff_base * 2 ** min(attempt - 1, 62))
+        return self._rng.uniform(0.0, ceiling)
+
+
+def _body(response: aiohttp.ClientResponse, attempts: int, stream: BodyStream) -> Body:
+    """The ``Body`` handed to the caller: the final URL and status, then the stream."""
+    return Body(
+        url=str(response.url),
+        status=response.status,
+        headers=response.headers,
+        redirects=tuple(str(r.url) for r in response.history),
+        attempts=attempts,
+        _stream=stream,
+    )

@@ -1,0 +1,371 @@
+"""Host worker: harvest one host end to end (discovery → frontier → fetch → read → records).
+
+In: a ``Seed`` and the shard's shared parts (``Fetcher``, ``Scheduler``, config).
+Out: batches of output records (dicts) through ``emit``, then the host's
+``HostReport``. Nothing here raises for a bad host or file: every failure is
+classified into the report, and what was harvested before it is kept.
+
+The worker is crawl control only: which sitemaps to fetch, each fetch's
+outcome and what to do about it (``_sitemap``). The URLs go to a ``UrlBatch``
+(batch.py: records, dedupe, caps, selection); with a state file, the memory of
+earlier runs is a ``HostIncremental`` (incremental.py; None without one).
+
+The frontier is local to the worker, so a worker that discovers index children
+never waits on a queue that only workers drain: the only queue it waits on is
+the output, which the writer drains unconditionally. That is why the pipeline
+cannot deadlock (see ``pipeline.py``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from harvester.crawl.attempt import (
+    BodyBroken,
+    Failed,
+    Missed,
+    NotModified,
+    Read,
+    Refused,
+    RetryListed,
+    attempt,
+    http_date,
+)
+from harvester.crawl.batch import UrlBatch
+from harvester.crawl.discovery import child_allowed, discover, recall
+from harvester.crawl.frontier import Admission, Frontier, SitemapRef
+from harvester.crawl.incremental import HostIncremental
+from harvester.crawl.robots import RobotsTxt
+from harvester.crawl.scheduler import host_key
+from harvester.errors import FetchError, NotASitemap
+from harvester.models import SitemapChild
+from harvester.run.report import HostReport
+from harvester.urls.normalize import Normalizer, host_of
+
+if TYPE_CHECKING:
+    from array import array
+    from collections.abc import Awaitable, Callable
+    from typing import Any
+
+    from harvester.config import Config
+    from harvester.crawl.fetch import Fetcher
+    from harvester.crawl.scheduler import HostSlot, Scheduler
+    from harvester.models import Entry, ReadResult
+    from harvester.run.seeds import Seed
+    from harvester.state.ledger import HostState, LedgerReader, LedgerRows
+
+    # A batch of one host's records, their URL fingerprints and the rest: see
+    # ``batch.Flushed``, whose fields these are, in order.
+    Emit = Callable[
+        [list[dict[str, Any]], array[int], LedgerRows | None, bytes | bytearray | None, int | None],
+        Awaitable[None],
+    ]
+
+__all__ = ["HostWorker"]
+
+logger = logging.getLogger(__name__)
+
+
+class HostWorker:
+    """Harvests one host; create one per seed and ``await run()``.
+
+    Usage::
+
+        report = await HostWorker(seed, cfg, fetcher, scheduler, emit).run()
+    """
+
+    def __init__(
+        self,
+        seed: Seed,
+        cfg: Config,
+        fetcher: Fetcher,
+        scheduler: Scheduler,
+        emit: Emit,
+        normalizer: Normalizer | None = None,
+        ledger: LedgerReader | None = None,
+        emit_mode: str = "all",
+        *,
+        encoded: bool = False,
+        ready: Callable[[], Awaitable[object]] | None = None,
+    ) -> None:
+        """``normalizer`` is shared by a shard's workers (its rules compile once).
+
+        ``ledger`` (the state file, read-only) turns on incremental harvesting (see
+        ``HostIncremental``), its ``HostState`` left in ``self.state`` for the writer.
+        ``encoded``: batches may come as JSON lines (``UrlBatch``). ``ready``: awaited
+        before each body chunk is parsed (see ``run_shard``).
+        """
+        self.seed = seed
+        self.host = seed.host
+        self.report = HostReport(seed.host)
+        self._cfg = cfg
+        self._fetcher = fetcher
+        self._scheduler = scheduler
+        self._emit = emit
+        self._ready = ready
+        self._frontier = Frontier(cfg.limits)
+        self._declared: frozenset[str] = frozenset()  # sitemaps the host's robots.txt lists
+        self._robots = RobotsTxt()  # the host's robots.txt (everything allowed until read)
+        self._children = 0  # children of the index being read (reset per sitemap)
+        # The host's canonicalization rules (its [normalize.hosts] override, if any).
+        rules = (normalizer or Normalizer(cfg.normalize)).rules_for(host_of(seed.origin))
+        self.batch = UrlBatch(
+            self.host, cfg, rules, self.report, ledger=ledger, emit_mode=emit_mode, encoded=encoded
+        )
+        self.incremental: HostIncremental | None = None
+        if ledger is not None:
+            self.incremental = HostIncremental(self.host, cfg, ledger, self.report, emit_mode)
+
+    @property
+    def state(self) -> HostState | None:
+        """The host's state update for the writer (None without a state file)."""
+        return self.incremental.state if self.incremental is not None else None
+
+    async def run(self) -> HostReport:
+        """Harvest the host; return its report (never raises for host-level failures)."""
+        started = time.monotonic()
+        slot = self._scheduler.acquire(self.host)
+        try:
+            async with asyncio.timeout(self._cfg.limits.max_host_seconds):
+                await self._run(slot)
+        except TimeoutError:
+            self.report.limit("max_host_seconds")
+        finally:
+            self._scheduler.release(self.host)
+            self.batch.close()
+            self.report.seconds = round(time.monotonic() - started, 3)
+        # Emitted outside the timeout so records harvested before it are never lost.
+        await self._flush()
+        audit = self.batch.audit()
+        if self.incremental is not None:
+            self.incremental.finish(self._frontier, audit)
+        return self.report
+
+    async def _run(self, slot: HostSlot) -> None:
+        inc = self.incremental
+        memory = None
+        if inc is not None:
+            memory = inc.load(self.seed)
+            self.batch.remember(inc.memory, inc.unverified)
+        if memory is not None:
+            found = recall(memory, self.seed, self._cfg, slot)
+            if found.source == "none":
+                self.report.discovery = "memory:none"  # nothing was found last time: no probes
+                return
+        else:
+            try:
+                found = await discover(self.seed, self._fetcher, slot, self._cfg)
+            except FetchError as exc:
+                self.report.fail(exc, status=getattr(exc, "status", None))
+                self.report.discovery = "failed"
+                return
+        if inc is not None:
+            inc.found(found)
+        # "fallback" becomes "fallback:<url>" when a probe hits; until then nothing was found.
+        self.report.discovery = "none" if found.source == "fallback" else found.source
+        if memory is not None:
+            self.report.discovery = f"memory:{found.source}"
+        self.report.robots_status = found.robots_status
+        if found.robots_truncated:
+            self.report.limit("max_robots_bytes")
+        self._declared = frozenset(found.robots.sitemaps)
+        self._robots = found.robots
+        for ref in found.refs:
+            self._admit(ref)
+        while (nxt := self._frontier.pop()) is not None and not self.batch.cap_hit:
+            await self._sitemap(nxt)
+
+    def _admit(self, ref: SitemapRef) -> None:
+        if not child_allowed(ref.url, self.host, self._cfg.discovery.cross_host, self._declared):
+            self.report.skip_cross_host(ref.url)
+            return
+        # Sitemaps the site itself lists in robots.txt are meant to be fetched; guesses and
+        # index children on this host honour its Disallow rules (other hosts' rules are unknown).
+        if (
+            ref.source != "robots"
+            and host_key(ref.url) == self.host
+            and not self._robots.can_fetch(ref.url)
+        ):
+            self.report.robots_disallowed += 1
+            return
+        admission = self._frontier.push(ref)
+        if admission is Admission.QUEUED:
+            if ref.source != "fallback":
+                self.report.sitemaps_found += 1
+        elif admission is not Admission.SEEN:
+            self.report.limit(admission.value)
+
+    async def _sitemap(self, ref: SitemapRef) -> None:
+        """Fetch one sitemap, attempt by attempt, and act on each attempt's ``Outcome``.
+
+        The retry policy, all here: a body that broke or stalled while it streamed
+        (``BodyBroken``) is fetched again from the start, up to ``fetch.retries``
+        times, unless it used up the file's whole deadline (it would only do it
+        again): the fetcher retries only until it hands over a body, so this is the
+        retry for the body itself. The re-read starts a fresh reader; entries the
+        broken attempt already emitted are dropped by the host's per-URL dedupe, so
+        no record is emitted twice, nor counted as a duplicate (``UrlBatch``). A
+        remembered redirect target that answers 4xx (``RetryListed``) is given up
+        for the listed URL, once. Anything else ends the sitemap.
+        """
+        inc = self.incremental
+        target, headers = self._start(ref)
+        if target is None:
+            return
+        retries, refetches, requests = self._cfg.fetch.retries, 0, 0
+        slot_host = host_key(target)  # a child on another host is paced by that host's slot
+        slot = self._scheduler.acquire(slot_host)
+        try:
+            while True:
+                digest = inc.new_read() if inc is not None else None
+                self.batch.new_read()
+                outcome = await attempt(
+                    self._fetcher, self._cfg, ref, target, slot, headers, self, digest
+                )
+                match outcome:
+                    case BodyBroken() if refetches < retries and not outcome.deadline_passed:
+                        logger.debug("re-fetching %s after a broken body", ref.url)
+                        refetches += 1
+                        requests += outcome.requests
+                    case RetryListed() if inc is not None:
+                        inc.redirect_stale(ref)
+                        self._scheduler.release(slot_host)
+                        target, headers = self._start(ref)
+                        assert target is not None  # (its plan was not a skip a moment ago)
+                        refetches = requests = 0
+                        slot_host = host_key(target)
+                        slot = self._scheduler.acquire(slot_host)
+                    case Read(result, status, validators):
+                        self._done(ref, result)
+                        if inc is not None and digest is not None:
+                            inc.read(ref, result, status, validators, digest, self.batch.cap_hit)
+                        return
+                    case NotModified(status) if inc is not None:
+                        for child in inc.carry(ref, "not_modified", status):
+                            self._admit(child)
+                        return
+                    case Missed():
+                        self._next_probe(ref)
+                        return
+                    case BodyBroken() | Failed():
+                        # Entries read before the failure were already emitted; kept.
+                        self.report.sitemaps_failed += 1
+                        self.report.fail(
+                            outcome.error,
+                            status=outcome.status,
+                            attempts=requests + outcome.requests,
+                            bytes_read=outcome.bytes_read,
+                        )
+                        if inc is not None:
+                            inc.failed(ref, outcome.status)
+                        return
+                    case _:  # Refused (reported where it was found)
+                        return
+        finally:
+            self._scheduler.release(slot_host)
+
+    def _start(self, ref: SitemapRef) -> tuple[str | None, dict[str, str]]:
+        """Where and how to ask for ``ref`` (None: not at all); resets the per-file counts."""
+        self.batch.new_file()
+        self._children = 0
+        if self.incremental is None:
+            return ref.url, {}
+        plan = self.incremental.plan(ref)
+        if plan is None:  # its index lastmod has not advanced: its URLs carry over
+            for child in self.incremental.carry(ref, "skipped", None):
+                self._admit(child)
+            return None, {}
+        return plan
+
+    # -- the attempt's hooks (``attempt.Hooks``) -----------------------------------------
+
+    def head(
+        self, ref: SitemapRef, url: str, status: int, validators: tuple[str | None, str | None]
+    ) -> Refused | NotModified | None:
+        """Where the response came from and its status: stop the attempt, or read on."""
+        inc = self.incremental
+        if url != ref.url:
+            self._frontier.mark_seen(url)
+            if not self._redirect_allowed(ref, url):
+                return Refused()
+            if inc is not None:
+                inc.redirected(url)
+        if status == 304 and inc is not None and inc.knows(ref.url):
+            return NotModified(status)
+        self.batch.sitemap_dates(http_date(validators[1]), datetime.now(UTC))
+        return None
+
+    async def chunk(self, chunk: bytes) -> None:
+        """A chunk of the body, before it is parsed."""
+        self.report.bytes += len(chunk)
+        if self._ready is not None:
+            await self._ready()  # the output is behind: wait unparsed
+
+    def _redirect_allowed(self, ref: SitemapRef, final_url: str) -> bool:
+        """Apply the cross-host policy to where a sitemap redirected to.
+
+        aiohttp follows redirects itself, so the request to the other host was
+        made (the SSRF guard vetted its address); what the policy decides is
+        whether its content counts. Refused targets are reported as cross_host.
+        """
+        if host_key(final_url) == host_key(ref.url) or child_allowed(
+            final_url, self.host, self._cfg.discovery.cross_host, self._declared
+        ):
+            return True
+        self.report.skip_cross_host(final_url)
+        return False
+
+    def _done(self, ref: SitemapRef, result: ReadResult) -> None:
+        report = self.report
+        if ref.source == "fallback":
+            if isinstance(result.error, NotASitemap):
+                # A guess that found an HTML page or an empty body: a miss, not a failure.
+                self._next_probe(ref)
+                if self.incremental is not None:
+                    self.incremental.gone()  # a remembered hit is gone
+                return
+            report.discovery = f"fallback:{ref.url}"
+            report.sitemaps_found += 1
+        report.sitemaps_fetched += 1
+        report.add_read(result.stats)
+        if result.error is not None:
+            report.sitemaps_failed += 1
+            report.fail(result.error, bytes_read=result.stats.bytes_in)
+
+    def _next_probe(self, ref: SitemapRef) -> None:
+        """A fallback location missed: the next one, if any, is probed."""
+        if self.incremental is not None:
+            self.incremental.missed(ref.url)  # not probed again until rediscovery
+        if ref.fallbacks:
+            nxt, *rest = ref.fallbacks
+            self._frontier.push(SitemapRef(nxt, source="fallback", fallbacks=tuple(rest)))
+
+    async def entries(self, entries: list[Entry], ref: SitemapRef) -> None:
+        """Turn reader entries into records (the batch) and index children (the frontier)."""
+        if not entries:
+            return
+        others = self.batch.take(entries, ref.url)
+        # While the output is behind, the flush waits: only the batch it sends may wait
+        # with it, not the parsed entries (no frame holds them).
+        del entries
+        for entry in others:
+            if isinstance(entry, SitemapChild):
+                self._children += 1
+                if self._children > self._cfg.limits.max_children_per_index:
+                    self.report.limit("max_children_per_index")
+                    continue  # (a capped index is never complete: limits_hit is set)
+                if self.incremental is not None:
+                    self.incremental.child(entry)
+                when = entry.lastmod
+                self._admit(SitemapRef(entry.loc, ref.depth + 1, "index", when, parent=ref.url))
+        if self.batch.full:
+            await self._flush()
+
+    async def _flush(self) -> None:
+        out = self.batch.flush()
+        if out is not None:
+            await self._emit(out.records, out.fps, out.rows, out.data, out.lines)

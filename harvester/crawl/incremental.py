@@ -1,0 +1,300 @@
+"""Incremental harvesting of one host: its memory of earlier runs, and what this run leaves.
+
+In: the state file (a ``LedgerReader``, read-only) and what the host worker
+meets: the discovery it made or recalled, each sitemap it plans, reads in full,
+finds unchanged or fails on. Out: conditional request headers and redirect
+targets for the crawl, the host's memory and trust for the URL batch's
+selection (``UrlBatch.remember``), and at the end the ``HostState`` the writer
+stores (``state``).
+
+Sync and I/O-free apart from the ledger's own reads. Without a state file
+there is no ``HostIncremental`` at all (the host worker holds None).
+
+Usage::
+
+    inc = HostIncremental(host, cfg, ledger, report, emit_mode)
+    memory = inc.load(seed)  # its discovery memory to recall, or None: discover
+    plan = inc.plan(ref)  # (target, headers), or None: carried over unchanged
+    ...
+    inc.finish(frontier, audit)  # then inc.state is the writer's
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import xxhash
+
+from harvester.crawl.frontier import SitemapRef
+from harvester.errors import NotASitemap
+from harvester.state.ledger import EMIT_EVENTS, HostMemory, HostState, SitemapState, now
+
+if TYPE_CHECKING:
+    from harvester.config import Config
+    from harvester.crawl.discovery import Discovered
+    from harvester.crawl.frontier import Frontier
+    from harvester.models import ReadResult, SitemapChild
+    from harvester.run.report import HostReport
+    from harvester.run.seeds import Seed
+    from harvester.state.ledger import LedgerReader
+
+__all__ = ["HostIncremental"]
+
+# Distribution verdicts that prove a host's lastmod useless as a change hint.
+_USELESS = ("absent", "generation_time", "constant", "future")
+
+
+class HostIncremental:
+    """One host's state-file memory and state update; create one per host with a ledger."""
+
+    def __init__(
+        self, host: str, cfg: Config, ledger: LedgerReader, report: HostReport, emit_mode: str
+    ) -> None:
+        """``emit_mode`` ``all`` must output every URL, so it downloads everything."""
+        self.host = host
+        self._cfg = cfg
+        self._ledger = ledger
+        self._report = report
+        self._events = EMIT_EVENTS[emit_mode]
+        self.state = HostState(host)  # for the writer, once ``finish``ed
+        self.memory = HostMemory()  # what earlier runs left (``load``)
+        self.conditional = emit_mode != "all"  # conditional GETs (validators of a full read)
+        self.unverified = False  # the host's lastmod is not trusted (see _trust_lastmod)
+        self.remembered = False  # discovery came from the state's memory
+        self.robots_fresh = False  # robots.txt was read in full this run
+        self.discovered: Discovered | None = None
+        self._stale = False  # ...and a remembered sitemap is gone: rediscover next run
+        self._missing: list[str] = []  # fallback locations that missed
+        self._final_url: str | None = None  # where the sitemap being read redirected to
+        self._direct: set[str] = set()  # sitemaps whose remembered redirect went stale
+        self._children: list[tuple[str, int | None]] = []  # the index being read
+
+    def load(self, seed: Seed) -> dict[str, Any] | None:
+        """Read the host's memory from the state file; decide whether its lastmod is trusted.
+
+        Returns the discovery memory to use instead of discovering again (``recall``).
+        """
+        self.memory = self._ledger.host(self.host)
+        self._trust_lastmod()
+        return self.recall(seed)
+
+    def _trust_lastmod(self) -> None:
+        """Decide from the state's memory whether this host's lastmod may filter URLs.
+
+        Not trusted: its last distribution verdict proved lastmod useless, or sampled
+        verification scored it ``untrusted`` (or not yet ``trusted``, with
+        ``audit.require_trust``). Its URLs then go to the ``unverified`` group instead
+        of being filtered by lastmod, and its sitemaps are downloaded in full (a 304
+        would hide URLs whose pages changed behind an unchanged list).
+        """
+        memory = self.memory
+        audit = self._cfg.audit
+        if audit.untrusted == "hint":
+            return
+        self.unverified = (
+            memory.trust == "untrusted"
+            or memory.verdict in _USELESS
+            or (audit.require_trust and memory.host_id is not None and memory.trust != "trusted")
+        )
+        if self.unverified and self.conditional and "unverified" in self._events:
+            self.conditional = False
+
+    # -- discovery ---------------------------------------------------------------------
+
+    def recall(self, seed: Seed) -> dict[str, Any] | None:
+        """The discovery memory to use instead of discovering again, or None: discover."""
+        memory = self.memory.discovery
+        if (
+            memory is not None
+            and memory.get("source") != "stale"
+            and seed.sitemap is None
+            and now() - self.memory.discovered_at < self._cfg.state.rediscover_after
+        ):
+            self.remembered = True
+            return memory
+        return None
+
+    def found(self, discovered: Discovered) -> None:
+        """What discovery found (or recalled) this run."""
+        self.discovered = discovered
+        # Only a robots.txt read in full this run can say a sitemap is no longer listed.
+        fresh = discovered.robots_status == 200 and not discovered.robots_truncated
+        self.robots_fresh = fresh and not self.remembered
+
+    def missed(self, url: str) -> None:
+        """A fallback location that missed: not probed again until rediscovery."""
+        self._missing.append(url)
+
+    def gone(self) -> None:
+        """A remembered discovery no longer holds: rediscover next run."""
+        self._stale = self.remembered
+
+    # -- sitemaps ----------------------------------------------------------------------
+
+    def plan(self, ref: SitemapRef) -> tuple[str, dict[str, str]] | None:
+        """Where to ask for ``ref`` and with which headers; None: skip it (``carry``).
+
+        Headers: the validators of its last full read. Target: a sitemap that
+        redirected last time is asked for where it ended up (one request, not two);
+        if that fails with a 4xx, ``redirect_stale`` sends it back to its own URL.
+        """
+        self._final_url = None
+        memory = self.memory.sitemaps.get(ref.url)
+        if memory is None or not memory.complete:
+            return ref.url, {}
+        target = ref.url
+        if memory.final_url and ref.url not in self._direct:
+            target = memory.final_url
+        if not self.conditional:
+            return target, {}
+        if (
+            self._cfg.state.skip_unchanged_children
+            and self.memory.trust == "trusted"  # only where lastmod earned it
+            and ref.source == "index"
+            and ref.lastmod is not None
+            and memory.index_lastmod is not None
+            and int(ref.lastmod.timestamp()) <= memory.index_lastmod
+        ):
+            return None
+        headers: dict[str, str] = {}
+        if memory.etag:
+            headers["If-None-Match"] = memory.etag
+        if memory.last_modified:
+            headers["If-Modified-Since"] = memory.last_modified
+        return target, headers
+
+    def knows(self, url: str) -> bool:
+        """Whether earlier runs read this sitemap (a 304 for it means: unchanged)."""
+        return url in self.memory.sitemaps
+
+    def carry(self, ref: SitemapRef, status: str, http: int | None) -> list[SitemapRef]:
+        """An unchanged sitemap: its URLs stay listed; returns an index's children to admit."""
+        memory = self.memory.sitemaps[ref.url]
+        self._report.sitemaps_unchanged += 1
+        self.state.sitemaps.append(
+            SitemapState(ref.url, ref.parent, status, http, complete=True, carried=True)
+        )
+        out = []
+        for url, lastmod in memory.children:
+            when = datetime.fromtimestamp(lastmod, UTC) if lastmod is not None else None
+            out.append(SitemapRef(url, ref.depth + 1, "index", when, parent=ref.url))
+        return out
+
+    def redirect_stale(self, ref: SitemapRef) -> None:
+        """The remembered redirect target of ``ref`` answered 4xx: ask its own URL."""
+        self._direct.add(ref.url)
+        self._final_url = None
+
+    def redirected(self, final_url: str) -> None:
+        """The sitemap being read ended up at ``final_url`` (remembered for next run)."""
+        self._final_url = final_url
+
+    def new_read(self) -> xxhash.xxh3_128:
+        """A (re-)read of a sitemap starts: the hash of its bytes, its children afresh.
+
+        XXH3-128: the hash only tells "the same bytes as the last full read"
+        (``sitemaps_unchanged``); a site that wanted to fool it could just serve what
+        it likes, so a cryptographic hash (several times slower) buys nothing here.
+        """
+        self._children = []
+        return xxhash.xxh3_128()
+
+    def child(self, entry: SitemapChild) -> None:
+        """An index child of the sitemap being read (remembered with the index)."""
+        when = entry.lastmod
+        self._children.append((entry.loc, None if when is None else int(when.timestamp())))
+
+    def read(
+        self,
+        ref: SitemapRef,
+        result: ReadResult,
+        status: int | None,
+        validators: tuple[str | None, str | None],
+        digest: xxhash.xxh3_128,
+        cap_hit: bool,
+    ) -> None:
+        """Remember a downloaded sitemap: validators and hash only from a complete read."""
+        if ref.source == "fallback" and isinstance(result.error, NotASitemap):
+            return  # a probe that missed is discovery's business
+        complete = result.status == "ok" and not cap_hit
+        content_hash = digest.digest()[:16]
+        memory = self.memory.sitemaps.get(ref.url)
+        if complete and memory is not None and memory.content_hash == content_hash:
+            self._report.sitemaps_unchanged += 1  # same bytes as last time, no validators
+        is_index = result.kind is not None and result.kind.value == "sitemapindex"
+        self.state.sitemaps.append(
+            SitemapState(
+                ref.url,
+                ref.parent,
+                result.status,
+                status,
+                complete=complete,
+                kind=None if result.kind is None else result.kind.value,
+                etag=validators[0],
+                last_modified=validators[1],
+                content_hash=content_hash,
+                urls=result.stats.entries,
+                children=list(self._children) if is_index else None,
+                index_lastmod=int(ref.lastmod.timestamp()) if ref.lastmod is not None else None,
+                final_url=self._final_url,
+            )
+        )
+        if complete:
+            self.state.removal_scope.append(ref.url)
+
+    def failed(self, ref: SitemapRef, status: int | None) -> None:
+        """A sitemap that failed (the report has counted it)."""
+        if ref.source == "fallback":
+            self._missing.append(ref.url)
+        else:
+            self.state.sitemaps.append(SitemapState(ref.url, ref.parent, "error", status))
+        if self.remembered and ref.parent is None and status in (404, 410):
+            self._stale = True  # a remembered sitemap is gone: rediscover next run
+
+    # -- the end -----------------------------------------------------------------------
+
+    def finish(self, frontier: Frontier, audit: dict[str, Any] | None) -> None:
+        """Close the host's state: audit, discovery memory, delisted sitemaps, finished or not."""
+        state = self.state
+        report = self._report
+        state.audit = audit
+        cut_short = bool(report.limits_hit)
+        state.finished = "max_host_seconds" not in report.limits_hit
+        found = self.discovered
+        if self._stale:
+            state.discovery = {"source": "stale"}
+        elif found is not None and not self.remembered and found.source != "seed":
+            state.discovery = self._discovery_memory(found)
+        # Sitemaps known from earlier runs that nothing read in full this run lists any
+        # more (robots.txt dropped it, its index did): their URLs are removed too.
+        complete = {s.url for s in state.sitemaps if s.complete}
+        if not cut_short:
+            for url, memory in self.memory.sitemaps.items():
+                if frontier.seen(url):
+                    continue
+                parent = memory.parent
+                if (parent is None and self.robots_fresh) or parent in complete:
+                    state.removal_scope.append(url)
+
+    def _discovery_memory(self, found: Discovered) -> dict[str, Any] | None:
+        """What to remember of this run's discovery (None: it told us nothing reliable)."""
+        discovery = self._report.discovery
+        memory: dict[str, Any] = {
+            "origin": found.origin,
+            "robots_url": found.robots_url,
+            "robots_status": found.robots_status,
+            "robots": found.robots_text.decode("utf-8", "replace"),
+            "redirects": list(found.redirects),
+            "missing": list(self._missing),
+        }
+        if found.source == "robots":
+            memory.update(source="robots", refs=[r.url for r in found.refs])
+        elif discovery.startswith("fallback:"):
+            hit = discovery.removeprefix("fallback:")
+            memory.update(source="fallback", refs=[hit])
+        elif self._report.failures_total:
+            return None  # probes failed for other reasons than "not there": ask again
+        else:
+            memory.update(source="none", refs=[])
+        return memory

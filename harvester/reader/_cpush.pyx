@@ -1,0 +1,606 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False
+"""Compiled reader of urlset documents: libxml2's push parser driven without lxml.
+
+In: the decoded bytes of one urlset (``UrlsetPush.feed``, in any split; then
+``close``), and the parser's ``_cparse.EntryContext`` (the entry builder's
+named inputs: memos, counters, and the ``entries.UrlBuilder`` for what is left
+to Python). Out: entries appended to the caller's list as each
+``<url>`` closes; ``feed`` and ``close`` return None, or ``(message, line,
+column)`` of the first libxml2 error (the caller raises it as lxml's errors
+are raised), and re-raise a Python exception raised while building an entry
+(``LimitExceeded``).
+
+Why: lxml's ``XMLPullParser`` costs more per ``<url>`` than libxml2's parse
+of it. It releases the GIL for each fed piece and takes it back in a SAX
+callback for every end tag (``loc`` and ``lastmod`` too), makes an event
+tuple and a proxy object per ``<url>``, and pruning deletes through proxies.
+Here the parser context is our own: the GIL stays held, the tree builder is
+libxml2's (``xmlSAX2EndElementNs``), and a callback runs when an element
+closes: at a child of the root it hands a ``<url>`` node to
+``_cparse._url_entry`` (pointer reads on the node) and frees it and
+everything before it, so the tree never holds more than the ``<url>`` being
+read. A usual ``<url>`` (loc, lastmod, changefreq, priority and nothing else)
+is not even built: its values are kept from the parser's events, as the
+builder would have received them (the fast path, described below), and any
+other content hands it back to the builder.
+
+The same parse as lxml's: the options ``XMLPullParser`` gets in parse.py
+(no entity substitution, no network, no DTD loading, no huge trees, blank
+text dropped, CDATA as text, comments and PIs not built), the same 16 KiB
+slices, the first four bytes given at reset as lxml gives them, and its
+rule for errors (after each slice, the first error of level ERROR or above).
+The tests read every document both ways and compare, and with and without
+the fast path (tests/unit/test_cpush.py).
+
+libxml2 is lxml's own copy, the one its ``etree`` module is linked with: its
+functions are looked up in that module (``harvester/reader/_clibxml.pyx``), so this one
+links against nothing but Python, and is not used (``MISSING`` says why, the
+lxml path reads) when a function is missing or the libxml2 lxml runs is not
+the one whose headers it was built with. Beyond its public functions it
+relies on libxml2's parser context (the current node, the input cursor, the
+SAX handler table) and on what its tree builder reads there: ``compiled.load``
+imports this module only for the lxml and libxml2 releases it is tested with
+(``compiled.LXML_TESTED``), as a layout change would crash rather than fail.
+"""
+
+from libc.stdlib cimport free, realloc
+from libc.string cimport memcpy, strcmp
+
+cimport lxml.includes.etreepublic as cetree
+from lxml.includes cimport tree, xmlerror, xmlparser
+
+from harvester.reader._clibxml cimport Functions, functions
+from harvester.reader._cparse cimport Count, EntryContext, _flush_count, _url_entry, _values_entry
+from harvester.reader._cwalk cimport CORE, LASTMOD, LOC, PRIORITY, _classify_name, _short_bytes
+
+from cpython.unicode cimport PyUnicode_DecodeUTF8
+
+from harvester.reader import _clibxml
+
+cetree.import_lxml__etree()
+
+
+# libxml2's functions, as harvester/reader/_clibxml.pyx found them (all NULL when it could not).
+cdef Functions LIB
+if functions() is not NULL:
+    LIB = functions()[0]
+
+# What lxml's XMLPullParser gets from parse.py: lxml's defaults (NOENT taken off by
+# resolve_entities=False) and NOBLANKS for remove_blank_text=True.
+cdef int OPTIONS = (
+    xmlparser.XML_PARSE_NOCDATA
+    | xmlparser.XML_PARSE_NONET
+    | xmlparser.XML_PARSE_COMPACT
+    | xmlparser.XML_PARSE_BIG_LINES
+    | xmlparser.XML_PARSE_NOBLANKS
+)
+cdef Py_ssize_t SLICE = 16_384  # parse._FEED_SLICE: the same pieces as the lxml path
+
+
+MISSING = _clibxml.MISSING  # why this module cannot read, or None
+AVAILABLE = MISSING is None
+
+
+cdef void _on_error(void* data, const xmlerror.xmlError* error) noexcept:
+    """libxml2's error handler: keep the first error of level ERROR or above (lxml's rule)."""
+    cdef UrlsetPush self = <UrlsetPush>data
+    cdef const char* text
+    if self._error is not None or error.level < xmlerror.XML_ERR_ERROR:
+        return
+    text = error.message
+    if text is NULL or text[0] == 0 or (text[0] == b"\n" and text[1] == 0):
+        message = "unknown error"  # lxml's words for it
+    else:
+        raw = <bytes>text
+        try:  # as lxml decodes it
+            message = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            message = raw.decode("ascii", "backslashreplace")
+    self._error = (message, error.line, error.int2)
+
+
+# -- the fast path: a <url>'s values read from SAX events, its children not built --------
+#
+# libxml2's tree builder makes, for every <loc>, <lastmod>, <changefreq> and <priority>,
+# an element node and a text node, links them, and the end of the <url> frees them: 8
+# of the 9 nodes of a usual <url>, with a malloc and a free each, more than the rest of
+# its parse. In a <url> child of the root whose children
+# are only those four elements, without attributes, namespace declarations or markup
+# inside, their text is kept here instead (``_Cap``: which element, where its text is)
+# and the entry is made from it when the <url> closes: the values are those
+# ``_cwalk._url_values`` reads from the nodes (first non-empty loc; last lastmod,
+# changefreq, priority), and the rest is ``_url_entry``'s own code.
+#
+# Anything else inside that <url> (another element, markup or an entity reference in a
+# value, text beside the children) first hands the children read so far to the tree
+# builder, as the parser would have (``_materialize``), and the rest of the <url> is
+# built and read as before. So what the builder builds is the same tree, and the
+# parser's decisions that depend on it are the same: the only one is whether a run of
+# blanks is dropped (``NOBLANKS``; libxml2's ``areBlanks`` reads the current node, its
+# children and last child). While a value is read, the parser's current node is a
+# stand-in (``_shadow``): an element with no children until the value has text, then
+# one text child, as the builder's node would be. At the level of the <url> itself the
+# one run it decides differently (blanks just before ``</url>``, after children that
+# were not built) is dropped here, as the builder's tree makes libxml2 drop it.
+# Documents with a DTD (whose declarations libxml2 consults there) are read as before.
+
+cdef enum:
+    _MAX_CAPS = 16  # values in one <url> read without nodes, at most; then the tree
+    _MAX_TEXT = 1 << 20  # bytes of their text, at most; then the tree
+
+cdef bint _FAST = True  # the fast path on (tests and benchmarks turn it off: fast_path)
+
+
+def fast_path(on=None):
+    """Whether new readers take the fast path; ``on``: set it (returns the old value)."""
+    global _FAST
+    old = _FAST
+    if on is not None:
+        _FAST = bool(on)
+    return old
+
+
+ctypedef struct _Cap:
+    int code  # LOC, LASTMOD, CHANGEFREQ or PRIORITY
+    const tree.const_xmlChar* localname  # the parser's (dictionary) strings
+    const tree.const_xmlChar* prefix
+    const tree.const_xmlChar* uri
+    Py_ssize_t start  # its text in UrlsetPush._text
+    Py_ssize_t length  # -1: no text at all (the node would have no children)
+
+
+cdef inline bint _blanks(const tree.const_xmlChar* ch, int n) noexcept:
+    cdef int i
+    for i in range(n):
+        if ch[i] != 0x20 and ch[i] != 0x09 and ch[i] != 0x0A and ch[i] != 0x0D:
+            return False
+    return True
+
+
+cdef void _on_start(
+    void* ctx,
+    const tree.const_xmlChar* localname,
+    const tree.const_xmlChar* prefix,
+    const tree.const_xmlChar* uri,
+    int nb_namespaces,
+    const tree.const_xmlChar** namespaces,
+    int nb_attributes,
+    int nb_defaulted,
+    const tree.const_xmlChar** attributes,
+) noexcept:
+    """An element opens: a value of a fast <url> is read here; else the tree builder."""
+    cdef xmlparser.xmlParserCtxt* ctxt = <xmlparser.xmlParserCtxt*>ctx
+    cdef UrlsetPush self = <UrlsetPush>ctxt._private
+    cdef tree.xmlNode* node
+    cdef int code
+    if self._fast is not NULL:
+        if (
+            not self._in_value
+            and ctxt.node is self._fast
+            and nb_namespaces == 0
+            and nb_attributes == 0
+            and (prefix is NULL or uri is not NULL)  # (else the builder names it "p:name")
+            and self._ncaps < _MAX_CAPS
+        ):
+            code = self._value_code(localname, uri)
+            if LOC <= code <= PRIORITY:
+                self._open_value(ctxt, code, localname, prefix, uri)
+                return
+        self._materialize(ctxt)
+    self._build_start(ctx, localname, prefix, uri, nb_namespaces, namespaces, nb_attributes,
+                nb_defaulted, attributes)
+    node = ctxt.node
+    if node is not NULL and node.type == tree.XML_ELEMENT_NODE:
+        self._maybe_fast(ctxt, node, localname)
+
+
+cdef void _on_characters(void* ctx, const tree.const_xmlChar* ch, int n) noexcept:
+    """Text: a value's kept; beside the children of a fast <url>, see the comment above."""
+    cdef xmlparser.xmlParserCtxt* ctxt = <xmlparser.xmlParserCtxt*>ctx
+    cdef UrlsetPush self = <UrlsetPush>ctxt._private
+    cdef const tree.const_xmlChar* cur
+    cdef _Cap* cap
+    if self._in_value and self._text_len + n > _MAX_TEXT:
+        # A huge value: the builder's, whose limit on a text node (10 MB, "huge text
+        # node") ends the document where it would have.
+        self._materialize(ctxt)
+    elif self._in_value:
+        if self._keep(ch, n) < 0:
+            LIB.stop(ctxt)
+            return
+        cap = &self._caps[self._ncaps]
+        if cap.length < 0:
+            cap.length = 0
+        cap.length += n
+        self._shadow.children = &self._shadow_text
+        self._shadow.last = &self._shadow_text
+        return
+    if self._fast is not NULL and ctxt.node is self._fast:
+        cur = ctxt.input.cur
+        if self._ncaps > 0 and _blanks(ch, n) and cur[0] == b"<" and cur[1] == b"/":
+            # Blanks before </url>: with the children built, areBlanks drops them.
+            return
+        self._materialize(ctxt)
+    self._build_characters(ctx, ch, n)
+
+
+cdef void _on_reference(void* ctx, const tree.const_xmlChar* name) noexcept:
+    """An entity reference node: the tree builds it, and the Python walker reads it."""
+    cdef xmlparser.xmlParserCtxt* ctxt = <xmlparser.xmlParserCtxt*>ctx
+    cdef UrlsetPush self = <UrlsetPush>ctxt._private
+    if self._fast is not NULL:
+        self._materialize(ctxt)
+    self._build_reference(ctx, name)
+
+
+cdef void _on_end(
+    void* ctx,
+    const tree.const_xmlChar* localname,
+    const tree.const_xmlChar* prefix,
+    const tree.const_xmlChar* uri,
+) noexcept:
+    """An element closed: a value of a fast <url> ends here; else libxml2's tree builder
+    first, then, at a child of the root, the entry (a ``<url>`` in any namespace, as
+    lxml's ``{*}url``) and the freeing."""
+    cdef xmlparser.xmlParserCtxt* ctxt = <xmlparser.xmlParserCtxt*>ctx
+    cdef UrlsetPush self = <UrlsetPush>ctxt._private
+    cdef tree.xmlNode* node
+    cdef tree.xmlNode* root
+    cdef tree.xmlNode* first
+    cdef bint fast
+    if self._in_value:
+        self._in_value = False
+        self._ncaps += 1
+        ctxt.node = self._fast
+        return
+    node = ctxt.node  # the element closing (the builder pops it)
+    fast = node is not NULL and node is self._fast
+    self._end(ctx, localname, prefix, uri)
+    if node is NULL:
+        return
+    root = node.parent
+    if (
+        root is NULL
+        or root.type != tree.XML_ELEMENT_NODE
+        or root.parent is NULL
+        or root.parent.type != tree.XML_DOCUMENT_NODE
+    ):
+        return  # the root itself, or deeper: part of an entry still open
+    if fast:
+        self._fast = NULL
+    if self._exc is None and strcmp(<const char*>localname, b"url") == 0:
+        try:
+            if fast:
+                self.fast_urls += 1
+                found = self._fast_entry()
+            else:
+                found = _url_entry(node, None, self._ctx, self._out, &self._count)
+            if found is not None:
+                self._ctx.builder.finish(found, self._out)
+        except BaseException as exc:  # raised again by feed, as lxml's drain raises it
+            self._exc = exc
+            LIB.stop(ctxt)
+    # Done with it, and with everything before it (text, other elements): the builder
+    # holds no pointer to them (its current node is the root; end tags reset its text
+    # state), so the tree keeps at most the entry being read.
+    while True:
+        first = root.children
+        LIB.unlink(first)
+        LIB.free_node(first)
+        if first is node:
+            break
+
+
+cdef class UrlsetPush:
+    """One urlset document's libxml2 push parser (see the module docstring)."""
+
+    cdef xmlparser.xmlParserCtxt* _ctxt
+    cdef xmlparser.endElementNsSAX2Func _end  # libxml2's tree builder's handlers
+    cdef xmlparser.startElementNsSAX2Func _build_start
+    cdef xmlparser.charactersSAXFunc _build_characters
+    cdef xmlparser.referenceSAXFunc _build_reference
+    # The fast path (see above): the <url> whose values are read without nodes (NULL:
+    # none), its values so far, whether one is open, and their text.
+    cdef tree.xmlNode* _fast
+    cdef bint _fast_on  # _FAST when this reader was made
+    cdef const tree.const_xmlChar* _url_name  # the parser's string "url", once seen
+    cdef const tree.const_xmlChar* _core_uri  # a namespace URI none of the extensions'
+    cdef readonly Py_ssize_t fast_urls  # <url>s read by the fast path (the tests look)
+    cdef _Cap _caps[_MAX_CAPS]
+    cdef int _ncaps
+    cdef bint _in_value
+    cdef char* _text
+    cdef Py_ssize_t _text_len, _text_room
+    cdef tree.xmlNode _shadow  # the parser's current node while a value is read
+    cdef tree.xmlNode _shadow_text  # its one child once the value has text
+    cdef EntryContext _ctx  # the parser's; holds nothing that holds this reader
+    cdef list _out
+    cdef object _exc  # a Python exception raised in _on_end, re-raised by feed/close
+    cdef object _error  # (message, line, column): the first libxml2 error
+    cdef Count _count  # entries not yet in the stats: flushed at the end of feed and close
+    cdef bytes _encoding
+    cdef bint _done
+
+    def __cinit__(self, EntryContext ctx not None, encoding=None):
+        """``ctx``: the parser's ``EntryContext``; ``encoding``: the one sniffed, or None
+        (the document's own)."""
+        if not AVAILABLE:
+            raise RuntimeError(MISSING)
+        self._ctx = ctx
+        self._fast_on = _FAST
+        self._count.total = -1
+        self._count.pending = 0
+        self._encoding = encoding.encode("ascii") if encoding else None
+
+    def __dealloc__(self):
+        cdef xmlparser.xmlParserCtxt* ctxt = self._ctxt
+        free(self._text)
+        self._text = NULL
+        if ctxt is not NULL:
+            self._ctxt = NULL
+            if ctxt.myDoc is not NULL:
+                LIB.free_doc(ctxt.myDoc)
+                ctxt.myDoc = NULL
+            LIB.free_ctxt(ctxt)
+
+    cdef int _start(self, const char* head, int size) except -1:
+        """Make the context: lxml's reset with the first bytes, options and SAX changes."""
+        cdef xmlparser.xmlParserCtxt* ctxt = LIB.create_push(NULL, NULL, NULL, 0, NULL)
+        if ctxt is NULL:
+            raise MemoryError()
+        self._ctxt = ctxt
+        ctxt._private = <void*>self
+        # Cast: libxml2's types say nogil; both callbacks run in a parse call, GIL held.
+        LIB.set_handler(ctxt, <xmlerror.xmlStructuredErrorFunc>_on_error, <void*>self)
+        LIB.use_options(ctxt, OPTIONS)
+        if LIB.reset_push(
+            ctxt, head, size, NULL,
+            <const char*>self._encoding if self._encoding is not None else NULL,
+        ):
+            raise MemoryError()
+        # What lxml's remove_comments, remove_pis and strip_cdata do to the handler.
+        ctxt.sax.comment = NULL
+        ctxt.sax.processingInstruction = NULL
+        ctxt.sax.cdataBlock = NULL
+        self._end = ctxt.sax.endElementNs
+        ctxt.sax.endElementNs = <xmlparser.endElementNsSAX2Func>_on_end
+        self._build_start = ctxt.sax.startElementNs
+        ctxt.sax.startElementNs = <xmlparser.startElementNsSAX2Func>_on_start
+        self._build_characters = ctxt.sax.characters
+        ctxt.sax.characters = <xmlparser.charactersSAXFunc>_on_characters
+        self._build_reference = ctxt.sax.reference
+        ctxt.sax.reference = <xmlparser.referenceSAXFunc>_on_reference
+        self._shadow.type = tree.XML_ELEMENT_NODE
+        self._shadow.name = <const tree.const_xmlChar*>b"value"
+        self._shadow_text.type = tree.XML_TEXT_NODE
+        self._shadow_text.parent = &self._shadow
+        return 0
+
+    cdef int _value_code(
+        self, const tree.const_xmlChar* localname, const tree.const_xmlChar* uri
+    ) noexcept:
+        """The code of a child of the fast <url> (``_cwalk._classify_name``)."""
+        cdef int code
+        # The sitemap namespace's URI is the parser's one string for it: found once
+        # to be none of the extensions', it needs no four strcmp a value after that.
+        if uri is not NULL and uri is self._core_uri:
+            return _classify_name(NULL, localname)
+        code = _classify_name(uri, localname)
+        if code == CORE:
+            self._core_uri = uri
+            code = _classify_name(NULL, localname)
+        return code
+
+    cdef void _open_value(
+        self,
+        xmlparser.xmlParserCtxt* ctxt,
+        int code,
+        const tree.const_xmlChar* localname,
+        const tree.const_xmlChar* prefix,
+        const tree.const_xmlChar* uri,
+    ) noexcept:
+        """A value of the fast <url> opens: kept in the next ``_Cap``, not built; the
+        parser's current node is the stand-in until it closes."""
+        cdef _Cap* cap = &self._caps[self._ncaps]
+        cap.code = code
+        cap.localname = localname
+        cap.prefix = prefix
+        cap.uri = uri
+        cap.start = self._text_len
+        cap.length = -1
+        self._in_value = True
+        self._shadow.children = NULL
+        self._shadow.last = NULL
+        ctxt.node = &self._shadow
+
+    cdef void _maybe_fast(
+        self,
+        xmlparser.xmlParserCtxt* ctxt,
+        tree.xmlNode* node,
+        const tree.const_xmlChar* localname,
+    ) noexcept:
+        """The builder made ``node``: a <url> child of the root is read by the fast path,
+        unless the document has a DTD or the fast path is off."""
+        cdef tree.xmlNode* root
+        cdef tree.xmlDoc* doc = ctxt.myDoc
+        # Names are the parser's dictionary strings: one pointer per name, so "url" is
+        # found once by strcmp and then by address.
+        if localname is not self._url_name:
+            if self._url_name is not NULL or strcmp(<const char*>localname, b"url"):
+                return
+            self._url_name = localname
+        root = node.parent
+        if (
+            root is not NULL
+            and root.type == tree.XML_ELEMENT_NODE
+            and root.parent is not NULL
+            and root.parent.type == tree.XML_DOCUMENT_NODE
+            and doc is not NULL
+            and doc.intSubset is NULL
+            and doc.extSubset is NULL
+            and self._exc is None
+            and self._fast_on
+        ):
+            self._fast = node
+            self._ncaps = 0
+            self._text_len = 0
+
+    cdef int _keep(self, const tree.const_xmlChar* ch, int n) noexcept:
+        """Append ``n`` bytes of a value's text; -1 when out of memory (``_exc`` is set:
+        feed raises it)."""
+        cdef Py_ssize_t need = self._text_len + n
+        cdef Py_ssize_t room
+        cdef char* grown
+        if need > self._text_room:
+            room = max(need, 2 * self._text_room, 512)
+            grown = <char*>realloc(self._text, room)
+            if grown is NULL:
+                self._exc = MemoryError()
+                return -1
+            self._text = grown
+            self._text_room = room
+        memcpy(self._text + self._text_len, ch, n)
+        self._text_len = need
+        return 0
+
+    cdef void _materialize(self, xmlparser.xmlParserCtxt* ctxt) noexcept:
+        """Give the tree builder the values of the fast <url> read so far, as the parser
+        gave them (start, text, end; an open value left open), and read the rest of
+        this <url> from the tree."""
+        cdef tree.xmlNode* url = self._fast
+        cdef int i, n = self._ncaps
+        self._fast = NULL
+        ctxt.node = url
+        for i in range(n):
+            self._replay(ctxt, &self._caps[i], True)
+        if self._in_value:
+            self._in_value = False
+            self._replay(ctxt, &self._caps[n], False)
+
+    cdef void _replay(self, xmlparser.xmlParserCtxt* ctxt, _Cap* cap, bint close) noexcept:
+        cdef tree.xmlNode* parent = ctxt.node
+        cdef tree.xmlNode* node
+        # No prefix and namespace to the builder: what it would do with them looks up the
+        # parser's bindings now, and the element that made this call may have declared
+        # new ones. The binding in scope at the value is its parent's, from the tree.
+        self._build_start(<void*>ctxt, cap.localname, NULL, NULL, 0, NULL, 0, 0, NULL)
+        node = ctxt.node
+        if node is parent:
+            return  # the builder made nothing (out of memory: it stopped the parser)
+        if cap.uri is not NULL and node is not NULL:
+            node.ns = LIB.search_ns(ctxt.myDoc, parent, cap.prefix)
+        if cap.length >= 0:
+            self._build_characters(
+                <void*>ctxt, <const tree.const_xmlChar*>(self._text + cap.start), <int>cap.length
+            )
+        if close:
+            self._end(<void*>ctxt, cap.localname, cap.prefix, cap.uri)
+
+    cdef object _fast_entry(self):
+        """``_cparse._url_entry`` of the fast <url> (no extensions can be in it): its values
+        as ``_url_values`` reads them, then the entry (None), or their tuple for the
+        Python path."""
+        cdef int i
+        cdef _Cap* cap
+        loc = lastmod = changefreq = priority = None
+        for i in range(self._ncaps):
+            cap = &self._caps[i]
+            if cap.code == LOC and loc is not None:
+                continue  # the first loc with text is the one (_url_values)
+            if cap.length < 0:
+                value = None
+            elif cap.code == LOC or cap.code == LASTMOD:
+                value = PyUnicode_DecodeUTF8(self._text + cap.start, cap.length, NULL)
+            else:
+                value = _short_bytes(self._text + cap.start, <size_t>cap.length)
+            if cap.code == LOC:
+                if loc is None:
+                    loc = value
+            elif cap.code == LASTMOD:
+                lastmod = value
+            elif cap.code == PRIORITY:
+                priority = value
+            else:
+                changefreq = value
+        return _values_entry(loc, lastmod, changefreq, priority, self._ctx, self._out, &self._count)
+
+    cdef object _result(self, int status, bint end):
+        """After a parse call: raise the Python exception raised in it, or return the
+        first error (and read no more), or None.
+
+        lxml's rule: a fed piece fails on a fatal error; the end of input on any error
+        (a namespace error, say, lets the parse go on to the end).
+        """
+        if self._exc is not None:
+            exc, self._exc = self._exc, None
+            self._done = True
+            raise exc
+        if status != 0 or not self._ctxt.wellFormed or (end and self._error is not None):
+            self._done = True
+            if self._error is None:
+                return ("Document is not well formed", 0, 0)  # lxml's default message
+            return self._error
+        return None
+
+    def feed(self, const unsigned char[:] data not None, list out):
+        """Parse ``data`` in 16 KiB slices; append finished entries to ``out``.
+
+        Returns None, or ``(message, line, column)`` of the error that ended the
+        document (no more input is read then).
+        """
+        cdef Py_ssize_t n = data.shape[0], start = 0, size
+        cdef const char* p = b""
+        cdef int status, first
+        if self._done:
+            return None
+        if n:
+            p = <const char*>&data[0]
+        self._out = out
+        try:
+            while True:
+                size = min(SLICE, n - start)
+                first = 0
+                if self._ctxt is NULL:
+                    first = 4 if size > 4 else <int>size  # lxml's: enough to see the encoding
+                    self._start(p + start, first)
+                status = 0
+                if size > first:
+                    status = LIB.parse_chunk(self._ctxt, p + start + first, <int>(size - first), 0)
+                error = self._result(status, False)
+                start += size
+                if error is not None or start >= n:
+                    return error
+        finally:
+            self._out = None
+            _flush_count(self._ctx, &self._count)
+
+    def close(self, list out):
+        """End of input: append the last entries; None, or the error as ``feed`` gives it."""
+        if self._done:
+            return None
+        if self._ctxt is NULL:
+            return ("no element found", 0, 0)  # lxml's close() before any feed()
+        self._out = out
+        try:
+            return self._result(LIB.parse_chunk(self._ctxt, NULL, 0, 1), True)
+        finally:
+            self._out = None
+            self._done = True
+            _flush_count(self._ctx, &self._count)
+
+    def held(self):
+        """How many nodes the root element holds now: what is read is freed, so at most
+        the ``<url>`` still open (the tests check it)."""
+        cdef tree.xmlNode* node
+        cdef int count = 0
+        if self._ctxt is NULL or self._ctxt.myDoc is NULL:
+            return 0
+        node = self._ctxt.myDoc.children
+        while node is not NULL and node.type != tree.XML_ELEMENT_NODE:
+            node = node.next
+        if node is not NULL:
+            node = node.children
+        while node is not NULL:
+            count += 1
+            node = node.next
+        return count

@@ -1,0 +1,223 @@
+"""Pipeline wiring for one shard: a set of hosts harvested by one event loop.
+
+Data flow (one shard = one process = one loop; ``shards.py`` runs N of them):
+
+1. seeds (an async iterator, read lazily) → the feeder task puts each ``Seed``
+   into the **host queue** (``asyncio.Queue[Seed | None]``, bound
+   ``run.hosts_in_flight``), then one ``None`` per worker.
+2. ``run.hosts_in_flight`` host workers each take a seed and run ``HostWorker``:
+   discovery (robots.txt) → per-host frontier → fetch (``Fetcher``, paced by the
+   host's ``HostSlot`` from the ``Scheduler``) → decompress → sniff → parse →
+   normalize → per-host dedupe → records.
+3. Record batches (``RecordBatch``, up to 1,024 records) and finished hosts'
+   reports (``HostDone``) go to ``send``, the shard's only way out: the CLI
+   encodes and writes them, the Python API yields them.
+
+Bounds: hosts in flight (the worker count), the host queue, the global
+connection limit (``fetch.max_connections``) and per-host concurrency and rate.
+Why it cannot deadlock: a worker's frontier is its own (index children never go
+back through a shared queue), the feeder waits only on the host queue, which
+workers drain unconditionally, and workers wait only on ``send``, whose consumer
+never waits on workers. The first unexpected exception (a bug, not a
+``HarvesterError``) cancels the whole TaskGroup.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from harvester.config import Config
+from harvester.crawl.fetch import Fetcher
+from harvester.crawl.host import HostWorker
+from harvester.crawl.scheduler import Scheduler
+from harvester.errors import InputError
+from harvester.run.seeds import Seed, iter_seeds
+from harvester.run.sink import encode_records
+from harvester.state.ledger import Incremental, LedgerReader
+from harvester.urls.crosshost import CrossHostTracker
+from harvester.urls.normalize import Normalizer
+
+if TYPE_CHECKING:
+    from array import array
+    from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+
+    from aiohttp.abc import AbstractResolver
+
+    from harvester.crawl.host import Emit
+    from harvester.state.ledger import HostState, LedgerRows
+
+__all__ = ["HostDone", "Incremental", "RecordBatch", "harvest", "run_shard"]
+
+
+@dataclass(frozen=True, slots=True)
+class RecordBatch:
+    """Output records of one host, in emission order, with their URL fingerprints.
+
+    ``rows``: with a state file, the ledger rows of every URL listed in the batch
+    (records filtered out by ``--emit`` or ``--since`` included).
+    """
+
+    host: str
+    records: list[dict[str, Any]]
+    fingerprints: array[int]
+    rows: LedgerRows | None = None
+    # The records as JSON lines (``records`` then empty), from ``run_shard(encoded=True)``:
+    # a bytearray when the compiled loop wrote them (never changed once emitted).
+    data: bytes | bytearray | None = None
+    lines: int | None = None  # how many lines ``data`` holds; None: one per fingerprint
+
+    def encoded(self) -> bytes | bytearray:
+        """The batch's JSON lines: ``data``, or ``sink.encode_records`` of ``records``."""
+        return self.data if self.data is not None else encode_records(self.records)
+
+    def size(self) -> int:
+        """How many records the batch holds (``fingerprints`` also counts filtered ones)."""
+        if self.data is None:
+            return len(self.records)
+        return len(self.fingerprints) if self.lines is None else self.lines
+
+
+@dataclass(frozen=True, slots=True)
+class HostDone:
+    """A host finished; ``report`` is its ``HostReport.as_dict()``, ``state`` its update."""
+
+    report: dict[str, Any]
+    state: HostState | None = None
+
+
+OutputItem = RecordBatch | HostDone
+
+
+async def run_shard(
+    seeds: AsyncIterator[Seed],
+    cfg: Config,
+    send: Callable[[OutputItem], Awaitable[None]],
+    *,
+    resolver: AbstractResolver | None = None,
+    incremental: Incremental | None = None,
+    encoded: bool = False,
+    ready: Callable[[], Awaitable[object]] | None = None,
+) -> None:
+    """Harvest every seed of ``seeds``; deliver records and host reports through ``send``.
+
+    ``encoded``: ``send`` writes JSON Lines, so a ``RecordBatch`` may carry its
+    records already encoded (``data``); read them with ``RecordBatch.encoded()``.
+
+    ``ready``: awaited before each body chunk is parsed; it returns when the output
+    can take more (so a slow consumer holds the hosts before parsing, not after).
+    """
+    workers = max(1, cfg.run.hosts_in_flight)
+    ledger = LedgerReader(incremental.path, incremental.run_id) if incremental else None
+    emit_mode = incremental.emit if incremental else "all"
+    hosts: asyncio.Queue[Seed | None] = asyncio.Queue(maxsize=workers)
+    scheduler = Scheduler(cfg.politeness)
+    normalizer = Normalizer(cfg.normalize)  # compiled once, shared by the shard's workers
+
+    def emitter(host: str) -> Emit:
+        async def emit(
+            batch: list[dict[str, Any]],
+            fps: array[int],
+            rows: LedgerRows | None,
+            data: bytes | bytearray | None = None,
+            lines: int | None = None,
+        ) -> None:
+            await send(RecordBatch(host, batch, fps, rows, data, lines))
+
+        return emit
+
+    async def feeder() -> None:
+        async for seed in seeds:
+            await hosts.put(seed)
+        for _ in range(workers):
+            await hosts.put(None)  # one end marker per worker
+
+    async def worker(fetcher: Fetcher) -> None:
+        while (seed := await hosts.get()) is not None:
+            emit = emitter(seed.host)
+            host = HostWorker(
+                seed,
+                cfg,
+                fetcher,
+                scheduler,
+                emit,
+                normalizer,
+                ledger=ledger,
+                emit_mode=emit_mode,
+                encoded=encoded,
+                ready=ready,
+            )
+            report = await host.run()
+            await send(HostDone(report.as_dict(), host.state))
+
+    try:
+        async with Fetcher(cfg.fetch, resolver=resolver) as fetcher, asyncio.TaskGroup() as tg:
+            tg.create_task(feeder())
+            for _ in range(workers):
+                tg.create_task(worker(fetcher))
+    finally:
+        if ledger is not None:
+            ledger.close()
+
+
+async def aiter_seeds(
+    lines: Iterable[str], on_invalid: Callable[[InputError], None] | None = None
+) -> AsyncIterator[Seed]:
+    """Seeds from input lines, lazily; invalid lines go to ``on_invalid`` (never fatal)."""
+    for item in iter_seeds(lines):
+        if isinstance(item, InputError):
+            if on_invalid is not None:
+                on_invalid(item)
+            continue
+        yield item
+        await asyncio.sleep(0)  # a long run of seeds must not starve the workers
+
+
+async def harvest(
+    domains: Iterable[str],
+    config: Config | None = None,
+    *,
+    resolver: AbstractResolver | None = None,
+    on_host: Callable[[dict[str, Any]], None] | None = None,
+    on_invalid: Callable[[InputError], None] | None = None,
+) -> AsyncIterator[dict[str, Any]]:
+    """Harvest ``domains`` in this process; yield one record (dict) per URL.
+
+    ``domains`` are input lines as in a domains file (domain, origin, robots.txt
+    or sitemap URL). ``on_host`` receives each finished host's report.
+
+    Example::
+
+        async for record in harvest(["example.com"], load_config()):
+            print(record["loc"], record["lastmod"])
+    """
+    cfg = config or Config()
+    out: asyncio.Queue[OutputItem | None] = asyncio.Queue(maxsize=max(1, cfg.run.queue_size))
+
+    async def produce() -> None:
+        try:
+            await run_shard(aiter_seeds(domains, on_invalid), cfg, out.put, resolver=resolver)
+        except Exception:
+            await out.put(None)  # wake the consumer; it re-raises via `await task`
+            raise
+        await out.put(None)
+
+    task = asyncio.create_task(produce())
+    cross = CrossHostTracker(cfg.dedupe)
+    try:
+        while (item := await out.get()) is not None:
+            if isinstance(item, RecordBatch):
+                cross.add(item.host, item.fingerprints)
+                for rec in item.records:
+                    yield rec
+            elif on_host is not None:
+                item.report["cross_host_duplicates"] = cross.take(item.report["host"])
+                on_host(item.report)
+        await task  # re-raise a bug in the pipeline, if any
+    finally:
+        cross.close()
+        if not task.done():
+            # The consumer stopped early (break, cancellation): stop the producer too.
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)

@@ -1,0 +1,453 @@
+"""State stage (writer side): the SQLite file that makes cron runs incremental and resumable.
+
+In: the state path, the run's options, and from the workers ``LedgerRows``
+batches (packed chunks, ``chunks.py``) and finished hosts' ``HostState`` (see
+``ledger.py``). Out: the state file, the removed-URL records of each finished
+host, and the run to resume.
+
+One process writes it: the run's writer (``writer.Writer``), in batched
+transactions; workers read it through ``ledger.LedgerReader`` (WAL mode, so
+readers never block the writer). The tables and their migrations are in
+``schema.py``: a file from a newer harvester is refused, a file that is not a
+harvester state file (``application_id``) or is corrupt is an error, never
+replaced. ``removals.py`` retires the ledger chunks a finished host replaced.
+
+Exactly-once across a crash (``kill -9``) and its resume. The writer appends
+records to ``OUT.part``, and every ``commit``: flushes and fsyncs the output,
+then commits in one transaction the ledger chunks of those records, the finished
+hosts' checkpoints and the output's length. So the state never refers to a
+record that is not on disk. The next run with the same state finds the run
+unfinished and resumes it: it cuts ``OUT.part`` back to the committed length
+(dropping records the ledger never saw), skips hosts checkpointed as finished,
+and redoes the others, where every URL the ledger says this run already
+recorded is skipped. Each URL of the run is therefore emitted exactly once
+over the interrupted and the resumed invocation (with a file output; standard
+output cannot be cut back, so the uncommitted tail may repeat there).
+
+A lock (``flock`` on ``STATE.lock``) keeps two runs off one state file; the
+kernel drops it when its process dies, so a lock left by a killed run is taken
+over by the next one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import sqlite3
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar, cast
+
+from harvester.errors import StateError
+from harvester.state.ledger import EMIT_EVENTS, dump_json, now
+from harvester.state.removals import retire
+from harvester.state.schema import (
+    INSERT_CHUNK,
+    PAGE_SIZE,
+    RETURNING,
+    SCHEMA_VERSION,
+    connect,
+    lock,
+    migrate,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Iterator
+
+    from harvester.state.ledger import HostState, LedgerRows
+
+__all__ = [
+    "PAGE_SIZE",
+    "SCHEMA_VERSION",
+    "RunInfo",
+    "StateStore",
+    "default_state_path",
+]
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _sql_errors(
+    method: Callable[Concatenate[StateStore, _P], _R],
+) -> Callable[Concatenate[StateStore, _P], _R]:
+    """Translate ``sqlite3.Error`` out of a ``StateStore`` method into ``StateError``.
+
+    The boundary rule of ``errors.py``: a disk full, an I/O error or a file
+    damaged under us surfaces as the project's error naming the state file, so
+    the CLI maps it to its exit status like every other state failure.
+    """
+
+    @functools.wraps(method)
+    def translated(self: StateStore, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return method(self, *args, **kwargs)
+        except sqlite3.Error as exc:
+            raise StateError(f"state file: {exc}", url=self.path) from exc
+
+    return cast("Callable[Concatenate[StateStore, _P], _R]", translated)
+
+
+def default_state_path(output: str) -> str | None:
+    """The state file beside ``output``: ``OUTPUT.state.sqlite`` (None for stdout, ``-``).
+
+    Named like the report files (``OUTPUT.report.json``, ``OUTPUT.hosts.jsonl``).
+    """
+    if output == "-":
+        return None
+    return output + ".state.sqlite"
+
+
+@dataclass(frozen=True, slots=True)
+class RunInfo:
+    """The run this invocation works on; ``resumed`` when it continues an unfinished one."""
+
+    id: int
+    emit: str
+    resumed: bool
+    output: str | None  # output path of the run (of its first invocation when resumed)
+    output_bytes: int  # committed length of that output
+
+
+class StateStore:
+    """The state file, opened for writing by the one writer of a run.
+
+    Usage::
+
+        with StateStore("urls.state.sqlite") as store:   # locks, migrates
+            run = store.start_run(emit="delta", output="urls.jsonl")
+            store.add_urls("example.com", rows)
+            removed = store.finish_host(host_state, report)
+            store.commit(output_bytes=sink.bytes)
+            store.finish_run("complete")
+    """
+
+    def __init__(self, path: str, *, page_size: int = PAGE_SIZE) -> None:
+        """Open (creating, locking, migrating) the state file at ``path``.
+
+        ``page_size``: SQLite's, for a file created here (``PAGE_SIZE``; benchmarks
+        compare others); a file that exists keeps the one it was made with.
+        """
+        self.path = path
+        self._lock_fd = lock(path)
+        try:
+            self._db = connect(path, page_size)
+            migrate(self._db, path)
+        except BaseException:
+            os.close(self._lock_fd)
+            raise
+        self.run: RunInfo | None = None
+        self._host_ids: dict[str, int] = {}
+        self._sitemap_ids: dict[tuple[int, str], int] = {}
+        self._in_tx = False
+        self.counts = {"new": 0, "changed": 0, "unchanged": 0, "removed": 0, "hosts": 0}
+
+    # -- runs ------------------------------------------------------------------
+
+    @property
+    def run_emit(self) -> str:
+        """The ``--emit`` mode of the run (a resumed run keeps its own)."""
+        return self._require_run().emit
+
+    def start_run(self, *, emit: str, output: str | None, resume: bool = True) -> RunInfo:
+        """Resume the last run if it did not finish (and ``resume``), else start a new one.
+
+        A run left ``running`` (its process died: we hold the lock), ``interrupted``
+        or ``failed`` is resumed with its own ``emit`` mode; with ``resume=False``
+        it is marked ``abandoned`` instead (its committed records stay recorded).
+        Raises ``StateError`` when the file turns out to be corrupt.
+        """
+        try:
+            return self._start_run(emit, output, resume)
+        except sqlite3.DatabaseError as exc:
+            if self._in_tx:
+                with contextlib.suppress(sqlite3.Error):
+                    self._db.execute("ROLLBACK")
+                self._in_tx = False
+            raise StateError(
+                f"corrupt state file ({exc}); move it away to start afresh", url=self.path
+            ) from exc
+
+    def _start_run(self, emit: str, output: str | None, resume: bool) -> RunInfo:
+        row = self._db.execute(
+            "SELECT id, status, emit, output, output_bytes FROM runs ORDER BY id DESC LIMIT 1"
+        ).fetchone()
+        with self._tx():
+            if row is not None and row[1] in ("running", "interrupted", "failed"):
+                run_id, _status, old_emit, old_output, committed = row
+                if resume:
+                    self._db.execute(
+                        "UPDATE runs SET status = 'running', pid = ?, "
+                        "invocations = invocations + 1 WHERE id = ?",
+                        (os.getpid(), run_id),
+                    )
+                    self.run = RunInfo(run_id, old_emit, True, old_output, committed)
+                    for name in ("new", "changed", "unchanged", "removed", "hosts"):
+                        self.counts[name] = self._db.execute(
+                            f"SELECT {name} FROM runs WHERE id = ?",  # noqa: S608 - fixed names
+                            (run_id,),
+                        ).fetchone()[0]
+                    return self.run
+                self._db.execute(
+                    "UPDATE runs SET status = 'abandoned', finished = ? WHERE id = ?",
+                    (now(), run_id),
+                )
+            if emit not in EMIT_EVENTS:
+                raise StateError(f"unknown emit mode {emit!r}")
+            cur = self._db.execute(
+                "INSERT INTO runs (started, status, pid, emit, output) "
+                "VALUES (?, 'running', ?, ?, ?)",
+                (now(), os.getpid(), emit, output),
+            )
+            assert cur.lastrowid is not None
+            self.run = RunInfo(cur.lastrowid, emit, False, output, 0)
+        return self.run
+
+    @_sql_errors
+    def finish_run(self, status: str) -> None:
+        """Mark the run ``complete``, ``interrupted`` or ``failed`` (committing first)."""
+        run = self._require_run()
+        self.commit(None)
+        with self._tx():
+            self._db.execute(
+                "UPDATE runs SET status = ?, finished = ? WHERE id = ?", (status, now(), run.id)
+            )
+
+    @_sql_errors
+    def finished_hosts(self) -> FinishedHosts:
+        """A thread-safe, read-only membership test for this run's finished hosts."""
+        return FinishedHosts(self.path, self._require_run().id)
+
+    # -- writes ----------------------------------------------------------------
+
+    @_sql_errors
+    def add_urls(self, host: str, rows: LedgerRows) -> None:
+        """Record listed URLs of ``host`` (new, changed or unchanged): one chunk per sitemap."""
+        self.add_many([(host, rows)])
+
+    @_sql_errors
+    def add_many(self, batches: Iterable[tuple[str, LedgerRows]]) -> None:
+        """``add_urls`` for each ``(host, rows)``, in one statement (a worker's message
+        carries the rows of several batches)."""
+        run_id = self._require_run().id
+        self._begin()
+        values = []
+        for host, rows in batches:
+            host_id = self._host_id(host)
+            for (sitemap, n), blobs in zip(rows.sitemaps, rows.chunks, strict=True):
+                values.append((host_id, self._sitemap_id(host_id, sitemap), run_id, n, *blobs))
+        self._db.executemany(INSERT_CHUNK, values)
+
+    @_sql_errors
+    def count(self, events: dict[str, int]) -> None:
+        """Add per-event URL counts (from a finished host's report) to the run's totals."""
+        for name, value in events.items():
+            if name in self.counts:
+                self.counts[name] += value
+
+    @_sql_errors
+    def finish_host(self, state: HostState) -> list[dict[str, Any]]:
+        """Apply a finished host's update; return its removed URLs as output records.
+
+        Removed: URLs of sitemaps in the host's removal scope that were listed by an
+        earlier run and not by this one. Also checkpoints the host (not when
+        ``state.finished`` is false: a host cut short is redone on resume).
+        """
+        run = self._require_run()
+        self._begin()
+        host_id = self._host_id(state.host)
+        t = now()
+        for s in state.sitemaps:
+            sid = self._sitemap_id(host_id, s.url)
+            if s.complete and not s.carried:
+                self._db.execute(
+                    "UPDATE sitemaps SET parent = ?, kind = ?, etag = ?, last_modified = ?, "
+                    "content_hash = ?, urls = ?, children = ?, index_lastmod = ?, status = ?, "
+                    "http_status = ?, complete = 1, fetched_at = ?, last_complete = ?, "
+                    "final_url = ? WHERE id = ?",
+                    (
+                        s.parent,
+                        s.kind,
+                        s.etag,
+                        s.last_modified,
+                        s.content_hash,
+                        s.urls,
+                        None if s.children is None else dump_json(s.children),
+                        s.index_lastmod,
+                        s.status,
+                        s.http_status,
+                        t,
+                        t,
+                        s.final_url,
+                        sid,
+                    ),
+                )
+            elif s.carried:
+                # Unchanged (304 or a skip by index lastmod): validators stay; its URLs
+                # are confirmed as still listed.
+                self._db.execute(
+                    "UPDATE sitemaps SET status = ?, http_status = ?, fetched_at = ?, "
+                    "last_complete = ? WHERE id = ?",
+                    (s.status, s.http_status, t, t, sid),
+                )
+                # Its ledger chunks stand as they are (rewriting them would rewrite the
+                # whole ledger of an unchanged site); the sitemap's last_complete says
+                # they were confirmed, and a carried sitemap is never in the removal scope.
+            else:
+                # A failed or partial read keeps the validators of the last full read
+                # (sending them next time must not make a 304 cover a file never read).
+                self._db.execute(
+                    "UPDATE sitemaps SET status = ?, http_status = ?, fetched_at = ? WHERE id = ?",
+                    (s.status, s.http_status, t, sid),
+                )
+        if state.discovery is not None:
+            self._db.execute(
+                "UPDATE hosts SET discovery = ?, discovered_at = ? WHERE id = ?",
+                (dump_json(state.discovery), t, host_id),
+            )
+        if state.audit is not None:
+            self._db.execute(
+                "UPDATE hosts SET audit = ? WHERE id = ?", (dump_json(state.audit), host_id)
+            )
+        removed: list[dict[str, Any]] = []
+        if not state.finished:
+            return removed
+        scope = {self._sitemap_id(host_id, url) for url in state.removal_scope}
+        removed = retire(self._db, host_id, state.host, scope, run.id)
+        self._db.execute(
+            "UPDATE hosts SET last_run = ?, last_finished = ? WHERE id = ?", (run.id, t, host_id)
+        )
+        self.counts["removed"] += len(removed)
+        self.counts["hosts"] += 1
+        return removed
+
+    @_sql_errors
+    def commit(self, output_bytes: int | None) -> None:
+        """Commit everything staged, with the output's length (already flushed and fsynced)."""
+        if not self._in_tx:
+            self._begin()
+        run = self.run
+        if run is not None:
+            c = self.counts
+            if output_bytes is not None:
+                self._db.execute(
+                    "UPDATE runs SET output_bytes = ? WHERE id = ?", (output_bytes, run.id)
+                )
+            self._db.execute(
+                "UPDATE runs SET hosts = ?, new = ?, changed = ?, unchanged = ?, removed = ? "
+                "WHERE id = ?",
+                (c["hosts"], c["new"], c["changed"], c["unchanged"], c["removed"], run.id),
+            )
+        self._db.execute("COMMIT")
+        self._in_tx = False
+
+    @property
+    def db(self) -> sqlite3.Connection:
+        """The writer's connection, for stages that add their own tables (``verify``)."""
+        return self._db
+
+    @_sql_errors
+    def begin(self) -> None:
+        """Open the write transaction if none is open (``commit`` ends it)."""
+        self._begin()
+
+    def close(self) -> None:
+        """Roll back anything uncommitted, close the database and release the lock."""
+        try:
+            if self._in_tx:
+                self._db.execute("ROLLBACK")
+                self._in_tx = False
+            self._db.close()
+        finally:
+            with contextlib.suppress(OSError):
+                os.close(self._lock_fd)
+
+    def __enter__(self) -> StateStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- internals ---------------------------------------------------------------
+
+    def _require_run(self) -> RunInfo:
+        if self.run is None:
+            raise RuntimeError("start_run() first")
+        return self.run
+
+    def _begin(self) -> None:
+        if not self._in_tx:
+            self._db.execute("BEGIN IMMEDIATE")
+            self._in_tx = True
+
+    @contextlib.contextmanager
+    def _tx(self) -> Iterator[None]:
+        self._begin()
+        try:
+            yield
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            self._in_tx = False
+            raise
+        self._db.execute("COMMIT")
+        self._in_tx = False
+
+    def _host_id(self, host: str) -> int:
+        host_id = self._host_ids.get(host)
+        if host_id is None:
+            host_id = self._insert_id(
+                "INSERT OR IGNORE INTO hosts (name) VALUES (?)",
+                "SELECT id FROM hosts WHERE name = ?",
+                (host,),
+            )
+            if len(self._host_ids) > 10_000:  # bounded cache: hosts come and go
+                self._host_ids.clear()
+                self._sitemap_ids.clear()
+            self._host_ids[host] = host_id
+        return host_id
+
+    def _sitemap_id(self, host_id: int, url: str) -> int:
+        key = (host_id, url)
+        sid = self._sitemap_ids.get(key)
+        if sid is None:
+            sid = self._insert_id(
+                "INSERT OR IGNORE INTO sitemaps (host_id, url) VALUES (?, ?)",
+                "SELECT id FROM sitemaps WHERE host_id = ? AND url = ?",
+                (host_id, url),
+            )
+            self._sitemap_ids[key] = sid
+        return sid
+
+    def _insert_id(self, insert: str, select: str, params: tuple[object, ...]) -> int:
+        """The id of the row ``insert`` adds, or of the one ``select`` finds if it was there."""
+        if RETURNING:
+            # One statement for a new row (every host and sitemap of a first run).
+            row = self._db.execute(insert + " RETURNING id", params).fetchone()
+            if row is not None:
+                return int(row[0])
+        else:
+            self._db.execute(insert, params)
+        return int(self._db.execute(select, params).fetchone()[0])
+
+
+class FinishedHosts:
+    """``host in finished``: hosts the run being resumed already finished (own connection)."""
+
+    def __init__(self, path: str, run_id: int) -> None:
+        self._path = path
+        self._run_id = run_id
+        self._db: sqlite3.Connection | None = None
+
+    def __contains__(self, host: object) -> bool:
+        if self._db is None:  # opened in the thread that asks (the dispatcher)
+            self._db = sqlite3.connect(
+                f"file:{self._path}?mode=ro", uri=True, timeout=30.0, check_same_thread=False
+            )
+        row = self._db.execute("SELECT last_run FROM hosts WHERE name = ?", (host,)).fetchone()
+        return row is not None and row[0] == self._run_id
+
+    def close(self) -> None:
+        """Close the connection (if one was opened)."""
+        if self._db is not None:
+            self._db.close()
+            self._db = None
