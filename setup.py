@@ -12,7 +12,7 @@
 - ``harvester.reader._cdates``: the common lastmod shapes, parsed and formatted.
 - ``harvester.urls._cnormalize``: the canonical form of URLs without a query or with a plain one.
 - ``harvester.urls._cdedupe``: the URL fingerprint (BLAKE2b-64, the same value as hashlib's).
-- ``harvester.crawl._chost``: the host worker's loop over a batch of URL entries (records, or
+- ``harvester.crawl._chost``: ``UrlBatch``'s loop over a batch of URL entries (records, or
   their JSON lines, and the lastmod audit's count).
 
 Each extension is optional: where it cannot be built (no C compiler), the install goes

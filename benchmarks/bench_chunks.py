@@ -2,7 +2,7 @@
 
 The workers pack each batch's canonical URLs into a ledger chunk (``harvester.state.chunks``):
 newline-joined UTF-8, compressed. This times, in one process and side by side on the
-same URLs (``webgen``'s ``many`` URL shapes, 512 a chunk as ``host._BATCH``):
+same URLs (``webgen``'s ``many`` URL shapes, 512 a chunk as ``crawl.batch.BATCH``):
 
 * ``pack_text``: what the workers run (the URLs already joined by the compiled loop,
   then LZ4), and ``pack``: the same from a list of str (join, encode, then LZ4);
@@ -34,7 +34,7 @@ from harvester.state.chunks import NO_LASTMOD, pack, pack_text
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-CHUNK = 512  # URLs a chunk (host._BATCH)
+CHUNK = 512  # URLs a chunk (crawl.batch.BATCH)
 
 
 def urls_of(count: int, seed: int = 1) -> list[list[str]]:

@@ -130,7 +130,7 @@ async def discover(seed: Seed, fetcher: Fetcher, slot: HostSlot, cfg: Config) ->
 def recall(memory: dict[str, Any], seed: Seed, cfg: Config, slot: HostSlot) -> Discovered:
     """Discovery from the state's memory of an earlier run: no request at all.
 
-    ``memory`` is what ``HostWorker`` stored (``source``, ``refs``, ``origin``,
+    ``memory`` is what ``HostIncremental`` stored (``source``, ``refs``, ``origin``,
     ``robots_url``, ``robots``: the robots.txt text, ``robots_status``). The
     robots rules and Crawl-delay come from the remembered robots.txt, so the
     host is paced and its Disallow rules apply as if it had been fetched.
