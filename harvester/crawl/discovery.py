@@ -42,7 +42,7 @@ _EXTRACT: Any = None  # the tldextract instance, built on first use (see _extrac
 def _extractor() -> Any:
     """The public-suffix matcher, built on first cross-host question.
 
-    Lazily, because it costs ~19 MB per process and most hosts never list a
+    Lazily, because its table is large (tens of MB per process) and most hosts never list a
     child on another host. The bundled snapshot only (``suffix_list_urls=()``):
     tldextract would otherwise download the list, and harvester never makes
     requests it was not asked to make.
