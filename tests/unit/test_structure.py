@@ -8,6 +8,7 @@ for imports made inside functions (a cycle hidden there is still a cycle).
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -163,3 +164,46 @@ def _too_long(path: Path) -> list[str]:
 @pytest.mark.parametrize("name", sorted(MODULES))
 def test_no_class_or_function_is_too_long(name: str) -> None:
     assert not _too_long(MODULES[name])
+
+
+# The compiled halves, read as text (Cython is no Python ``ast`` can parse): a ``def``,
+# ``cdef`` or ``cpdef`` function or a class runs until the next line indented no deeper.
+_PYX_DEF = re.compile(r"^(\s*)(?:async\s+)?(?:cpdef|cdef|def)\s+(?:[\w\[\], .*]+\s+)?(\w+)\s*\(")
+_PYX_CLASS = re.compile(r"^(\s*)(?:cdef\s+)?class\s+(\w+)")
+PYX = sorted(ROOT.rglob("*.pyx"))
+
+
+def _too_long_pyx(path: Path) -> list[str]:
+    lines = path.read_text().splitlines()
+    out = []
+    for i, line in enumerate(lines):
+        match = _PYX_CLASS.match(line) or _PYX_DEF.match(line)
+        if match is None:
+            continue
+        indent = len(match.group(1))
+        end = i
+        for j in range(i + 1, len(lines)):
+            text = lines[j]
+            if not text.strip() or text.lstrip().startswith("#"):
+                continue
+            if len(text) - len(text.lstrip()) <= indent and not text.lstrip().startswith(")"):
+                break
+            end = j
+        limit = MAX_CLASS if _PYX_CLASS.match(line) else MAX_FUNCTION
+        said = any(WAIVER in lines[k] for k in range(max(0, i - 1), i + 1))
+        if end - i + 1 > limit and not said:
+            out.append(f"{path.name}:{i + 1} {match.group(2)}: {end - i + 1} lines > {limit}")
+    return out
+
+
+def test_the_compiled_halves_are_read(tmp_path: Path) -> None:
+    assert len(PYX) >= 8
+    sample = "def f(x):\n    y = 1\n\n    return y\ncdef int g(int a) nogil:\n" + "    a\n" * 81
+    path = tmp_path / "_probe.pyx"
+    path.write_text(sample)
+    assert _too_long_pyx(path) == ["_probe.pyx:5 g: 82 lines > 80"]
+
+
+@pytest.mark.parametrize("path", PYX, ids=lambda p: p.name)
+def test_no_compiled_class_or_function_is_too_long(path: Path) -> None:
+    assert not _too_long_pyx(path)
