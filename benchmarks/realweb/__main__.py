@@ -143,7 +143,8 @@ def write_results(text: str, args: argparse.Namespace, machine: str) -> None:
         RESULTS.read_text()
         if RESULTS.exists()
         else (
-            "# realweb results\n\n`python -m benchmarks.realweb --domains N --seed S --write-results`"
+            "# realweb results\n\n"
+            "`python -m benchmarks.realweb --domains N --seed S --write-results`"
             " writes its section here; see benchmarks/README.md (realweb) for the columns.\n"
         )
     )
