@@ -120,6 +120,9 @@ def run_tool(tool: str, sites: list[Site], run_dir: Path, args: argparse.Namespa
     if proc.returncode != 0 or not result_path.exists():
         raise SystemExit(f"realweb: the {tool} run failed (exit {proc.returncode}); see {tool_dir}")
     result: dict[str, Any] = json.loads(result_path.read_text())
+    no_nft = (
+        [] if result.get("nft", True) else ["no nft: refused = accept+reset, dropped = full queue"]
+    )
     if tool == "harvester":
         found = report.harvester_found(tool_dir / "out.jsonl")
         per_host = report.harvester_classes(tool_dir / "out.jsonl.hosts.jsonl")
@@ -132,6 +135,7 @@ def run_tool(tool: str, sites: list[Site], run_dir: Path, args: argparse.Namespa
             info = json.loads(summary[-1])
             row.notes.append(f"Scrapy {info.get('version')}, default settings")
             (tool_dir / "stats.json").write_text(json.dumps(info, indent=1))
+    row.notes += no_nft
     return row
 
 

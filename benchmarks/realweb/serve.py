@@ -15,7 +15,8 @@ gives each connection its domain's context (made on first use from its PEM, kept
 LRU of ``CONTEXTS``). Sites of kind ``hang`` get their own listening sockets on their
 address (``SO_REUSEPORT``: the kernel prefers the exact address to the wildcard) that
 accept and never read or write: no TLS handshake, no response. ``refused``, ``dropped``
-and ``http_only``'s :443 are nftables rules (``benchmarks.realweb.netns``).
+and ``http_only``'s :443 are nftables rules (``benchmarks.realweb.netns``); with
+``--no-nft`` (no ``nft`` here) listeners stand in for them (see ``serve``).
 
 Requests are parsed by httptools (as in ``benchmarks.server``), answers are made per
 request from the site's pages after the site's latency (``loop.call_later``); uvloop when
@@ -29,8 +30,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import contextlib
 import resource
 import signal
+import socket
 import ssl
 import sys
 from pathlib import Path
@@ -204,8 +207,37 @@ class Silent(asyncio.Protocol):
         transport.pause_reading()  # type: ignore[attr-defined]
 
 
-async def serve(domains: int, seed: int, certs: Path) -> Server:
-    """Bind :80 and :443 (and the ``hang`` addresses), serve until SIGTERM/SIGINT."""
+class Reset(asyncio.Protocol):
+    """Accepts and resets at once (``refused`` when nftables is not available)."""
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        transport.abort()  # type: ignore[attr-defined]
+
+
+def full_backlog(address: str, port: int) -> list[socket.socket]:
+    """A listening socket on ``address:port`` whose accept queue is full and never drained:
+    further SYNs are dropped (``dropped`` when nftables is not available)."""
+    listener = socket.socket()
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    listener.bind((address, port))
+    listener.listen(0)
+    held = [listener]
+    for _ in range(3):
+        client = socket.socket()
+        client.setblocking(False)
+        with contextlib.suppress(BlockingIOError):
+            client.connect((address, port))
+        held.append(client)
+    return held
+
+
+async def serve(domains: int, seed: int, certs: Path, *, nft: bool = True) -> Server:
+    """Bind :80 and :443 (and the ``hang`` addresses), serve until SIGTERM/SIGINT.
+
+    ``nft=False``: no nftables rules stand for ``refused``, ``dropped`` and ``http_only``'s
+    :443, so their addresses get listeners of their own: ``Reset`` (accepted, then a
+    reset: not quite a refused SYN) and ``full_backlog`` (SYNs dropped).
+    """
     loop = asyncio.get_running_loop()
     sites = build(domains, seed)
     raise_nofile(65_536)
@@ -223,6 +255,18 @@ async def serve(domains: int, seed: int, certs: Path) -> Server:
         if site.kind == "hang"
         for port in (80, 443)
     ]
+    held: list[socket.socket] = []
+    if not nft:
+        for site in sites:
+            ports = {"refused": (80, 443), "http_only": (443,)}.get(site.kind, ())
+            for port in ports:
+                listeners.append(
+                    await loop.create_server(
+                        Reset, site.address, port, backlog=BACKLOG, reuse_port=True
+                    )
+                )
+            if site.kind == "dropped":
+                held += full_backlog(site.address, 80) + full_backlog(site.address, 443)
     listeners.append(
         await loop.create_server(
             lambda: Connection(server, 80), "0.0.0.0", 80, backlog=BACKLOG, reuse_port=True
@@ -249,6 +293,8 @@ async def serve(domains: int, seed: int, certs: Path) -> Server:
     for conn in list(server.connections):
         if conn.transport is not None:
             conn.transport.abort()
+    for sock in held:
+        sock.close()
     return server
 
 
@@ -257,9 +303,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--domains", type=int, required=True)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--certs", type=Path, required=True)
+    ap.add_argument("--no-nft", action="store_true", help="no nftables rules: see serve()")
     args = ap.parse_args(argv)
     with asyncio.Runner(loop_factory=new_event_loop) as runner:
-        server = runner.run(serve(args.domains, args.seed, args.certs))
+        server = runner.run(serve(args.domains, args.seed, args.certs, nft=not args.no_nft))
     usage = resource.getrusage(resource.RUSAGE_SELF)
     print(
         f"# serve: {server.requests} requests {dict(sorted(server.by_status.items()))};"

@@ -4,7 +4,8 @@ The whole bench runs as ``python -m benchmarks.realweb`` (certificates, namespac
 rules, DNS and HTTP servers, harvester, the report) with harvester's timeouts shortened
 by ``--harvester-config`` (only here: the bench itself measures the defaults), so the
 dead and hanging sites cost seconds. Skipped, with the reason, where ``unshare -rnm``
-or ``nft`` is not available or the ``bench`` extra (trustme, dnslib) is not installed.
+is not permitted or the ``bench`` extra (trustme, dnslib) is not installed; without
+``nft`` the server's stand-ins for the reset and dropped addresses are used.
 """
 
 from __future__ import annotations
