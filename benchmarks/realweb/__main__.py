@@ -116,13 +116,15 @@ def run_tool(tool: str, sites: list[Site], run_dir: Path, args: argparse.Namespa
     web = ["--domains", str(args.domains), "--seed", str(args.seed)]
     argv = [*web, "--run-dir", str(run_dir), "--tool", tool, "--timeout", str(args.timeout)]
     proc = netns.in_namespace([*argv, "--", *cmd], timeout=args.timeout + 120)
-    result_path = tool_dir / "result.json"
-    if proc.returncode != 0 or not result_path.exists():
+    if proc.returncode != 0 or not (tool_dir / "result.json").exists():
         raise SystemExit(f"realweb: the {tool} run failed (exit {proc.returncode}); see {tool_dir}")
-    result: dict[str, Any] = json.loads(result_path.read_text())
-    no_nft = (
-        [] if result.get("nft", True) else ["no nft: refused = accept+reset, dropped = full queue"]
-    )
+    return tool_row(tool, sites, run_dir)
+
+
+def tool_row(tool: str, sites: list[Site], run_dir: Path) -> report.Row:
+    """The row of ``tool`` from what its run left in ``RUN_DIR/<tool>/``."""
+    tool_dir = run_dir / tool
+    result: dict[str, Any] = json.loads((tool_dir / "result.json").read_text())
     if tool == "harvester":
         found = report.harvester_found(tool_dir / "out.jsonl")
         per_host = report.harvester_classes(tool_dir / "out.jsonl.hosts.jsonl")
@@ -135,7 +137,8 @@ def run_tool(tool: str, sites: list[Site], run_dir: Path, args: argparse.Namespa
             info = json.loads(summary[-1])
             row.notes.append(f"Scrapy {info.get('version')}, default settings")
             (tool_dir / "stats.json").write_text(json.dumps(info, indent=1))
-    row.notes += no_nft
+    if not result.get("nft", True):
+        row.notes.append("no nft: refused = accept+reset, dropped = full queue")
     return row
 
 
@@ -169,6 +172,12 @@ def main(argv: list[str] | None = None) -> int:
         "--harvester-config",
         type=Path,
         help="extra TOML for harvester (tests only: the bench measures the defaults)",
+    )
+    ap.add_argument(
+        "--with-earlier",
+        action="store_true",
+        help="also report the tools not in --tools whose earlier run on this web is in the"
+        " run directory (e.g. Scrapy re-run alone)",
     )
     ap.add_argument("--write-results", action="store_true")
     args = ap.parse_args(argv)
@@ -204,6 +213,14 @@ def main(argv: list[str] | None = None) -> int:
         row = run_tool(tool, sites, run_dir, args)
         print(json.dumps(row.record()), flush=True)
         rows.append(row)
+    if args.with_earlier:
+        for tool in ("harvester", "scrapy"):
+            if tool not in tools and (run_dir / tool / "result.json").exists():
+                row = tool_row(tool, sites, run_dir)
+                row.notes.append("earlier run")
+                print(json.dumps(row.record()), flush=True)
+                rows.append(row)
+        rows.sort(key=lambda r: r.tool)
     from harvester.config import Config
 
     rate = Config().politeness.default.rate

@@ -176,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             try:
                 with (tool_dir / "tool.stderr").open("w") as err:
-                    res = run_measured(cmd, timeout=args.timeout, stderr=err, cwd=tool_dir)
+                    res = run_measured(cmd, timeout=args.timeout, stderr=err)
             finally:
                 _stop(serve)
         finally:
