@@ -41,6 +41,7 @@ from benchmarks.realweb.web import Site, build, write_seeds
 TLS_KINDS: Final = frozenset(
     {"small", "www", "big", "fallback", "soft404", "nosite", "robots_5xx", "robots_hang"}
 )
+TOOLS: Final = ("harvester", "scrapy", "scrapy-tuned")
 RESULTS: Final = ROOT / "benchmarks" / "realweb" / "RESULTS.md"
 
 
@@ -102,7 +103,8 @@ def tool_cmd(tool: str, run_dir: Path, args: argparse.Namespace) -> list[str]:
         "--seeds",
         str(run_dir / "seeds-robots.txt"),
         "--out",
-        str(run_dir / "scrapy" / "urls.txt"),
+        str(run_dir / tool / "urls.txt"),
+        *(["--tuned"] if tool == "scrapy-tuned" else []),
     ]
 
 
@@ -135,7 +137,8 @@ def tool_row(tool: str, sites: list[Site], run_dir: Path) -> report.Row:
         summary = [ln for ln in result["process"]["stdout"].splitlines() if ln.startswith("{")]
         if summary:
             info = json.loads(summary[-1])
-            row.notes.append(f"Scrapy {info.get('version')}, default settings")
+            changed = "default settings" if tool == "scrapy" else f"settings {info['settings']}"
+            row.notes.append(f"Scrapy {info.get('version')}, {changed}")
             (tool_dir / "stats.json").write_text(json.dumps(info, indent=1))
     if not result.get("nft", True):
         row.notes.append("no nft: refused = accept+reset, dropped = full queue")
@@ -164,7 +167,11 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.realweb", description=__doc__)
     ap.add_argument("--domains", type=int, default=2000)
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--tools", default="harvester,scrapy", help="comma list: harvester, scrapy")
+    ap.add_argument(
+        "--tools",
+        default="harvester,scrapy",
+        help="comma list of harvester, scrapy (defaults), scrapy-tuned (peer.TUNED settings)",
+    )
     ap.add_argument("--workers", type=int, default=2, help="harvester's --workers")
     ap.add_argument("--timeout", type=float, default=3600.0, help="seconds per tool, then killed")
     ap.add_argument("--out", type=Path, help="run directory (default benchmarks/out/realweb-…)")
@@ -182,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--write-results", action="store_true")
     args = ap.parse_args(argv)
     tools = [t for t in args.tools.split(",") if t]
-    if unknown := set(tools) - {"harvester", "scrapy"}:
+    if unknown := set(tools) - set(TOOLS):
         ap.error(f"unknown tools: {', '.join(sorted(unknown))}")
     why = netns.can_unshare()
     if why is not None:
@@ -214,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(row.record()), flush=True)
         rows.append(row)
     if args.with_earlier:
-        for tool in ("harvester", "scrapy"):
+        for tool in TOOLS:
             if tool not in tools and (run_dir / tool / "result.json").exists():
                 row = tool_row(tool, sites, run_dir)
                 row.notes.append("earlier run")
