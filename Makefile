@@ -24,7 +24,7 @@ DOMAINS ?= 2000
 SEED ?= 1
 bench-realweb: setup ## harvester vs Scrapy on a seeded web of small, slow, broken and dead sites (a network namespace; needs unshare and nft)
 	.venv/bin/python -m pip install --quiet -e ".[bench]"
-	.venv/bin/python -m benchmarks.realweb --domains $(DOMAINS) --seed $(SEED) --write-results
+	.venv/bin/python -m benchmarks.realweb --domains $(DOMAINS) --seed $(SEED) --tools harvester,scrapy-tuned,scrapy --timeout 1500 --write-results
 
 clean:
 	rm -rf .venv .mypy_cache .ruff_cache .pytest_cache .hypothesis benchmarks/.corpus
