@@ -1,7 +1,8 @@
 """``python -m benchmarks.realweb``: harvester and Scrapy on a web that looks like the web.
 
-In: ``--domains N`` (default 2000), ``--seed`` (1), ``--tools`` (``harvester,scrapy``),
-``--timeout`` (seconds per tool), ``--write-results``. Out: one JSON line per tool and a
+In: ``--domains N`` (default 2000), ``--seed`` (1), ``--tools`` (``harvester,scrapy``;
+also ``scrapy-tuned``), ``--timeout`` (seconds per tool), ``--with-earlier`` (add the
+rows of tools run before on the same web), ``--write-results``. Out: one JSON line per tool and a
 markdown table on stdout (``report.markdown``); with ``--write-results`` the section of
 this (domains, seed) in ``benchmarks/realweb/RESULTS.md``; everything of the run in
 ``benchmarks/out/realweb-d<N>-s<seed>/`` (git-ignored): certificates, seeds, each tool's
@@ -18,7 +19,8 @@ needs: ``harvester run -i seeds.txt -o out.jsonl --workers 2 --allow 127.0.0.0/8
 (the web's addresses are loopback ones, which the SSRF guard refuses unless allowed),
 the CA through ``SSL_CERT_FILE`` (and ``fetch.ca_bundle`` when ``FetchConfig`` has that
 setting), and no other setting. Scrapy runs ``benchmarks.realweb.peer`` (SitemapSpider,
-default settings). The web and its mix: ``benchmarks/realweb/web.py``.
+default settings; ``scrapy-tuned``: ``peer.TUNED``). The web and its mix:
+``benchmarks/realweb/web.py``.
 """
 
 from __future__ import annotations
