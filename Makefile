@@ -1,5 +1,5 @@
 # Each target does its own set-up (scripts/setup creates .venv and installs).
-.PHONY: setup test check demo bench bench-parse bench-pipeline parse-demo clean
+.PHONY: setup test check demo bench bench-parse bench-pipeline bench-realweb parse-demo clean
 
 setup:
 	scripts/setup
@@ -19,6 +19,12 @@ bench-parse: setup
 
 bench-pipeline: setup ## 2,000 hosts, ~3.2M URLs on loopback, vs the network and CPU limits, 3 interleaved rounds
 	.venv/bin/python -m benchmarks.bench_pipeline --hosts 2000 --workers 2 --rounds 3
+
+DOMAINS ?= 2000
+SEED ?= 1
+bench-realweb: setup ## harvester vs Scrapy on a seeded web of small, slow, broken and dead sites (a network namespace; needs unshare and nft)
+	.venv/bin/python -m pip install --quiet -e ".[bench]"
+	.venv/bin/python -m benchmarks.realweb --domains $(DOMAINS) --seed $(SEED) --tools harvester,scrapy-tuned,scrapy --timeout 1500 --write-results
 
 clean:
 	rm -rf .venv .mypy_cache .ruff_cache .pytest_cache .hypothesis benchmarks/.corpus

@@ -1,0 +1,1 @@
+"""A web that looks like the web: seeded, on loopback, in a network namespace (issue 29)."""

@@ -1,0 +1,321 @@
+"""The realweb's HTTP and HTTPS server: one process, :80 and :443 on every address of the web.
+
+In: the web (``web.build(domains, seed)``, rebuilt here: the same seeded bytes the runner
+counts as truth) and a directory of certificates (``certs/<domain>.pem``: the domain's EC
+key and its certificate for ``<domain>`` and ``www.<domain>``, signed by the run's CA;
+written by ``benchmarks.realweb.__main__`` with ``trustme``). Out: responses, ``ready`` on
+stdout once bound, and on SIGTERM one line on stderr: requests, responses by status,
+CPU seconds (the server's CPU is printed apart from the measured tool's).
+
+Runs inside the bench's network namespace, where only ``lo`` exists, so binding
+``0.0.0.0`` is safe: one listening socket per port accepts on every ``127.x`` address
+and each connection is dispatched by its local address (``sockname``) to its site; the
+``Host`` header then tells the apex from ``www.``. TLS: ``ssl`` with an SNI callback that
+gives each connection its domain's context (made on first use from its PEM, kept in an
+LRU of ``CONTEXTS``). Sites of kind ``hang`` get their own listening sockets on their
+address (``SO_REUSEPORT``: the kernel prefers the exact address to the wildcard) that
+accept and never read or write: no TLS handshake, no response. ``refused``, ``dropped``
+and ``http_only``'s :443 are nftables rules (``benchmarks.realweb.netns``); with
+``--no-nft`` (no ``nft`` here) listeners stand in for them (see ``serve``).
+
+Requests are parsed by httptools (as in ``benchmarks.server``), answers are made per
+request from the site's pages after the site's latency (``loop.call_later``); uvloop when
+installed. A page ``HANG`` (``robots_hang``'s robots.txt) is never answered.
+
+    python -m benchmarks.realweb.serve --domains 2000 --seed 1 --certs DIR
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import contextlib
+import resource
+import signal
+import socket
+import ssl
+import sys
+from pathlib import Path
+from typing import Any, Final, cast
+from urllib.parse import unquote
+
+import httptools
+
+from benchmarks.realweb.web import HANG, Page, Site, build
+from benchmarks.server import new_event_loop, raise_nofile
+
+BACKLOG: Final = 4096
+CONTEXTS: Final = 4096  # TLS contexts kept (one per domain, made on first use)
+REASONS: Final = {
+    200: "OK",
+    301: "Moved Permanently",
+    302: "Found",
+    404: "Not Found",
+    500: "Internal Server Error",
+    503: "Service Unavailable",
+}
+NOT_FOUND: Final = Page(404, "text/plain", b"404 not found\n")
+
+
+class Server:
+    """The sites by address, TLS contexts by name, counters."""
+
+    def __init__(self, sites: list[Site], certs: Path) -> None:
+        self.by_address = {s.address: s for s in sites}
+        self.certs = certs
+        self.contexts: collections.OrderedDict[str, ssl.SSLContext] = collections.OrderedDict()
+        self.connections: set[Connection] = set()
+        self.requests = 0
+        self.by_status: dict[int, int] = {}
+        self.tls_names: set[str] = set()
+
+    def context(self, name: str) -> ssl.SSLContext | None:
+        """The TLS context of domain ``name`` (``www.`` stripped), None when it has none."""
+        ctx = self.contexts.get(name)
+        if ctx is not None:
+            self.contexts.move_to_end(name)
+            return ctx
+        pem = self.certs / f"{name}.pem"
+        if not pem.exists():
+            return None
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(pem)
+        self.contexts[name] = ctx
+        if len(self.contexts) > CONTEXTS:
+            self.contexts.popitem(last=False)
+        return ctx
+
+    def sni(self, sslobj: Any, server_name: str | None, _ctx: ssl.SSLContext) -> int | None:
+        """``SSLContext.sni_callback``: switch to the named domain's context."""
+        if server_name:
+            name = server_name.lower().removeprefix("www.")
+            ctx = self.context(name)
+            if ctx is not None:
+                sslobj.context = ctx
+                self.tls_names.add(name)
+                return None
+        return ssl.ALERT_DESCRIPTION_UNRECOGNIZED_NAME
+
+    def route(self, site: Site | None, port: int, host: str, path: str) -> Page:
+        """The page for a request on ``port`` to ``host`` ``path`` of ``site``."""
+        if site is None:
+            return NOT_FOUND
+        host = host.split(":", 1)[0].lower().rstrip(".") or site.name
+        if site.kind == "hang":
+            return HANG
+        if site.scheme == "https" and port == 80:
+            return Page(301, location=f"https://{site.content_host}{path}")
+        if host != site.content_host:
+            return Page(301, location=f"{site.scheme}://{site.content_host}{path}")
+        page = site.pages.get(path)
+        if page is None:
+            page = site.default or NOT_FOUND
+        return page
+
+
+class Connection(asyncio.Protocol):
+    """One client connection: parse requests, answer after the site's latency."""
+
+    def __init__(self, server: Server, port: int) -> None:
+        self.server = server
+        self.port = port
+        self.site: Site | None = None
+        self.parser = httptools.HttpRequestParser(self)
+        self.url = b""
+        self.host = ""
+        self.transport: asyncio.Transport | None = None
+        self.hanging = False
+        self.pending: list[tuple[Page, bool, bool]] = []
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast("asyncio.Transport", transport)
+        sockname = transport.get_extra_info("sockname")
+        if sockname:
+            self.site = self.server.by_address.get(sockname[0])
+        self.server.connections.add(self)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.server.connections.discard(self)
+        self.transport = None
+
+    def data_received(self, data: bytes) -> None:
+        if self.hanging:
+            return
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserError:
+            if self.transport is not None:
+                self.transport.close()
+
+    def on_message_begin(self) -> None:
+        self.url = b""
+        self.host = ""
+
+    def on_url(self, url: bytes) -> None:
+        self.url += url
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        if name.lower() == b"host":
+            self.host = value.decode("latin-1")
+
+    def on_message_complete(self) -> None:
+        server = self.server
+        server.requests += 1
+        path = unquote(httptools.parse_url(self.url).path.decode("latin-1"))
+        page = server.route(self.site, self.port, self.host, path)
+        if page is HANG:
+            self.hanging = True  # accepted, read, never answered
+            return
+        head_only = self.parser.get_method() == b"HEAD"
+        self.pending.append((page, head_only, self.parser.should_keep_alive()))
+        if len(self.pending) == 1:
+            delay = self.site.latency if self.site is not None else 0.0
+            asyncio.get_running_loop().call_later(delay, self.flush)
+
+    def flush(self) -> None:
+        pending, self.pending = self.pending, []
+        for page, head_only, keep_alive in pending:
+            self.send(page, head_only, keep_alive)
+
+    def send(self, page: Page, head_only: bool, keep_alive: bool) -> None:
+        transport = self.transport
+        if transport is None or transport.is_closing():
+            return
+        server = self.server
+        server.by_status[page.status] = server.by_status.get(page.status, 0) + 1
+        lines = [f"HTTP/1.1 {page.status} {REASONS.get(page.status, 'Other')}"]
+        if page.content_type:
+            lines.append(f"Content-Type: {page.content_type}")
+        if page.location:
+            lines.append(f"Location: {page.location}")
+        lines.append(f"Content-Length: {len(page.body)}")
+        lines.append("Connection: keep-alive" if keep_alive else "Connection: close")
+        head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+        transport.writelines([head] if head_only or not page.body else [head, page.body])
+        if not keep_alive:
+            transport.close()
+
+
+class Silent(asyncio.Protocol):
+    """Accepts and never reads or writes (a ``hang`` site)."""
+
+    def __init__(self, server: Server) -> None:
+        self.server = server
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        transport.pause_reading()  # type: ignore[attr-defined]
+
+
+class Reset(asyncio.Protocol):
+    """Accepts and resets at once (``refused`` when nftables is not available)."""
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        transport.abort()  # type: ignore[attr-defined]
+
+
+def full_backlog(address: str, port: int) -> list[socket.socket]:
+    """A listening socket on ``address:port`` whose accept queue is full and never drained:
+    further SYNs are dropped (``dropped`` when nftables is not available)."""
+    listener = socket.socket()
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    listener.bind((address, port))
+    listener.listen(0)
+    held = [listener]
+    for _ in range(3):
+        client = socket.socket()
+        client.setblocking(False)
+        with contextlib.suppress(BlockingIOError):
+            client.connect((address, port))
+        held.append(client)
+    return held
+
+
+async def serve(domains: int, seed: int, certs: Path, *, nft: bool = True) -> Server:
+    """Bind :80 and :443 (and the ``hang`` addresses), serve until SIGTERM/SIGINT.
+
+    ``nft=False``: no nftables rules stand for ``refused``, ``dropped`` and ``http_only``'s
+    :443, so their addresses get listeners of their own: ``Reset`` (accepted, then a
+    reset: not quite a refused SYN) and ``full_backlog`` (SYNs dropped).
+    """
+    loop = asyncio.get_running_loop()
+    sites = build(domains, seed)
+    raise_nofile(65_536)
+    server = Server(sites, certs)
+    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    first = next((s for s in sites if (certs / f"{s.name}.pem").exists()), None)
+    if first is not None:  # (for a client that sends no SNI)
+        tls.load_cert_chain(certs / f"{first.name}.pem")
+    tls.sni_callback = server.sni
+    listeners = [
+        await loop.create_server(
+            lambda: Silent(server), site.address, port, backlog=BACKLOG, reuse_port=True
+        )
+        for site in sites
+        if site.kind == "hang"
+        for port in (80, 443)
+    ]
+    held: list[socket.socket] = []
+    if not nft:
+        for site in sites:
+            ports = {"refused": (80, 443), "http_only": (443,)}.get(site.kind, ())
+            for port in ports:
+                listeners.append(
+                    await loop.create_server(
+                        Reset, site.address, port, backlog=BACKLOG, reuse_port=True
+                    )
+                )
+            if site.kind == "dropped":
+                held += full_backlog(site.address, 80) + full_backlog(site.address, 443)
+    listeners.append(
+        await loop.create_server(
+            lambda: Connection(server, 80), "0.0.0.0", 80, backlog=BACKLOG, reuse_port=True
+        )
+    )
+    listeners.append(
+        await loop.create_server(
+            lambda: Connection(server, 443),
+            "0.0.0.0",
+            443,
+            ssl=tls,
+            backlog=BACKLOG,
+            reuse_port=True,
+            ssl_handshake_timeout=60,
+        )
+    )
+    stop = asyncio.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    print("ready", flush=True)
+    await stop.wait()
+    for listener in listeners:
+        listener.close()
+    for conn in list(server.connections):
+        if conn.transport is not None:
+            conn.transport.abort()
+    for sock in held:
+        sock.close()
+    return server
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.realweb.serve", description=__doc__)
+    ap.add_argument("--domains", type=int, required=True)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--certs", type=Path, required=True)
+    ap.add_argument("--no-nft", action="store_true", help="no nftables rules: see serve()")
+    args = ap.parse_args(argv)
+    with asyncio.Runner(loop_factory=new_event_loop) as runner:
+        server = runner.run(serve(args.domains, args.seed, args.certs, nft=not args.no_nft))
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    print(
+        f"# serve: {server.requests} requests {dict(sorted(server.by_status.items()))};"
+        f" {len(server.tls_names)} TLS names; cpu {usage.ru_utime + usage.ru_stime:.2f} s",
+        file=sys.stderr,
+        flush=True,
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
