@@ -189,7 +189,9 @@ class TagCodes:
         """The code of ``tag`` (cached in ``known``)."""
         code = IGNORE
         if isinstance(tag, str):
-            ns, _, local = tag[1:].partition("}") if tag[:1] == "{" else ("", "", tag)
+            # "{ns}local": a local name has no '}', a namespace may (one that is no valid
+            # URI, which libxml2 only reports), so split at the last.
+            ns, _, local = tag[1:].rpartition("}") if tag[:1] == "{" else ("", "", tag)
             ext = _EXTENSION.get((ns, local))
             if ext is not None:
                 code = ext if self._extensions else IGNORE

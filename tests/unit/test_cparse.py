@@ -274,6 +274,20 @@ CORNERS = {
         "<url><loc>https://e.com/b</loc>\n</url></urlset>"
     ).encode(),
     "cut inside a value": urlset("<loc>https://e.com/a</loc>", "<loc>https://e.com/b</loc>")[:-30],
+    # Issue 30 item 13: a default namespace with a '}' in it (not a valid URI), then text
+    # after the root; the Python path split the tag "{http://www}sitemaps...}loc" at the
+    # first '}' and found no loc.
+    "namespace with a brace, text after the root": urlset(
+        "<loc>https://e.com/a</loc>", ns='xmlns="http://www}sitemaps.org/schemas/sitemap/0.9"'
+    )
+    + b"junk",
+    # Found by tests/property/test_reader_differential.py: a namespace URI that is not
+    # valid (an error), then a relative one (a warning): lxml accepts the document, as
+    # its close() looks at the last report only, and _cpush must too.
+    "bad namespace, then a relative one": (
+        b'<urlset xmlns:image="http://www.googl]]>e.com/schemas/sitemap-image/1.1" xmlns="ht0.9">'
+        b"<url><loc>https://e.com/a</loc></url></urlset>"
+    ),
 }
 
 

@@ -86,6 +86,21 @@ def test_two_roots_keeps_the_first_and_flags() -> None:
     assert result.error.kind == "bad_xml"
 
 
+@pytest.mark.parametrize(
+    ("root", "entry"), [("urlset", "url"), ("sitemapindex", "sitemap")], ids=["urlset", "index"]
+)
+def test_a_namespace_that_is_no_uri_keeps_the_complete_entries(root: str, entry: str) -> None:
+    # Issue 30 item 13: libxml2 calls the xmlns no valid URI (an error at the end); the
+    # entries are still read by local name, as in any other namespace, and kept.
+    ns = "http://www}sitemaps.org/schemas/sitemap/0.9"
+    doc = f'<{root} xmlns="{ns}"><{entry}><loc>https://e.com/a</loc></{entry}></{root}>junk'
+    entries, result = read_bytes(doc.encode())
+    assert locs(entries) == ["https://e.com/a"]
+    assert result.status == "partial"
+    assert result.error is not None
+    assert result.error.kind == "bad_xml"
+
+
 def test_truncated_document_keeps_complete_entries_only() -> None:
     data = urlset(10)
     cut = data.index(b"/p/7</loc>") + 3  # inside the 8th loc
