@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 from lxml import etree
 
 from harvester import compiled
-from harvester.errors import ParseError, TruncatedDocument
+from harvester.errors import ParseError, TruncatedDocument, XmlTooLarge
 from harvester.models import Kind, SitemapChild, UrlEntry
 from harvester.reader.dates import parse_lastmod, parse_rfc822, w3c_common
 from harvester.reader.entries import (
@@ -348,10 +348,47 @@ def _syntax_error(exc: etree.XMLSyntaxError, *, truncated: bool) -> ParseError:
     return _parse_error(message, line, column, truncated=truncated)
 
 
+# libxml2's resource limits (parserInternals.h), met with XML_PARSE_HUGE off (huge_tree=False):
+# the words its message starts with, and the limit. The rest: XML_MAX_TEXT_LENGTH.
+_LIMITS = (
+    ("Excessive depth", "libxml2's limit of 256 nested elements, xmlParserMaxDepth"),
+    ("Name too long", "libxml2's limit of 50,000 bytes for a name, XML_MAX_NAME_LENGTH"),
+)
+_TEXT_LIMIT = (
+    "libxml2's limit of 10,000,000 bytes for one text node, attribute value, comment,"
+    " CDATA section or PI, XML_MAX_TEXT_LENGTH"
+)
+_HUGE_HINTS = (", try XML_PARSE_HUGE", ", use XML_PARSE_HUGE option")
+
+
+def _resource_limit(message: str, line: int, column: int) -> XmlTooLarge | None:
+    """A libxml2 message that says a resource limit was met, as ``XmlTooLarge`` naming it."""
+    if not (
+        message.startswith("Resource limit exceeded")
+        or "XML_PARSE_HUGE" in message
+        or "too big" in message
+        or "too long" in message
+    ):
+        return None
+    what = message.removeprefix("Resource limit exceeded: ")
+    for hint in _HUGE_HINTS:
+        what = what.replace(hint, "")
+    limit = next((name for start, name in _LIMITS if what.startswith(start)), _TEXT_LIMIT)
+    return XmlTooLarge(
+        f"{what} (over {limit}; harvester never turns on XML_PARSE_HUGE)",
+        line=line,
+        column=column,
+    )
+
+
 def _parse_error(message: str, line: int, column: int, *, truncated: bool) -> ParseError:
     """The error of a libxml2 message (trimmed) at a position; at the end of input, one
-    saying the document stopped early is a ``TruncatedDocument``."""
+    saying the document stopped early is a ``TruncatedDocument``; one saying a resource
+    limit was met an ``XmlTooLarge``."""
     message = message.strip()
+    limit = _resource_limit(message, line, column)
+    if limit is not None:
+        return limit
     if truncated and ("Premature end" in message or "not found" in message):
         return TruncatedDocument(f"document ended early: {message}", line=line, column=column)
     return ParseError(f"malformed XML: {message}", line=line, column=column)

@@ -122,12 +122,14 @@ def _huge_loc() -> Iterable[bytes]:
     yield b"</loc></url></urlset>"
 
 
-def test_100mb_loc_in_a_urlset_is_a_bounded_xml_error() -> None:
+def test_100mb_loc_in_a_urlset_is_a_bounded_too_large_error() -> None:
     out = measured(_huge_loc, ReaderConfig(max_decompressed_bytes=200_000_000))
-    # libxml2 refuses a text node over 10 MB: we stop there, long before 100 MB.
+    # libxml2 refuses a text node over 10 MB: we stop there, long before 100 MB, and say
+    # which limit it was (a resource limit, not malformed XML: issue 30 item 9).
     assert out.res.error is not None
-    assert out.res.error.kind == "bad_xml"
+    assert out.res.error.kind == "too_large"
     assert "too long" in out.res.error.message
+    assert "10,000,000 bytes" in out.res.error.message
     assert out.res.stats.bytes_in < 20_000_000
     assert out.locs == ["https://example.com/ok"]
     assert out.res.status == "partial"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import time
 import tracemalloc
+import zlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -16,7 +17,7 @@ from harvester.models import Kind, SitemapChild, UrlEntry
 from harvester.reader.sitemap import SitemapReader, read_bytes
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterator, Sequence
 
 HOSTILE = Path(__file__).parent.parent / "data" / "hostile"
 NS = "http://www.sitemaps.org/schemas/sitemap/0.9"
@@ -147,6 +148,58 @@ def test_decompressed_cap_stops_a_bomb_quickly() -> None:
     assert result.error is not None
     assert result.error.kind == "too_large"
     assert result.stats.bytes_out <= 1_000_000
+
+
+def gzip_stream(head: bytes, fill: bytes, size: int) -> Iterator[bytes]:
+    """gzip of ``head`` then ``size`` bytes of ``fill``, made as it is read (1 MiB at a time)."""
+    deflate = zlib.compressobj(1, zlib.DEFLATED, 31)
+    yield deflate.compress(head)
+    block = fill * (1 << 20)
+    for _ in range(size // len(block)):
+        yield deflate.compress(block)
+    yield deflate.flush()
+
+
+def test_a_whitespace_bomb_is_too_large_at_libxml2s_text_limit() -> None:
+    # Issue 30 item 9: 4 GiB of blanks after three <url>s, in ~4 MB of gzip. libxml2's
+    # limit on one text node (10,000,000 bytes) is met before the 50 MiB decompressed cap:
+    # a resource limit, named, not malformed XML.
+    reader = SitemapReader("http://e.com/bomb.xml.gz")
+    entries = []
+    for chunk in gzip_stream(urlset(3)[: -len(b"</urlset>")], b" ", 4 << 30):
+        entries += reader.feed(chunk)
+        if reader.failed:
+            break
+    entries += reader.finish()
+    result = reader.result()
+    assert len(entries) == 3
+    assert result.status == "partial"
+    assert result.error is not None
+    assert result.error.kind == "too_large"
+    assert "10,000,000 bytes" in result.error.message
+    assert "libxml2" in result.error.message
+    assert result.stats.bytes_out < 2 * 10_000_000  # stopped at the limit, not at 4 GiB
+
+
+@pytest.mark.parametrize(
+    ("tail", "limit"),
+    [
+        ("<url><loc>" + "x" * 10_000_001 + "</loc></url>", "10,000,000 bytes"),
+        ("<!--" + "x" * 10_000_001 + "-->", "10,000,000 bytes"),
+        ("<url><loc><![CDATA[" + "x" * 10_000_001 + "]]></loc></url>", "10,000,000 bytes"),
+        ("<u" + "x" * 50_001 + "/>", "50,000 bytes"),
+        ("<a>" * 300 + "</a>" * 300, "256"),
+    ],
+    ids=["text", "comment", "cdata", "name", "depth"],
+)
+def test_libxml2_resource_limits_are_too_large(tail: str, limit: str) -> None:
+    doc = urlset(2)[: -len(b"</urlset>")] + tail.encode() + b"</urlset>"
+    entries, result = read_bytes([doc[i : i + 65536] for i in range(0, len(doc), 65536)])
+    assert len(entries) == 2
+    assert result.status == "partial"
+    assert result.error is not None
+    assert result.error.kind == "too_large", result.error
+    assert limit in result.error.message
 
 
 def test_entries_per_file_cap() -> None:
