@@ -21,7 +21,8 @@ per-host report) and, when known, the ``url`` it concerns::
     ├── ParseError                         bad_xml             lxml error (line, column when known)
     │   ├── TruncatedDocument              truncated           the document ended inside an element
     │   ├── ForbiddenConstruct             forbidden_construct DOCTYPE declaring entities
-    │   ├── NotASitemap                    not_a_sitemap       HTML page, unknown root, empty body
+    │   ├── NotASitemap                    not_a_sitemap       HTML page, unknown root, empty body,
+    │   │                                                      text with no URL line
     │   ├── LimitExceeded                  limit               a configured per-document cap was hit
     │   └── XmlTooLarge                    too_large           over a libxml2 size or depth limit
     ├── StateError                         state               sqlite, or a state file we cannot use
@@ -225,7 +226,7 @@ class ForbiddenConstruct(ParseError):
 
 
 class NotASitemap(ParseError):
-    """The body is not a sitemap (HTML page, unknown XML root, empty body)."""
+    """The body is not a sitemap (HTML page, unknown XML root, empty body, text with no URL)."""
 
     kind = "not_a_sitemap"
 

@@ -262,6 +262,53 @@ def test_empty_body() -> None:
     assert result.error.kind == "not_a_sitemap"
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"Service Unavailable",
+        b"Error 503: the server is busy.\r\nPlease try again later.\r\n",
+        b"lorem ipsum dolor\nsit amet\n\n",
+        b"# sitemap coming soon\n",
+        b"/page/1\n/page/2\nwww.example.com/3\n",
+        b"\xef\xbb\xbfnot found",
+    ],
+    ids=["one line", "error page", "words", "a comment", "no absolute url", "bom"],
+)
+def test_text_with_no_url_line_is_not_a_sitemap(body: bytes) -> None:
+    # Issue 30 item 4: a 200 body of plain text with no URL line at all is not an empty
+    # text sitemap: the crawl moves on to the next fallback location on not_a_sitemap.
+    for chunks in ([body], [body[i : i + 3] for i in range(0, len(body), 3)]):
+        entries, result = read_bytes(chunks)
+        assert entries == []
+        assert result.status == "error"
+        assert result.error is not None
+        assert result.error.kind == "not_a_sitemap"
+        assert "no URL" in result.error.message
+
+
+def test_a_text_sitemap_with_url_lines_is_one_even_when_they_are_dropped() -> None:
+    body = b"# urls\nhttps://e.com/a\nhttps://e.com/a\nhttp:///x\n"
+    entries, result = read_bytes(body)
+    assert locs(entries) == ["https://e.com/a"]
+    assert result.status == "ok"
+    entries, result = read_bytes(b"https://e.com/" + b"a" * 9000 + b"\n")
+    assert (entries, result.status, result.stats.dropped_too_long) == ([], "ok", 1)
+
+
+def test_junk_text_is_given_up_before_its_end() -> None:
+    reader = SitemapReader("http://e.com/sitemap.txt")
+    fed = 0
+    while not reader.failed and fed < 64 << 20:
+        reader.feed(b"All work and no play makes Jack a dull boy.\n" * 1000)
+        fed += 45_000
+    assert reader.failed
+    assert fed <= 2 << 20  # a text sitemap has a URL line in its first MiB
+    reader.finish()
+    result = reader.result()
+    assert result.error is not None
+    assert result.error.kind == "not_a_sitemap"
+
+
 def test_index_children_and_kind() -> None:
     doc = (
         f'<sitemapindex xmlns="{NS}"><sitemap><loc>https://e.com/a.xml</loc>'
