@@ -15,6 +15,7 @@ import pytest
 from harvester.config import ReaderConfig
 from harvester.models import Kind, SitemapChild, UrlEntry
 from harvester.reader.sitemap import SitemapReader, read_bytes
+from harvester.urls.records import record
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
@@ -238,6 +239,60 @@ def test_non_http_locs_dropped_and_counted() -> None:
     entries, result = read_bytes(doc.encode())
     assert locs(entries) == ["https://ok.example/"]
     assert result.stats.dropped_invalid_loc == 3
+
+
+BAD_LOCS = [
+    "https://exa mple.com/x",
+    "http://[::1/x",
+    "http://www.example.com:99999/x",
+    "http://" + "a" * 300 + ".com/x",
+    "http://" + ".".join(["abcdefghi"] * 30) + ".com/x",
+    "http:///x",
+    "http://user@/x",
+]
+GOOD_LOCS = ["https://e.com/a", "http://[::1]:8080/b", "https://例え.jp/c", "https://e.com/d"]
+
+
+def as_kind(kind: str, locs: Sequence[str]) -> bytes:
+    def item(loc: str) -> str:
+        loc = loc.replace("&", "&amp;")
+        return {
+            "urlset": f"<url><loc>{loc}</loc></url>",
+            "index": f"<sitemap><loc>{loc}</loc></sitemap>",
+            "rss": f"<item><link>{loc}</link></item>",
+            "atom": f'<entry><link href="{loc}"/></entry>',
+        }[kind]
+
+    if kind == "text":
+        return "\n".join(locs).encode()
+    body = "".join(item(loc) for loc in locs)
+    return {
+        "urlset": f'<urlset xmlns="{NS}">{body}</urlset>',
+        "index": f'<sitemapindex xmlns="{NS}">{body}</sitemapindex>',
+        "rss": f'<rss version="2.0"><channel>{body}</channel></rss>',
+        "atom": f'<feed xmlns="http://www.w3.org/2005/Atom">{body}</feed>',
+    }[kind].encode()
+
+
+@pytest.mark.parametrize("kind", ["urlset", "index", "rss", "atom", "text"])
+def test_locs_with_no_usable_host_or_port_are_dropped_and_counted(kind: str) -> None:
+    # Issue 30 item 1: a host that can be no DNS name or IP literal, or a port outside
+    # 1-65535, is never emitted (its record would have the broken string as url and an
+    # empty host, or one with a space); it is counted, and the first five are kept.
+    mixed = [loc for pair in zip(GOOD_LOCS, BAD_LOCS, strict=False) for loc in pair]
+    entries, result = read_bytes(as_kind(kind, mixed + BAD_LOCS[len(GOOD_LOCS) :]))
+    assert locs(entries) == GOOD_LOCS
+    assert result.status == "ok"
+    assert result.stats.dropped_invalid_loc == len(BAD_LOCS)
+    assert result.stats.invalid_loc_examples == [loc[:200] for loc in BAD_LOCS[:5]]
+
+
+def test_a_newline_or_tab_inside_a_loc_is_removed_as_the_url_parser_does() -> None:
+    doc = f'<urlset xmlns="{NS}"><url><loc>https://exa\nmple.com/x\ty</loc></url></urlset>'
+    entries, result = read_bytes(doc.encode())
+    assert locs(entries) == ["https://exa\nmple.com/x\ty"]  # as published
+    assert record(entries[0], None)["url"] == "https://example.com/xy"
+    assert result.stats.dropped_invalid_loc == 0
 
 
 def test_deep_nesting_is_an_error_not_a_crash() -> None:
