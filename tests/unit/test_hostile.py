@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from harvester.config import PROTOCOL_MAX_BYTES, ReaderConfig
 from harvester.models import Kind
-from harvester.reader.sitemap import SitemapReader
+from harvester.reader.sitemap import UTF8_VIOLATION, SitemapReader
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -166,11 +166,15 @@ def test_invalid_utf8_in_a_declared_utf8_document() -> None:
         "<url><loc>https://example.com/c</loc></url></urlset>"
     ).encode("latin-1")
     out = measured(chunked(doc))
-    assert out.locs == ["https://example.com/a"]
-    assert out.res.error is not None
-    assert out.res.error.kind == "bad_xml"
-    assert "encoding" in out.res.error.message
-    assert out.res.status == "partial"
+    # Issue 30 item 2: the bytes become their percent-escapes (the URL the server meant),
+    # flagged as a protocol violation; the rest of the document is read.
+    assert out.locs == [
+        "https://example.com/a",
+        "https://example.com/%FF%FE",
+        "https://example.com/c",
+    ]
+    assert out.res.status == "ok"
+    assert UTF8_VIOLATION in out.res.stats.violations
 
 
 def test_index_with_60000_children_yields_all_and_flags_the_protocol() -> None:

@@ -14,7 +14,7 @@ import pytest
 
 from harvester.config import ReaderConfig
 from harvester.models import Kind, SitemapChild, UrlEntry
-from harvester.reader.sitemap import SitemapReader, read_bytes
+from harvester.reader.sitemap import UTF8_VIOLATION, SitemapReader, read_bytes
 from harvester.urls.records import record
 
 if TYPE_CHECKING:
@@ -78,6 +78,53 @@ def test_undeclared_latin1_falls_back_to_cp1252() -> None:
     entries, result = read_bytes((HOSTILE / "undeclared_latin1.xml").read_bytes())
     assert result.status == "ok", result.error
     assert locs(entries) == ["http://example.com/café"]
+
+
+@pytest.mark.parametrize("size", [0, 1, 2, 7])
+def test_text_bytes_that_are_not_utf8_become_percent_escapes(size: int) -> None:
+    # Issue 30 item 2: a latin-1 é (0xE9) in a text sitemap is the URL .../caf%E9 the
+    # server answers, not caf\ufffd (caf%EF%BF%BD); a valid é (C3 A9) stays itself, also
+    # split between chunks; an invalid byte last in a chunk is escaped once the next says.
+    body = (
+        b"https://e.com/caf\xe9\nhttps://e.com/caf\xc3\xa9\nhttps://e.com/\xc3\nhttps://e.com/\xe9"
+    )
+    chunks = [body] if not size else [body[i : i + size] for i in range(0, len(body), size)]
+    entries, result = read_bytes(chunks)
+    assert locs(entries) == [
+        "https://e.com/caf%E9",
+        "https://e.com/caf\u00e9",
+        "https://e.com/%C3",
+        "https://e.com/%E9",
+    ]
+    assert record(entries[0], None)["url"] == "https://e.com/caf%E9"
+    assert result.status == "ok"
+    assert result.stats.violations == [UTF8_VIOLATION]
+
+
+def test_xml_declared_utf8_with_bytes_that_are_not_is_read_with_percent_escapes() -> None:
+    doc = (
+        b'<?xml version="1.0" encoding="utf-8"?><urlset xmlns="' + NS.encode() + b'">'
+        b"<url><loc>https://e.com/a</loc></url><url><loc>https://e.com/caf\xe9</loc>"
+        b"<lastmod>2024-01-02</lastmod></url><url><loc>https://e.com/b</loc></url></urlset>"
+    )
+    for chunks in ([doc], [doc[i : i + 5] for i in range(0, len(doc), 5)]):
+        entries, result = read_bytes(chunks)
+        assert locs(entries) == ["https://e.com/a", "https://e.com/caf%E9", "https://e.com/b"]
+        assert result.status == "ok"
+        assert result.stats.violations == [UTF8_VIOLATION]
+
+
+def test_undeclared_xml_that_began_as_utf8_escapes_a_later_bad_byte() -> None:
+    # The encoding of an undeclared document is decided on its first bytes (UTF-8, or
+    # cp1252 when they are not: test_undeclared_latin1_falls_back_to_cp1252); a bad byte
+    # after a UTF-8 start is escaped as in a declared one.
+    doc = urlset(50)[:-9] + b"<url><loc>https://e.com/caf\xe9</loc></url></urlset>"
+    doc = doc.replace(b'<?xml version="1.0" encoding="UTF-8"?>', b"")
+    entries, result = read_bytes([doc[i : i + 512] for i in range(0, len(doc), 512)])
+    assert locs(entries)[-1] == "https://e.com/caf%E9"
+    assert len(entries) == 51
+    assert result.status == "ok"
+    assert result.stats.violations == [UTF8_VIOLATION]
 
 
 def test_two_roots_keeps_the_first_and_flags() -> None:
