@@ -427,7 +427,7 @@ class TextSitemapParser:
         if not self._url_line:
             self._text += len(text)
             if self._text > _JUNK_TEXT and not _URL_LINE(self._pending.lstrip()):
-                raise self._junk(f"in its first {_JUNK_TEXT} bytes")
+                raise self._junk(f"in its first {_JUNK_TEXT:,} characters")
 
     def close(self, out: list[Entry]) -> None:
         """Signal end of input; append the URL on the last line, if any."""
