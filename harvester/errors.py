@@ -21,8 +21,10 @@ per-host report) and, when known, the ``url`` it concerns::
     ├── ParseError                         bad_xml             lxml error (line, column when known)
     │   ├── TruncatedDocument              truncated           the document ended inside an element
     │   ├── ForbiddenConstruct             forbidden_construct DOCTYPE declaring entities
-    │   ├── NotASitemap                    not_a_sitemap       HTML page, unknown root, empty body
-    │   └── LimitExceeded                  limit               a configured per-document cap was hit
+    │   ├── NotASitemap                    not_a_sitemap       HTML page, unknown root, empty body,
+    │   │                                                      text with no URL line
+    │   ├── LimitExceeded                  limit               a configured per-document cap was hit
+    │   └── XmlTooLarge                    too_large           over a libxml2 size or depth limit
     ├── StateError                         state               sqlite, or a state file we cannot use
     │   └── StateLocked                    state_locked        another live run holds its lock
     └── RunFailed                          run_failed          the run itself failed (a worker died,
@@ -61,6 +63,7 @@ __all__ = [
     "TooManyRedirects",
     "TooSlow",
     "TruncatedDocument",
+    "XmlTooLarge",
 ]
 
 
@@ -223,7 +226,7 @@ class ForbiddenConstruct(ParseError):
 
 
 class NotASitemap(ParseError):
-    """The body is not a sitemap (HTML page, unknown XML root, empty body)."""
+    """The body is not a sitemap (HTML page, unknown XML root, empty body, text with no URL)."""
 
     kind = "not_a_sitemap"
 
@@ -232,6 +235,14 @@ class LimitExceeded(ParseError):
     """A configured per-document cap (entries per file) was reached; the rest was skipped."""
 
     kind = "limit"
+
+
+class XmlTooLarge(ParseError):
+    """A resource limit of libxml2 was met: a text node, attribute value, comment, CDATA
+    section or PI over 10,000,000 bytes, a name over 50,000, elements nested deeper than
+    256 (harvester never turns on ``XML_PARSE_HUGE``); the message names the limit."""
+
+    kind = "too_large"
 
 
 class StateError(HarvesterError):

@@ -126,13 +126,18 @@ class ReadStats:
     gzip_layers: int = 0
     entries: int = 0  # UrlEntry yielded
     children: int = 0  # SitemapChild yielded
-    dropped_invalid_loc: int = 0  # missing, empty, relative or non-http(s) loc
+    # Missing, empty, relative or non-http(s) loc, or one whose host can be no DNS name or
+    # IP literal or whose port is not 1-65535 (harvester.urls.validate).
+    dropped_invalid_loc: int = 0
     dropped_duplicate: int = 0  # same loc earlier in this document
     dropped_too_long: int = 0  # loc over the hard URL-length cap
     lastmod_nonstandard: int = 0  # parsed, but not strict W3C Datetime
     lastmod_invalid: int = 0  # present but unparseable: lastmod is None
     changefreq_invalid: int = 0
     priority_invalid: int = 0
+    # The first few of those locs (INVALID_LOC_EXAMPLES, each cut to 200 characters), to
+    # say what was dropped; the missing and empty ones have nothing to show.
+    invalid_loc_examples: list[str] = field(default_factory=list)
     # Protocol limits (50,000 entries, 50 MiB, 2,048-char loc): flagged, not enforced.
     violations: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)

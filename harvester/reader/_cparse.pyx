@@ -3,8 +3,9 @@
 
 ``url_entry`` (what the parser calls) builds the ``UrlEntry`` itself in the usual
 case, with ``entries.UrlBuilder``'s checks: an absolute http(s) loc within the
-protocol's length, a lastmod in a common W3C shape (``_cdates.w3c``), the file's
-counts below their limits. Anything else it hands back with the values read, for
+protocol's length whose host and port are plainly valid (``urls.validate``), a
+lastmod in a common W3C shape (``_cdates.w3c``), the file's counts below their
+limits. Anything else it hands back with the values read, for
 the Python path to finish, before changing anything; so the entries, counters and
 flags are the Python path's by construction. The values come from
 ``harvester/reader/_cwalk.pyx``'s walk of the ``<url>``'s nodes; ``drain`` is the
@@ -121,6 +122,77 @@ cdef inline bint _http_start(str loc) noexcept:
         return False
     c = loc[i + 3]
     return 33 <= <int>c <= 126 and c not in u"/?#"
+
+
+cdef inline bint _dotted_quad(str loc, Py_ssize_t start, Py_ssize_t end) noexcept:
+    """``loc[start:end]`` is an IPv4 address as ``ipaddress.IPv4Address`` reads one: four
+    labels of 1-3 digits, each at most 255, no leading zero (the loopback hosts of the
+    tests and benchmarks, so not handed to Python each time)."""
+    cdef Py_ssize_t i, labels = 0, digits = 0
+    cdef long value = 0
+    cdef Py_UCS4 c
+    for i in range(start, end + 1):
+        c = loc[i] if i < end else u"."
+        if c == u".":
+            if digits == 0 or value > 255 or (digits > 1 and loc[i - digits] == u"0"):
+                return False
+            labels += 1
+            digits = 0
+            value = 0
+        elif u"0" <= c <= u"9" and digits < 3:
+            value = value * 10 + (<long>c - 48)
+            digits += 1
+        else:
+            return False
+    return labels == 4
+
+
+cdef inline bint _plain_authority(str loc) noexcept:
+    """``urls.validate.valid_authority`` for the plain case, after ``_http_start`` said yes:
+    a host of ASCII labels (``A-Z a-z 0-9 - _``, 1-63 each, at most 253 in all, no
+    trailing dot), its last label not all digits unless it is an IPv4 address, no userinfo, a port of 1-5 digits in 1-65535, then
+    the end or '/', '?' or '#'. False for anything else, which Python then decides
+    (``EntrySink.accept``): it may still be valid (an IPv4 or IPv6 address, userinfo, a
+    non-ASCII host, a tab or newline to remove), so this never says no for Python."""
+    cdef Py_ssize_t n = len(loc), i, label = 0, host = 0, digits
+    cdef Py_UCS4 c
+    cdef bint numeric = True  # the label so far is all digits
+    cdef long port = 0
+    i = 8 if loc[4] in u"sS" else 7  # past "http(s)://" (_http_start checked it)
+    while i < n:
+        c = loc[i]
+        if c == u".":
+            if label == 0:
+                return False  # an empty label
+            label = 0
+            numeric = True
+        elif (
+            (u"a" <= c <= u"z") or (u"A" <= c <= u"Z") or (u"0" <= c <= u"9")
+            or c == u"-" or c == u"_"
+        ):
+            label += 1
+            if label > 63:
+                return False
+            if not (u"0" <= c <= u"9"):
+                numeric = False
+        else:
+            break
+        host += 1
+        i += 1
+    if label == 0 or host > 253:
+        return False  # no host, a trailing dot (rare: Python decides), or a name too long
+    if numeric and not _dotted_quad(loc, i - host, i):
+        return False  # a numeric last label: an IPv4 address, or no name (Python decides)
+    if i < n and loc[i] == u":":
+        i += 1
+        digits = 0
+        while i < n and u"0" <= loc[i] <= u"9" and digits < 6:
+            port = port * 10 + (<long>loc[i] - 48)
+            digits += 1
+            i += 1
+        if digits == 0 or digits > 5 or port < 1 or port > 65535:
+            return False
+    return i == n or loc[i] == u"/" or loc[i] == u"?" or loc[i] == u"#"
 
 
 cdef class EntryContext:
@@ -282,7 +354,7 @@ cdef bint _entry_of(
     if raw_loc is None:
         return False
     loc = _strip(<str>raw_loc)
-    if len(loc) > PROTOCOL_MAX_LOC or not _http_start(loc):
+    if len(loc) > PROTOCOL_MAX_LOC or not _http_start(loc) or not _plain_authority(loc):
         return False
     key = None
     if seen is not None:

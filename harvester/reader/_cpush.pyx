@@ -85,6 +85,7 @@ cdef void _on_error(void* data, const xmlerror.xmlError* error) noexcept:
     """libxml2's error handler: keep the first error of level ERROR or above (lxml's rule)."""
     cdef UrlsetPush self = <UrlsetPush>data
     cdef const char* text
+    self._last_level = error.level  # what lxml reads as the context's lastError.level
     if self._error is not None or error.level < xmlerror.XML_ERR_ERROR:
         return
     text = error.message
@@ -317,6 +318,7 @@ cdef class UrlsetPush:
     cdef list _out
     cdef object _exc  # a Python exception raised in _on_end, re-raised by feed/close
     cdef object _error  # (message, line, column): the first libxml2 error
+    cdef int _last_level  # the level of the last error or warning libxml2 reported
     cdef Count _count  # entries not yet in the stats: flushed at the end of feed and close
     cdef bytes _encoding
     cdef bint _done
@@ -529,13 +531,24 @@ cdef class UrlsetPush:
         first error (and read no more), or None.
 
         lxml's rule: a fed piece fails on a fatal error; the end of input on any error
-        (a namespace error, say, lets the parse go on to the end).
+        (a namespace error, say, lets the parse go on to the end) unless the last thing
+        libxml2 reported was a warning: lxml's close() looks at the level of the context's
+        ``lastError`` (``_last_level`` here), so a namespace URI that is not valid, then a
+        relative one, is a document it accepts.
         """
         if self._exc is not None:
             exc, self._exc = self._exc, None
             self._done = True
             raise exc
-        if status != 0 or not self._ctxt.wellFormed or (end and self._error is not None):
+        if (
+            status != 0
+            or not self._ctxt.wellFormed
+            or (
+                end
+                and self._error is not None
+                and self._last_level >= xmlerror.XML_ERR_ERROR
+            )
+        ):
             self._done = True
             if self._error is None:
                 return ("Document is not well formed", 0, 0)  # lxml's default message

@@ -25,6 +25,7 @@ from harvester.errors import LimitExceeded
 from harvester.models import Image, Kind, UrlEntry
 from harvester.reader.dates import DateQuality, parse_lastmod, w3c_common
 from harvester.reader.extensions import parse_news, parse_video
+from harvester.urls.validate import valid_authority
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -45,6 +46,7 @@ UrlValues: TypeAlias = """tuple[
 
 PROTOCOL_MAX_ENTRIES = 50_000
 PROTOCOL_MAX_LOC = 2_048
+INVALID_LOC_EXAMPLES = 5  # dropped invalid locs kept in ReadStats.invalid_loc_examples
 
 NS_IMAGE = "http://www.google.com/schemas/sitemap-image/1.1"
 NS_VIDEO = "http://www.google.com/schemas/sitemap-video/1.1"
@@ -97,15 +99,19 @@ class EntrySink:
         self.seen: set[int] | None = set() if dedupe else None
 
     def accept(self, raw: str | None) -> str | None:
-        """Validate one loc: trimmed, absolute http(s), not too long, not seen before."""
+        """Validate one loc: trimmed, absolute http(s) with a host and port a client could
+        connect to (``harvester.urls.validate``), not too long, not seen before."""
         stats = self.stats
         if raw is None:
             stats.dropped_invalid_loc += 1
             return None
         # str.strip() also removes Unicode blanks (NBSP, EN QUAD) found around CDATA.
         loc = raw.strip()
-        if not loc or _HTTP_URL(loc) is None:
+        if not loc:
             stats.dropped_invalid_loc += 1
+            return None
+        if _HTTP_URL(loc) is None or not valid_authority(loc):
+            _invalid(stats, loc)
             return None
         n = len(loc)
         if n > PROTOCOL_MAX_LOC:
@@ -157,6 +163,13 @@ class EntrySink:
         return value, raw
 
 
+def _invalid(stats: ReadStats, loc: str) -> None:
+    """Count a dropped loc that is no usable http(s) URL; keep the first few as examples."""
+    stats.dropped_invalid_loc += 1
+    if len(stats.invalid_loc_examples) < INVALID_LOC_EXAMPLES:
+        stats.invalid_loc_examples.append(loc[:200])
+
+
 def _flag(stats: ReadStats, violation: str) -> None:
     if violation not in stats.violations:
         stats.violations.append(violation)
@@ -189,7 +202,9 @@ class TagCodes:
         """The code of ``tag`` (cached in ``known``)."""
         code = IGNORE
         if isinstance(tag, str):
-            ns, _, local = tag[1:].partition("}") if tag[:1] == "{" else ("", "", tag)
+            # "{ns}local": a local name has no '}', a namespace may (one that is no valid
+            # URI, which libxml2 only reports), so split at the last.
+            ns, _, local = tag[1:].rpartition("}") if tag[:1] == "{" else ("", "", tag)
             ext = _EXTENSION.get((ns, local))
             if ext is not None:
                 code = ext if self._extensions else IGNORE

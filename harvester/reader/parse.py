@@ -25,12 +25,13 @@ each ``<url>`` node to the same entry builder and frees it as it closes.
 from __future__ import annotations
 
 import codecs
+import re
 from typing import TYPE_CHECKING
 
 from lxml import etree
 
 from harvester import compiled
-from harvester.errors import ParseError, TruncatedDocument
+from harvester.errors import NotASitemap, ParseError, TruncatedDocument, XmlTooLarge
 from harvester.models import Kind, SitemapChild, UrlEntry
 from harvester.reader.dates import parse_lastmod, parse_rfc822, w3c_common
 from harvester.reader.entries import (
@@ -348,20 +349,65 @@ def _syntax_error(exc: etree.XMLSyntaxError, *, truncated: bool) -> ParseError:
     return _parse_error(message, line, column, truncated=truncated)
 
 
+# libxml2's resource limits (parserInternals.h), met with XML_PARSE_HUGE off (huge_tree=False):
+# the words its message starts with, and the limit. The rest: XML_MAX_TEXT_LENGTH.
+_LIMITS = (
+    ("Excessive depth", "libxml2's limit of 256 nested elements, xmlParserMaxDepth"),
+    ("Name too long", "libxml2's limit of 50,000 bytes for a name, XML_MAX_NAME_LENGTH"),
+)
+_TEXT_LIMIT = (
+    "libxml2's limit of 10,000,000 bytes for one text node, attribute value, comment,"
+    " CDATA section or PI, XML_MAX_TEXT_LENGTH"
+)
+_HUGE_HINTS = (", try XML_PARSE_HUGE", ", use XML_PARSE_HUGE option")
+
+
+def _resource_limit(message: str, line: int, column: int) -> XmlTooLarge | None:
+    """A libxml2 message that says a resource limit was met, as ``XmlTooLarge`` naming it."""
+    if not (
+        message.startswith("Resource limit exceeded")
+        or "XML_PARSE_HUGE" in message
+        or "too big" in message
+        or "too long" in message
+    ):
+        return None
+    what = message.removeprefix("Resource limit exceeded: ")
+    for hint in _HUGE_HINTS:
+        what = what.replace(hint, "")
+    limit = next((name for start, name in _LIMITS if what.startswith(start)), _TEXT_LIMIT)
+    return XmlTooLarge(
+        f"{what} (over {limit}; harvester never turns on XML_PARSE_HUGE)",
+        line=line,
+        column=column,
+    )
+
+
 def _parse_error(message: str, line: int, column: int, *, truncated: bool) -> ParseError:
     """The error of a libxml2 message (trimmed) at a position; at the end of input, one
-    saying the document stopped early is a ``TruncatedDocument``."""
+    saying the document stopped early is a ``TruncatedDocument``; one saying a resource
+    limit was met an ``XmlTooLarge``."""
     message = message.strip()
+    limit = _resource_limit(message, line, column)
+    if limit is not None:
+        return limit
     if truncated and ("Premature end" in message or "not found" in message):
         return TruncatedDocument(f"document ended early: {message}", line=line, column=column)
     return ParseError(f"malformed XML: {message}", line=line, column=column)
+
+
+# A text sitemap lists a URL in its first MiB (sniff.MAX_PROLOG, the bound on an XML
+# prolog too); more text than this without one is junk, given up before its end.
+_JUNK_TEXT = 1 << 20
+_URL_LINE = re.compile(r"https?://", re.IGNORECASE).match  # what makes a line a URL line
 
 
 class TextSitemapParser:
     """Plain-text sitemap: one URL per line; blank, comment and junk lines skipped.
 
     Lines may end in LF, CRLF or CR. A line longer than the URL cap is dropped
-    without buffering it whole.
+    without buffering it whole. Text with no URL line at all (an error message,
+    "Service Unavailable") is no sitemap: ``NotASitemap`` at the end, or once its
+    first MiB had none.
     """
 
     def __init__(self, sink: EntrySink, max_line: int, *, encoding: str | None = None) -> None:
@@ -370,14 +416,28 @@ class TextSitemapParser:
         self._decoder = codecs.getincrementaldecoder(encoding or "utf-8-sig")(errors="replace")
         self._pending = ""  # the unfinished last line
         self._skipping = False  # inside an over-long line: drop until its end
+        self._url_line = False  # a line started with http(s):// (kept or dropped)
+        self._text = 0  # characters read before one did
+        self._first = ""  # the first non-blank line, for the NotASitemap message
 
     def feed(self, data: bytes, out: list[Entry]) -> None:
         """Feed bytes; append the URLs on the lines completed by them to ``out``."""
-        self._lines(self._decoder.decode(data), out, final=False)
+        text = self._decoder.decode(data)
+        self._lines(text, out, final=False)
+        if not self._url_line:
+            self._text += len(text)
+            if self._text > _JUNK_TEXT and not _URL_LINE(self._pending.lstrip()):
+                raise self._junk(f"in its first {_JUNK_TEXT:,} characters")
 
     def close(self, out: list[Entry]) -> None:
         """Signal end of input; append the URL on the last line, if any."""
         self._lines(self._decoder.decode(b"", final=True), out, final=True)
+        if not self._url_line:
+            raise self._junk("")
+
+    def _junk(self, where: str) -> NotASitemap:
+        where = f" {where}" if where else ""
+        return NotASitemap(f"plain text with no URL line{where} (it begins {self._first!r})")
 
     def _lines(self, text: str, out: list[Entry], *, final: bool) -> None:
         lines = (self._pending + text).splitlines()
@@ -391,7 +451,14 @@ class TextSitemapParser:
                 self._skipping = False
                 continue
             stripped = line.strip()
-            if not stripped or stripped.startswith("#"):
+            if not stripped:
+                continue
+            if not self._url_line:
+                if not self._first:
+                    self._first = stripped[:60]
+                if _URL_LINE(stripped):
+                    self._url_line = True
+            if stripped.startswith("#"):
                 continue
             loc = sink.accept(stripped)
             if loc is not None:
@@ -399,6 +466,8 @@ class TextSitemapParser:
                 out.append(UrlEntry(loc))
         if len(self._pending) > self._max_line:
             # Do not buffer a runaway line: drop it now and skip its remainder.
+            if not self._url_line and _URL_LINE(self._pending.lstrip()):
+                self._url_line = True  # an over-long URL is still a URL line
             self._pending = ""
             if not self._skipping:
                 sink.stats.dropped_too_long += 1

@@ -31,13 +31,17 @@ from harvester.models import Kind, ReadResult, ReadStats
 from harvester.reader.decompress import GzipStream
 from harvester.reader.parse import EntrySink, TextSitemapParser, XmlSitemapParser
 from harvester.reader.sniff import MAX_PROLOG, sniff
+from harvester.reader.utf8 import Utf8Repair
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
     from harvester.models import Entry
 
-__all__ = ["SitemapReader", "read_bytes"]
+__all__ = ["UTF8_VIOLATION", "SitemapReader", "read_bytes"]
+
+# The protocol violation flagged when bytes of a UTF-8 document were not (utf8.py).
+UTF8_VIOLATION = "bytes that are not UTF-8 (percent-escaped)"
 
 
 class SitemapReader:
@@ -58,6 +62,7 @@ class SitemapReader:
         self._parser: XmlSitemapParser | TextSitemapParser | None = None
         self._start_at = 0  # offset in _head where the parser starts (past BOM/junk)
         self._kind: Kind | None = None
+        self._utf8: Utf8Repair | None = None  # for a document read as UTF-8 (sniff says)
         self._error: HarvesterError | None = None
         self._closed = False
 
@@ -99,7 +104,10 @@ class SitemapReader:
             if parser is None:
                 parser = self._start(final=True)
                 assert parser is not None  # sniff(final=True) decides or raises
-                parser.feed(self._take_head(), out)
+                parser.feed(self._repaired(self._take_head()), out)
+            tail = self._repaired(b"", end=True)  # a UTF-8 sequence cut by the end
+            if tail:
+                parser.feed(tail, out)
             parser.close(out)
         except HarvesterError as exc:
             self._fail(exc)
@@ -130,7 +138,18 @@ class SitemapReader:
             if parser is None:
                 return
             data = self._take_head()
-        parser.feed(data, out)
+        parser.feed(self._repaired(data), out)
+
+    def _repaired(self, data: bytes, *, end: bool = False) -> bytes:
+        """``data`` with its bytes that are not UTF-8 escaped, in a document read as UTF-8
+        (flagged once); ``end``: the bytes held back at the end of input instead."""
+        repair = self._utf8
+        if repair is None:
+            return data
+        data = repair.flush() if end else repair.feed(data)
+        if repair.repaired and UTF8_VIOLATION not in self.stats.violations:
+            self.stats.violations.append(UTF8_VIOLATION)
+        return data
 
     def _take_head(self) -> bytes:
         """The buffered head from where the parser must start; empties the buffer."""
@@ -145,6 +164,8 @@ class SitemapReader:
         self._kind = sniffed.kind
         self.stats.warnings.extend(sniffed.warnings)
         self._start_at = sniffed.start
+        if sniffed.utf8:
+            self._utf8 = Utf8Repair()
         if sniffed.kind is Kind.TEXT:
             self._parser = TextSitemapParser(
                 self._sink, self._max_url_length, encoding=sniffed.encoding

@@ -52,6 +52,10 @@ class Sniffed:
     encoding: str | None = None
     root: str | None = None
     warnings: tuple[str, ...] = ()
+    # Read as UTF-8: a text sitemap without a UTF-16/32 BOM, XML declared UTF-8 or not
+    # declared (and not cp1252 by the fallback). Its bytes that are not UTF-8 are then
+    # percent-escaped before the parser sees them (harvester/reader/utf8.py).
+    utf8: bool = False
 
 
 def sniff(head: bytes, *, final: bool = False) -> Sniffed | None:
@@ -86,13 +90,15 @@ def sniff(head: bytes, *, final: bool = False) -> Sniffed | None:
             raise NotASitemap("empty body" if not text.strip() else "body is only whitespace")
         return None
     if text[pos] != "<":
-        return Sniffed(Kind.TEXT, offset)
+        return Sniffed(Kind.TEXT, offset, utf8=True)
     result = _scan_prolog(text, pos, final=final)
     if result is None:
         return None
     root, start, warnings = result
-    encoding = None if _declares_encoding(text, start) else _fallback_encoding(head[start:])
-    return Sniffed(_root_kind(root), start, encoding, root, warnings)
+    declared = _declared_encoding(text, start)
+    encoding = None if declared is not None else _fallback_encoding(head[start:])
+    utf8 = declared in ("utf-8", "utf8") or (declared is None and encoding is None)
+    return Sniffed(_root_kind(root), start, encoding, root, warnings, utf8)
 
 
 def _sniff_utf16(head: bytes, *, final: bool, bom: bool = True) -> Sniffed | None:
@@ -256,11 +262,19 @@ def _root_kind(root: str) -> Kind:
     raise NotASitemap(f"unknown root element <{root}>")
 
 
-def _declares_encoding(text: str, start: int) -> bool:
+_ENCODING = re.compile(r"""encoding\s*=\s*["']([^"']*)""")
+
+
+def _declared_encoding(text: str, start: int) -> str | None:
+    """The encoding the XML declaration at ``start`` names (lower case; '' when it says
+    ``encoding`` in a way not understood here), or None when it names none."""
     if not text.startswith("<?xml", start):
-        return False
-    end = text.find("?>", start)
-    return "encoding" in text[start:end]
+        return None
+    declaration = text[start : text.find("?>", start)]
+    if "encoding" not in declaration:
+        return None
+    m = _ENCODING.search(declaration)
+    return m.group(1).strip().lower() if m is not None else ""
 
 
 def _fallback_encoding(head: bytes) -> str | None:

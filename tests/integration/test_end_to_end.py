@@ -123,6 +123,35 @@ async def test_fallback_when_robots_lists_no_sitemap(sites: Sites) -> None:
     ]
 
 
+async def test_fallback_goes_on_past_junk_text(sites: Sites) -> None:
+    # Issue 30 item 4: /sitemap.xml answers 200 with plain text that lists no URL (an
+    # error message): not a sitemap, so discovery goes on to the next fallback location.
+    routes: dict[str, Any] = {}
+    site = await sites.start("127.0.0.3", routes)
+    routes.update(
+        {
+            "/robots.txt": b"User-agent: *\nDisallow:\n",
+            "/sitemap.xml": Reply(
+                b"Service Unavailable\nPlease try again later.\n",
+                headers={"Content-Type": "text/plain"},
+            ),
+            "/sitemap_index.xml": index(site.url("/a.xml")),
+            "/a.xml": urlset(site.url("/p/1"), site.url("/p/2")),
+        }
+    )
+    records, hosts = await collect([site.origin])
+    assert [r["loc"] for r in records] == [site.url("/p/1"), site.url("/p/2")]
+    report = hosts[site.origin.removeprefix("http://")]
+    assert report["discovery"] == f"fallback:{site.url('/sitemap_index.xml')}"
+    assert report["failures"] == []
+    assert [h.path for h in site.log] == [
+        "/robots.txt",
+        "/sitemap.xml",
+        "/sitemap_index.xml",
+        "/a.xml",
+    ]
+
+
 async def test_fallback_stops_at_first_hit_and_robots_404(sites: Sites) -> None:
     routes: dict[str, Any] = {}
     site = await sites.start("127.0.0.4", routes)

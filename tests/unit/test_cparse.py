@@ -169,6 +169,43 @@ CORNERS = {
     "invalid and relative locs": urlset(
         "<loc>/relative</loc>", "<loc>ftp://e.com/x</loc>", "<loc>https://e.com/a</loc>"
     ),
+    # Issue 30 item 1: what no client could connect to is dropped on both paths.
+    "hosts and ports": urlset(
+        *(
+            f"<loc>{loc}</loc>"
+            for loc in [
+                "https://exa mple.com/x",
+                "http://[::1/x",
+                "http://e.com:99999/x",
+                "http://e.com:0/x",
+                "http://e.com:65535/x",
+                "http://" + "a" * 64 + ".com/x",
+                "http://" + ".".join(["a" * 50] * 6) + "/x",
+                "http:///x",
+                "http://u@/x",
+                "http://u@e.com/x",
+                "http://999.1.1.1/x",
+                "http://1.2.3.4/x",
+                "http://127.0.0.1:8080/x",
+                "http://0.0.0.0/x",
+                "http://255.255.255.255/x",
+                "http://256.1.1.1/x",
+                "http://01.2.3.4/x",
+                "http://1.2.3.4.5/x",
+                "http://1.2.3/x",
+                "http://1.2.3.1234/x",
+                "http://a.1.2.3/x",
+                "http://e.com./x",
+                "http://999.1.1.1./x",
+                "http://1.2.3.4./x",
+                "http://" + "a" * 63 + "." + ".".join(["b" * 63] * 3) + "./x",
+                "http://e_x.com/x",
+                "http://exa\tmple.com/x",
+                "http://[::1]/x",
+                "http://e.com:/x",
+            ]
+        )
+    ),
     "duplicates": urlset("<loc>https://e.com/a</loc>", "<loc> https://e.com/a </loc>"),
     "truncated": urlset("<loc>https://e.com/a</loc>", "<loc>https://e.com/b</loc>")[:-30],
     "latin-1": (
@@ -274,6 +311,20 @@ CORNERS = {
         "<url><loc>https://e.com/b</loc>\n</url></urlset>"
     ).encode(),
     "cut inside a value": urlset("<loc>https://e.com/a</loc>", "<loc>https://e.com/b</loc>")[:-30],
+    # Issue 30 item 13: a default namespace with a '}' in it (not a valid URI), then text
+    # after the root; the Python path split the tag "{http://www}sitemaps...}loc" at the
+    # first '}' and found no loc.
+    "namespace with a brace, text after the root": urlset(
+        "<loc>https://e.com/a</loc>", ns='xmlns="http://www}sitemaps.org/schemas/sitemap/0.9"'
+    )
+    + b"junk",
+    # Found by tests/property/test_reader_differential.py: a namespace URI that is not
+    # valid (an error), then a relative one (a warning): lxml accepts the document, as
+    # its close() looks at the last report only, and _cpush must too.
+    "bad namespace, then a relative one": (
+        b'<urlset xmlns:image="http://www.googl]]>e.com/schemas/sitemap-image/1.1" xmlns="ht0.9">'
+        b"<url><loc>https://e.com/a</loc></url></urlset>"
+    ),
 }
 
 

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from harvester.config import PROTOCOL_MAX_BYTES, ReaderConfig
 from harvester.models import Kind
-from harvester.reader.sitemap import SitemapReader
+from harvester.reader.sitemap import UTF8_VIOLATION, SitemapReader
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -122,12 +122,14 @@ def _huge_loc() -> Iterable[bytes]:
     yield b"</loc></url></urlset>"
 
 
-def test_100mb_loc_in_a_urlset_is_a_bounded_xml_error() -> None:
+def test_100mb_loc_in_a_urlset_is_a_bounded_too_large_error() -> None:
     out = measured(_huge_loc, ReaderConfig(max_decompressed_bytes=200_000_000))
-    # libxml2 refuses a text node over 10 MB: we stop there, long before 100 MB.
+    # libxml2 refuses a text node over 10 MB: we stop there, long before 100 MB, and say
+    # which limit it was (a resource limit, not malformed XML: issue 30 item 9).
     assert out.res.error is not None
-    assert out.res.error.kind == "bad_xml"
+    assert out.res.error.kind == "too_large"
     assert "too long" in out.res.error.message
+    assert "10,000,000 bytes" in out.res.error.message
     assert out.res.stats.bytes_in < 20_000_000
     assert out.locs == ["https://example.com/ok"]
     assert out.res.status == "partial"
@@ -164,11 +166,15 @@ def test_invalid_utf8_in_a_declared_utf8_document() -> None:
         "<url><loc>https://example.com/c</loc></url></urlset>"
     ).encode("latin-1")
     out = measured(chunked(doc))
-    assert out.locs == ["https://example.com/a"]
-    assert out.res.error is not None
-    assert out.res.error.kind == "bad_xml"
-    assert "encoding" in out.res.error.message
-    assert out.res.status == "partial"
+    # Issue 30 item 2: the bytes become their percent-escapes (the URL the server meant),
+    # flagged as a protocol violation; the rest of the document is read.
+    assert out.locs == [
+        "https://example.com/a",
+        "https://example.com/%FF%FE",
+        "https://example.com/c",
+    ]
+    assert out.res.status == "ok"
+    assert UTF8_VIOLATION in out.res.stats.violations
 
 
 def test_index_with_60000_children_yields_all_and_flags_the_protocol() -> None:

@@ -1,0 +1,117 @@
+"""Normalize stage, the gate before it: can a loc's authority name a server at all?
+
+In: an absolute http(s) URL as published (``entries.EntrySink.accept`` checked the
+scheme). Out: True when its host is a DNS name or an IP literal and its port, if
+any, is 1-65535; False for what no client could connect to, which the reader drops
+and counts (``ReadStats.dropped_invalid_loc``) instead of emitting a record whose
+``url`` is the broken string and whose ``host`` is empty or holds a space.
+
+The rules (WHATWG's URL parser, narrowed to what DNS and IP can name):
+
+- tabs and newlines anywhere are removed first, as the URL parser does (the loc
+  stays as published; its canonical ``url`` has them removed too);
+- userinfo (up to the last ``@``) is skipped;
+- a host in brackets is an IPv6 address (no zone);
+- any other host: labels of ``A-Z a-z 0-9 - _`` (underscores are common in the
+  wild and browsers accept them), 1-63 characters each, at most 253 in all, one
+  trailing dot allowed; a non-ASCII host is checked in its IDNA (``xn--``) form and
+  must have one; a host whose last label is all digits must be a dotted-quad IPv4
+  address (no top-level domain is numeric);
+- a port, when there is one, is ASCII digits and 1-65535 (an empty one means the
+  default, as in the URL parser).
+
+The compiled entry builder (``harvester/reader/_cparse.pyx``) accepts only the
+plain case (ASCII labels, no userinfo, a numeric port in range) itself and hands
+everything else to ``EntrySink.accept``, so both paths decide by this module.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+
+import idna
+
+__all__ = ["valid_authority"]
+
+_NO_CONTROLS = str.maketrans("", "", "\t\r\n")
+_AUTHORITY = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://([^/?#]*)").match
+_LABELS = r"(?:[A-Za-z0-9_-]{1,63}\.)*[A-Za-z0-9_-]{1,63}\.?"
+_HOST = re.compile(_LABELS).fullmatch
+_HOST_PORT = re.compile(f"({_LABELS})(?::(.*))?", re.DOTALL).fullmatch
+_MAX_HOST = 253  # characters of a DNS name, without its trailing dot
+
+
+def valid_authority(loc: str) -> bool:
+    """Whether ``loc``'s host can be a DNS name or an IP literal and its port 1-65535.
+
+    >>> valid_authority("https://exa mple.com/x"), valid_authority("http://[::1]:8080/")
+    (False, True)
+    """
+    if "\t" in loc or "\n" in loc or "\r" in loc:
+        loc = loc.translate(_NO_CONTROLS)
+    m = _AUTHORITY(loc)
+    if m is None:
+        return False
+    authority = m.group(1)
+    if "@" in authority:
+        authority = authority.rpartition("@")[2]
+    plain = _HOST_PORT(authority)
+    if plain is not None:
+        host, port = plain.groups()
+        return _dns_name(host) and _port(port)
+    if authority.startswith("["):
+        literal, bracket, rest = authority[1:].partition("]")
+        if not bracket or (rest and not rest.startswith(":")):
+            return False
+        return _ipv6(literal) and _port(rest[1:] if rest else None)
+    if authority.isascii():
+        return False  # a space, '%', a backslash, a stray bracket or colon...
+    host, colon, port = authority.rpartition(":")
+    if not colon:
+        host, port = authority, ""
+    ascii_host = _idna(host)
+    return ascii_host is not None and _dns_name(ascii_host) and _port(port or None)
+
+
+def _dns_name(host: str) -> bool:
+    """``host`` (labels already matched by ``_LABELS``, or an IDNA result) can be named."""
+    name = host[:-1] if host.endswith(".") else host
+    if not name or len(name) > _MAX_HOST or _HOST(name) is None:
+        return False
+    last = name.rpartition(".")[2]
+    if last.isdigit():
+        try:
+            ipaddress.IPv4Address(name)
+        except ValueError:
+            return False
+    return True
+
+
+def _ipv6(literal: str) -> bool:
+    if "%" in literal:
+        return False  # a zone is no part of a URL's host
+    try:
+        ipaddress.IPv6Address(literal)
+    except ValueError:
+        return False
+    return True
+
+
+def _port(port: str | None) -> bool:
+    if not port:
+        return True  # none, or empty (the default port)
+    # (Length first: int() of thousands of digits is slow, and refused past 4,300.)
+    return len(port) <= 10 and port.isascii() and port.isdigit() and 1 <= int(port) <= 65_535
+
+
+def _idna(host: str) -> str | None:
+    """The ASCII form of a non-ASCII host (UTS 46, as browsers; IDNA 2003 as a fallback)."""
+    try:
+        return idna.encode(host, uts46=True).decode("ascii")
+    except idna.IDNAError:
+        pass
+    try:
+        return host.encode("idna").decode("ascii")
+    except UnicodeError:
+        return None
