@@ -7,7 +7,9 @@ read-stall timeout, the per-file deadline and the speed floor enforced while
 streaming (``harvester.crawl.body``).
 
 Content-Encoding (gzip, deflate) is undone by aiohttp; a ``.xml.gz`` *file*
-arrives as the gzip bytes it is (the reader sniffs magic bytes). Every failure
+arrives as the gzip bytes it is (the reader sniffs magic bytes). A body that
+does not decode as its Content-Encoding says is a ``BadContentEncoding``, not
+retried; ``stream(..., decompress=False)`` asks for the bytes as sent. Every failure
 leaves as a ``FetchError`` subclass carrying the URL, translated once
 (``body.map_error``).
 
@@ -217,13 +219,16 @@ class Fetcher:
         *,
         max_bytes: int | None = None,
         headers: Mapping[str, str] | None = None,
+        decompress: bool = True,
     ) -> AbstractAsyncContextManager[Body]:
         """Request ``url`` under ``slot``; yield the ``Body`` once a usable response arrived.
 
         ``max_bytes`` caps the payload (default ``cfg.max_body_bytes``); a
         larger declared Content-Length fails before any byte is read.
         ``headers`` are added to the request (e.g. If-None-Match). The slot
-        and the connection stay held until the context exits.
+        and the connection stay held until the context exits. ``decompress``
+        False: the body comes as sent, Content-Encoding not undone (after a
+        ``BadContentEncoding``: the reader sniffs what the bytes are).
 
         The total deadline (``cfg.total_timeout``) starts when the slot first
         admits the request and covers retries, their waits and the body.
@@ -233,7 +238,7 @@ class Fetcher:
         if self._session is None:
             raise RuntimeError("use 'async with Fetcher(...)' before stream()")
         cap = self._cfg.max_body_bytes if max_bytes is None else max_bytes
-        return self._stream(self._session, url, slot, cap, headers)
+        return self._stream(self._session, url, slot, cap, headers, decompress)
 
     @contextlib.asynccontextmanager
     async def _stream(
@@ -243,6 +248,7 @@ class Fetcher:
         slot: HostSlot,
         cap: int,
         headers: Mapping[str, str] | None,
+        decompress: bool,
     ) -> AsyncIterator[Body]:
         cfg = self._cfg
         scheme = urlsplit(url).scheme.lower()
@@ -278,6 +284,7 @@ class Fetcher:
                                 # one fewer; +1 also keeps 0 from meaning "unlimited".
                                 max_redirects=cfg.max_redirects + 1,
                                 timeout=self._first_timeout if first else self._timeout,
+                                auto_decompress=decompress,
                             )
                         )
                         slot.mark_answered()

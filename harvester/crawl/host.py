@@ -32,6 +32,7 @@ from harvester.crawl.attempt import (
     Read,
     Refused,
     RetryListed,
+    Undecodable,
     attempt,
     http_date,
 )
@@ -68,6 +69,10 @@ if TYPE_CHECKING:
 __all__ = ["HostWorker"]
 
 logger = logging.getLogger(__name__)
+
+# The reader's warning on a body read as sent after it failed to decode as its
+# Content-Encoding said (``Undecodable``).
+_UNDECODED = "the body did not decode as its Content-Encoding says: read as sent"
 
 
 class HostWorker:
@@ -210,13 +215,17 @@ class HostWorker:
         broken attempt already emitted are dropped by the host's per-URL dedupe, so
         no record is emitted twice, nor counted as a duplicate (``UrlBatch``). A
         remembered redirect target that answers 4xx (``RetryListed``) is given up
-        for the listed URL, once. Anything else ends the sitemap.
+        for the listed URL, once. A body that does not decode as its
+        Content-Encoding says (``Undecodable``) would not decode the next time
+        either: it is asked for once more as sent (``raw``), and the reader
+        sniffs what it is. Anything else ends the sitemap.
         """
         inc = self.incremental
         target, headers = self._start(ref)
         if target is None:
             return
         retries, refetches, requests = self._cfg.fetch.retries, 0, 0
+        raw = False  # asking for the body as sent, its Content-Encoding not undone
         slot_host = host_key(target)  # a child on another host is paced by that host's slot
         slot = self._scheduler.acquire(slot_host)
         try:
@@ -224,12 +233,16 @@ class HostWorker:
                 digest = inc.new_read() if inc is not None else None
                 self.batch.new_read()
                 outcome = await attempt(
-                    self._fetcher, self._cfg, ref, target, slot, headers, self, digest
+                    self._fetcher, self._cfg, ref, target, slot, headers, self, digest, raw=raw
                 )
                 match outcome:
                     case BodyBroken() if refetches < retries and not outcome.deadline_passed:
                         logger.debug("re-fetching %s after a broken body", ref.url)
                         refetches += 1
+                        requests += outcome.requests
+                    case Undecodable() if not raw:
+                        logger.debug("re-fetching %s as sent: %s", ref.url, outcome.error.message)
+                        raw = True
                         requests += outcome.requests
                     case RetryListed() if inc is not None:
                         inc.redirect_stale(ref)
@@ -237,9 +250,12 @@ class HostWorker:
                         target, headers = self._start(ref)
                         assert target is not None  # (its plan was not a skip a moment ago)
                         refetches = requests = 0
+                        raw = False
                         slot_host = host_key(target)
                         slot = self._scheduler.acquire(slot_host)
                     case Read(result, status, validators):
+                        if raw:
+                            result.stats.warnings.append(_UNDECODED)
                         self._done(ref, result)
                         if inc is not None and digest is not None:
                             inc.read(ref, result, status, validators, digest, self.batch.cap_hit)
@@ -251,7 +267,7 @@ class HostWorker:
                     case Missed():
                         self._next_probe(ref)
                         return
-                    case BodyBroken() | Failed():
+                    case BodyBroken() | Undecodable() | Failed():
                         # Entries read before the failure were already emitted; kept.
                         self.report.sitemaps_failed += 1
                         self.report.fail(

@@ -84,8 +84,8 @@ class HostReport:
 
     Lists are capped: ``failures`` and ``cross_host`` keep the first ``KEEP``
     (100) entries, ``failures_total``/``cross_host_total`` count all, and
-    ``failures_by_class`` counts all by class. ``violations`` and
-    ``limits_hit`` are deduplicated (violations capped at ``KEEP`` too).
+    ``failures_by_class`` counts all by class. ``violations``, ``warnings`` and
+    ``limits_hit`` are deduplicated (violations and warnings capped at ``KEEP`` too).
     """
 
     host: str
@@ -102,6 +102,9 @@ class HostReport:
     cross_host: list[str] = field(default_factory=list)
     cross_host_total: int = 0
     violations: list[str] = field(default_factory=list)
+    # What the reader read despite a fault (a DOCTYPE ignored, a body read as sent
+    # after its Content-Encoding failed to decode, ...): distinct texts, capped.
+    warnings: list[str] = field(default_factory=list)
     limits_hit: list[str] = field(default_factory=list)
     robots_disallowed: int = 0  # same-host sitemaps not fetched: robots.txt disallows them
     # With a state file: sitemaps not downloaded or unchanged (304, skipped by index
@@ -154,10 +157,13 @@ class HostReport:
             self.limits_hit.append(name)
 
     def add_read(self, stats: ReadStats) -> None:
-        """Fold in one document's reader stats: dropped locs and protocol violations."""
+        """Fold in one document's reader stats: dropped locs, protocol violations, warnings."""
         self.dropped += stats.dropped_invalid_loc + stats.dropped_too_long
         for text in stats.violations:
             self.violation(text)
+        for text in stats.warnings:
+            if text not in self.warnings and len(self.warnings) < KEEP:
+                self.warnings.append(text)
 
     def as_dict(self) -> dict[str, Any]:
         """Return the JSON-ready form (one line of the per-host report file)."""
@@ -166,6 +172,7 @@ class HostReport:
         out["failures"] = [f.as_dict() for f in self.failures]
         out["cross_host"] = list(self.cross_host)
         out["violations"] = list(self.violations)
+        out["warnings"] = list(self.warnings)
         out["limits_hit"] = list(self.limits_hit)
         out["failures_by_class"] = dict(self.failures_by_class)
         return out

@@ -414,6 +414,55 @@ async def test_content_encoding_gzip_on_a_gz_file_decodes_both_layers(sites: Sit
     assert hosts[key(site)]["failures"] == []
 
 
+async def test_content_encoding_gzip_on_a_plain_body_is_read_as_sent(sites: Sites) -> None:
+    # A server that says gzip and sends plain XML: decoding fails the same way every
+    # time, so it is asked once more without decoding (not fetch.retries times), and
+    # the reader, which sniffs magic bytes, reads the plain XML it is.
+    site: Site | None = None
+
+    async def lying(request: web.Request) -> web.Response:
+        assert site is not None
+        return web.Response(
+            body=urlset(site.url("/x"), site.url("/y")),
+            headers={"Content-Encoding": "gzip", "Content-Type": "application/xml"},
+        )
+
+    site = await seed_site(sites, "127.0.0.130", lying)
+    records, hosts = await collect([site.url("/sitemap.xml")], **{"fetch.retries": 3})
+    assert locs(records) == [site.url("/x"), site.url("/y")]
+    assert site.hits("/sitemap.xml") <= 2  # counted server-side
+    report = hosts[key(site)]
+    assert report["failures"] == []
+    assert (report["sitemaps_fetched"], report["sitemaps_failed"]) == (1, 0)
+    (warning,) = report["warnings"]
+    assert "Content-Encoding" in warning
+
+
+async def test_content_encoding_gzip_on_a_corrupt_gzip_body_fails_once_as_bad_gzip(
+    sites: Sites,
+) -> None:
+    # Really gzip, but corrupt: not a transfer fault that a retry mends. The second
+    # request hands the bytes to the reader, which keeps the entries before the fault.
+    site: Site | None = None
+
+    async def corrupt(request: web.Request) -> web.Response:
+        assert site is not None
+        data = bytearray(gzip.compress(urlset(*(site.url(f"/p/{i}") for i in range(2000)))))
+        for i in range(len(data) // 2, len(data) // 2 + 64):
+            data[i] ^= 0x55
+        return web.Response(
+            body=bytes(data),
+            headers={"Content-Encoding": "gzip", "Content-Type": "application/xml"},
+        )
+
+    site = await seed_site(sites, "127.0.0.131", corrupt)
+    records, hosts = await collect([site.url("/sitemap.xml")], **{"fetch.retries": 3})
+    assert site.hits("/sitemap.xml") <= 2
+    assert len(records) == len({r["url"] for r in records})  # none twice
+    failure = only_failure(hosts[key(site)])
+    assert failure["class"] == "bad_gzip"
+
+
 # -- index trees (self-reference, mutual reference and depth caps: test_end_to_end.py) --------
 
 

@@ -17,6 +17,7 @@ from typing import Any
 import aiohttp
 import pytest
 from aiohttp.client_reqrep import ConnectionKey
+from aiohttp.http_exceptions import ContentEncodingError
 from aioresponses import aioresponses
 from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
@@ -25,6 +26,7 @@ from harvester.config import FetchConfig, HostPolicy
 from harvester.crawl.fetch import Body, Fetcher, retry_after_seconds
 from harvester.crawl.scheduler import HostSlot
 from harvester.errors import (
+    BadContentEncoding,
     BodyTooLarge,
     ConnectError,
     DNSError,
@@ -357,6 +359,13 @@ def test_retry_after_seconds(value: str | None, expected: float | None) -> None:
 # -- exception mapping ----------------------------------------------------------------
 
 
+def _undecodable() -> aiohttp.ClientPayloadError:
+    """What aiohttp raises on a body its Content-Encoding decoder refuses."""
+    exc = aiohttp.ClientPayloadError("400, message:\n  Can not decode content-encoding: gzip")
+    exc.__cause__ = ContentEncodingError("Can not decode content-encoding: gzip")
+    return exc
+
+
 def _mapping_cases() -> list[Any]:
     key = connection_key()
     info = request_info()
@@ -377,6 +386,7 @@ def _mapping_cases() -> list[Any]:
         pytest.param(aiohttp.ServerDisconnectedError(), ConnectError, id="disconnected"),
         pytest.param(aiohttp.ClientOSError(104, "reset by peer"), ConnectError, id="reset"),
         pytest.param(aiohttp.ClientPayloadError("truncated"), ConnectError, id="payload"),
+        pytest.param(_undecodable(), BadContentEncoding, id="content-encoding"),
         pytest.param(TimeoutError(), FetchTimeout, id="asyncio-timeout"),
         pytest.param(aiohttp.ServerTimeoutError("read timeout"), FetchTimeout, id="server-timeout"),
         pytest.param(
@@ -422,6 +432,7 @@ async def test_response_error_maps_to_http_status(fake: FakeTime, slot: Recordin
         ),
         pytest.param(aiohttp.TooManyRedirects(request_info(), ()), False, id="redirects"),
         pytest.param(aiohttp.InvalidURL("http://[bad"), False, id="invalid-url"),
+        pytest.param(_undecodable(), False, id="content-encoding"),
     ],
 )
 async def test_which_errors_are_retried(
