@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Protocol
 
+from harvester.crawl.fetch import not_before
 from harvester.errors import (
     BadContentEncoding,
     Blocked,
@@ -186,7 +187,8 @@ async def attempt(
                     break
         await hooks.entries(reader.finish(), ref)
     except HTTPStatusError as exc:
-        client_error = 400 <= exc.status < 500
+        # A 429 that says "not today" is about the host, not about where the file is.
+        client_error = 400 <= exc.status < 500 and not_before(exc, cfg.fetch) is None
         if target != ref.url and client_error:
             return RetryListed()
         if ref.fallbacks and client_error and not isinstance(exc, Blocked):

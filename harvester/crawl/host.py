@@ -38,6 +38,7 @@ from harvester.crawl.attempt import (
 )
 from harvester.crawl.batch import UrlBatch
 from harvester.crawl.discovery import child_allowed, discover, recall
+from harvester.crawl.fetch import not_before
 from harvester.crawl.frontier import Admission, Frontier, SitemapRef
 from harvester.crawl.incremental import HostIncremental
 from harvester.crawl.robots import RobotsTxt
@@ -73,6 +74,12 @@ logger = logging.getLogger(__name__)
 # The reader's warning on a body read as sent after it failed to decode as its
 # Content-Encoding said (``Undecodable``).
 _UNDECODED = "the body did not decode as its Content-Encoding says: read as sent"
+
+
+def _iso(epoch: float) -> str:
+    """Wall-clock seconds as the reports write times: ISO-8601 UTC to the second."""
+    when = datetime.fromtimestamp(epoch, UTC).replace(microsecond=0)
+    return when.isoformat().replace("+00:00", "Z")
 
 
 class HostWorker:
@@ -116,6 +123,7 @@ class HostWorker:
         self._declared: frozenset[str] = frozenset()  # sitemaps the host's robots.txt lists
         self._robots = RobotsTxt()  # the host's robots.txt (everything allowed until read)
         self._children = 0  # children of the index being read (reset per sitemap)
+        self._deferred = False  # the host said "not today": nothing more is asked of it
         # The host's canonicalization rules (its [normalize.hosts] override, if any).
         rules = (normalizer or Normalizer(cfg.normalize)).rules_for(host_of(seed.origin))
         self.batch = UrlBatch(
@@ -156,6 +164,9 @@ class HostWorker:
         if inc is not None:
             memory = inc.load(self.seed)
             self.batch.remember(inc.memory, inc.unverified)
+            if (until := inc.deferred()) is not None:
+                self.report.deferred = _iso(until)  # an earlier run was told "not today"
+                return
         if memory is not None:
             found = recall(memory, self.seed, self._cfg, slot)
             if found.source == "none":
@@ -167,6 +178,7 @@ class HostWorker:
             except FetchError as exc:
                 self.report.fail(exc, status=getattr(exc, "status", None))
                 self.report.discovery = "failed"
+                self._not_today(exc)
                 return
         if inc is not None:
             inc.found(found)
@@ -183,6 +195,25 @@ class HostWorker:
             self._admit(ref)
         while (nxt := self._frontier.pop()) is not None and not self.batch.cap_hit:
             await self._sitemap(nxt)
+            if self._deferred:
+                return
+
+    def _not_today(self, error: FetchError) -> None:
+        """Defer the host if ``error`` is its 429/503 asking for more than a run waits.
+
+        Its other sitemaps are not asked this run either (the host asked to be
+        left alone, not one file); with a state file, runs before that time skip it.
+        """
+        if host_key(error.url or self.seed.origin) != self.host:
+            return  # another host's answer (a child on a CDN): that file failed, no more
+        seconds = not_before(error, self._cfg.fetch)
+        if seconds is None:
+            return
+        until = time.time() + seconds
+        self._deferred = True
+        self.report.deferred = _iso(until)
+        if self.incremental is not None:
+            self.incremental.defer(until)
 
     def _admit(self, ref: SitemapRef) -> None:
         if not child_allowed(ref.url, self.host, self._cfg.discovery.cross_host, self._declared):
@@ -278,6 +309,7 @@ class HostWorker:
                         )
                         if inc is not None:
                             inc.failed(ref, outcome.status)
+                        self._not_today(outcome.error)
                         return
                     case _:  # Refused (reported where it was found)
                         return

@@ -68,11 +68,12 @@ class Failure:
     status: int | None = None
     attempts: int | None = None
     bytes_read: int | None = None
+    retry_after: float | None = None  # the wait a 429/503 asked for (Retry-After), seconds
 
     def as_dict(self) -> dict[str, Any]:
         """JSON shape: ``{"class", "url", "message"}`` plus the optional fields that are set."""
         out: dict[str, Any] = {"class": self.kind, "url": self.url, "message": self.message}
-        for name in ("status", "attempts", "bytes_read"):
+        for name in ("status", "attempts", "bytes_read", "retry_after"):
             if (value := getattr(self, name)) is not None:
                 out[name] = value
         return out
@@ -118,6 +119,10 @@ class HostReport:
     replayed: int = 0
     # The lastmod audit's distribution verdict of this run (None: disabled or nothing read).
     lastmod_audit: dict[str, Any] | None = None
+    # ISO-8601 UTC time before which the host is not asked again: it answered 429/503
+    # with a Retry-After beyond fetch.retry_after_max (this run, or an earlier one whose
+    # time has not come: then nothing was requested). None: not deferred.
+    deferred: str | None = None
     failures: list[Failure] = field(default_factory=list)
     failures_total: int = 0
     failures_by_class: dict[str, int] = field(default_factory=dict)
@@ -136,8 +141,9 @@ class HostReport:
         self.failures_total += 1
         self.failures_by_class[exc.kind] = self.failures_by_class.get(exc.kind, 0) + 1
         if len(self.failures) < KEEP:
+            retry_after = getattr(exc, "retry_after", None)
             self.failures.append(
-                Failure(exc.kind, exc.url, exc.message, status, attempts, bytes_read)
+                Failure(exc.kind, exc.url, exc.message, status, attempts, bytes_read, retry_after)
             )
 
     def skip_cross_host(self, url: str) -> None:
@@ -193,6 +199,7 @@ class RunReport:
     hosts_total: int | None = None
     hosts_done: int = 0
     hosts_failed: int = 0
+    hosts_deferred: int = 0  # hosts whose report says ``deferred`` (a Retry-After: not today)
     urls: int = 0
     bytes: int = 0
     sitemaps_fetched: int = 0
@@ -231,6 +238,8 @@ class RunReport:
             self.failures_by_class[kind] = self.failures_by_class.get(kind, 0) + count
         if urls == 0 and sum(by_class.values()) > 0:
             self.hosts_failed += 1
+        if host.get("deferred"):
+            self.hosts_deferred += 1
 
     @property
     def errors(self) -> int:
@@ -378,7 +387,8 @@ def summary_table(run: RunReport) -> str:
     table.add_column("what", style="bold")
     table.add_column("value")
     total = "?" if run.hosts_total is None else f"{run.hosts_total:,}"
-    table.add_row("hosts", f"{run.hosts_done:,} / {total} ({run.hosts_failed:,} failed)")
+    deferred = f", {run.hosts_deferred:,} deferred" if run.hosts_deferred else ""
+    table.add_row("hosts", f"{run.hosts_done:,} / {total} ({run.hosts_failed:,} failed{deferred})")
     table.add_row("URLs", f"{run.urls:,}")
     table.add_row("sitemaps", f"{run.sitemaps_fetched:,} fetched, {run.sitemaps_failed:,} failed")
     table.add_row("downloaded", _human_bytes(run.bytes))
