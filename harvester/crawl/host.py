@@ -36,7 +36,7 @@ from harvester.crawl.attempt import (
     attempt,
     http_date,
 )
-from harvester.crawl.batch import UrlBatch
+from harvester.crawl.batch import UrlBatch, authority
 from harvester.crawl.discovery import child_allowed, discover, recall
 from harvester.crawl.fetch import not_before
 from harvester.crawl.frontier import Admission, Frontier, SitemapRef
@@ -122,6 +122,10 @@ class HostWorker:
         self._frontier = Frontier(cfg.limits)
         self._declared: frozenset[str] = frozenset()  # sitemaps the host's robots.txt lists
         self._robots = RobotsTxt()  # the host's robots.txt (everything allowed until read)
+        # Sitemaps its robots.txt declared, and their indexes' children: their locs may be
+        # on the host itself wherever they are (cross-submission), at ``_robots_home``.
+        self._submitted: set[str] = set()
+        self._robots_home: tuple[str, ...] = ()
         self._children = 0  # children of the index being read (reset per sitemap)
         self._deferred = False  # the host said "not today": nothing more is asked of it
         # The host's canonicalization rules (its [normalize.hosts] override, if any).
@@ -191,6 +195,9 @@ class HostWorker:
             self.report.limit("max_robots_bytes")
         self._declared = frozenset(found.robots.sitemaps)
         self._robots = found.robots
+        self._submitted.update(self._declared)
+        canon = self.batch.rules.canonical
+        self._robots_home = (authority(canon(self.seed.origin)), authority(canon(found.origin)))
         for ref in found.refs:
             self._admit(ref)
         while (nxt := self._frontier.pop()) is not None and not self.batch.cap_hit:
@@ -345,6 +352,11 @@ class HostWorker:
         if status == 304 and inc is not None and inc.knows(ref.url):
             return NotModified(status)
         self.batch.sitemap_dates(http_date(validators[1]), datetime.now(UTC))
+        # The protocol's same-host rule: its locs belong where it is (listed, or served
+        # after a redirect), or on the host whose robots.txt submitted it.
+        canon = self.batch.rules.canonical
+        home = (authority(canon(ref.url)), authority(canon(url)))
+        self.batch.at_home(home + self._robots_home if ref.url in self._submitted else home)
         return None
 
     async def chunk(self, chunk: bytes) -> None:
@@ -408,6 +420,8 @@ class HostWorker:
                     continue  # (a capped index is never complete: limits_hit is set)
                 if self.incremental is not None:
                     self.incremental.child(entry)
+                if ref.url in self._submitted:
+                    self._submitted.add(entry.loc)  # submitted through its index
                 when = entry.lastmod
                 self._admit(SitemapRef(entry.loc, ref.depth + 1, "index", when, parent=ref.url))
         if self.batch.full:

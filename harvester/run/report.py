@@ -108,6 +108,10 @@ class HostReport:
     warnings: list[str] = field(default_factory=list)
     limits_hit: list[str] = field(default_factory=list)
     robots_disallowed: int = 0  # same-host sitemaps not fetched: robots.txt disallows them
+    # Records whose URL is on another host than their sitemap's (and than the host whose
+    # robots.txt declared it): the protocol's same-host rule broken. Emitted all the same.
+    foreign_locs: int = 0
+    foreign_loc_examples: list[str] = field(default_factory=list)  # the first few locs
     # With a state file: sitemaps not downloaded or unchanged (304, skipped by index
     # lastmod, same content hash), and the URL events (removed is set by the writer;
     # replayed: recorded by this run before it was cut short, so not emitted again).
@@ -179,6 +183,7 @@ class HostReport:
         out["cross_host"] = list(self.cross_host)
         out["violations"] = list(self.violations)
         out["warnings"] = list(self.warnings)
+        out["foreign_loc_examples"] = list(self.foreign_loc_examples)
         out["limits_hit"] = list(self.limits_hit)
         out["failures_by_class"] = dict(self.failures_by_class)
         return out
