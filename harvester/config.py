@@ -99,7 +99,7 @@ class FetchConfig:
     retries: int = 3
     backoff_base: float = 0.5
     backoff_max: float = 30.0
-    retry_after_max: float = 120.0
+    retry_after_max: float = 120.0  # longest Retry-After waited for; longer: host deferred
     proxy: str | None = None
     max_connections: int = 256
     dns_cache_ttl: int = 300  # longest a positive answer is cached (its record TTL if lower)

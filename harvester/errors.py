@@ -11,6 +11,8 @@ per-host report) and, when known, the ``url`` it concerns::
     │   ├── ConnectError                   connect
     │   ├── FetchTimeout (+TimeoutError)   timeout
     │   ├── TooSlow                        too_slow            body under fetch.min_speed
+    │   ├── BadContentEncoding             bad_encoding        body does not decode as its
+    │   │                                                      Content-Encoding says
     │   ├── HTTPStatusError                http_status         (status, retry_after)
     │   │   └── Blocked                    blocked             bot challenge (403 + cf-mitigated)
     │   ├── TooManyRedirects               redirects
@@ -40,6 +42,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 __all__ = [
+    "BadContentEncoding",
     "Blocked",
     "BodyTooLarge",
     "ConfigError",
@@ -140,6 +143,16 @@ class TooSlow(FetchError):
     """
 
     kind = "too_slow"
+
+
+class BadContentEncoding(FetchError):
+    """The body does not decode as its Content-Encoding says (gzip on a plain body).
+
+    Not a transfer fault: the same bytes come with the same header every time, so
+    it is not retried as one; the host worker asks once more without decoding.
+    """
+
+    kind = "bad_encoding"
 
 
 class HTTPStatusError(FetchError):

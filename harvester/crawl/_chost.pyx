@@ -10,8 +10,10 @@ compiled check, else the host's rules), its fingerprint, the per-host dedupe,
 the ``max_urls_per_host`` cap, the lastmod audit's sample (appended to the
 batch's sample lists, which ``LastmodDistribution.add_many`` counts for both
 loops), and the record appended to the batch (or, given ``encoded``, its JSON
-line written by ``_write_record``); the counters are written back to the batch
-and the entries that are not URLs (index children) are returned.
+line written by ``_write_record``), and whether its URL is on another host than
+the sitemap's (``batch.home``: counted as a foreign loc, the first few kept as
+examples in the report); the counters are written back to the batch and the
+entries that are not URLs (index children) are returned.
 
 Only the usual cases are done here; every other one calls the same Python the
 loop calls (``Rules.canonical`` for a URL the check says no to, ``SeenSet.add``
@@ -51,7 +53,7 @@ from cpython.ref cimport Py_INCREF, Py_XDECREF
 from cpython.set cimport PySet_Add, PySet_Contains
 from cpython.unicode cimport PyUnicode_GET_LENGTH, PyUnicode_READ_CHAR
 from libc.stdint cimport int64_t, uint64_t
-from libc.string cimport memchr, memcpy
+from libc.string cimport memchr, memcmp, memcpy
 
 cdef extern from "Python.h":
     ctypedef struct PyByteArrayObject:
@@ -348,6 +350,57 @@ cdef inline int _append_i64(array.array values, int64_t value) except -1:
     return 0
 
 
+# batch.FOREIGN_EXAMPLES: locs on another host kept as examples in the host report.
+cdef Py_ssize_t FOREIGN_EXAMPLES = 5
+
+
+cdef str _authority_of(str url):
+    """``batch.authority``, for a URL that is not compact ASCII (the loop's rare case)."""
+    cdef Py_ssize_t start = url.find("://"), end, at
+    if start < 0:
+        return ""
+    start += 3
+    end = len(url)
+    for mark in "/?#":
+        at = url.find(mark, start, end)
+        if at >= 0:
+            end = at
+    return url[start:end]
+
+
+cdef bint _foreign(tuple home, str url) except -1:
+    """Whether ``url``'s authority (``batch.authority``) is none of ``home``'s.
+
+    For the usual URL (compact ASCII, ``http://`` or ``https://``) in C, with no scan
+    of the authority: a home authority matches where it is followed by the end, ``/``,
+    ``?`` or ``#`` (an authority holds none of them). Any other URL: in Python.
+    """
+    cdef Py_ssize_t n, start, k
+    cdef const char* d
+    cdef char c
+    if not PyUnicode_IS_COMPACT_ASCII(url):
+        return _authority_of(url) not in home
+    n = PyUnicode_GET_LENGTH(url)
+    d = PyUnicode_DATA(url)
+    if n >= 8 and memcmp(d, b"https://", 8) == 0:
+        start = 8
+    elif n >= 7 and memcmp(d, b"http://", 7) == 0:
+        start = 7
+    else:
+        return _authority_of(url) not in home
+    for a in home:
+        if not PyUnicode_IS_COMPACT_ASCII(a):
+            continue  # (never equal to an ASCII authority)
+        k = PyUnicode_GET_LENGTH(a)
+        if start + k <= n and memcmp(d + start, PyUnicode_DATA(a), k) == 0:
+            if start + k == n:
+                return False
+            c = d[start + k]
+            if c == 47 or c == 63 or c == 35:  # "/", "?", "#"
+                return False
+    return True
+
+
 cdef class _Loop:
     """One call's view of a ``UrlBatch``: its fields as C values, its counters written
     back to it (and to the seen-set and report) by ``close``."""
@@ -357,11 +410,12 @@ cdef class _Loop:
     cdef bint strip_slash, direct, sort, cap_hit
     cdef frozenset drop
     cdef tuple prefixes
-    cdef list records, sample, raws
+    cdef list records, sample, raws, foreign_examples
+    cdef tuple home
     cdef array.array fps, lastmods
     cdef str host, sitemap
     cdef Py_ssize_t cap, listed, position, replayed, audit_all
-    cdef Py_ssize_t duplicates, urls, small_added, small_limit
+    cdef Py_ssize_t duplicates, urls, small_added, small_limit, foreign
     cdef bytearray encoded, canonical
     cdef bytes label, middle
 
@@ -394,6 +448,9 @@ cdef class _Loop:
         self.encoded, self.canonical, self.label = batch.encoded, batch.urls, batch.label
         if self.encoded is not None and self.host is not None:
             self.middle = _middle(self.host, sitemap)
+        self.home = batch.home
+        if self.home is not None:
+            self.foreign_examples = self.report.foreign_loc_examples
         return 0
 
     cdef int _small(self) except -1:
@@ -479,6 +536,8 @@ cdef class _Loop:
             self.report.duplicates += self.duplicates
         if self.urls:
             self.report.urls += self.urls
+        if self.foreign:
+            self.report.foreign_locs += self.foreign
         return 0
 
 
@@ -525,6 +584,10 @@ def url_entries(batch, list entries, str sitemap):
             loop.listed += 1
             loop.urls += 1
             loop.keep(<tuple>entry, loc, url, fp)
+            if loop.home is not None and _foreign(loop.home, url):
+                loop.foreign += 1  # emitted all the same
+                if len(loop.foreign_examples) < FOREIGN_EXAMPLES:
+                    PyList_Append(loop.foreign_examples, loc)
     finally:
         # What the call counted reaches the batch even if a step raised.
         loop.close()

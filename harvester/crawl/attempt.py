@@ -23,7 +23,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Protocol
 
-from harvester.errors import Blocked, ConnectError, FetchError, FetchTimeout, HTTPStatusError
+from harvester.crawl.fetch import not_before
+from harvester.errors import (
+    BadContentEncoding,
+    Blocked,
+    ConnectError,
+    FetchError,
+    FetchTimeout,
+    HTTPStatusError,
+)
 from harvester.reader.sitemap import SitemapReader
 
 if TYPE_CHECKING:
@@ -45,6 +53,7 @@ __all__ = [
     "Read",
     "Refused",
     "RetryListed",
+    "Undecodable",
     "attempt",
     "http_date",
 ]
@@ -93,6 +102,19 @@ class BodyBroken:
 
 
 @dataclass(frozen=True, slots=True)
+class Undecodable:
+    """The body did not decode as its Content-Encoding says (entries so far kept).
+
+    The same bytes would come again: asked once more, not decoded (``raw``).
+    """
+
+    error: BadContentEncoding
+    status: int | None
+    requests: int
+    bytes_read: int
+
+
+@dataclass(frozen=True, slots=True)
 class Failed:
     """Any other fetch error: the sitemap failed."""
 
@@ -102,7 +124,7 @@ class Failed:
     bytes_read: int | None
 
 
-Outcome = Read | NotModified | Refused | RetryListed | Missed | BodyBroken | Failed
+Outcome = Read | NotModified | Refused | RetryListed | Missed | BodyBroken | Undecodable | Failed
 
 
 class Hooks(Protocol):
@@ -129,10 +151,13 @@ async def attempt(
     headers: dict[str, str],
     hooks: Hooks,
     digest: xxhash.xxh3_128 | None = None,
+    *,
+    raw: bool = False,
 ) -> Outcome:
     """One request for ``ref`` (at ``target``), its body streamed through a fresh reader.
 
-    ``digest`` (with a state file) is fed the body's bytes.
+    ``digest`` (with a state file) is fed the body's bytes. ``raw``: the body as
+    sent, its Content-Encoding not undone (the reader sniffs gzip by magic bytes).
     """
     # The host dedupes by canonical URL; a second per-document set would be waste.
     reader = SitemapReader(ref.url, cfg.reader, dedupe=False)
@@ -143,7 +168,7 @@ async def attempt(
     started = time.monotonic()
     try:
         async with fetcher.stream(
-            target, slot, max_bytes=cfg.fetch.max_body_bytes, headers=headers
+            target, slot, max_bytes=cfg.fetch.max_body_bytes, headers=headers, decompress=not raw
         ) as body:
             status, requests, streaming = body.status, body.attempts, True
             validators = (body.headers.get("ETag"), body.headers.get("Last-Modified"))
@@ -162,7 +187,8 @@ async def attempt(
                     break
         await hooks.entries(reader.finish(), ref)
     except HTTPStatusError as exc:
-        client_error = 400 <= exc.status < 500
+        # A 429 that says "not today" is about the host, not about where the file is.
+        client_error = 400 <= exc.status < 500 and not_before(exc, cfg.fetch) is None
         if target != ref.url and client_error:
             return RetryListed()
         if ref.fallbacks and client_error and not isinstance(exc, Blocked):
@@ -173,6 +199,8 @@ async def attempt(
             passed = time.monotonic() - started >= cfg.fetch.total_timeout
             return BodyBroken(exc, status, requests, received, passed)
         return Failed(exc, status, exc.attempts or 1, received)
+    except BadContentEncoding as exc:
+        return Undecodable(exc, status, requests if streaming else exc.attempts or 1, received)
     except FetchError as exc:
         return Failed(exc, status, requests if streaming else exc.attempts or 1, received)
     return Read(reader.result(), status, validators)

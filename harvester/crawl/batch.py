@@ -9,7 +9,8 @@ ledger rows) once ``full``, or at the host's end.
 Sync and I/O-free: the host worker (``host.py``) awaits the output; this
 module decides what goes into it. Per URL: the canonical form (the host's
 ``Rules``), the per-host dedupe (``SeenSet``), the ``max_urls_per_host`` cap,
-the lastmod audit's sample and the record. Per batch, with a state file or
+the lastmod audit's sample, the record, and whether its URL is on the sitemap's
+host (``at_home``; else a foreign loc, counted in the report). Per batch, with a state file or
 ``--since``: which records ``--emit``/``--since`` keep and their labels
 (``Selection``).
 
@@ -51,7 +52,16 @@ if TYPE_CHECKING:
     from harvester.run.report import HostReport
     from harvester.urls.normalize import Rules
 
-__all__ = ["AUDIT_ALL", "BATCH", "Flushed", "Ledger", "Selection", "UrlBatch"]
+__all__ = [
+    "AUDIT_ALL",
+    "BATCH",
+    "FOREIGN_EXAMPLES",
+    "Flushed",
+    "Ledger",
+    "Selection",
+    "UrlBatch",
+    "authority",
+]
 
 # The compiled URL loop (harvester/crawl/_chost.pyx); None: ``_python_loop`` does it all.
 _chost = compiled.load("_chost")
@@ -71,6 +81,9 @@ BATCH = 512
 # URLs of a host that all feed the lastmod distribution; then 1 in 8 by fingerprint
 # (shares stay within a few percent). The compiled loop reads it from the batch.
 AUDIT_ALL = 500
+# Locs on another host kept as examples in the host report (``foreign_loc_examples``);
+# the compiled loop keeps as many (its own constant: a change here is a change there).
+FOREIGN_EXAMPLES = 5
 
 # The labels ``select_lines`` adds to a line, as orjson writes the keys ``select_records``
 # adds to a record.
@@ -130,7 +143,26 @@ _LOOP_FIELDS = (
     "label",  # bytes every line gets before its closing brace, or None
     "sample_lastmods",  # the audit's sample (lastmods), or None without the audit
     "sample_raws",  # ...and their texts, same order
+    "home",  # authorities a record's URL may have (``at_home``), or None: not checked
 )
+
+
+def authority(url: str) -> str:
+    """The ``host[:port]`` of a canonical URL: after ``://``, up to ``/``, ``?``, ``#``.
+
+    >>> authority("https://e.com:8443/a?b"), authority("http://e.com?x"), authority("e.com")
+    ('e.com:8443', 'e.com', '')
+    """
+    start = url.find("://")
+    if start < 0:
+        return ""
+    start += 3
+    end = len(url)
+    for mark in "/?#":
+        at = url.find(mark, start, end)
+        if at >= 0:
+            end = at
+    return url[start:end]
 
 
 class UrlBatch:
@@ -140,6 +172,7 @@ class UrlBatch:
         *_LOOP_FIELDS,
         "_encode_selected",
         "_ends",
+        "_home_prefixes",
         "_label_decided",
         "_runs",
         "dist",
@@ -204,6 +237,18 @@ class UrlBatch:
         self.sample_raws: list[str | None] | None = [] if self.dist else None
         self.modified: datetime | None = None
         self.fetched_at = datetime.now(UTC)
+        self.home: tuple[str, ...] | None = None
+        self._home_prefixes: tuple[str, ...] = ()
+
+    def at_home(self, authorities: tuple[str, ...]) -> None:
+        """The URLs of the sitemap being read belong on these authorities (``authority``).
+
+        A record whose URL is elsewhere is still emitted, and counted in the report
+        (``foreign_locs``, the first ``FOREIGN_EXAMPLES`` locs as examples).
+        """
+        self.home = authorities
+        # The usual URL's test in the Python loop: one startswith, not a split.
+        self._home_prefixes = tuple(f"{s}://{a}/" for a in authorities for s in ("http", "https"))
 
     @property
     def full(self) -> bool:
@@ -261,6 +306,7 @@ class UrlBatch:
         """``url_entries``' steps in Python (the compiled module is missing)."""
         seen, canon, report = self.seen, self.rules.canonical, self.report
         records, fps, lastmods = self.records, self.fps, self.lastmods
+        home, prefixes = self.home, self._home_prefixes
         sample, raws = self.sample_lastmods, self.sample_raws
         host, cap, replayed = self.host, self.cap, self.replayed
         position, listed = self.position, self.listed
@@ -293,6 +339,10 @@ class UrlBatch:
                     sample.append(entry.lastmod)
                     raws.append(entry.lastmod_raw)
                 records.append(record(entry, sitemap, host, url=url))
+                if home is not None and not url.startswith(prefixes) and authority(url) not in home:
+                    report.foreign_locs += 1  # emitted all the same
+                    if len(report.foreign_loc_examples) < FOREIGN_EXAMPLES:
+                        report.foreign_loc_examples.append(entry.loc)
                 fps.append(fp)
                 if lastmods is not None:
                     when = entry.lastmod

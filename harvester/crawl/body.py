@@ -16,8 +16,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import aiohttp
+from aiohttp.http_exceptions import ContentEncodingError
 
 from harvester.errors import (
+    BadContentEncoding,
     BodyTooLarge,
     ConnectError,
     DNSError,
@@ -60,6 +62,13 @@ def map_error(exc: BaseException, url: str, cfg: FetchConfig) -> FetchError:
         return DNSError(detail, url=url)
     if isinstance(exc, TimeoutError):  # asyncio.TimeoutError, aiohttp.ServerTimeoutError
         return FetchTimeout(detail, url=url)
+    if isinstance(exc, aiohttp.ClientPayloadError) and isinstance(
+        exc.__cause__, ContentEncodingError
+    ):
+        # aiohttp undoes Content-Encoding itself; its decoder refused the bytes (gzip on
+        # a plain body, say). The next request would get the same bytes: no connect error.
+        msg = f"the body does not decode as its Content-Encoding says ({exc.__cause__.message})"
+        return BadContentEncoding(msg, url=url)
     if isinstance(exc, aiohttp.ClientConnectionError | aiohttp.ClientPayloadError):
         return ConnectError(detail, url=url)
     return FetchError(detail, url=url)  # InvalidURL and any other ClientError
@@ -88,7 +97,9 @@ class Body:
         Raises ``BodyTooLarge`` *before* yielding the chunk that would cross
         the cap, so everything yielded fits; ``FetchTimeout`` when the server
         stalls longer than ``read_timeout`` or the file's total deadline
-        passes; ``ConnectError`` when the connection breaks mid-body.
+        passes; ``ConnectError`` when the connection breaks mid-body;
+        ``BadContentEncoding`` when the body does not decode as its
+        Content-Encoding says (ask again with ``decompress=False``).
         """
         return self._stream
 

@@ -7,7 +7,9 @@ read-stall timeout, the per-file deadline and the speed floor enforced while
 streaming (``harvester.crawl.body``).
 
 Content-Encoding (gzip, deflate) is undone by aiohttp; a ``.xml.gz`` *file*
-arrives as the gzip bytes it is (the reader sniffs magic bytes). Every failure
+arrives as the gzip bytes it is (the reader sniffs magic bytes). A body that
+does not decode as its Content-Encoding says is a ``BadContentEncoding``, not
+retried; ``stream(..., decompress=False)`` asks for the bytes as sent. Every failure
 leaves as a ``FetchError`` subclass carrying the URL, translated once
 (``body.map_error``).
 
@@ -21,6 +23,8 @@ Example::
 Retries (``cfg.retries`` after the first attempt) happen before the body is
 handed over: on connection errors, timeouts, 408, 429 and 5xx, with
 exponential backoff and full jitter, or the server's Retry-After on 429/503.
+A Retry-After longer than ``cfg.retry_after_max`` is not waited for at all:
+the error is final at once (``not_before`` says how long the host asked for).
 Once ``stream`` has yielded, errors are final. First contact is the
 exception (``HostSlot.answered`` is False until the host sent any response):
 the response is awaited for ``first_byte_timeout``, and a connect or
@@ -73,7 +77,7 @@ if TYPE_CHECKING:
     from harvester.crawl.resolver import CachingResolver
     from harvester.crawl.scheduler import HostSlot
 
-__all__ = ["Body", "Fetcher", "GuardedConnector", "retry_after_seconds"]
+__all__ = ["Body", "Fetcher", "GuardedConnector", "not_before", "retry_after_seconds"]
 
 logger = logging.getLogger(__name__)
 
@@ -105,6 +109,18 @@ def retry_after_seconds(value: str | None, *, now: float | None = None) -> float
     if when.tzinfo is None:  # "-0000" or no zone: not quite HTTP-date; read it as GMT
         when = when.replace(tzinfo=datetime.UTC)
     return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+def not_before(error: BaseException, cfg: FetchConfig) -> float | None:
+    """The seconds a 429/503 asked to be left alone, when longer than a run waits.
+
+    None for any other error, and for a Retry-After within ``cfg.retry_after_max``
+    (the fetcher waited it out and retried). Otherwise the fetcher gave up at
+    once, and the host is not to be asked again before that many seconds.
+    """
+    if not isinstance(error, HTTPStatusError) or error.retry_after is None:
+        return None
+    return error.retry_after if error.retry_after > cfg.retry_after_max else None
 
 
 def _body_read_timeout(response: aiohttp.ClientResponse, seconds: float) -> None:
@@ -217,13 +233,16 @@ class Fetcher:
         *,
         max_bytes: int | None = None,
         headers: Mapping[str, str] | None = None,
+        decompress: bool = True,
     ) -> AbstractAsyncContextManager[Body]:
         """Request ``url`` under ``slot``; yield the ``Body`` once a usable response arrived.
 
         ``max_bytes`` caps the payload (default ``cfg.max_body_bytes``); a
         larger declared Content-Length fails before any byte is read.
         ``headers`` are added to the request (e.g. If-None-Match). The slot
-        and the connection stay held until the context exits.
+        and the connection stay held until the context exits. ``decompress``
+        False: the body comes as sent, Content-Encoding not undone (after a
+        ``BadContentEncoding``: the reader sniffs what the bytes are).
 
         The total deadline (``cfg.total_timeout``) starts when the slot first
         admits the request and covers retries, their waits and the body.
@@ -233,7 +252,7 @@ class Fetcher:
         if self._session is None:
             raise RuntimeError("use 'async with Fetcher(...)' before stream()")
         cap = self._cfg.max_body_bytes if max_bytes is None else max_bytes
-        return self._stream(self._session, url, slot, cap, headers)
+        return self._stream(self._session, url, slot, cap, headers, decompress)
 
     @contextlib.asynccontextmanager
     async def _stream(
@@ -243,6 +262,7 @@ class Fetcher:
         slot: HostSlot,
         cap: int,
         headers: Mapping[str, str] | None,
+        decompress: bool,
     ) -> AsyncIterator[Body]:
         cfg = self._cfg
         scheme = urlsplit(url).scheme.lower()
@@ -278,6 +298,7 @@ class Fetcher:
                                 # one fewer; +1 also keeps 0 from meaning "unlimited".
                                 max_redirects=cfg.max_redirects + 1,
                                 timeout=self._first_timeout if first else self._timeout,
+                                auto_decompress=decompress,
                             )
                         )
                         slot.mark_answered()
@@ -304,8 +325,9 @@ class Fetcher:
                             body_stream.close()
                         return
                     error = outcome
-                    if outcome.retry_after is not None:
-                        # The whole host waits, not just this file.
+                    if outcome.retry_after is not None and not_before(outcome, cfg) is None:
+                        # The whole host waits, not just this file. A longer wait than a
+                        # run's is final at once, and the host worker defers the host.
                         slot.back_off(outcome.retry_after)
             # Slot and connection are released here; decide whether to try again.
             assert deadline is not None  # any error after admission left it set
@@ -367,11 +389,9 @@ class Fetcher:
             if declared is not None and declared > cap and status != 304:
                 raise BodyTooLarge(f"Content-Length {declared} is larger than {cap} bytes", url=url)
             return None
-        retry_after = None
+        retry_after = None  # as the server asked (see _retry_delay and not_before)
         if status in _HONOUR_RETRY_AFTER:
-            seconds = retry_after_seconds(response.headers.get("Retry-After"))
-            if seconds is not None:
-                retry_after = min(seconds, self._cfg.retry_after_max)
+            retry_after = retry_after_seconds(response.headers.get("Retry-After"))
         reason = response.reason or ""
         message = f"HTTP {status} {reason}".rstrip()
         if status == 403 and response.headers.get("cf-mitigated", "").lower() == "challenge":
@@ -384,7 +404,9 @@ class Fetcher:
         if attempt > self._cfg.retries or not _retryable(error):
             return None
         if isinstance(error, HTTPStatusError) and error.retry_after is not None:
-            return error.retry_after  # the server said when; already capped
+            # The server said when. Longer than a run waits ("come back tomorrow"):
+            # give up now, rather than ask again after retry_after_max.
+            return None if not_before(error, self._cfg) is not None else error.retry_after
         # Full jitter (AWS architecture blog): uniform over [0, capped exponential].
         ceiling = min(self._cfg.backoff_max, self._cfg.backoff_base * 2 ** min(attempt - 1, 62))
         return self._rng.uniform(0.0, ceiling)

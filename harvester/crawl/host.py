@@ -32,11 +32,13 @@ from harvester.crawl.attempt import (
     Read,
     Refused,
     RetryListed,
+    Undecodable,
     attempt,
     http_date,
 )
-from harvester.crawl.batch import UrlBatch
+from harvester.crawl.batch import UrlBatch, authority
 from harvester.crawl.discovery import child_allowed, discover, recall
+from harvester.crawl.fetch import not_before
 from harvester.crawl.frontier import Admission, Frontier, SitemapRef
 from harvester.crawl.incremental import HostIncremental
 from harvester.crawl.robots import RobotsTxt
@@ -68,6 +70,16 @@ if TYPE_CHECKING:
 __all__ = ["HostWorker"]
 
 logger = logging.getLogger(__name__)
+
+# The reader's warning on a body read as sent after it failed to decode as its
+# Content-Encoding said (``Undecodable``).
+_UNDECODED = "the body did not decode as its Content-Encoding says: read as sent"
+
+
+def _iso(epoch: float) -> str:
+    """Wall-clock seconds as the reports write times: ISO-8601 UTC to the second."""
+    when = datetime.fromtimestamp(epoch, UTC).replace(microsecond=0)
+    return when.isoformat().replace("+00:00", "Z")
 
 
 class HostWorker:
@@ -110,7 +122,12 @@ class HostWorker:
         self._frontier = Frontier(cfg.limits)
         self._declared: frozenset[str] = frozenset()  # sitemaps the host's robots.txt lists
         self._robots = RobotsTxt()  # the host's robots.txt (everything allowed until read)
+        # Sitemaps its robots.txt declared, and their indexes' children: their locs may be
+        # on the host itself wherever they are (cross-submission), at ``_robots_home``.
+        self._submitted: set[str] = set()
+        self._robots_home: tuple[str, ...] = ()
         self._children = 0  # children of the index being read (reset per sitemap)
+        self._deferred = False  # the host said "not today": nothing more is asked of it
         # The host's canonicalization rules (its [normalize.hosts] override, if any).
         rules = (normalizer or Normalizer(cfg.normalize)).rules_for(host_of(seed.origin))
         self.batch = UrlBatch(
@@ -151,6 +168,9 @@ class HostWorker:
         if inc is not None:
             memory = inc.load(self.seed)
             self.batch.remember(inc.memory, inc.unverified)
+            if (until := inc.deferred()) is not None:
+                self.report.deferred = _iso(until)  # an earlier run was told "not today"
+                return
         if memory is not None:
             found = recall(memory, self.seed, self._cfg, slot)
             if found.source == "none":
@@ -162,6 +182,7 @@ class HostWorker:
             except FetchError as exc:
                 self.report.fail(exc, status=getattr(exc, "status", None))
                 self.report.discovery = "failed"
+                self._not_today(exc)
                 return
         if inc is not None:
             inc.found(found)
@@ -174,10 +195,32 @@ class HostWorker:
             self.report.limit("max_robots_bytes")
         self._declared = frozenset(found.robots.sitemaps)
         self._robots = found.robots
+        self._submitted.update(self._declared)
+        canon = self.batch.rules.canonical
+        self._robots_home = (authority(canon(self.seed.origin)), authority(canon(found.origin)))
         for ref in found.refs:
             self._admit(ref)
         while (nxt := self._frontier.pop()) is not None and not self.batch.cap_hit:
             await self._sitemap(nxt)
+            if self._deferred:
+                return
+
+    def _not_today(self, error: FetchError) -> None:
+        """Defer the host if ``error`` is its 429/503 asking for more than a run waits.
+
+        Its other sitemaps are not asked this run either (the host asked to be
+        left alone, not one file); with a state file, runs before that time skip it.
+        """
+        if host_key(error.url or self.seed.origin) != self.host:
+            return  # another host's answer (a child on a CDN): that file failed, no more
+        seconds = not_before(error, self._cfg.fetch)
+        if seconds is None:
+            return
+        until = time.time() + seconds
+        self._deferred = True
+        self.report.deferred = _iso(until)
+        if self.incremental is not None:
+            self.incremental.defer(until)
 
     def _admit(self, ref: SitemapRef) -> None:
         if not child_allowed(ref.url, self.host, self._cfg.discovery.cross_host, self._declared):
@@ -210,13 +253,17 @@ class HostWorker:
         broken attempt already emitted are dropped by the host's per-URL dedupe, so
         no record is emitted twice, nor counted as a duplicate (``UrlBatch``). A
         remembered redirect target that answers 4xx (``RetryListed``) is given up
-        for the listed URL, once. Anything else ends the sitemap.
+        for the listed URL, once. A body that does not decode as its
+        Content-Encoding says (``Undecodable``) would not decode the next time
+        either: it is asked for once more as sent (``raw``), and the reader
+        sniffs what it is. Anything else ends the sitemap.
         """
         inc = self.incremental
         target, headers = self._start(ref)
         if target is None:
             return
         retries, refetches, requests = self._cfg.fetch.retries, 0, 0
+        raw = False  # asking for the body as sent, its Content-Encoding not undone
         slot_host = host_key(target)  # a child on another host is paced by that host's slot
         slot = self._scheduler.acquire(slot_host)
         try:
@@ -224,12 +271,16 @@ class HostWorker:
                 digest = inc.new_read() if inc is not None else None
                 self.batch.new_read()
                 outcome = await attempt(
-                    self._fetcher, self._cfg, ref, target, slot, headers, self, digest
+                    self._fetcher, self._cfg, ref, target, slot, headers, self, digest, raw=raw
                 )
                 match outcome:
                     case BodyBroken() if refetches < retries and not outcome.deadline_passed:
                         logger.debug("re-fetching %s after a broken body", ref.url)
                         refetches += 1
+                        requests += outcome.requests
+                    case Undecodable() if not raw:
+                        logger.debug("re-fetching %s as sent: %s", ref.url, outcome.error.message)
+                        raw = True
                         requests += outcome.requests
                     case RetryListed() if inc is not None:
                         inc.redirect_stale(ref)
@@ -237,9 +288,12 @@ class HostWorker:
                         target, headers = self._start(ref)
                         assert target is not None  # (its plan was not a skip a moment ago)
                         refetches = requests = 0
+                        raw = False
                         slot_host = host_key(target)
                         slot = self._scheduler.acquire(slot_host)
                     case Read(result, status, validators):
+                        if raw:
+                            result.stats.warnings.append(_UNDECODED)
                         self._done(ref, result)
                         if inc is not None and digest is not None:
                             inc.read(ref, result, status, validators, digest, self.batch.cap_hit)
@@ -251,7 +305,7 @@ class HostWorker:
                     case Missed():
                         self._next_probe(ref)
                         return
-                    case BodyBroken() | Failed():
+                    case BodyBroken() | Undecodable() | Failed():
                         # Entries read before the failure were already emitted; kept.
                         self.report.sitemaps_failed += 1
                         self.report.fail(
@@ -262,6 +316,7 @@ class HostWorker:
                         )
                         if inc is not None:
                             inc.failed(ref, outcome.status)
+                        self._not_today(outcome.error)
                         return
                     case _:  # Refused (reported where it was found)
                         return
@@ -297,6 +352,11 @@ class HostWorker:
         if status == 304 and inc is not None and inc.knows(ref.url):
             return NotModified(status)
         self.batch.sitemap_dates(http_date(validators[1]), datetime.now(UTC))
+        # The protocol's same-host rule: its locs belong where it is (listed, or served
+        # after a redirect), or on the host whose robots.txt submitted it.
+        canon = self.batch.rules.canonical
+        home = (authority(canon(ref.url)), authority(canon(url)))
+        self.batch.at_home(home + self._robots_home if ref.url in self._submitted else home)
         return None
 
     async def chunk(self, chunk: bytes) -> None:
@@ -360,6 +420,8 @@ class HostWorker:
                     continue  # (a capped index is never complete: limits_hit is set)
                 if self.incremental is not None:
                     self.incremental.child(entry)
+                if ref.url in self._submitted:
+                    self._submitted.add(entry.loc)  # submitted through its index
                 when = entry.lastmod
                 self._admit(SitemapRef(entry.loc, ref.depth + 1, "index", when, parent=ref.url))
         if self.batch.full:

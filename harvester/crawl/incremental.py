@@ -79,6 +79,23 @@ class HostIncremental:
         self._trust_lastmod()
         return self.recall(seed)
 
+    def deferred(self) -> float | None:
+        """Until when the host is still deferred (wall-clock seconds), or None: go ahead.
+
+        An earlier run was told "not today" (a Retry-After beyond
+        ``fetch.retry_after_max``, see ``fetch.not_before``); until then the host is
+        not asked at all, and that time is kept for the next run.
+        """
+        until = self.memory.not_before
+        if until is None or until <= now():
+            return None
+        self.state.not_before = until
+        return until
+
+    def defer(self, until: float) -> None:
+        """The host said "not today": runs before ``until`` (wall-clock) skip it."""
+        self.state.not_before = until
+
     def _trust_lastmod(self) -> None:
         """Decide from the state's memory whether this host's lastmod may filter URLs.
 

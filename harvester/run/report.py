@@ -68,11 +68,12 @@ class Failure:
     status: int | None = None
     attempts: int | None = None
     bytes_read: int | None = None
+    retry_after: float | None = None  # the wait a 429/503 asked for (Retry-After), seconds
 
     def as_dict(self) -> dict[str, Any]:
         """JSON shape: ``{"class", "url", "message"}`` plus the optional fields that are set."""
         out: dict[str, Any] = {"class": self.kind, "url": self.url, "message": self.message}
-        for name in ("status", "attempts", "bytes_read"):
+        for name in ("status", "attempts", "bytes_read", "retry_after"):
             if (value := getattr(self, name)) is not None:
                 out[name] = value
         return out
@@ -84,8 +85,8 @@ class HostReport:
 
     Lists are capped: ``failures`` and ``cross_host`` keep the first ``KEEP``
     (100) entries, ``failures_total``/``cross_host_total`` count all, and
-    ``failures_by_class`` counts all by class. ``violations`` and
-    ``limits_hit`` are deduplicated (violations capped at ``KEEP`` too).
+    ``failures_by_class`` counts all by class. ``violations``, ``warnings`` and
+    ``limits_hit`` are deduplicated (violations and warnings capped at ``KEEP`` too).
     """
 
     host: str
@@ -102,8 +103,15 @@ class HostReport:
     cross_host: list[str] = field(default_factory=list)
     cross_host_total: int = 0
     violations: list[str] = field(default_factory=list)
+    # What the reader read despite a fault (a DOCTYPE ignored, a body read as sent
+    # after its Content-Encoding failed to decode, ...): distinct texts, capped.
+    warnings: list[str] = field(default_factory=list)
     limits_hit: list[str] = field(default_factory=list)
     robots_disallowed: int = 0  # same-host sitemaps not fetched: robots.txt disallows them
+    # Records whose URL is on another host than their sitemap's (and than the host whose
+    # robots.txt declared it): the protocol's same-host rule broken. Emitted all the same.
+    foreign_locs: int = 0
+    foreign_loc_examples: list[str] = field(default_factory=list)  # the first few locs
     # With a state file: sitemaps not downloaded or unchanged (304, skipped by index
     # lastmod, same content hash), and the URL events (removed is set by the writer;
     # replayed: recorded by this run before it was cut short, so not emitted again).
@@ -115,6 +123,10 @@ class HostReport:
     replayed: int = 0
     # The lastmod audit's distribution verdict of this run (None: disabled or nothing read).
     lastmod_audit: dict[str, Any] | None = None
+    # ISO-8601 UTC time before which the host is not asked again: it answered 429/503
+    # with a Retry-After beyond fetch.retry_after_max (this run, or an earlier one whose
+    # time has not come: then nothing was requested). None: not deferred.
+    deferred: str | None = None
     failures: list[Failure] = field(default_factory=list)
     failures_total: int = 0
     failures_by_class: dict[str, int] = field(default_factory=dict)
@@ -133,8 +145,9 @@ class HostReport:
         self.failures_total += 1
         self.failures_by_class[exc.kind] = self.failures_by_class.get(exc.kind, 0) + 1
         if len(self.failures) < KEEP:
+            retry_after = getattr(exc, "retry_after", None)
             self.failures.append(
-                Failure(exc.kind, exc.url, exc.message, status, attempts, bytes_read)
+                Failure(exc.kind, exc.url, exc.message, status, attempts, bytes_read, retry_after)
             )
 
     def skip_cross_host(self, url: str) -> None:
@@ -154,10 +167,13 @@ class HostReport:
             self.limits_hit.append(name)
 
     def add_read(self, stats: ReadStats) -> None:
-        """Fold in one document's reader stats: dropped locs and protocol violations."""
+        """Fold in one document's reader stats: dropped locs, protocol violations, warnings."""
         self.dropped += stats.dropped_invalid_loc + stats.dropped_too_long
         for text in stats.violations:
             self.violation(text)
+        for text in stats.warnings:
+            if text not in self.warnings and len(self.warnings) < KEEP:
+                self.warnings.append(text)
 
     def as_dict(self) -> dict[str, Any]:
         """Return the JSON-ready form (one line of the per-host report file)."""
@@ -166,6 +182,8 @@ class HostReport:
         out["failures"] = [f.as_dict() for f in self.failures]
         out["cross_host"] = list(self.cross_host)
         out["violations"] = list(self.violations)
+        out["warnings"] = list(self.warnings)
+        out["foreign_loc_examples"] = list(self.foreign_loc_examples)
         out["limits_hit"] = list(self.limits_hit)
         out["failures_by_class"] = dict(self.failures_by_class)
         return out
@@ -186,6 +204,7 @@ class RunReport:
     hosts_total: int | None = None
     hosts_done: int = 0
     hosts_failed: int = 0
+    hosts_deferred: int = 0  # hosts whose report says ``deferred`` (a Retry-After: not today)
     urls: int = 0
     bytes: int = 0
     sitemaps_fetched: int = 0
@@ -224,6 +243,8 @@ class RunReport:
             self.failures_by_class[kind] = self.failures_by_class.get(kind, 0) + count
         if urls == 0 and sum(by_class.values()) > 0:
             self.hosts_failed += 1
+        if host.get("deferred"):
+            self.hosts_deferred += 1
 
     @property
     def errors(self) -> int:
@@ -371,7 +392,8 @@ def summary_table(run: RunReport) -> str:
     table.add_column("what", style="bold")
     table.add_column("value")
     total = "?" if run.hosts_total is None else f"{run.hosts_total:,}"
-    table.add_row("hosts", f"{run.hosts_done:,} / {total} ({run.hosts_failed:,} failed)")
+    deferred = f", {run.hosts_deferred:,} deferred" if run.hosts_deferred else ""
+    table.add_row("hosts", f"{run.hosts_done:,} / {total} ({run.hosts_failed:,} failed{deferred})")
     table.add_row("URLs", f"{run.urls:,}")
     table.add_row("sitemaps", f"{run.sitemaps_fetched:,} fetched, {run.sitemaps_failed:,} failed")
     table.add_row("downloaded", _human_bytes(run.bytes))

@@ -224,6 +224,7 @@ class HostMemory:
     sitemaps: dict[str, SitemapMemory] = field(default_factory=dict)
     verdict: str | None = None  # the lastmod distribution verdict of its last run
     trust: str | None = None  # trusted | untrusted | unknown, from sampled verification
+    not_before: float | None = None  # wall-clock time before which it is not asked again
     # Its ledger, loaded at the first lookup (``LedgerReader.events``): what earlier
     # runs listed, and what this same run recorded before it was cut short (a resume).
     listed: LedgerView | None = None
@@ -262,6 +263,9 @@ class HostState:
     discovery: dict[str, Any] | None = None  # new discovery memory (None: keep the old one)
     audit: dict[str, Any] | None = None  # this run's lastmod distribution verdict (None: keep)
     finished: bool = True  # False: cut short (shutdown, time cap): no checkpoint, no removals
+    # Wall-clock time before which the host is not asked again: it answered a Retry-After
+    # beyond fetch.retry_after_max (or still is deferred); None: no longer.
+    not_before: float | None = None
 
 
 def classify(
@@ -316,14 +320,17 @@ class LedgerReader:
     def host(self, name: str) -> HostMemory:
         """Everything remembered about ``name`` (an empty memory for a host never seen)."""
         row = self._db.execute(
-            "SELECT id, discovery, discovered_at, audit, trust FROM hosts WHERE name = ?", (name,)
+            "SELECT id, discovery, discovered_at, audit, trust, not_before FROM hosts "
+            "WHERE name = ?",
+            (name,),
         ).fetchone()
         if row is None:
             return HostMemory()
-        host_id, discovery, discovered_at, audit, trust = row
+        host_id, discovery, discovered_at, audit, trust, not_before = row
         memory = HostMemory(host_id, load_json(discovery), discovered_at or 0.0)
         memory.verdict = (load_json(audit) or {}).get("verdict")
         memory.trust = trust
+        memory.not_before = not_before
         for (
             url,
             parent,

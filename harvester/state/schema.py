@@ -33,7 +33,7 @@ __all__ = [
     "migrate",
 ]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 APPLICATION_ID = 0x48525653  # "HRVS": tells our state files from any other SQLite file
 
 _CHUNKS = """
@@ -173,6 +173,11 @@ MIGRATIONS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
     # 3: the ledger as chunks (one row per sitemap per batch, blobs: harvester/state/chunks.py)
     # instead of a row per URL; see _chunk_the_ledger.
     _chunk_the_ledger,
+    # 4: a host that answered 429/503 with a Retry-After beyond fetch.retry_after_max is
+    # not asked again before this wall-clock time (issue 30 item 6).
+    """
+    ALTER TABLE hosts ADD COLUMN not_before REAL;
+    """,
 )
 
 

@@ -309,6 +309,10 @@ class StateStore:
             self._db.execute(
                 "UPDATE hosts SET audit = ? WHERE id = ?", (dump_json(state.audit), host_id)
             )
+        # Also for a host cut short: what it said about coming back holds all the same.
+        self._db.execute(
+            "UPDATE hosts SET not_before = ? WHERE id = ?", (state.not_before, host_id)
+        )
         removed: list[dict[str, Any]] = []
         if not state.finished:
             return removed

@@ -332,3 +332,29 @@ async def test_hosts_wait_unparsed_while_the_output_is_behind(sites: Sites) -> N
     assert waits > 1  # once per chunk, not once per file
     assert reports[0]["urls"] == 3000
     assert reports[0]["failures"] == []
+
+
+async def test_page_locs_on_another_host_are_emitted_and_counted(sites: Sites) -> None:
+    # The protocol's same-host rule: a sitemap lists pages of its own host, or of the
+    # host whose robots.txt declared it (cross-submission). Others are still emitted,
+    # and counted in the host report with a few examples (issue 30 item 11).
+    routes: dict[str, Any] = {}
+    cdn_routes: dict[str, Any] = {}
+    site = await sites.start("127.0.0.135", routes)
+    cdn = await sites.start("127.0.0.136", cdn_routes)
+    foreign = [f"http://elsewhere.test/f{i}" for i in range(7)]
+    routes["/robots.txt"] = robots(site.url("/s.xml"), cdn.url("/x.xml"))
+    routes["/s.xml"] = urlset(site.url("/p1"), *foreign[:3], site.url("/p2"), *foreign[3:])
+    # On the CDN, declared by the host's robots.txt: its pages and the CDN's own are at home.
+    cdn_routes["/x.xml"] = urlset(site.url("/q1"), cdn.url("/q2"))
+    records, hosts = await collect([site.origin])
+    assert {r["loc"] for r in records} == {
+        site.url("/p1"),
+        site.url("/p2"),
+        site.url("/q1"),
+        cdn.url("/q2"),
+        *foreign,
+    }
+    report = hosts[site.origin.removeprefix("http://")]
+    assert report["foreign_locs"] == 7
+    assert report["foreign_loc_examples"] == foreign[:5]

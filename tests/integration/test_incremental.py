@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
+import time
 from collections import Counter
 from email.utils import format_datetime, parsedate_to_datetime
 from pathlib import Path
@@ -21,7 +22,7 @@ from aiohttp import web
 
 from harvester.cli import main
 from harvester.run.shards import run_job
-from tests.integration.conftest import fast_config
+from tests.integration.conftest import Reply, fast_config
 
 if TYPE_CHECKING:
     from harvester.run.report import RunReport
@@ -521,3 +522,112 @@ async def test_a_redirected_sitemap_is_fetched_where_it_ended_up_next_time(
         ("removed", "http://127.0.0.88/x"),
     }
     assert s.hits("/old.xml") == 2
+
+
+# -- a Retry-After that says "not today" (issue 30 item 6) -----------------------------------
+
+
+class BusySite:
+    """robots.txt → /a.xml and /b.xml; both answer 503 + Retry-After while ``busy``."""
+
+    def __init__(self, retry_after: str = "86400") -> None:
+        self.busy = True
+        self.retry_after = retry_after
+        self.site: Site | None = None
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        assert self.site is not None
+        if self.busy:
+            return web.Response(status=503, headers={"Retry-After": self.retry_after})
+        page = self.site.url(request.path.removesuffix(".xml") + "/page")
+        return web.Response(
+            body=(
+                '<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+                f"<url><loc>{page}</loc></url></urlset>"
+            ).encode(),
+            content_type="application/xml",
+        )
+
+    async def start(self, sites: Sites, host: str) -> Site:
+        routes: dict[str, Any] = {"/a.xml": self.handle, "/b.xml": self.handle}
+        self.site = await sites.start(host, routes)
+        u = self.site.url
+        routes["/robots.txt"] = f"Sitemap: {u('/a.xml')}\nSitemap: {u('/b.xml')}\n".encode()
+        return self.site
+
+
+def busy_harvest(site: Site, tmp_path: Path, name: str) -> tuple[RunReport, dict[str, Any]]:
+    """One run with the shared state file: the run report and the host's report."""
+    out = tmp_path / f"{name}.jsonl"
+    hosts = f"{out}.hosts.jsonl"
+    cfg = fast_config(**{"state.path": str(tmp_path / "state.sqlite"), "fetch.retries": 3})
+    run = run_job(cfg, [site.origin], str(out), progress=False, hosts_path=hosts)
+    (report,) = map(json.loads, Path(hosts).read_text().splitlines())
+    return run, report
+
+
+async def test_a_retry_after_beyond_the_cap_defers_the_host_to_a_later_run(
+    sites: Sites, tmp_path: Path
+) -> None:
+    busy = BusySite()
+    site = await busy.start(sites, "127.0.0.133")
+
+    # Run 1: the first sitemap answers "come back in a day": given up at once (no retry
+    # after fetch.retry_after_max), and the host's other sitemap is not asked either.
+    before = time.time()
+    run, report = await _in_thread(busy_harvest, site, tmp_path, "one")
+    sitemap_hits = site.hits("/a.xml") + site.hits("/b.xml")
+    assert sitemap_hits == 1  # counted server-side
+    (failure,) = report["failures"]
+    assert (failure["class"], failure["status"], failure["attempts"]) == ("http_status", 503, 1)
+    assert failure["retry_after"] == 86400  # the wait asked for
+    until = parsedate_to_datetime_iso(report["deferred"])
+    assert before + 86400 - 5 <= until <= time.time() + 86400 + 5
+    assert run.hosts_deferred == 1
+
+    # Run 2, the same state file: no request at all to the host, reported deferred.
+    requests = len(site.log)
+    run, report = await _in_thread(busy_harvest, site, tmp_path, "two")
+    assert len(site.log) == requests
+    assert report["deferred"] is not None
+    assert abs(parsedate_to_datetime_iso(report["deferred"]) - until) <= 1
+    assert (report["failures"], report["urls"]) == ([], 0)
+    assert run.hosts_deferred == 1
+    assert run.hosts_failed == 0
+
+    # Run 3, once the time has come (the stored time moved into the past): fetched again.
+    busy.busy = False
+    with sqlite3.connect(tmp_path / "state.sqlite") as db:
+        (stored,) = db.execute("SELECT not_before FROM hosts").fetchone()
+        assert abs(stored - until) <= 1
+        db.execute("UPDATE hosts SET not_before = ?", (time.time() - 1,))
+    run, report = await _in_thread(busy_harvest, site, tmp_path, "three")
+    assert report["deferred"] is None
+    assert report["urls"] == 2
+    assert run.hosts_deferred == 0
+    records = [json.loads(line) for line in (tmp_path / "three.jsonl").read_text().splitlines()]
+    assert {r["loc"] for r in records} == {site.url("/a/page"), site.url("/b/page")}
+    with sqlite3.connect(tmp_path / "state.sqlite") as db:
+        assert db.execute("SELECT not_before FROM hosts").fetchone() == (None,)
+
+
+async def test_a_robots_txt_that_says_not_today_defers_the_host(
+    sites: Sites, tmp_path: Path
+) -> None:
+    site = await sites.start(
+        "127.0.0.134", {"/robots.txt": Reply(b"", status=503, headers={"Retry-After": "7200"})}
+    )
+    _run, report = await _in_thread(busy_harvest, site, tmp_path, "one")
+    assert site.hits("/robots.txt") == 1
+    assert report["failures"][0]["retry_after"] == 7200
+    assert report["deferred"] is not None
+    _run, report = await _in_thread(busy_harvest, site, tmp_path, "two")
+    assert site.hits("/robots.txt") == 1
+    assert report["deferred"] is not None
+
+
+def parsedate_to_datetime_iso(text: str) -> float:
+    """Epoch seconds of a report's ISO-8601 UTC time."""
+    from datetime import datetime
+
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()

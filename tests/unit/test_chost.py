@@ -51,8 +51,11 @@ LOCS = [
     "https://e.com/d?utm_source=x&id=1",
     "https://e.com:443/e",
     "https://e.com/f#top",
-    "https://cdn.e.com/g",
+    "https://cdn.e.com/g",  # another host: a foreign loc, counted
     "https://e.com/h?b=2&a=1",
+    "http://e.com?x=1",  # at home: its authority ends at the query
+    "https://e.com:99999/ü",  # kept as published (no port), not ASCII: foreign, in Python
+    "https://e.com.evil/",  # a home prefix, another host
 ]
 
 
@@ -150,6 +153,7 @@ def url_batch(
         encoded=encoded,
     )
     b.remember(HostMemory(), unverified)  # unverified: the host's lastmods are not trusted
+    b.at_home(("e.com", "e.com:8080"))  # the sitemap's host: others are foreign locs
     return b
 
 
@@ -482,3 +486,37 @@ def test_a_host_new_to_the_state_file_is_labelled_in_one_pass() -> None:
         assert (kept, every) == ([], "new")
         assert rows is not None
         assert unpack_urls(rows.chunks[0][2]) == urls
+
+
+def test_foreign_locs_are_counted_alike_and_emitted() -> None:
+    # Locs on another host than the sitemap's: emitted, counted, the first few kept
+    # (issue 30 item 11); the compiled loop tests the authority in C.
+    locs = [
+        "https://e.com/1",
+        "https://cdn.e.com/1",
+        "http://e.com:8080/x",
+        "https://e.com.evil/1",
+        "http://e.com?q=1",
+        "https://e.com:99999/ü",  # not ASCII: the compiled loop's Python fallback
+        *(f"https://other.example/{i}" for i in range(9)),
+    ]
+    batch: list[Any] = [UrlEntry(loc, None) for loc in locs]
+    run_both([batch, batch[:3]], config(10**7, 10**7, False, False), 0)
+    for compiled in (True, False):
+        saved = batchmod._url_entries
+        batchmod._url_entries = saved if compiled else None
+        try:
+            b = url_batch(config(10**7, 10**7, False, False))
+            b.take(batch, "https://e.com/s.xml")
+        finally:
+            batchmod._url_entries = saved
+        assert b.report.urls == len(locs)  # all emitted
+        assert b.report.foreign_locs == 12
+        assert b.report.foreign_loc_examples == [
+            "https://cdn.e.com/1",
+            "https://e.com.evil/1",
+            "https://e.com:99999/ü",
+            "https://other.example/0",
+            "https://other.example/1",
+        ]
+        b.close()

@@ -17,14 +17,16 @@ from typing import Any
 import aiohttp
 import pytest
 from aiohttp.client_reqrep import ConnectionKey
+from aiohttp.http_exceptions import ContentEncodingError
 from aioresponses import aioresponses
 from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
 from harvester.config import FetchConfig, HostPolicy
-from harvester.crawl.fetch import Body, Fetcher, retry_after_seconds
+from harvester.crawl.fetch import Body, Fetcher, not_before, retry_after_seconds
 from harvester.crawl.scheduler import HostSlot
 from harvester.errors import (
+    BadContentEncoding,
     BodyTooLarge,
     ConnectError,
     DNSError,
@@ -284,14 +286,31 @@ async def test_retry_after_http_date_is_honoured(fake: FakeTime, slot: Recording
     assert slot.back_offs == fake.sleeps
 
 
-async def test_retry_after_is_capped(fake: FakeTime, slot: RecordingSlot) -> None:
+@pytest.mark.parametrize("status", [429, 503])
+async def test_retry_after_beyond_the_cap_gives_up_at_once(
+    fake: FakeTime, slot: RecordingSlot, status: int
+) -> None:
+    # "Come back tomorrow": not asked again after retry_after_max in this run.
     with aioresponses() as m:
-        m.get(URL_A, status=503, headers={"Retry-After": "86400"})
+        m.get(URL_A, status=status, headers={"Retry-After": "86400"})
         m.get(URL_A, status=200, body=b"ok")
         async with make_fetcher(fake, retry_after_max=10.0) as fetcher:
-            await fetch_all(fetcher, slot)
-    assert fake.sleeps == [10.0]
-    assert slot.back_offs == [10.0]
+            with pytest.raises(HTTPStatusError) as info:
+                await fetch_all(fetcher, slot)
+    assert (info.value.status, info.value.retry_after, info.value.attempts) == (status, 86400, 1)
+    assert len(calls(m)) == 1
+    assert fake.sleeps == []
+    assert slot.back_offs == []  # the host worker defers the host (not_before)
+    assert not_before(info.value, FetchConfig(retry_after_max=10.0)) == 86400
+    assert not_before(info.value, FetchConfig(retry_after_max=86400.0)) is None
+
+
+def test_not_before_is_only_a_retry_after_beyond_the_cap() -> None:
+    cfg = FetchConfig(retry_after_max=120.0)
+    assert not_before(HTTPStatusError("x", status=503, retry_after=121.0), cfg) == 121.0
+    assert not_before(HTTPStatusError("x", status=503, retry_after=120.0), cfg) is None
+    assert not_before(HTTPStatusError("x", status=503), cfg) is None
+    assert not_before(ConnectError("reset"), cfg) is None
 
 
 async def test_retry_after_zero_retries_at_once(fake: FakeTime, slot: RecordingSlot) -> None:
@@ -357,6 +376,13 @@ def test_retry_after_seconds(value: str | None, expected: float | None) -> None:
 # -- exception mapping ----------------------------------------------------------------
 
 
+def _undecodable() -> aiohttp.ClientPayloadError:
+    """What aiohttp raises on a body its Content-Encoding decoder refuses."""
+    exc = aiohttp.ClientPayloadError("400, message:\n  Can not decode content-encoding: gzip")
+    exc.__cause__ = ContentEncodingError("Can not decode content-encoding: gzip")
+    return exc
+
+
 def _mapping_cases() -> list[Any]:
     key = connection_key()
     info = request_info()
@@ -377,6 +403,7 @@ def _mapping_cases() -> list[Any]:
         pytest.param(aiohttp.ServerDisconnectedError(), ConnectError, id="disconnected"),
         pytest.param(aiohttp.ClientOSError(104, "reset by peer"), ConnectError, id="reset"),
         pytest.param(aiohttp.ClientPayloadError("truncated"), ConnectError, id="payload"),
+        pytest.param(_undecodable(), BadContentEncoding, id="content-encoding"),
         pytest.param(TimeoutError(), FetchTimeout, id="asyncio-timeout"),
         pytest.param(aiohttp.ServerTimeoutError("read timeout"), FetchTimeout, id="server-timeout"),
         pytest.param(
@@ -422,6 +449,7 @@ async def test_response_error_maps_to_http_status(fake: FakeTime, slot: Recordin
         ),
         pytest.param(aiohttp.TooManyRedirects(request_info(), ()), False, id="redirects"),
         pytest.param(aiohttp.InvalidURL("http://[bad"), False, id="invalid-url"),
+        pytest.param(_undecodable(), False, id="content-encoding"),
     ],
 )
 async def test_which_errors_are_retried(

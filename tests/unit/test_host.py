@@ -18,7 +18,7 @@ from harvester.config import Config
 from harvester.crawl.attempt import BodyBroken, Failed, Read, RetryListed, attempt
 from harvester.crawl.frontier import SitemapRef
 from harvester.crawl.host import HostWorker
-from harvester.errors import ConnectError, FetchError, HTTPStatusError
+from harvester.errors import BadContentEncoding, ConnectError, FetchError, HTTPStatusError
 from harvester.run.seeds import Seed
 from harvester.state.ledger import HostMemory, SitemapMemory
 
@@ -71,12 +71,20 @@ class Fetcher:
     def __init__(self, *answers: Body | FetchError) -> None:
         self.answers = list(answers)
         self.requests: list[tuple[str, dict[str, str] | None]] = []
+        self.decompress: list[bool] = []  # per request
 
     @asynccontextmanager
     async def stream(
-        self, url: str, slot: Any, *, max_bytes: int, headers: dict[str, str] | None = None
+        self,
+        url: str,
+        slot: Any,
+        *,
+        max_bytes: int,
+        headers: dict[str, str] | None = None,
+        decompress: bool = True,
     ) -> AsyncIterator[Body]:
         self.requests.append((url, headers))
+        self.decompress.append(decompress)
         answer = self.answers.pop(0)
         if isinstance(answer, FetchError):
             raise answer
@@ -183,6 +191,32 @@ def test_a_body_past_the_files_deadline_is_not_fetched_again() -> None:
     assert [r["url"] for r in out] == URLS[:3]
     assert len(fetcher.requests) == 1
     assert w.report.failures_total == 1
+
+
+def test_a_body_that_does_not_decode_is_asked_for_once_more_as_sent() -> None:
+    # Not a broken transfer: the same bytes would fail the same way fetch.retries times.
+    undecodable = Body([], BadContentEncoding("Content-Encoding gzip on a plain body"))
+    fetcher = Fetcher(undecodable, Body())
+    w, out, scheduler = make(fetcher, retries=3)
+    run(w, SitemapRef(ROOT, source="robots"))
+    assert [r["url"] for r in out] == URLS
+    assert fetcher.decompress == [True, False]
+    report = w.report
+    assert (report.failures_total, report.sitemaps_fetched) == (0, 1)
+    assert len(report.warnings) == 1
+    assert "Content-Encoding" in report.warnings[0]
+    assert set(scheduler.held.values()) == {0}
+
+
+def test_a_body_that_does_not_decode_as_sent_either_fails_after_two_requests() -> None:
+    undecodable = Body([], BadContentEncoding("Content-Encoding gzip on a plain body"))
+    fetcher = Fetcher(undecodable, dataclasses.replace(undecodable))
+    w, out, _ = make(fetcher, retries=3)
+    run(w, SitemapRef(ROOT, source="robots"))
+    assert out == []
+    assert fetcher.decompress == [True, False]
+    (failure,) = w.report.failures
+    assert (failure.kind, failure.attempts) == ("bad_encoding", 2)
 
 
 def test_an_error_before_any_body_is_not_refetched_here() -> None:

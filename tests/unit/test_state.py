@@ -266,6 +266,39 @@ def test_a_version_1_file_is_migrated_and_keeps_its_data(tmp_path: Path) -> None
     assert db.execute("SELECT count(*) FROM samples").fetchone()[0] == 0
 
 
+def test_a_version_3_file_gets_not_before_and_keeps_its_hosts(tmp_path: Path) -> None:
+    from harvester.state import schema as state_module
+
+    path = tmp_path / "s.sqlite"
+    db = sqlite3.connect(path)
+    for step in state_module.MIGRATIONS[:3]:  # schema 3, as a released harvester left it
+        if isinstance(step, str):
+            db.executescript(step)
+        else:
+            step(db)
+    db.execute(f"PRAGMA application_id = {state_module.APPLICATION_ID}")
+    db.execute("PRAGMA user_version = 3")
+    db.execute("INSERT INTO hosts (name, trust) VALUES ('a.example', 'trusted')")
+    db.commit()
+    db.close()
+    with StateStore(str(path)) as store:
+        store.start_run(emit="all", output=None)
+        assert store.db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        assert store.db.execute("SELECT name, trust, not_before FROM hosts").fetchall() == [
+            ("a.example", "trusted", None)
+        ]
+        # A host deferred by this run is remembered; a later finish without it clears it.
+        store.finish_host(HostState("a.example", not_before=2e9))
+        store.commit(None)
+        reader = LedgerReader(str(path), 1)
+        assert reader.host("a.example").not_before == 2e9
+        assert reader.host("b.example").not_before is None
+        store.finish_host(HostState("a.example"))
+        store.commit(None)
+        assert reader.host("a.example").not_before is None
+        reader.close()
+
+
 def test_a_file_corrupted_inside_is_a_state_error(tmp_path: Path) -> None:
     path = tmp_path / "s.sqlite"
     with StateStore(str(path)) as store:
