@@ -20,6 +20,9 @@ admission grows while memory and CPU allow:
 * **between samples**, each host admitted beyond those in flight at the last
   sample counts ``HOST_ESTIMATE`` bytes against the budget, so a burst of
   admissions cannot overshoot it before the next sample sees them.
+* **start**: the ceiling starts at ``START`` (64, the old fixed count) and grows
+  from there, so a worker whose loop is busy from its start (a CPU-bound run)
+  does not take thousands of hosts before the first sample.
 * **progress**: with no host in flight one is always admitted.
 
 One owner (the shard's feeder); transitions are plain ``def``s without ``await``.
@@ -50,6 +53,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "HOST_ESTIMATE",
+    "START",
     "Admission",
     "admitted",
     "auto_limit",
@@ -70,6 +74,9 @@ _FDS_PER_HOST = 2
 _FD_RESERVE = 64  # for the state file, pipes, the resolver, logs
 AUTO_MAX = 8192  # the auto bound's cap (beyond it memory, not descriptors, is the limit)
 _GROWTH_MIN = 16  # hosts a good sample adds to the ceiling at least
+# The ceiling at the start: the shard grows from here as samples allow (by half each
+# POLL), so a loop already busy at its start never takes thousands of hosts at once.
+START = 64
 
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 
@@ -136,7 +143,7 @@ class Admission:
         self._clock = clock
         self._estimate = estimate
         self.in_flight = 0  # hosts admitted and not released
-        self.ceiling = self.limit  # hosts admitted at most right now (see the module docstring)
+        self.ceiling = min(self.limit, START)  # hosts admitted at most now (module docstring)
         self.peak = 0  # most hosts in flight at once
         self.admitted_total = 0  # hosts admitted so far
         self.rss = 0  # bytes, at the last sample (0: none yet)

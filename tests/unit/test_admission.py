@@ -8,7 +8,15 @@ from typing import TYPE_CHECKING
 import pytest
 
 from harvester.config import Config, RunConfig
-from harvester.run.admission import Admission, admitted, auto_limit, host_limit, read_rss, watch
+from harvester.run.admission import (
+    START,
+    Admission,
+    admitted,
+    auto_limit,
+    host_limit,
+    read_rss,
+    watch,
+)
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -57,9 +65,20 @@ def test_between_samples_each_new_host_counts_the_estimate() -> None:
     assert fill(a) == 5
 
 
+def test_the_ceiling_starts_at_64_and_grows_by_half_with_each_good_sample() -> None:
+    a = Admission(1000, max_lag=0.1)
+    assert fill(a) == START == 64
+    a.observe(0, 0.0)
+    assert fill(a) == 32
+    a.observe(0, 0.0)
+    assert a.ceiling == 144
+    assert Admission(10).ceiling == 10
+
+
 def test_over_budget_and_growing_cuts_the_ceiling_to_seven_eighths() -> None:
     a = Admission(1000, memory_budget=100 * MiB, estimate=0)
-    a.observe(50 * MiB, 0.0)
+    while a.ceiling < 1000:
+        a.observe(50 * MiB, 0.0)
     assert fill(a) == 1000
     a.observe(120 * MiB, 0.0)
     assert a.ceiling == 875
@@ -89,6 +108,7 @@ def test_lag_holds_the_ceiling_at_the_hosts_in_flight() -> None:
 
 def test_a_good_sample_grows_the_ceiling_by_at_least_16_up_to_the_limit() -> None:
     a = Admission(100, max_lag=0.1)
+    assert a.ceiling == 64
     a.admitted()
     a.observe(0, 1.0)
     assert a.ceiling == 1
