@@ -6,8 +6,9 @@ about 3.2 million URLs), served on loopback by ``benchmarks.server`` in its own 
 
 * ``net_limit``: a plain aiohttp client in one process downloading every file of the corpus
   (robots.txt, then the index, then the children, per host, as a harvester must), at the
-  same concurrency as the harvester (workers x hosts_in_flight hosts at once, at most
-  ``--concurrency`` connections per host), bodies streamed in 64 KiB chunks and discarded.
+  same concurrency as the harvester (workers x hosts_in_flight hosts at once, 0 being its
+  auto bound; at most ``--concurrency`` connections per host), bodies streamed in 64 KiB
+  chunks and discarded.
   URLs/s = corpus URLs / seconds.
 * ``cpu_limit``: the raw zlib + lxml pull parse (``loc`` and ``lastmod`` only, each element
   cleared, the bench_parse ``raw`` loop) of the same files from disk in one process; its
@@ -15,9 +16,9 @@ about 3.2 million URLs), served on loopback by ``benchmarks.server`` in its own 
   loop's wall time, or its CPU time when other load on the machine made that smaller.
 * ``harvester``: ``harvester run -i SEEDS -o OUT --workers N --config CFG`` as a
   subprocess; CFG (written here) sets ``fetch.allow_private``, ``politeness.default``
-  rate 1000/s and concurrency 4, ``run.hosts_in_flight`` 64. Wall time is the process's,
-  interpreter start included. Then the output is checked: distinct ``loc`` per host, count
-  and set (an order-independent digest) against ``truth.json``.
+  rate 1000/s and concurrency 4, ``run.hosts_in_flight`` 0 (auto, the harvester's default).
+  Wall time is the process's, interpreter start included. Then the output is checked:
+  distinct ``loc`` per host, count and set (an order-independent digest) against ``truth.json``.
 
 ``--rounds N`` measures every selected step N times, interleaved (round 1: net, cpu,
 harvester; round 2: the same; ...), so each round's harvester is compared with limits
@@ -960,7 +961,12 @@ def _kernel_note(p: ProcResult) -> str:
 
 def _measure_net(args: argparse.Namespace, truth: GroundTruth) -> Row:
     """The network limit, in its own process."""
-    net_hosts = args.workers * args.hosts_in_flight
+    from harvester.config import FetchConfig
+    from harvester.run.admission import auto_limit
+
+    # 0: the harvester's auto bound (it admits fewer while memory or CPU say so).
+    per_worker = args.hosts_in_flight or auto_limit(FetchConfig().max_connections)
+    net_hosts = args.workers * per_worker
     r = _spawn_limit(
         "net",
         truth.out_dir,
@@ -1191,7 +1197,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--latency", type=float, default=0.0, help="server latency in seconds")
     ap.add_argument("--concurrency", type=int, default=4, help="connections per host")
     ap.add_argument("--rate", type=float, default=1000.0, help="requests/s per host")
-    ap.add_argument("--hosts-in-flight", type=int, default=64, help="per harvester worker")
+    ap.add_argument(
+        "--hosts-in-flight",
+        type=int,
+        default=0,
+        help="per harvester worker, its upper bound (default 0: the harvester's auto)",
+    )
     ap.add_argument("--timeout", type=float, default=1800.0, help="seconds per measurement")
     ap.add_argument("--only", help="comma list of net,cpu,harvester (default all)")
     ap.add_argument(

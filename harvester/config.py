@@ -274,7 +274,11 @@ class RunConfig:
     """Process and concurrency shape of a run."""
 
     workers: int = 0  # 0 = one per CPU
-    hosts_in_flight: int = 64  # per worker
+    # Most hosts harvested at once per worker (0 = auto: what the descriptor limit allows
+    # beside fetch.max_connections); fewer while memory or CPU say so (run.admission).
+    hosts_in_flight: int = 0
+    memory_budget: int = 536_870_912  # bytes of RSS per worker beyond which no host is added
+    max_loop_lag: float = 0.1  # seconds of event loop lag beyond which no host is added (0: off)
     queue_size: int = 256
     uvloop: bool = True  # use uvloop when installed
     shutdown_grace: float = 10.0  # seconds in-flight hosts get to finish after SIGINT/SIGTERM

@@ -41,6 +41,7 @@ from harvester.crawl.fetch import Fetcher
 from harvester.crawl.robots import parse_robots
 from harvester.crawl.scheduler import Scheduler, host_key
 from harvester.errors import FetchError
+from harvester.run.admission import host_limit
 from harvester.state.ledger import now, signed
 from harvester.state.samples import (
     audited_hosts,
@@ -79,7 +80,7 @@ async def verify_hosts(
     """Audit ``hosts`` (default: every host of the state with a verdict); return the report."""
     names = audited_hosts(store) if hosts is None else list(hosts)
     scheduler = Scheduler(cfg.politeness)
-    limit = asyncio.Semaphore(max(1, cfg.run.hosts_in_flight))
+    limit = asyncio.Semaphore(host_limit(cfg))  # (0: auto, as the harvest's upper bound)
     results: dict[str, _HostSample] = {}
 
     async with Fetcher(cfg.fetch, resolver=resolver) as fetcher:

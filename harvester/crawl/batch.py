@@ -170,6 +170,8 @@ class UrlBatch:
 
     __slots__ = (
         *_LOOP_FIELDS,
+        "_audit",
+        "_dedupe",
         "_encode_selected",
         "_ends",
         "_home_prefixes",
@@ -200,7 +202,10 @@ class UrlBatch:
         is encoded once selected; without the compiled loop, batches stay dicts.
         """
         self.rules = rules
-        self.seen = SeenSet(cfg.dedupe)
+        # The seen-set and the audit's sketch are made at the first entries (``take``):
+        # a host waiting on its robots.txt or rate limit holds neither (issue 29).
+        self._dedupe = cfg.dedupe
+        self.seen: SeenSet | None = None
         self.records: list[dict[str, Any]] = []
         self.fps: array[int] = array("Q")
         self.host = host
@@ -232,9 +237,10 @@ class UrlBatch:
         # The lastmod audit's distribution checks (issue 7): sampled URLs with the
         # Last-Modified header and fetch time of their sitemap. The sketch's 1,024
         # hashes keep many hosts in flight in little memory.
-        self.dist = LastmodDistribution(distinct_cap=1024) if cfg.audit.distribution else None
-        self.sample_lastmods: list[datetime | None] | None = [] if self.dist else None
-        self.sample_raws: list[str | None] | None = [] if self.dist else None
+        self._audit = cfg.audit.distribution
+        self.dist: LastmodDistribution | None = None
+        self.sample_lastmods: list[datetime | None] | None = [] if self._audit else None
+        self.sample_raws: list[str | None] | None = [] if self._audit else None
         self.modified: datetime | None = None
         self.fetched_at = datetime.now(UTC)
         self.home: tuple[str, ...] | None = None
@@ -282,6 +288,10 @@ class UrlBatch:
         if not self._label_decided and self.selection is not None:
             self.label = self.selection.every_line_label(self.encoded is not None)
         self._label_decided = True
+        if self.seen is None:
+            self.seen = SeenSet(self._dedupe)
+        if self._audit and self.dist is None:
+            self.dist = LastmodDistribution(distinct_cap=1024)
         try:
             if _url_entries is not None:
                 others = _url_entries(self, entries, sitemap)
@@ -305,6 +315,7 @@ class UrlBatch:
     def _python_loop(self, entries: list[Entry], sitemap: str) -> list[Entry]:
         """``url_entries``' steps in Python (the compiled module is missing)."""
         seen, canon, report = self.seen, self.rules.canonical, self.report
+        assert seen is not None  # (made by take)
         records, fps, lastmods = self.records, self.fps, self.lastmods
         home, prefixes = self.home, self._home_prefixes
         sample, raws = self.sample_lastmods, self.sample_raws
@@ -410,7 +421,8 @@ class UrlBatch:
 
     def close(self) -> None:
         """Delete the seen-set's spill file, if the host was that big."""
-        self.seen.close()
+        if self.seen is not None:
+            self.seen.close()
 
 
 class Selection:

@@ -202,6 +202,9 @@ class HostWorker:
             self._admit(ref)
         while (nxt := self._frontier.pop()) is not None and not self.batch.cap_hit:
             await self._sitemap(nxt)
+            # Its records go out before the host waits for the next fetch (its rate limit,
+            # the network): a waiting host holds no batch (issue 29; the outbox joins them).
+            await self._flush()
             if self._deferred:
                 return
 

@@ -2,29 +2,37 @@
 
 Data flow (one shard = one process = one loop; ``shards.py`` runs N of them):
 
-1. seeds (an async iterator, read lazily) → the feeder task puts each ``Seed``
-   into the **host queue** (``asyncio.Queue[Seed | None]``, bound
-   ``run.hosts_in_flight``), then one ``None`` per worker.
-2. ``run.hosts_in_flight`` host workers each take a seed and run ``HostWorker``:
-   discovery (robots.txt) → per-host frontier → fetch (``Fetcher``, paced by the
-   host's ``HostSlot`` from the ``Scheduler``) → decompress → sniff → parse →
-   normalize → per-host dedupe → records.
-3. Record batches (``RecordBatch``, up to 1,024 records) and finished hosts'
-   reports (``HostDone``) go to ``send``, the shard's only way out: the CLI
-   encodes and writes them, the Python API yields them.
+1. seeds (an async iterator, read lazily) → the **feeder** asks the shard's
+   ``Admission`` (admission.py) whether another host may start, waits until it
+   may, and only then takes the next ``Seed`` and starts a host task for it. No
+   host queue: a seed taken is a host started (so a ``SeedGate``'s stop check
+   sits right before the start).
+2. Each host task runs ``HostWorker``: discovery (robots.txt) → per-host
+   frontier → fetch (``Fetcher``, paced by the host's ``HostSlot`` from the
+   ``Scheduler``) → decompress → sniff → parse → normalize → per-host dedupe →
+   records; then it releases its admission.
+3. Record batches (``RecordBatch``, up to 512 records, flushed at each
+   sitemap's end) and finished hosts' reports (``HostDone``) go to ``send``, the
+   shard's only way out: the CLI encodes and writes them, the Python API yields them.
 
-Bounds: hosts in flight (the worker count), the host queue, the global
-connection limit (``fetch.max_connections``) and per-host concurrency and rate.
-Why it cannot deadlock: a worker's frontier is its own (index children never go
-back through a shared queue), the feeder waits only on the host queue, which
-workers drain unconditionally, and workers wait only on ``send``, whose consumer
-never waits on workers. The first unexpected exception (a bug, not a
-``HarvesterError``) cancels the whole TaskGroup.
+Bounds: hosts in flight (``Admission``: at most ``run.hosts_in_flight``, 0 =
+what the descriptor limit allows, fewer while RSS is over ``run.memory_budget``
+or the loop lags more than ``run.max_loop_lag``), the global connection limit
+(``fetch.max_connections``) and per-host concurrency and rate (exact: a host
+lives in one task of one shard). ``watch`` samples RSS and lag every ``POLL``.
+
+Why it cannot deadlock: a host's frontier is its own (index children never go
+back through a shared queue); the feeder waits only on the admission, which
+every host task releases in ``finally`` and which always admits a host when
+none is in flight, and on the seed source; host tasks wait only on the network,
+their politeness and ``send``, whose consumer never waits on hosts. The first
+unexpected exception (a bug, not a ``HarvesterError``) cancels the whole TaskGroup.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +41,7 @@ from harvester.crawl.fetch import Fetcher
 from harvester.crawl.host import HostWorker
 from harvester.crawl.scheduler import Scheduler
 from harvester.errors import InputError
+from harvester.run.admission import Admission, admitted, host_limit, stop_watching, watch
 from harvester.run.seeds import Seed, iter_seeds
 from harvester.run.sink import encode_records
 from harvester.state.ledger import Incremental, LedgerReader
@@ -49,6 +58,8 @@ if TYPE_CHECKING:
     from harvester.state.ledger import HostState, LedgerRows
 
 __all__ = ["HostDone", "Incremental", "RecordBatch", "harvest", "run_shard"]
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,10 +119,16 @@ async def run_shard(
     ``ready``: awaited before each body chunk is parsed; it returns when the output
     can take more (so a slow consumer holds the hosts before parsing, not after).
     """
-    workers = max(1, cfg.run.hosts_in_flight)
     ledger = LedgerReader(incremental.path, incremental.run_id) if incremental else None
     emit_mode = incremental.emit if incremental else "all"
-    hosts: asyncio.Queue[Seed | None] = asyncio.Queue(maxsize=workers)
+    loop = asyncio.get_running_loop()
+    admission = Admission(
+        host_limit(cfg),
+        memory_budget=cfg.run.memory_budget,
+        max_lag=cfg.run.max_loop_lag,
+        clock=loop.time,
+    )
+    changed = asyncio.Event()  # set when a host ends or a sample moves the ceiling
     scheduler = Scheduler(cfg.politeness)
     normalizer = Normalizer(cfg.normalize)  # compiled once, shared by the shard's workers
 
@@ -127,21 +144,14 @@ async def run_shard(
 
         return emit
 
-    async def feeder() -> None:
-        async for seed in seeds:
-            await hosts.put(seed)
-        for _ in range(workers):
-            await hosts.put(None)  # one end marker per worker
-
-    async def worker(fetcher: Fetcher) -> None:
-        while (seed := await hosts.get()) is not None:
-            emit = emitter(seed.host)
+    async def harvest_host(seed: Seed, fetcher: Fetcher) -> None:
+        try:
             host = HostWorker(
                 seed,
                 cfg,
                 fetcher,
                 scheduler,
-                emit,
+                emitter(seed.host),
                 normalizer,
                 ledger=ledger,
                 emit_mode=emit_mode,
@@ -150,13 +160,19 @@ async def run_shard(
             )
             report = await host.run()
             await send(HostDone(report.as_dict(), host.state))
+        finally:
+            admission.released()
+            changed.set()
 
+    watcher = asyncio.create_task(watch(admission, changed))
     try:
         async with Fetcher(cfg.fetch, resolver=resolver) as fetcher, asyncio.TaskGroup() as tg:
-            tg.create_task(feeder())
-            for _ in range(workers):
-                tg.create_task(worker(fetcher))
+            # The feeder: each seed admitted is a host task (admitted() was counted).
+            async for seed in admitted(seeds, admission, changed):
+                tg.create_task(harvest_host(seed, fetcher))
     finally:
+        await stop_watching(watcher)
+        logger.debug("shard done: %r", admission)
         if ledger is not None:
             ledger.close()
 

@@ -10,7 +10,7 @@ Example::
 
     stop = Stop()
     signal.signal(signal.SIGTERM, lambda signum, frame: stop.set(signum))
-    gate = SeedGate(cfg.run.hosts_in_flight)
+    gate = SeedGate(cfg.run.hosts_in_flight)  # 0: the shard's Admission alone bounds them
     await run_until_stopped(
         run_shard(gate.seeds(seeds, stop), cfg, send_and_call_gate_done),
         stop.is_set,
@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+import sys
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 if TYPE_CHECKING:
@@ -67,16 +68,18 @@ class Stop:
 
 
 class SeedGate:
-    """Hands seeds to ``run_shard`` only when a host worker is free to start one.
+    """Hands seeds to ``run_shard`` while no stop was asked for, at most ``limit`` at a time.
 
-    So that a stop request leaves no host half-started: a seed that ``run_shard``
-    already holds in its host queue would be started after the stop. With the
-    gate that queue stays empty, and the check of the stop flag sits right
-    before a host would start.
+    So that a stop request leaves no host half-started: ``run_shard`` asks its
+    ``Admission`` (admission.py) whether a host may start *before* it takes the
+    next seed, and starts every seed it takes, so the check of the stop flag
+    here sits right before a host would start. ``limit`` (``run.hosts_in_flight``)
+    also caps the hosts handed over whose report has not come back; 0 (auto):
+    no cap here, the shard's admission resolves and applies it.
     """
 
     def __init__(self, limit: int) -> None:
-        self._limit = max(1, limit)
+        self._limit = limit if limit > 0 else sys.maxsize
         self._in_flight = 0  # seeds handed over whose host has not reported yet
         self._free = asyncio.Event()  # set whenever a host reported
 

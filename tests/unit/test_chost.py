@@ -191,7 +191,7 @@ def state(b: UrlBatch, emitted: list[Flushed], others: list[Any]) -> dict[str, A
         "filtering": b.selection is not None,
         "rows": [f.rows for f in emitted],
         "report": report,
-        "seen": (len(b.seen), sorted(b.seen.small or [])),
+        "seen": None if b.seen is None else (len(b.seen), sorted(b.seen.small or [])),
         "listed": b.listed,
         "position": b.position,
         "cap_hit": b.cap_hit,

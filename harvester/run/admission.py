@@ -1,0 +1,255 @@
+"""Host admission: how many hosts a shard harvests at once, from what the process can afford.
+
+In: the shard's live measures, sampled every ``POLL`` seconds by ``watch``: the
+process's resident memory (``/proc/self/statm``) and the event loop's lag (how
+late a periodic timer fires). Out: ``Admission.may_admit()``, which the shard's
+feeder (``pipeline.run_shard``) asks before it takes the next seed.
+
+Why not a fixed count: a host spends most of its life waiting (its politeness
+delay, the network), and a waiting host costs little memory and no CPU, so a
+fixed 64 hosts left the process idle while a fixed 512 could not protect a
+worker from a run of big hosts. ``run.hosts_in_flight`` is now an upper bound
+(0 = ``auto_limit``: what the file-descriptor limit allows), and within it the
+admission grows while memory and CPU allow:
+
+* **ceiling**: hosts admitted at most right now. Each sample: RSS over
+  ``run.memory_budget`` and still growing → it shrinks to 7/8 of the hosts in
+  flight; over budget, or the loop lagging more than ``run.max_loop_lag`` → it
+  holds at the hosts in flight (finished hosts are replaced, no more); else it
+  grows by half (at least 16), up to the bound.
+* **between samples**, each host admitted beyond those in flight at the last
+  sample counts ``HOST_ESTIMATE`` bytes against the budget, so a burst of
+  admissions cannot overshoot it before the next sample sees them.
+* **start**: the ceiling starts at ``START`` (64, the old fixed count) and grows
+  from there, so a worker whose loop is busy from its start (a CPU-bound run)
+  does not take thousands of hosts before the first sample.
+* **progress**: with no host in flight one is always admitted.
+
+One owner (the shard's feeder); transitions are plain ``def``s without ``await``.
+
+Example::
+
+    admission = Admission(auto_limit(cfg.fetch.max_connections), memory_budget=512 << 20)
+    if admission.may_admit():
+        admission.admitted()  # ... start the host; when it ends:
+    admission.released()
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import resource
+import time
+from typing import TYPE_CHECKING, TypeVar
+
+from harvester.run.shutdown import POLL
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Callable
+
+    from harvester.config import Config
+
+__all__ = [
+    "HOST_ESTIMATE",
+    "START",
+    "Admission",
+    "admitted",
+    "auto_limit",
+    "host_limit",
+    "read_rss",
+    "stop_watching",
+    "watch",
+]
+
+T = TypeVar("T")  # the seed type (the admission only counts them)
+
+# Bytes a newly admitted host is assumed to add until a sample measures it: a host
+# starting holds a request, its robots.txt and soon a parser (a waiting one, < 20 KB).
+HOST_ESTIMATE = 256 * 1024
+# File descriptors a host may hold beyond the shared connection limit: an idle pooled
+# keep-alive connection (not counted by aiohttp's limit) and a dedupe spill file.
+_FDS_PER_HOST = 2
+_FD_RESERVE = 64  # for the state file, pipes, the resolver, logs
+AUTO_MAX = 8192  # the auto bound's cap (beyond it memory, not descriptors, is the limit)
+_GROWTH_MIN = 16  # hosts a good sample adds to the ceiling at least
+# The ceiling at the start: the shard grows from here as samples allow (by half each
+# POLL), so a loop already busy at its start never takes thousands of hosts at once.
+START = 64
+
+_PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def read_rss() -> int:
+    """The process's resident set size in bytes (``/proc/self/statm``; 0 where missing)."""
+    try:
+        with open("/proc/self/statm", "rb") as fh:
+            return int(fh.read().split()[1]) * _PAGE
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def auto_limit(max_connections: int, nofile: int | None = None) -> int:
+    """The hosts in flight the descriptor limit allows (``run.hosts_in_flight = 0``).
+
+    ``nofile``: the soft ``RLIMIT_NOFILE`` (read when None). Connections are bounded
+    by ``max_connections``; each host may hold ``_FDS_PER_HOST`` more.
+
+    >>> auto_limit(256, nofile=1024)
+    352
+    """
+    if nofile is None:
+        nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        if nofile == resource.RLIM_INFINITY:
+            nofile = 1 << 20
+    spare = nofile - max_connections - _FD_RESERVE
+    return max(1, min(AUTO_MAX, spare // _FDS_PER_HOST))
+
+
+def host_limit(cfg: Config) -> int:
+    """``run.hosts_in_flight`` resolved: the configured bound, or ``auto_limit`` for 0."""
+    if cfg.run.hosts_in_flight > 0:
+        return cfg.run.hosts_in_flight
+    return auto_limit(cfg.fetch.max_connections)
+
+
+class Admission:
+    """Whether another host may start; see the module docstring for the rules.
+
+    ``limit``: the upper bound; ``memory_budget``: bytes of RSS (0: no check);
+    ``max_lag``: seconds of loop lag (0: no check); ``clock``: for the times in
+    ``repr`` (the loop's or ``time.monotonic``; tests pass a fake).
+
+    >>> a = Admission(2)
+    >>> a.may_admit()
+    True
+    >>> a.admitted(); a.admitted(); a.may_admit()
+    False
+    """
+
+    def __init__(
+        self,
+        limit: int,
+        *,
+        memory_budget: int = 0,
+        max_lag: float = 0.0,
+        clock: Callable[[], float] = time.monotonic,
+        estimate: int = HOST_ESTIMATE,
+    ) -> None:
+        self.limit = max(1, limit)
+        self.memory_budget = memory_budget
+        self.max_lag = max_lag
+        self._clock = clock
+        self._estimate = estimate
+        self.in_flight = 0  # hosts admitted and not released
+        self.ceiling = min(self.limit, START)  # hosts admitted at most now (module docstring)
+        self.peak = 0  # most hosts in flight at once
+        self.admitted_total = 0  # hosts admitted so far
+        self.rss = 0  # bytes, at the last sample (0: none yet)
+        self.lag = 0.0  # seconds, at the last sample
+        self.sampled_at: float | None = None  # clock time of the last sample
+        self._at_sample = 0  # in_flight at the last sample (growth since counts the estimate)
+        self.held = ""  # why the ceiling was last held or cut ("memory", "lag"), or ""
+
+    def __repr__(self) -> str:
+        age = "never" if self.sampled_at is None else f"{self._clock() - self.sampled_at:.2f}s ago"
+        return (
+            f"<Admission in_flight={self.in_flight} ceiling={self.ceiling} limit={self.limit}"
+            f" peak={self.peak} admitted={self.admitted_total} rss={self.rss >> 20}MiB"
+            f"/{self.memory_budget >> 20}MiB lag={self.lag * 1000:.0f}ms"
+            f"/{self.max_lag * 1000:.0f}ms held={self.held or '-'} sampled={age}>"
+        )
+
+    def may_admit(self) -> bool:
+        """Whether a host may start now (one always may when none is in flight)."""
+        if self.in_flight == 0:
+            return True
+        if self.in_flight >= self.ceiling:
+            return False
+        growth = self.in_flight - self._at_sample
+        return not (
+            self.memory_budget
+            and growth >= 0
+            and self.rss + (growth + 1) * self._estimate > self.memory_budget
+        )
+
+    def admitted(self) -> None:
+        """A host started (asked ``may_admit`` first; an overshoot of one is allowed)."""
+        self.in_flight += 1
+        self.admitted_total += 1
+        self.peak = max(self.peak, self.in_flight)
+
+    def released(self) -> None:
+        """A host ended."""
+        self.in_flight -= 1
+
+    def observe(self, rss: int, lag: float) -> None:
+        """A sample: the RSS in bytes and the loop's lag in seconds; moves the ceiling."""
+        over = bool(self.memory_budget) and rss > self.memory_budget
+        growing = rss > self.rss
+        lagging = bool(self.max_lag) and lag > self.max_lag
+        if over and growing:
+            self.ceiling = max(1, self.in_flight - self.in_flight // 8)
+            self.held = "memory"
+        elif over or lagging:
+            self.ceiling = max(1, min(self.ceiling, self.in_flight))
+            self.held = "memory" if over else "lag"
+        else:
+            self.ceiling = min(self.limit, self.ceiling + max(_GROWTH_MIN, self.ceiling // 2))
+            self.held = ""
+        self.rss, self.lag = rss, lag
+        self._at_sample = self.in_flight
+        self.sampled_at = self._clock()
+
+
+async def watch(
+    admission: Admission,
+    changed: asyncio.Event,
+    *,
+    rss: Callable[[], int] = read_rss,
+    interval: float = POLL,
+) -> None:
+    """Sample RSS and loop lag into ``admission`` every ``interval`` seconds; runs until
+    cancelled. ``changed`` is set after each sample (the feeder may admit again).
+
+    Lag: how much later than asked a sleep of ``interval`` returns; a loop busy
+    parsing (or starved of the CPU) runs its timers late.
+    """
+    loop = asyncio.get_running_loop()
+    admission.observe(rss(), 0.0)  # the memory at the start (before the first host)
+    while True:
+        start = loop.time()
+        await asyncio.sleep(interval)
+        lag = max(0.0, loop.time() - start - interval)
+        admission.observe(rss(), lag)
+        changed.set()
+
+
+async def admitted(
+    seeds: AsyncIterator[T], admission: Admission, changed: asyncio.Event
+) -> AsyncIterator[T]:
+    """Yield each seed of ``seeds`` once ``admission`` lets a host start, counted admitted.
+
+    Order matters: the admission is asked first, then the next seed taken (a source
+    like ``SeedGate.seeds`` checks its stop flag then, right before the host starts).
+    The caller starts a host for each seed yielded and calls ``released()`` (then
+    ``changed.set()``) when it ends.
+    """
+    source = aiter(seeds)
+    while True:
+        while not admission.may_admit():
+            changed.clear()
+            await changed.wait()
+        seed = await anext(source, None)
+        if seed is None:
+            return
+        admission.admitted()
+        yield seed
+
+
+async def stop_watching(task: asyncio.Task[None]) -> None:
+    """Cancel a ``watch`` task and wait for it to end."""
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task

@@ -1,0 +1,192 @@
+"""Host admission: the ceiling's moves on fake samples (RSS, lag) and a fake clock."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+import pytest
+
+from harvester.config import Config, RunConfig
+from harvester.run.admission import (
+    START,
+    Admission,
+    admitted,
+    auto_limit,
+    host_limit,
+    read_rss,
+    watch,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+MiB = 1 << 20
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def fill(a: Admission) -> int:
+    """Admit hosts while the admission lets them in; return how many came in."""
+    n = 0
+    while a.may_admit():
+        a.admitted()
+        n += 1
+    return n
+
+
+def test_the_limit_bounds_the_hosts_in_flight() -> None:
+    a = Admission(3)
+    assert fill(a) == 3
+    a.released()
+    assert a.may_admit()
+    assert (a.in_flight, a.peak, a.admitted_total) == (2, 3, 3)
+
+
+def test_one_host_is_always_admitted_when_none_is_in_flight() -> None:
+    a = Admission(10, memory_budget=100 * MiB, max_lag=0.1, clock=FakeClock())
+    a.observe(900 * MiB, 5.0)  # far over budget, and lagging
+    assert a.ceiling == 1
+    assert fill(a) == 1  # progress: one host
+    assert not a.may_admit()
+
+
+def test_between_samples_each_new_host_counts_the_estimate() -> None:
+    a = Admission(1000, memory_budget=100 * MiB, estimate=MiB)
+    a.observe(90 * MiB, 0.0)
+    assert fill(a) == 10  # 90 MiB + 10 x 1 MiB
+    a.observe(95 * MiB, 0.0)  # the ten measured: 5 more fit
+    assert fill(a) == 5
+
+
+def test_the_ceiling_starts_at_64_and_grows_by_half_with_each_good_sample() -> None:
+    a = Admission(1000, max_lag=0.1)
+    assert fill(a) == START == 64
+    a.observe(0, 0.0)
+    assert fill(a) == 32
+    a.observe(0, 0.0)
+    assert a.ceiling == 144
+    assert Admission(10).ceiling == 10
+
+
+def test_over_budget_and_growing_cuts_the_ceiling_to_seven_eighths() -> None:
+    a = Admission(1000, memory_budget=100 * MiB, estimate=0)
+    while a.ceiling < 1000:
+        a.observe(50 * MiB, 0.0)
+    assert fill(a) == 1000
+    a.observe(120 * MiB, 0.0)
+    assert a.ceiling == 875
+    assert a.held == "memory"
+    assert not a.may_admit()
+    for _ in range(200):
+        a.released()
+    assert fill(a) == 75  # back up to the ceiling, no further
+    a.observe(120 * MiB, 0.0)  # over, not growing: held where it is
+    assert a.ceiling == 875
+
+
+def test_lag_holds_the_ceiling_at_the_hosts_in_flight() -> None:
+    a = Admission(1000, max_lag=0.1)
+    for _ in range(40):
+        a.admitted()
+    a.observe(0, 0.25)
+    assert (a.ceiling, a.held) == (40, "lag")
+    assert not a.may_admit()
+    a.released()
+    assert a.may_admit()  # a finished host is replaced
+    a.admitted()
+    a.observe(0, 0.02)  # the loop keeps up again: the ceiling grows by half
+    assert (a.ceiling, a.held) == (60, "")
+    assert fill(a) == 20
+
+
+def test_a_good_sample_grows_the_ceiling_by_at_least_16_up_to_the_limit() -> None:
+    a = Admission(100, max_lag=0.1)
+    assert a.ceiling == 64
+    a.admitted()
+    a.observe(0, 1.0)
+    assert a.ceiling == 1
+    a.observe(0, 0.0)
+    assert a.ceiling == 17
+    for _ in range(10):
+        a.observe(0, 0.0)
+    assert a.ceiling == 100
+
+
+def test_zero_budget_and_lag_turn_the_checks_off() -> None:
+    a = Admission(5)
+    a.observe(1 << 40, 60.0)
+    assert fill(a) == 5
+
+
+def test_repr_shows_the_live_state() -> None:
+    clock = FakeClock()
+    a = Admission(64, memory_budget=512 * MiB, max_lag=0.1, clock=clock)
+    assert "sampled=never" in repr(a)
+    a.admitted()
+    a.observe(200 * MiB, 0.15)
+    clock.now += 0.5
+    text = repr(a)
+    for part in ("in_flight=1", "ceiling=1", "limit=64", "rss=200MiB/512MiB"):
+        assert part in text
+    assert "lag=150ms/100ms" in text
+    assert "held=lag" in text
+    assert "sampled=0.50s ago" in text
+
+
+def test_auto_limit_leaves_descriptors_for_the_connections() -> None:
+    assert auto_limit(256, nofile=1024) == 352
+    assert auto_limit(256, nofile=200) == 1
+    assert auto_limit(256, nofile=1 << 20) == 8192
+    assert auto_limit(256) >= 1
+
+
+def test_host_limit_resolves_zero_to_auto() -> None:
+    assert host_limit(Config(run=RunConfig(hosts_in_flight=7))) == 7
+    assert host_limit(Config()) == auto_limit(Config().fetch.max_connections)
+
+
+def test_read_rss_reads_this_process() -> None:
+    assert read_rss() > 1 * MiB
+
+
+async def test_admitted_takes_a_seed_only_once_a_host_may_start() -> None:
+    a = Admission(2)
+    changed = asyncio.Event()
+    taken: list[int] = []
+
+    async def source() -> AsyncIterator[int]:
+        for i in range(5):
+            taken.append(i)
+            yield i
+
+    seeds = admitted(source(), a, changed)
+    assert [await anext(seeds), await anext(seeds)] == [0, 1]
+    third = asyncio.ensure_future(anext(seeds))
+    await asyncio.sleep(0.01)
+    assert not third.done()
+    assert taken == [0, 1]  # the third seed is not taken while no host may start
+    a.released()
+    changed.set()
+    assert await third == 2
+    assert a.in_flight == 2
+
+
+async def test_watch_samples_rss_and_lag() -> None:
+    a = Admission(10, memory_budget=100 * MiB, max_lag=0.1)
+    changed = asyncio.Event()
+    task = asyncio.create_task(watch(a, changed, rss=lambda: 42 * MiB, interval=0.01))
+    await changed.wait()
+    await asyncio.sleep(0.03)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert a.rss == 42 * MiB
+    assert a.sampled_at is not None
+    assert 0.0 <= a.lag < 1.0
