@@ -63,6 +63,7 @@ class Frontier:
         self._heap: list[tuple[tuple[int, float], int, SitemapRef]] = []
         self._order = itertools.count()  # discovery order breaks ties stably
         self._seen: set[str] = set()  # canonical URLs ever admitted
+        self._children = 0  # children of the index being read (reset per file)
         self.admitted = 0  # refs ever admitted (the files-per-host cap counts these)
 
     def __len__(self) -> int:
@@ -89,6 +90,16 @@ class Frontier:
         sort_key = (0, -stamp) if ref.lastmod is not None else (1, 0.0)
         heapq.heappush(self._heap, (sort_key, next(self._order), ref))
         return Admission.QUEUED
+
+    def new_file(self) -> None:
+        """A new sitemap is being read: its index children are counted afresh."""
+        self._children = 0
+
+    def child_of_index(self) -> bool:
+        """Count a child of the index being read; False once it is over
+        ``max_children_per_index`` (the caller reports that limit and drops the child)."""
+        self._children += 1
+        return self._children <= self._limits.max_children_per_index
 
     def seen(self, url: str) -> bool:
         """Was ``url`` (canonically) admitted or marked seen for this host?"""

@@ -36,10 +36,11 @@ from harvester.crawl.attempt import (
     attempt,
     http_date,
 )
-from harvester.crawl.batch import UrlBatch, authority
+from harvester.crawl.batch import UrlBatch
 from harvester.crawl.discovery import child_allowed, discover, recall
 from harvester.crawl.fetch import not_before
 from harvester.crawl.frontier import Admission, Frontier, SitemapRef
+from harvester.crawl.home import HomeHosts
 from harvester.crawl.incremental import HostIncremental
 from harvester.crawl.robots import RobotsTxt
 from harvester.crawl.scheduler import host_key
@@ -122,25 +123,18 @@ class HostWorker:
         self._frontier = Frontier(cfg.limits)
         self._declared: frozenset[str] = frozenset()  # sitemaps the host's robots.txt lists
         self._robots = RobotsTxt()  # the host's robots.txt (everything allowed until read)
-        # Sitemaps its robots.txt declared, and their indexes' children: their locs may be
-        # on the host itself wherever they are (cross-submission), at ``_robots_home``.
-        self._submitted: set[str] = set()
-        self._robots_home: tuple[str, ...] = ()
-        self._children = 0  # children of the index being read (reset per sitemap)
         self._deferred = False  # the host said "not today": nothing more is asked of it
         # The host's canonicalization rules (its [normalize.hosts] override, if any).
         rules = (normalizer or Normalizer(cfg.normalize)).rules_for(host_of(seed.origin))
         self.batch = UrlBatch(
             self.host, cfg, rules, self.report, ledger=ledger, emit_mode=emit_mode, encoded=encoded
         )
+        self._homes = HomeHosts(rules.canonical)  # where each sitemap's locs belong
         self.incremental: HostIncremental | None = None
         if ledger is not None:
             self.incremental = HostIncremental(self.host, cfg, ledger, self.report, emit_mode)
-
-    @property
-    def state(self) -> HostState | None:
-        """The host's state update for the writer (None without a state file)."""
-        return self.incremental.state if self.incremental is not None else None
+        # The host's state update for the writer (None without a state file).
+        self.state: HostState | None = self.incremental.state if self.incremental else None
 
     async def run(self) -> HostReport:
         """Harvest the host; return its report (never raises for host-level failures)."""
@@ -182,7 +176,7 @@ class HostWorker:
             except FetchError as exc:
                 self.report.fail(exc, status=getattr(exc, "status", None))
                 self.report.discovery = "failed"
-                self._not_today(exc)
+                self._deferred = self._not_today(exc)
                 return
         if inc is not None:
             inc.found(found)
@@ -195,9 +189,7 @@ class HostWorker:
             self.report.limit("max_robots_bytes")
         self._declared = frozenset(found.robots.sitemaps)
         self._robots = found.robots
-        self._submitted.update(self._declared)
-        canon = self.batch.rules.canonical
-        self._robots_home = (authority(canon(self.seed.origin)), authority(canon(found.origin)))
+        self._homes.robots(self.seed.origin, found.origin, self._declared)
         for ref in found.refs:
             self._admit(ref)
         while (nxt := self._frontier.pop()) is not None and not self.batch.cap_hit:
@@ -208,22 +200,10 @@ class HostWorker:
             if self._deferred:
                 return
 
-    def _not_today(self, error: FetchError) -> None:
-        """Defer the host if ``error`` is its 429/503 asking for more than a run waits.
-
-        Its other sitemaps are not asked this run either (the host asked to be
-        left alone, not one file); with a state file, runs before that time skip it.
-        """
-        if host_key(error.url or self.seed.origin) != self.host:
-            return  # another host's answer (a child on a CDN): that file failed, no more
-        seconds = not_before(error, self._cfg.fetch)
-        if seconds is None:
-            return
-        until = time.time() + seconds
-        self._deferred = True
-        self.report.deferred = _iso(until)
-        if self.incremental is not None:
-            self.incremental.defer(until)
+    def _not_today(self, error: FetchError) -> bool:
+        """Defer the host if ``error`` asks for more than a run waits (see below)."""
+        inc = self.incremental
+        return defer_if_not_today(error, self.host, self.seed.origin, self._cfg, self.report, inc)
 
     def _admit(self, ref: SitemapRef) -> None:
         if not child_allowed(ref.url, self.host, self._cfg.discovery.cross_host, self._declared):
@@ -246,20 +226,14 @@ class HostWorker:
             self.report.limit(admission.value)
 
     async def _sitemap(self, ref: SitemapRef) -> None:
-        """Fetch one sitemap, attempt by attempt, and act on each attempt's ``Outcome``.
+        """Fetch one sitemap, attempt by attempt, acting on each ``Outcome``: the retry policy.
 
-        The retry policy, all here: a body that broke or stalled while it streamed
-        (``BodyBroken``) is fetched again from the start, up to ``fetch.retries``
-        times, unless it used up the file's whole deadline (it would only do it
-        again): the fetcher retries only until it hands over a body, so this is the
-        retry for the body itself. The re-read starts a fresh reader; entries the
-        broken attempt already emitted are dropped by the host's per-URL dedupe, so
-        no record is emitted twice, nor counted as a duplicate (``UrlBatch``). A
-        remembered redirect target that answers 4xx (``RetryListed``) is given up
-        for the listed URL, once. A body that does not decode as its
-        Content-Encoding says (``Undecodable``) would not decode the next time
-        either: it is asked for once more as sent (``raw``), and the reader
-        sniffs what it is. Anything else ends the sitemap.
+        ``BodyBroken`` (the body broke or stalled): fetched again from the start, up to
+        ``fetch.retries`` times, unless it used the file's whole deadline (the fetcher
+        retries only until it hands a body over); the host's dedupe drops what the
+        broken read emitted. ``RetryListed`` (a remembered redirect target answered
+        4xx): the listed URL, once. ``Undecodable`` (not the Content-Encoding it
+        claims): once more as sent (``raw``), the reader sniffs it. Else it ends.
         """
         inc = self.incremental
         target, headers = self._start(ref)
@@ -290,8 +264,7 @@ class HostWorker:
                         self._scheduler.release(slot_host)
                         target, headers = self._start(ref)
                         assert target is not None  # (its plan was not a skip a moment ago)
-                        refetches = requests = 0
-                        raw = False
+                        refetches, requests, raw = 0, 0, False
                         slot_host = host_key(target)
                         slot = self._scheduler.acquire(slot_host)
                     case Read(result, status, validators):
@@ -310,16 +283,15 @@ class HostWorker:
                         return
                     case BodyBroken() | Undecodable() | Failed():
                         # Entries read before the failure were already emitted; kept.
-                        self.report.sitemaps_failed += 1
-                        self.report.fail(
+                        self.report.sitemap_failed(
                             outcome.error,
-                            status=outcome.status,
-                            attempts=requests + outcome.requests,
-                            bytes_read=outcome.bytes_read,
+                            outcome.status,
+                            requests + outcome.requests,
+                            outcome.bytes_read,
                         )
                         if inc is not None:
                             inc.failed(ref, outcome.status)
-                        self._not_today(outcome.error)
+                        self._deferred = self._not_today(outcome.error)
                         return
                     case _:  # Refused (reported where it was found)
                         return
@@ -329,15 +301,10 @@ class HostWorker:
     def _start(self, ref: SitemapRef) -> tuple[str | None, dict[str, str]]:
         """Where and how to ask for ``ref`` (None: not at all); resets the per-file counts."""
         self.batch.new_file()
-        self._children = 0
+        self._frontier.new_file()
         if self.incremental is None:
             return ref.url, {}
-        plan = self.incremental.plan(ref)
-        if plan is None:  # its index lastmod has not advanced: its URLs carry over
-            for child in self.incremental.carry(ref, "skipped", None):
-                self._admit(child)
-            return None, {}
-        return plan
+        return self.incremental.start(ref, self._admit)
 
     # -- the attempt's hooks (``attempt.Hooks``) -----------------------------------------
 
@@ -348,18 +315,19 @@ class HostWorker:
         inc = self.incremental
         if url != ref.url:
             self._frontier.mark_seen(url)
-            if not self._redirect_allowed(ref, url):
+            # aiohttp followed it (the SSRF guard vetted the address); the cross-host
+            # policy decides whether its content counts.
+            if host_key(url) != host_key(ref.url) and not child_allowed(
+                url, self.host, self._cfg.discovery.cross_host, self._declared
+            ):
+                self.report.skip_cross_host(url)
                 return Refused()
             if inc is not None:
                 inc.redirected(url)
         if status == 304 and inc is not None and inc.knows(ref.url):
             return NotModified(status)
         self.batch.sitemap_dates(http_date(validators[1]), datetime.now(UTC))
-        # The protocol's same-host rule: its locs belong where it is (listed, or served
-        # after a redirect), or on the host whose robots.txt submitted it.
-        canon = self.batch.rules.canonical
-        home = (authority(canon(ref.url)), authority(canon(url)))
-        self.batch.at_home(home + self._robots_home if ref.url in self._submitted else home)
+        self.batch.at_home(self._homes.of(ref.url, url))  # the same-host rule (home.py)
         return None
 
     async def chunk(self, chunk: bytes) -> None:
@@ -367,20 +335,6 @@ class HostWorker:
         self.report.bytes += len(chunk)
         if self._ready is not None:
             await self._ready()  # the output is behind: wait unparsed
-
-    def _redirect_allowed(self, ref: SitemapRef, final_url: str) -> bool:
-        """Apply the cross-host policy to where a sitemap redirected to.
-
-        aiohttp follows redirects itself, so the request to the other host was
-        made (the SSRF guard vetted its address); what the policy decides is
-        whether its content counts. Refused targets are reported as cross_host.
-        """
-        if host_key(final_url) == host_key(ref.url) or child_allowed(
-            final_url, self.host, self._cfg.discovery.cross_host, self._declared
-        ):
-            return True
-        self.report.skip_cross_host(final_url)
-        return False
 
     def _done(self, ref: SitemapRef, result: ReadResult) -> None:
         report = self.report
@@ -393,11 +347,7 @@ class HostWorker:
                 return
             report.discovery = f"fallback:{ref.url}"
             report.sitemaps_found += 1
-        report.sitemaps_fetched += 1
-        report.add_read(result.stats)
-        if result.error is not None:
-            report.sitemaps_failed += 1
-            report.fail(result.error, bytes_read=result.stats.bytes_in)
+        report.sitemap_read(result.stats, result.error)
 
     def _next_probe(self, ref: SitemapRef) -> None:
         """A fallback location missed: the next one, if any, is probed."""
@@ -417,14 +367,12 @@ class HostWorker:
         del entries
         for entry in others:
             if isinstance(entry, SitemapChild):
-                self._children += 1
-                if self._children > self._cfg.limits.max_children_per_index:
+                if not self._frontier.child_of_index():
                     self.report.limit("max_children_per_index")
                     continue  # (a capped index is never complete: limits_hit is set)
                 if self.incremental is not None:
                     self.incremental.child(entry)
-                if ref.url in self._submitted:
-                    self._submitted.add(entry.loc)  # submitted through its index
+                self._homes.child(ref.url, entry.loc)
                 when = entry.lastmod
                 self._admit(SitemapRef(entry.loc, ref.depth + 1, "index", when, parent=ref.url))
         if self.batch.full:
@@ -434,3 +382,29 @@ class HostWorker:
         out = self.batch.flush()
         if out is not None:
             await self._emit(out.records, out.fps, out.rows, out.data, out.lines)
+
+
+def defer_if_not_today(
+    error: FetchError,
+    host: str,
+    origin: str,
+    cfg: Config,
+    report: HostReport,
+    incremental: HostIncremental | None,
+) -> bool:
+    """Whether ``error`` is the host's own 429/503 asking for more than a run waits
+    (``fetch.retry_after_max``); if so, say until when in the report and the state.
+
+    Its other sitemaps are not asked this run either (the host asked to be left
+    alone, not one file); with a state file, runs before that time skip it.
+    """
+    if host_key(error.url or origin) != host:
+        return False  # another host's answer (a child on a CDN): that file failed, no more
+    seconds = not_before(error, cfg.fetch)
+    if seconds is None:
+        return False
+    until = time.time() + seconds
+    report.deferred = _iso(until)
+    if incremental is not None:
+        incremental.defer(until)
+    return True

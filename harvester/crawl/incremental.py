@@ -31,6 +31,8 @@ from harvester.errors import NotASitemap
 from harvester.state.ledger import EMIT_EVENTS, HostMemory, HostState, SitemapState, now
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from harvester.config import Config
     from harvester.crawl.discovery import Discovered
     from harvester.crawl.frontier import Frontier
@@ -148,6 +150,18 @@ class HostIncremental:
         self._stale = self.remembered
 
     # -- sitemaps ----------------------------------------------------------------------
+
+    def start(
+        self, ref: SitemapRef, admit: Callable[[SitemapRef], None]
+    ) -> tuple[str | None, dict[str, str]]:
+        """Where and how to ask for ``ref`` (``plan``), or None when its index lastmod has
+        not advanced: then its URLs carry over and its children go to ``admit``."""
+        plan = self.plan(ref)
+        if plan is None:
+            for child in self.carry(ref, "skipped", None):
+                admit(child)
+            return None, {}
+        return plan
 
     def plan(self, ref: SitemapRef) -> tuple[str, dict[str, str]] | None:
         """Where to ask for ``ref`` and with which headers; None: skip it (``carry``).

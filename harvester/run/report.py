@@ -52,6 +52,7 @@ if TYPE_CHECKING:
 __all__ = ["Failure", "HostReport", "Progress", "RunReport", "summary_table", "write_report"]
 
 KEEP = 100  # failures and cross-host URLs kept per host; the totals count all of them
+_INVALID_EXAMPLES = 5  # dropped locs kept as examples per host
 
 
 def _now() -> str:
@@ -112,6 +113,7 @@ class HostReport:
     # robots.txt declared it): the protocol's same-host rule broken. Emitted all the same.
     foreign_locs: int = 0
     foreign_loc_examples: list[str] = field(default_factory=list)  # the first few locs
+    invalid_loc_examples: list[str] = field(default_factory=list)  # dropped locs, the first few
     # With a state file: sitemaps not downloaded or unchanged (304, skipped by index
     # lastmod, same content hash), and the URL events (removed is set by the writer;
     # replayed: recorded by this run before it was cut short, so not emitted again).
@@ -166,9 +168,27 @@ class HostReport:
         if name not in self.limits_hit:
             self.limits_hit.append(name)
 
+    def sitemap_read(self, stats: ReadStats, error: HarvesterError | None) -> None:
+        """A sitemap downloaded and read (in full, or up to ``error``)."""
+        self.sitemaps_fetched += 1
+        self.add_read(stats)
+        if error is not None:
+            self.sitemaps_failed += 1
+            self.fail(error, bytes_read=stats.bytes_in)
+
+    def sitemap_failed(
+        self, error: HarvesterError, status: int | None, attempts: int, bytes_read: int | None
+    ) -> None:
+        """A sitemap that could not be fetched (or broke off); what it read was kept."""
+        self.sitemaps_failed += 1
+        self.fail(error, status=status, attempts=attempts, bytes_read=bytes_read)
+
     def add_read(self, stats: ReadStats) -> None:
         """Fold in one document's reader stats: dropped locs, protocol violations, warnings."""
         self.dropped += stats.dropped_invalid_loc + stats.dropped_too_long
+        for loc in stats.invalid_loc_examples:
+            if len(self.invalid_loc_examples) < _INVALID_EXAMPLES:
+                self.invalid_loc_examples.append(loc)
         for text in stats.violations:
             self.violation(text)
         for text in stats.warnings:
