@@ -68,6 +68,7 @@ def _lines(path: Path) -> list[str]:
     return path.read_text().splitlines() if path.exists() else []
 
 
+@pytest.mark.timeout(150)  # a loaded machine's pure-Python start and first records
 @pytest.mark.parametrize("workers", [1, 2])
 async def test_records_are_committed_while_the_rest_of_the_run_stalls(
     sites: Sites, tmp_path: Path, workers: int
@@ -101,27 +102,48 @@ async def _kill_then_resume(
     fast: list[Site],
     release: asyncio.Event,
 ) -> None:
-
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "harvester",
-        "run",
-        *args,
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.DEVNULL,
-        start_new_session=True,  # its own process group: the kill reaches its workers too
-    )
+    log = part.with_name("first-run.stderr")
+    with log.open("wb") as err:  # (read back when the wait fails, to say why)
+        proc = await _start(args, err)
     try:
-        async with asyncio.timeout(30):
-            while len(_lines(part)) < 3 * URLS:  # noqa: ASYNC110 - until the fast hosts are written
-                await asyncio.sleep(0.05)
+        try:
+            async with asyncio.timeout(60):
+                while len(_lines(part)) < 3 * URLS:  # noqa: ASYNC110 - until the fast hosts are written
+                    await asyncio.sleep(0.05)
+        except TimeoutError:
+            raise AssertionError(
+                f"{len(_lines(part))} lines after 60 s; {log.read_text()}"
+            ) from None
         written = _size(part)
         await asyncio.sleep(COMMIT_INTERVAL + 1.0)
         assert _size(part) == written  # the stalled host added nothing since
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
         await proc.wait()
+    await _resume(args, state, out, fast, release, written)
+
+
+async def _start(args: tuple[str, ...], err: Any) -> Any:
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "harvester",
+        "run",
+        *args,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=err,
+        start_new_session=True,  # its own process group: the kill reaches its workers too
+    )
+
+
+async def _resume(
+    args: tuple[str, ...],
+    state: Path,
+    out: Path,
+    fast: list[Site],
+    release: asyncio.Event,
+    written: int,
+) -> None:
     with sqlite3.connect(state) as db:
         committed = db.execute("SELECT max(output_bytes) FROM runs").fetchone()[0]
     assert committed == written  # every record older than the interval + 1 s
