@@ -17,8 +17,8 @@ In: a trimmed lastmod string, or an aware ``datetime``. Out:
 
 Why compiled: sitemaps stamp most URLs with a distinct time, so the Python
 path's cache rarely hits, and its regex, ``fromisoformat`` and ``astimezone``
-cost ~2 µs a URL, then formatting it back ~1 µs: about a sixth of a worker's
-CPU per URL on the benchmark corpus. Here both are digit arithmetic (~0.1 µs).
+and formatting it back were a large share of a worker's CPU per URL. Here both
+are digit arithmetic.
 """
 
 from cpython.datetime cimport (

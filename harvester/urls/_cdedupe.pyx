@@ -9,12 +9,12 @@ from RFC 7693; tests/unit/test_cdedupe.py compares it with ``hashlib.blake2b``
 on thousands of generated strings, every length from 0 to 300 bytes among them.
 
 Why compiled: through hashlib each URL costs an encode, a hash object, a digest
-and an ``int.from_bytes`` (~0.55 µs); here the UTF-8 CPython already caches for
-an ASCII string is hashed in place (~0.15 µs). A URL of up to 127 bytes is a
+and an ``int.from_bytes``; here the UTF-8 CPython already caches for an ASCII
+string is hashed in place, a fraction of that. A URL of up to 127 bytes is a
 single BLAKE2b block.
 
 ``add_many``: a batch of fingerprints into a ``SeenSet``'s sorted buckets (the
-run-wide cross-host set in the writer takes every URL of the run, ~1.3 µs each
+run-wide cross-host set in the writer takes every URL of the run, too slow
 through Python's bisect and ``array.insert`` one by one).
 
 ``sort_unique`` and ``find_many``: a host's ledger view (``harvester/state/chunks.py``):
@@ -45,8 +45,8 @@ cdef extern from *:
     """
     /* BLAKE2b's F (RFC 7693 section 3.2) with its 12 rounds written out, so that every
        message-word index is a constant and v0..v15 are plain locals the compiler keeps
-       in registers. With the loop over rounds that read SIGMA at run time, fingerprint()
-       of an 80-byte URL took 337 ns; written out, 208 ns (timeit, best of 5).
+       in registers: a loop over rounds that reads SIGMA at run time is markedly
+       slower (benchmarks/README.md has the timing).
        m: the block's 16 words, already little-endian-decoded. */
     static inline uint64_t harvester_rotr64(uint64_t x, int n) {
         return (x >> n) | (x << (64 - n));

@@ -19,9 +19,9 @@ general route) as before.
 It answers exactly what ``Rules.canonical``'s fast regex does for URLs without
 a query (tests/unit/test_cnormalize.py checks both on generated URLs), as a
 scan of the characters: most sitemap URLs have no query and are canonical
-already, and the regex match with its groups and checks costs ~0.8 µs a URL
-against ~0.1 µs here. A URL with a query went the general route whenever its
-pairs were out of order (3-8 µs); here it is sorted in C.
+already, and the regex match with its groups and checks costs several times
+this scan. A URL with a query went the general route whenever its pairs were
+out of order; here it is sorted in C.
 """
 
 from libc.string cimport memchr
@@ -221,8 +221,7 @@ cdef Py_ssize_t _base_end(str loc, bint strip_slash):
     path_start = i
     # Up to the first '?': memchr, then the classes ANDed without a branch a character,
     # then each '.' (a few a URL) looked behind. A loop testing each character for '?',
-    # its class and a dot segment in turn was ~3.5 % of a worker's instructions
-    # (valgrind, many benchmark), the most of any of our functions but the hash.
+    # its class and a dot segment in turn was the costliest of our functions but the hash.
     found = <const unsigned char*>memchr(d + i, b"?", n - i)
     end = found - d if found is not NULL else n
     cls = PATH

@@ -11,10 +11,10 @@ duplicate). Usage::
 
 **Fingerprints** are the first 8 bytes of BLAKE2b of the UTF-8 canonical URL
 (the same function as ``benchmarks/webgen.py``'s truth digest and ``seeds.py``'s
-host digests; the state file keys URLs by it, so it cannot change). hashlib
-takes ~0.55 µs a URL, mostly object overhead; the compiled
-``harvester/urls/_cdedupe.pyx`` computes the same value in ~0.24 µs. xxh3_64 would
-be ~0.1 µs but would change every stored fingerprint. For ``n`` distinct URLs of one host the chance
+host digests; the state file keys URLs by it, so it cannot change). Through
+hashlib it is mostly object overhead; the compiled ``harvester/urls/_cdedupe.pyx``
+computes the same value in about half the time. xxh3_64 would be faster still
+but would change every stored fingerprint. For ``n`` distinct URLs of one host the chance
 that any two share a fingerprint is about ``n² / 2**65``: 2.7e-6 at 10 million
 URLs, **2.7e-4 (1 in 3,700) at 100 million**; a collision wrongly drops one
 URL as a duplicate. Per-host sets keep ``n`` small; 128 bits would double the
@@ -91,8 +91,8 @@ def fingerprint_py(url: str) -> int:
 
 
 _cdedupe = compiled.load("_cdedupe")
-# The same value from harvester/urls/_cdedupe.pyx (BLAKE2b in C over the str's cached UTF-8:
-# ~0.24 against ~0.54 µs a URL); the Python one where it is not built.
+# The same value from harvester/urls/_cdedupe.pyx (BLAKE2b in C over the str's cached
+# UTF-8); the Python one where it is not built.
 fingerprint: Callable[[str], int] = _cdedupe.fingerprint if _cdedupe is not None else fingerprint_py
 # Bulk inserts into the compact buckets (SeenSet.add_many); None: one add() at a time.
 _AddMany: TypeAlias = (
@@ -238,7 +238,7 @@ class SeenSet:
         """Record every fingerprint of ``fps`` (an ``array('Q')``); return how many were seen.
 
         The same as ``add`` on each in turn. In the compact mode with the compiled
-        module, one call inserts the whole batch (~0.15 against ~1.3 µs a fingerprint)
+        module, one call inserts the whole batch (far cheaper than one call each)
         and the buckets split or spill afterwards, at most one batch later than
         ``add`` would have: membership is the same either way.
         """
@@ -269,8 +269,7 @@ class SeenSet:
         """Move the small set's fingerprints into the compact buckets (``_small`` None)."""
         self._small = None
         if _add_many is not None:
-            # One compiled call for them all: one _add_compact each (bisect, insert)
-            # was ~0.1 s of a worker's CPU on the many benchmark.
+            # One compiled call for them all, not one _add_compact (bisect, insert) each.
             self.count -= len(small)  # counted already; add_many counts them again
             self.add_many(array("Q", sorted(small)))
         else:
