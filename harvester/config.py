@@ -102,6 +102,10 @@ class FetchConfig:
     retry_after_max: float = 120.0  # longest Retry-After waited for; longer: host deferred
     proxy: str | None = None
     max_connections: int = 256
+    # Response bodies read at once per worker: a response past them waits, its body unread,
+    # holding no parser or decompressor. Memory follows the bodies being read, not the
+    # hosts in flight (which admission lets grow while they wait on the network).
+    max_bodies: int = 64
     dns_cache_ttl: int = 300  # longest a positive answer is cached (its record TTL if lower)
     dns_negative_ttl: float = 60.0  # seconds a "no such name" answer is cached
     dns_cache_size: int = 10_000  # names cached (positive and negative), least recent dropped
@@ -117,6 +121,10 @@ class FetchConfig:
 
     def __post_init__(self) -> None:
         _positive(self, "fetch")
+        if self.max_bodies < 1:
+            raise ConfigError(
+                "must be >= 1 (a body is read at a time at least)", key="fetch.max_bodies"
+            )
         for name in ("connect_timeout", "first_byte_timeout", "read_timeout", "dns_timeout"):
             if not getattr(self, name) > 0:
                 raise ConfigError("must be > 0", key=f"fetch.{name}")

@@ -177,6 +177,9 @@ class Fetcher:
         self._sleep = sleep  # waits between attempts; injected so tests need not wait
         self._rng = rng or random.Random()  # noqa: S311 - jitter, not cryptography
         self._session: aiohttp.ClientSession | None = None  # set by __aenter__ only
+        # Bodies being read at once (fetch.max_bodies); a stream waits for one before its
+        # body is handed over. Never held across another stream: no deadlock.
+        self._bodies = asyncio.Semaphore(cfg.max_bodies)
         self._dns: CachingResolver | None = None  # the caching resolver, set by __aenter__
         # Timeouts of a request to a host that has answered before, and of one that has
         # not (first contact: the wait for the first response byte is first_byte_timeout).
@@ -318,11 +321,12 @@ class Fetcher:
                     assert deadline is not None  # set before the request was sent
                     outcome = self._check_response(response, url, cap)
                     if outcome is None:
-                        body_stream = BodyStream(response, url, cfg, cap, deadline)
-                        try:
-                            yield _body(response, attempt, body_stream)
-                        finally:
-                            body_stream.close()
+                        async with self._bodies:
+                            body_stream = BodyStream(response, url, cfg, cap, deadline)
+                            try:
+                                yield _body(response, attempt, body_stream)
+                            finally:
+                                body_stream.close()
                         return
                     error = outcome
                     if outcome.retry_after is not None and not_before(outcome, cfg) is None:

@@ -7,6 +7,7 @@ back-off is over as soon as the fetcher has "slept" it, and no test waits.
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
 import logging
 import random
@@ -28,6 +29,7 @@ from harvester.crawl.scheduler import HostSlot
 from harvester.errors import (
     BadContentEncoding,
     BodyTooLarge,
+    ConfigError,
     ConnectError,
     DNSError,
     FetchError,
@@ -623,3 +625,30 @@ async def test_an_error_in_the_callers_block_is_not_retried(
                     raise KeyError("caller bug")
     assert len(calls(m)) == 1
     assert (slot.active, slot.waiting) == (0, 0)
+
+
+async def test_no_more_bodies_than_max_bodies_are_read_at_once(
+    fake: FakeTime, slot: RecordingSlot
+) -> None:
+    """Past ``max_bodies`` a stream waits before its body is handed over (its response
+    was asked for), and goes on as soon as one of the others is done."""
+    with aioresponses() as m:
+        m.get(URL_A, status=200, body=b"<urlset/>", repeat=True)
+        async with make_fetcher(fake, max_bodies=2) as fetcher:
+            first, second = fetcher.stream(URL_A, slot), fetcher.stream(URL_A, slot)
+            await first.__aenter__()
+            await second.__aenter__()
+            third = asyncio.create_task(fetch_all(fetcher, slot))
+            for _ in range(20):
+                await asyncio.sleep(0)
+            assert not third.done()
+            assert len(calls(m)) == 3  # the third response came; its body waits
+            await first.__aexit__(None, None, None)
+            _, data = await asyncio.wait_for(third, 5)
+            assert data == b"<urlset/>"
+            await second.__aexit__(None, None, None)
+
+
+def test_max_bodies_must_be_at_least_one() -> None:
+    with pytest.raises(ConfigError, match=r"fetch\.max_bodies"):
+        FetchConfig(max_bodies=0)
