@@ -104,20 +104,7 @@ def sniff(head: bytes, *, final: bool = False) -> Sniffed | None:
 def _sniff_utf16(head: bytes, *, final: bool, bom: bool = True) -> Sniffed | None:
     """UTF-16 documents are fed to lxml untouched (it reads the BOM); only classify them."""
     codec = "utf-16" if bom else ("utf-16-le" if head[:2] == b"<\x00" else "utf-16-be")
-    usable = len(head) - (len(head) % 2)
-    text = head[:usable].decode(codec, errors="replace").lstrip("\ufeff")
-    pos = _skip_ws(text, 0)
-    if pos >= len(text):
-        if final:
-            raise NotASitemap("empty body")
-        return None
-    if text[pos] != "<":
-        return Sniffed(Kind.TEXT, 0, codec)
-    result = _scan_prolog(text, pos, final=final)
-    if result is None:
-        return None
-    root, _, warnings = result
-    return Sniffed(_root_kind(root), 0, None, root, warnings)
+    return _sniff_wide(head, final=final, codec=codec, unit=2, xml_encoding=None)
 
 
 def _utf32_bare(head: bytes) -> str | None:
@@ -136,7 +123,15 @@ def _sniff_utf32(head: bytes, *, final: bool, codec: str) -> Sniffed | None:
     """UTF-32 documents: classified here, and the parser told the encoding (libxml2 does
     not detect UTF-32 from a little-endian BOM by itself; the text reader decodes with
     the same codec name, which Python knows too)."""
-    usable = len(head) - (len(head) % 4)
+    return _sniff_wide(head, final=final, codec=codec, unit=4, xml_encoding=codec)
+
+
+def _sniff_wide(
+    head: bytes, *, final: bool, codec: str, unit: int, xml_encoding: str | None
+) -> Sniffed | None:
+    """Classify a UTF-16 or UTF-32 head (whole ``unit``-byte code units only); a text
+    sitemap is decoded with ``codec``, an XML one parsed with ``xml_encoding``."""
+    usable = len(head) - (len(head) % unit)
     text = head[:usable].decode(codec, errors="replace").lstrip("\ufeff")
     pos = _skip_ws(text, 0)
     if pos >= len(text):
@@ -149,7 +144,7 @@ def _sniff_utf32(head: bytes, *, final: bool, codec: str) -> Sniffed | None:
     if result is None:
         return None
     root, _, warnings = result
-    return Sniffed(_root_kind(root), 0, codec, root, warnings)
+    return Sniffed(_root_kind(root), 0, xml_encoding, root, warnings)
 
 
 def _skip_ws(text: str, pos: int) -> int:
