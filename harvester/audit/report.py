@@ -35,7 +35,8 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from datetime import datetime
 
-    from harvester.audit.distribution import LastmodVerdict, SignalAgreement, TrustScore
+    from harvester.audit.distribution import LastmodVerdict
+    from harvester.audit.trust import SignalAgreement, TrustScore
 
 __all__ = ["SCHEMA", "HostAudit", "host_audit", "render_html", "render_json", "render_text"]
 

@@ -35,8 +35,8 @@ import logging
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from harvester.audit.distribution import SignalAgreement, score_trust
 from harvester.audit.pagedates import Agreement, compare, content_changed, extract_signals
+from harvester.audit.trust import SignalAgreement, score_trust
 from harvester.crawl.fetch import Fetcher
 from harvester.crawl.robots import parse_robots
 from harvester.crawl.scheduler import Scheduler, host_key

@@ -29,8 +29,9 @@ from harvester.config import PROTOCOL_MAX_BYTES, ReaderConfig
 from harvester.errors import HarvesterError
 from harvester.models import Kind, ReadResult, ReadStats
 from harvester.reader.decompress import GzipStream
-from harvester.reader.parse import EntrySink, TextSitemapParser, XmlSitemapParser
+from harvester.reader.parse import EntrySink, XmlSitemapParser
 from harvester.reader.sniff import MAX_PROLOG, sniff
+from harvester.reader.text import TextSitemapParser
 from harvester.reader.utf8 import Utf8Repair
 
 if TYPE_CHECKING:

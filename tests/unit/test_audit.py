@@ -11,14 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harvester.audit.distribution import (
-    LastmodDistribution,
-    SignalAgreement,
-    TrustLevel,
-    TrustThresholds,
-    Verdict,
-    score_trust,
-)
+from harvester.audit.distribution import LastmodDistribution, Verdict
+from harvester.audit.trust import SignalAgreement, TrustLevel, TrustThresholds, score_trust
 from harvester.reader.dates import format_utc, parse_lastmod
 
 if TYPE_CHECKING:

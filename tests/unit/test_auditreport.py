@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import orjson
 import pytest
 
-from harvester.audit.distribution import LastmodDistribution, SignalAgreement, score_trust
+from harvester.audit.distribution import LastmodDistribution
 from harvester.audit.report import (
     SCHEMA,
     HostAudit,
@@ -18,6 +18,7 @@ from harvester.audit.report import (
     render_json,
     render_text,
 )
+from harvester.audit.trust import SignalAgreement, score_trust
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
