@@ -47,6 +47,7 @@ from harvester.crawl.scheduler import host_key
 from harvester.errors import FetchError, NotASitemap
 from harvester.models import SitemapChild
 from harvester.run.report import HostReport
+from harvester.state.ledger import iso
 from harvester.urls.normalize import Normalizer, host_of
 
 if TYPE_CHECKING:
@@ -75,12 +76,6 @@ logger = logging.getLogger(__name__)
 # The reader's warning on a body read as sent after it failed to decode as its
 # Content-Encoding said (``Undecodable``).
 _UNDECODED = "the body did not decode as its Content-Encoding says: read as sent"
-
-
-def _iso(epoch: float) -> str:
-    """Wall-clock seconds as the reports write times: ISO-8601 UTC to the second."""
-    when = datetime.fromtimestamp(epoch, UTC).replace(microsecond=0)
-    return when.isoformat().replace("+00:00", "Z")
 
 
 class HostWorker:
@@ -163,7 +158,7 @@ class HostWorker:
             memory = inc.load(self.seed)
             self.batch.remember(inc.memory, inc.unverified)
             if (until := inc.deferred()) is not None:
-                self.report.deferred = _iso(until)  # an earlier run was told "not today"
+                self.report.deferred = iso(int(until))  # an earlier run was told "not today"
                 return
         if memory is not None:
             found = recall(memory, self.seed, self._cfg, slot)
@@ -404,7 +399,7 @@ def defer_if_not_today(
     if seconds is None:
         return False
     until = time.time() + seconds
-    report.deferred = _iso(until)
+    report.deferred = iso(int(until))
     if incremental is not None:
         incremental.defer(until)
     return True

@@ -58,10 +58,9 @@ import re
 from typing import TYPE_CHECKING
 from urllib.parse import quote, unquote, urlsplit
 
-import idna
-
 from harvester import compiled
 from harvester.config import NormalizeConfig, NormalizeRules
+from harvester.urls.validate import ascii_host
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -145,18 +144,6 @@ def _remove_dot_segments(path: str) -> str:
     if segments[-1] in (".", ".."):
         out.append("")
     return "/" + "/".join(out)
-
-
-def _ascii_host(host: str) -> str:
-    """IDNA 2008 with UTS 46 mapping (what browsers do); IDNA 2003 as a fallback."""
-    try:
-        return idna.encode(host, uts46=True).decode("ascii")
-    except idna.IDNAError:
-        pass
-    try:
-        return host.encode("idna").decode("ascii")
-    except UnicodeError:
-        return host  # not valid IDNA at all: keep the lower-cased Unicode form
 
 
 class Rules:
@@ -272,7 +259,7 @@ class Rules:
         userinfo, host, port = n.groups()
         host = host.lower().rstrip(".")
         if not host.isascii():
-            host = _ascii_host(host)
+            host = ascii_host(host) or host  # not valid IDNA at all: its lower-cased form
         if port:
             number = int(port)
             if number > 65_535:

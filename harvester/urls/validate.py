@@ -32,7 +32,7 @@ import re
 
 import idna
 
-__all__ = ["valid_authority"]
+__all__ = ["ascii_host", "valid_authority"]
 
 _NO_CONTROLS = str.maketrans("", "", "\t\r\n")
 _AUTHORITY = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://([^/?#]*)").match
@@ -70,8 +70,8 @@ def valid_authority(loc: str) -> bool:
     host, colon, port = authority.rpartition(":")
     if not colon:
         host, port = authority, ""
-    ascii_host = _idna(host)
-    return ascii_host is not None and _dns_name(ascii_host) and _port(port or None)
+    name = ascii_host(host)
+    return name is not None and _dns_name(name) and _port(port or None)
 
 
 def _dns_name(host: str) -> bool:
@@ -105,7 +105,7 @@ def _port(port: str | None) -> bool:
     return len(port) <= 10 and port.isascii() and port.isdigit() and 1 <= int(port) <= 65_535
 
 
-def _idna(host: str) -> str | None:
+def ascii_host(host: str) -> str | None:
     """The ASCII form of a non-ASCII host (UTS 46, as browsers; IDNA 2003 as a fallback)."""
     try:
         return idna.encode(host, uts46=True).decode("ascii")
