@@ -287,9 +287,17 @@ class RunConfig:
     hosts_in_flight: int = 0
     memory_budget: int = 536_870_912  # bytes of RSS per worker beyond which no host is added
     max_loop_lag: float = 0.1  # seconds of event loop lag beyond which no host is added (0: off)
+    # CPU share (this worker's core, or all the machine's cores) from which no host is
+    # added (0: off): past it more hosts in flight add memory, not throughput.
+    max_cpu: float = 0.9
     queue_size: int = 256
     uvloop: bool = True  # use uvloop when installed
     shutdown_grace: float = 10.0  # seconds in-flight hosts get to finish after SIGINT/SIGTERM
+
+    def __post_init__(self) -> None:
+        _positive(self, "run")
+        if self.max_cpu > 1:
+            raise ConfigError("must be between 0 and 1 (a share of the CPU)", key="run.max_cpu")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,8 +1,10 @@
 """Host admission: how many hosts a shard harvests at once, from what the process can afford.
 
 In: the shard's live measures, sampled every ``POLL`` seconds by ``watch``: the
-process's resident memory (``/proc/self/statm``) and the event loop's lag (how
-late a periodic timer fires). Out: ``Admission.may_admit()``, which the shard's
+process's resident memory (``/proc/self/statm``), the event loop's lag (how
+late a periodic timer fires) and how busy the CPU is (``CpuMeter``: this
+process's share of one core and the machine's share of all its cores, from
+``/proc/stat``, smoothed over a few samples). Out: ``Admission.may_admit()``, which the shard's
 feeder (``pipeline.run_shard``) asks before it takes the next seed.
 
 Why not a fixed count: a host spends most of its life waiting (its politeness
@@ -14,9 +16,14 @@ admission grows while memory and CPU allow:
 
 * **ceiling**: hosts admitted at most right now. Each sample: RSS over
   ``run.memory_budget`` and still growing → it shrinks to 7/8 of the hosts in
-  flight; over budget, or the loop lagging more than ``run.max_loop_lag`` → it
-  holds at the hosts in flight (finished hosts are replaced, no more); else it
-  grows by half (at least 16), up to the bound.
+  flight; over budget, the loop lagging more than ``run.max_loop_lag``, or the
+  CPU busier than ``run.max_cpu`` (this worker's core, or the machine's cores)
+  → it holds at the hosts in flight (finished hosts are replaced, no more);
+  else it grows by half (at least 16), up to the bound.
+* **why the CPU**: a host in flight helps only while the run waits on the
+  network. Once the CPU is saturated, another host adds no throughput, only
+  its memory (a CPU-bound run would otherwise grow until the memory budget);
+  so the CPU, like the loop lag, holds the ceiling where it is.
 * **between samples**, each host admitted beyond those in flight at the last
   sample counts ``HOST_ESTIMATE`` bytes against the budget, so a burst of
   admissions cannot overshoot it before the next sample sees them.
@@ -55,6 +62,7 @@ __all__ = [
     "HOST_ESTIMATE",
     "START",
     "Admission",
+    "CpuMeter",
     "admitted",
     "auto_limit",
     "host_limit",
@@ -79,6 +87,9 @@ _GROWTH_MIN = 16  # hosts a good sample adds to the ceiling at least
 START = 64
 
 _PAGE = os.sysconf("SC_PAGE_SIZE")
+# Weight of a new sample in the CPU meter's moving average: over ~4 samples (0.4 s at
+# POLL), so one busy burst (a big document parsed) does not hold the ceiling alone.
+_CPU_SMOOTHING = 0.25
 
 
 def read_rss() -> int:
@@ -114,12 +125,71 @@ def host_limit(cfg: Config) -> int:
     return auto_limit(cfg.fetch.max_connections)
 
 
+def _machine_cpu_times() -> tuple[float, float] | None:
+    """(busy, total) jiffies of all the machine's cores (``/proc/stat``), or None."""
+    try:
+        with open("/proc/stat", "rb") as fh:
+            fields = [int(x) for x in fh.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    if len(fields) < 5:
+        return None
+    # user nice system idle iowait irq softirq steal (guest is inside user already)
+    total = sum(fields[:8])
+    return float(total - fields[3] - fields[4]), float(total)
+
+
+class CpuMeter:
+    """How busy the CPU is, as a share in [0, 1]: the larger of this process's share of
+    one core and the machine's share of all its cores, averaged over a few samples.
+
+    In: nothing (it reads ``time.process_time`` and ``/proc/stat``; tests pass
+    ``process``, ``machine`` and ``clock``). Out: ``sample()``, the smoothed share
+    since the last call. A worker is one event loop on one core: at 1.0 of it, or
+    with every core of the machine busy (the other workers, the writer, anything
+    else), more hosts in flight cannot go faster.
+
+    >>> meter = CpuMeter(process=lambda: 0.0, machine=lambda: None, clock=lambda: 0.0)
+    >>> meter.sample()
+    0.0
+    """
+
+    def __init__(
+        self,
+        *,
+        process: Callable[[], float] = time.process_time,
+        machine: Callable[[], tuple[float, float] | None] = _machine_cpu_times,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._process = process
+        self._machine = machine
+        self._clock = clock
+        self._last_process = process()  # CPU seconds of this process at the last sample
+        self._last_wall = clock()  # wall seconds at the last sample
+        self._last_machine = machine()  # (busy, total) jiffies at the last sample
+        self.share = 0.0  # the smoothed share (what ``sample`` returned last)
+
+    def sample(self) -> float:
+        """The smoothed CPU share since the last sample (0.0 before any time passed)."""
+        cpu, wall, machine = self._process(), self._clock(), self._machine()
+        own = (cpu - self._last_process) / (wall - self._last_wall) if wall > self._last_wall else 0
+        whole = 0.0
+        if machine is not None and self._last_machine is not None:
+            busy, total = machine[0] - self._last_machine[0], machine[1] - self._last_machine[1]
+            whole = busy / total if total > 0 else 0.0
+        self._last_process, self._last_wall, self._last_machine = cpu, wall, machine
+        now = min(1.0, max(0.0, own, whole))
+        self.share += _CPU_SMOOTHING * (now - self.share)
+        return self.share
+
+
 class Admission:
     """Whether another host may start; see the module docstring for the rules.
 
     ``limit``: the upper bound; ``memory_budget``: bytes of RSS (0: no check);
-    ``max_lag``: seconds of loop lag (0: no check); ``clock``: for the times in
-    ``repr`` (the loop's or ``time.monotonic``; tests pass a fake).
+    ``max_lag``: seconds of loop lag (0: no check); ``max_cpu``: the CPU share
+    (``CpuMeter``) that holds the ceiling (0: no check); ``clock``: for the times
+    in ``repr`` (the loop's or ``time.monotonic``; tests pass a fake).
 
     >>> a = Admission(2)
     >>> a.may_admit()
@@ -134,12 +204,14 @@ class Admission:
         *,
         memory_budget: int = 0,
         max_lag: float = 0.0,
+        max_cpu: float = 0.0,
         clock: Callable[[], float] = time.monotonic,
         estimate: int = HOST_ESTIMATE,
     ) -> None:
         self.limit = max(1, limit)
         self.memory_budget = memory_budget
         self.max_lag = max_lag
+        self.max_cpu = max_cpu
         self._clock = clock
         self._estimate = estimate
         self.in_flight = 0  # hosts admitted and not released
@@ -148,9 +220,11 @@ class Admission:
         self.admitted_total = 0  # hosts admitted so far
         self.rss = 0  # bytes, at the last sample (0: none yet)
         self.lag = 0.0  # seconds, at the last sample
+        self.cpu = 0.0  # the CPU share (CpuMeter), at the last sample
+        self.holds: dict[str, int] = {}  # samples that held or cut the ceiling, by reason
         self.sampled_at: float | None = None  # clock time of the last sample
         self._at_sample = 0  # in_flight at the last sample (growth since counts the estimate)
-        self.held = ""  # why the ceiling was last held or cut ("memory", "lag"), or ""
+        self.held = ""  # why the ceiling was last held or cut ("memory", "lag", "cpu"), or ""
 
     def __repr__(self) -> str:
         age = "never" if self.sampled_at is None else f"{self._clock() - self.sampled_at:.2f}s ago"
@@ -158,7 +232,8 @@ class Admission:
             f"<Admission in_flight={self.in_flight} ceiling={self.ceiling} limit={self.limit}"
             f" peak={self.peak} admitted={self.admitted_total} rss={self.rss >> 20}MiB"
             f"/{self.memory_budget >> 20}MiB lag={self.lag * 1000:.0f}ms"
-            f"/{self.max_lag * 1000:.0f}ms held={self.held or '-'} sampled={age}>"
+            f"/{self.max_lag * 1000:.0f}ms cpu={self.cpu:.2f}/{self.max_cpu:.2f}"
+            f" held={self.held or '-'} sampled={age}>"
         )
 
     def may_admit(self) -> bool:
@@ -184,21 +259,25 @@ class Admission:
         """A host ended."""
         self.in_flight -= 1
 
-    def observe(self, rss: int, lag: float) -> None:
-        """A sample: the RSS in bytes and the loop's lag in seconds; moves the ceiling."""
+    def observe(self, rss: int, lag: float, cpu: float = 0.0) -> None:
+        """A sample: the RSS in bytes, the loop's lag in seconds and the CPU share
+        (``CpuMeter.sample``); moves the ceiling."""
         over = bool(self.memory_budget) and rss > self.memory_budget
         growing = rss > self.rss
         lagging = bool(self.max_lag) and lag > self.max_lag
+        busy = bool(self.max_cpu) and cpu >= self.max_cpu
         if over and growing:
             self.ceiling = max(1, self.in_flight - self.in_flight // 8)
             self.held = "memory"
-        elif over or lagging:
+        elif over or lagging or busy:
             self.ceiling = max(1, min(self.ceiling, self.in_flight))
-            self.held = "memory" if over else "lag"
+            self.held = "memory" if over else "lag" if lagging else "cpu"
         else:
             self.ceiling = min(self.limit, self.ceiling + max(_GROWTH_MIN, self.ceiling // 2))
             self.held = ""
-        self.rss, self.lag = rss, lag
+        if self.held:
+            self.holds[self.held] = self.holds.get(self.held, 0) + 1
+        self.rss, self.lag, self.cpu = rss, lag, cpu
         self._at_sample = self.in_flight
         self.sampled_at = self._clock()
 
@@ -208,21 +287,24 @@ async def watch(
     changed: asyncio.Event,
     *,
     rss: Callable[[], int] = read_rss,
+    cpu: CpuMeter | None = None,
     interval: float = POLL,
 ) -> None:
-    """Sample RSS and loop lag into ``admission`` every ``interval`` seconds; runs until
-    cancelled. ``changed`` is set after each sample (the feeder may admit again).
+    """Sample RSS, loop lag and CPU into ``admission`` every ``interval`` seconds; runs
+    until cancelled. ``changed`` is set after each sample (the feeder may admit again).
 
     Lag: how much later than asked a sleep of ``interval`` returns; a loop busy
-    parsing (or starved of the CPU) runs its timers late.
+    parsing (or starved of the CPU) runs its timers late. ``cpu``: the meter (a new
+    ``CpuMeter`` when None).
     """
     loop = asyncio.get_running_loop()
+    meter = cpu if cpu is not None else CpuMeter()
     admission.observe(rss(), 0.0)  # the memory at the start (before the first host)
     while True:
         start = loop.time()
         await asyncio.sleep(interval)
         lag = max(0.0, loop.time() - start - interval)
-        admission.observe(rss(), lag)
+        admission.observe(rss(), lag, meter.sample())
         changed.set()
 
 

@@ -16,10 +16,11 @@ Data flow (one shard = one process = one loop; ``shards.py`` runs N of them):
    shard's only way out: the CLI encodes and writes them, the Python API yields them.
 
 Bounds: hosts in flight (``Admission``: at most ``run.hosts_in_flight``, 0 =
-what the descriptor limit allows, fewer while RSS is over ``run.memory_budget``
-or the loop lags more than ``run.max_loop_lag``), the global connection limit
-(``fetch.max_connections``) and per-host concurrency and rate (exact: a host
-lives in one task of one shard). ``watch`` samples RSS and lag every ``POLL``.
+what the descriptor limit allows, fewer while RSS is over ``run.memory_budget``,
+the loop lags more than ``run.max_loop_lag`` or the CPU is busier than
+``run.max_cpu``), the global connection limit (``fetch.max_connections``) and
+per-host concurrency and rate (exact: a host lives in one task of one shard).
+``watch`` samples RSS, lag and CPU every ``POLL``.
 
 Why it cannot deadlock: a host's frontier is its own (index children never go
 back through a shared queue); the feeder waits only on the admission, which
@@ -126,6 +127,7 @@ async def run_shard(
         host_limit(cfg),
         memory_budget=cfg.run.memory_budget,
         max_lag=cfg.run.max_loop_lag,
+        max_cpu=cfg.run.max_cpu,
         clock=loop.time,
     )
     changed = asyncio.Event()  # set when a host ends or a sample moves the ceiling

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import TYPE_CHECKING
 
 import pytest
@@ -11,6 +12,7 @@ from harvester.config import Config, RunConfig
 from harvester.run.admission import (
     START,
     Admission,
+    CpuMeter,
     admitted,
     auto_limit,
     host_limit,
@@ -190,3 +192,76 @@ async def test_watch_samples_rss_and_lag() -> None:
     assert a.rss == 42 * MiB
     assert a.sampled_at is not None
     assert 0.0 <= a.lag < 1.0
+
+
+def test_a_busy_cpu_holds_the_ceiling_at_the_hosts_in_flight() -> None:
+    a = Admission(1000, max_cpu=0.9)
+    for _ in range(40):
+        a.admitted()
+    a.observe(0, 0.0, 0.95)
+    assert (a.ceiling, a.held) == (40, "cpu")
+    assert not a.may_admit()
+    a.released()
+    assert a.may_admit()  # a finished host is replaced, no more
+    a.admitted()
+    a.observe(0, 0.0, 0.5)  # the CPU has room again: the ceiling grows by half
+    assert (a.ceiling, a.held) == (60, "")
+    assert a.holds == {"cpu": 1}
+    assert "cpu=0.50/0.90" in repr(a)
+
+
+def test_max_cpu_zero_turns_the_cpu_check_off() -> None:
+    a = Admission(100)
+    a.observe(0, 0.0, 1.0)
+    assert a.held == ""
+    assert a.ceiling == 96  # grown by half from 64
+
+
+class Ticks:
+    """A fake source of times: each call returns the next value."""
+
+    def __init__(self, *values: float) -> None:
+        self.values = list(values)
+
+    def __call__(self) -> float:
+        return self.values.pop(0)
+
+
+def test_cpu_meter_takes_the_busier_of_the_process_and_the_machine() -> None:
+    # This process: 0.5 CPU s in 1 wall s; the machine: 150 of 200 jiffies busy.
+    machine = iter([(0.0, 0.0), (150.0, 200.0), (150.0, 400.0)])
+    meter = CpuMeter(
+        process=Ticks(0.0, 0.5, 1.5), machine=lambda: next(machine), clock=Ticks(0.0, 1.0, 2.0)
+    )
+    first = meter.sample()  # now = max(0.5, 0.75): smoothed from 0
+    assert first == pytest.approx(0.25 * 0.75)
+    second = meter.sample()  # the process used a whole core, the machine idled
+    assert second == pytest.approx(first + 0.25 * (1.0 - first))
+
+
+def test_cpu_meter_without_proc_stat_measures_the_process_alone() -> None:
+    meter = CpuMeter(process=Ticks(0.0, 0.2), machine=lambda: None, clock=Ticks(0.0, 1.0))
+    assert meter.sample() == pytest.approx(0.25 * 0.2)
+
+
+def test_cpu_meter_reads_this_machine() -> None:
+    meter = CpuMeter()
+    deadline = time.monotonic() + 0.05
+    while time.monotonic() < deadline:  # keep a core busy for a moment
+        pass
+    share = meter.sample()
+    assert 0.0 < share <= 1.0
+
+
+async def test_watch_feeds_the_cpu_meter_into_the_admission() -> None:
+    a = Admission(10, max_cpu=0.5)
+    changed = asyncio.Event()
+    meter = CpuMeter(process=lambda: 0.0, machine=lambda: None)
+    meter.share = 0.99  # pretend a saturated CPU: a sample moves the average only a bit
+    task = asyncio.create_task(watch(a, changed, rss=lambda: 0, cpu=meter, interval=0.01))
+    await changed.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert a.cpu > 0.5
+    assert a.held == "cpu"
