@@ -16,14 +16,20 @@ admission grows while memory and CPU allow:
 
 * **ceiling**: hosts admitted at most right now. Each sample: RSS over
   ``run.memory_budget`` and still growing → it shrinks to 7/8 of the hosts in
-  flight; over budget, the loop lagging more than ``run.max_loop_lag``, or the
-  CPU busier than ``run.max_cpu`` (this worker's core, or the machine's cores)
-  → it holds at the hosts in flight (finished hosts are replaced, no more);
-  else it grows by half (at least 16), up to the bound.
+  flight; the CPU busy at ``run.max_cpu`` or more on average over the last few
+  samples → it shrinks by 1/16 of the hosts in flight, not below ``START``;
+  over budget, the loop lagging more than ``run.max_loop_lag``, or the CPU
+  busy in the last interval → it holds at the hosts in flight (finished hosts
+  are replaced, no more); else it grows by half (at least 16), up to the bound.
 * **why the CPU**: a host in flight helps only while the run waits on the
   network. Once the CPU is saturated, another host adds no throughput, only
-  its memory (a CPU-bound run would otherwise grow until the memory budget);
-  so the CPU, like the loop lag, holds the ceiling where it is.
+  its memory (a CPU-bound run would otherwise grow until the memory budget),
+  and the hosts in flight only take longer each. So one busy interval stops
+  the growth at once (growing by half every ``POLL``, a ceiling would pass a
+  thousand hosts before a smoothed figure noticed), and a CPU busy for a while
+  lets the hosts in flight drain slowly towards the fewest that keep it busy.
+  The floor (``START``, the old fixed count) is for a machine busy with other
+  work: its CPU says nothing about how many hosts this run needs.
 * **between samples**, each host admitted beyond those in flight at the last
   sample counts ``HOST_ESTIMATE`` bytes against the budget, so a burst of
   admissions cannot overshoot it before the next sample sees them.
@@ -144,10 +150,11 @@ class CpuMeter:
     one core and the machine's share of all its cores, averaged over a few samples.
 
     In: nothing (it reads ``time.process_time`` and ``/proc/stat``; tests pass
-    ``process``, ``machine`` and ``clock``). Out: ``sample()``, the smoothed share
-    since the last call. A worker is one event loop on one core: at 1.0 of it, or
-    with every core of the machine busy (the other workers, the writer, anything
-    else), more hosts in flight cannot go faster.
+    ``process``, ``machine`` and ``clock``). Out: ``sample()``, the share since the
+    last call, and ``share``, its moving average (updated by ``sample``). A worker
+    is one event loop on one core: at 1.0 of it, or with every core of the machine
+    busy (the other workers, the writer, anything else), more hosts in flight
+    cannot go faster.
 
     >>> meter = CpuMeter(process=lambda: 0.0, machine=lambda: None, clock=lambda: 0.0)
     >>> meter.sample()
@@ -167,10 +174,10 @@ class CpuMeter:
         self._last_process = process()  # CPU seconds of this process at the last sample
         self._last_wall = clock()  # wall seconds at the last sample
         self._last_machine = machine()  # (busy, total) jiffies at the last sample
-        self.share = 0.0  # the smoothed share (what ``sample`` returned last)
+        self.share = 0.0  # the moving average of what ``sample`` returned
 
     def sample(self) -> float:
-        """The smoothed CPU share since the last sample (0.0 before any time passed)."""
+        """The CPU share since the last sample (0.0 before any time passed)."""
         cpu, wall, machine = self._process(), self._clock(), self._machine()
         own = (cpu - self._last_process) / (wall - self._last_wall) if wall > self._last_wall else 0
         whole = 0.0
@@ -180,7 +187,7 @@ class CpuMeter:
         self._last_process, self._last_wall, self._last_machine = cpu, wall, machine
         now = min(1.0, max(0.0, own, whole))
         self.share += _CPU_SMOOTHING * (now - self.share)
-        return self.share
+        return now
 
 
 class Admission:
@@ -188,8 +195,9 @@ class Admission:
 
     ``limit``: the upper bound; ``memory_budget``: bytes of RSS (0: no check);
     ``max_lag``: seconds of loop lag (0: no check); ``max_cpu``: the CPU share
-    (``CpuMeter``) that holds the ceiling (0: no check); ``clock``: for the times
-    in ``repr`` (the loop's or ``time.monotonic``; tests pass a fake).
+    (``CpuMeter``) that holds the ceiling and, sustained, shrinks it (0: no check);
+    ``clock``: for the times in ``repr`` (the loop's or ``time.monotonic``; tests
+    pass a fake).
 
     >>> a = Admission(2)
     >>> a.may_admit()
@@ -220,7 +228,8 @@ class Admission:
         self.admitted_total = 0  # hosts admitted so far
         self.rss = 0  # bytes, at the last sample (0: none yet)
         self.lag = 0.0  # seconds, at the last sample
-        self.cpu = 0.0  # the CPU share (CpuMeter), at the last sample
+        self.cpu = 0.0  # the CPU share (CpuMeter) of the last interval
+        self.cpu_avg = 0.0  # its moving average, at the last sample
         self.holds: dict[str, int] = {}  # samples that held or cut the ceiling, by reason
         self.sampled_at: float | None = None  # clock time of the last sample
         self._at_sample = 0  # in_flight at the last sample (growth since counts the estimate)
@@ -232,7 +241,8 @@ class Admission:
             f"<Admission in_flight={self.in_flight} ceiling={self.ceiling} limit={self.limit}"
             f" peak={self.peak} admitted={self.admitted_total} rss={self.rss >> 20}MiB"
             f"/{self.memory_budget >> 20}MiB lag={self.lag * 1000:.0f}ms"
-            f"/{self.max_lag * 1000:.0f}ms cpu={self.cpu:.2f}/{self.max_cpu:.2f}"
+            f"/{self.max_lag * 1000:.0f}ms cpu={self.cpu:.2f}(avg {self.cpu_avg:.2f})"
+            f"/{self.max_cpu:.2f}"
             f" held={self.held or '-'} sampled={age}>"
         )
 
@@ -259,17 +269,22 @@ class Admission:
         """A host ended."""
         self.in_flight -= 1
 
-    def observe(self, rss: int, lag: float, cpu: float = 0.0) -> None:
-        """A sample: the RSS in bytes, the loop's lag in seconds and the CPU share
-        (``CpuMeter.sample``); moves the ceiling."""
+    def observe(self, rss: int, lag: float, cpu: float = 0.0, cpu_avg: float = 0.0) -> None:
+        """A sample: the RSS in bytes, the loop's lag in seconds, the CPU share of the
+        last interval (``CpuMeter.sample``) and its average (``CpuMeter.share``);
+        moves the ceiling."""
         over = bool(self.memory_budget) and rss > self.memory_budget
         growing = rss > self.rss
         lagging = bool(self.max_lag) and lag > self.max_lag
         busy = bool(self.max_cpu) and cpu >= self.max_cpu
+        saturated = bool(self.max_cpu) and cpu_avg >= self.max_cpu
         if over and growing:
             self.ceiling = max(1, self.in_flight - self.in_flight // 8)
             self.held = "memory"
-        elif over or lagging or busy:
+        elif saturated and self.in_flight > START:
+            self.ceiling = max(START, self.in_flight - max(1, self.in_flight // 16))
+            self.held = "cpu"
+        elif over or lagging or busy or saturated:
             self.ceiling = max(1, min(self.ceiling, self.in_flight))
             self.held = "memory" if over else "lag" if lagging else "cpu"
         else:
@@ -277,7 +292,7 @@ class Admission:
             self.held = ""
         if self.held:
             self.holds[self.held] = self.holds.get(self.held, 0) + 1
-        self.rss, self.lag, self.cpu = rss, lag, cpu
+        self.rss, self.lag, self.cpu, self.cpu_avg = rss, lag, cpu, cpu_avg
         self._at_sample = self.in_flight
         self.sampled_at = self._clock()
 
@@ -304,7 +319,8 @@ async def watch(
         start = loop.time()
         await asyncio.sleep(interval)
         lag = max(0.0, loop.time() - start - interval)
-        admission.observe(rss(), lag, meter.sample())
+        cpu_now = meter.sample()
+        admission.observe(rss(), lag, cpu_now, meter.share)
         changed.set()
 
 

@@ -207,7 +207,24 @@ def test_a_busy_cpu_holds_the_ceiling_at_the_hosts_in_flight() -> None:
     a.observe(0, 0.0, 0.5)  # the CPU has room again: the ceiling grows by half
     assert (a.ceiling, a.held) == (60, "")
     assert a.holds == {"cpu": 1}
-    assert "cpu=0.50/0.90" in repr(a)
+    assert "cpu=0.50(avg 0.00)/0.90" in repr(a)
+
+
+def test_a_cpu_busy_for_a_while_drains_the_hosts_in_flight_down_to_start() -> None:
+    a = Admission(10_000, max_cpu=0.9)
+    for _ in range(320):
+        a.admitted()
+    a.observe(0, 0.0, 0.95, 0.92)  # busy on average: shrink by 1/16 of those in flight
+    assert (a.ceiling, a.held) == (300, "cpu")
+    assert not a.may_admit()  # nothing starts until 20 have ended
+    for _ in range(320 - START):
+        a.released()
+    a.observe(0, 0.0, 0.95, 0.95)  # never below START: a busy machine is not this run
+    assert a.ceiling == START
+    a.observe(0, 0.0, 0.5, 0.93)  # an idle moment does not grow a saturated average
+    assert (a.ceiling, a.held) == (START, "cpu")
+    a.observe(0, 0.0, 0.5, 0.6)
+    assert (a.ceiling, a.held) == (START + START // 2, "")
 
 
 def test_max_cpu_zero_turns_the_cpu_check_off() -> None:
@@ -233,15 +250,17 @@ def test_cpu_meter_takes_the_busier_of_the_process_and_the_machine() -> None:
     meter = CpuMeter(
         process=Ticks(0.0, 0.5, 1.5), machine=lambda: next(machine), clock=Ticks(0.0, 1.0, 2.0)
     )
-    first = meter.sample()  # now = max(0.5, 0.75): smoothed from 0
-    assert first == pytest.approx(0.25 * 0.75)
-    second = meter.sample()  # the process used a whole core, the machine idled
-    assert second == pytest.approx(first + 0.25 * (1.0 - first))
+    assert meter.sample() == pytest.approx(0.75)  # max(0.5, 0.75)
+    assert meter.share == pytest.approx(0.25 * 0.75)  # the average, from 0
+    # the process used a whole core, the machine idled
+    assert meter.sample() == pytest.approx(1.0)
+    assert meter.share == pytest.approx(0.25 * 0.75 + 0.25 * (1.0 - 0.25 * 0.75))
 
 
 def test_cpu_meter_without_proc_stat_measures_the_process_alone() -> None:
     meter = CpuMeter(process=Ticks(0.0, 0.2), machine=lambda: None, clock=Ticks(0.0, 1.0))
-    assert meter.sample() == pytest.approx(0.25 * 0.2)
+    assert meter.sample() == pytest.approx(0.2)
+    assert meter.share == pytest.approx(0.25 * 0.2)
 
 
 def test_cpu_meter_reads_this_machine() -> None:
@@ -257,11 +276,12 @@ async def test_watch_feeds_the_cpu_meter_into_the_admission() -> None:
     a = Admission(10, max_cpu=0.5)
     changed = asyncio.Event()
     meter = CpuMeter(process=lambda: 0.0, machine=lambda: None)
-    meter.share = 0.99  # pretend a saturated CPU: a sample moves the average only a bit
+    meter.share = 0.99  # pretend a saturated CPU: an idle sample moves the average a bit
     task = asyncio.create_task(watch(a, changed, rss=lambda: 0, cpu=meter, interval=0.01))
     await changed.wait()
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert a.cpu > 0.5
+    assert a.cpu == 0.0
+    assert a.cpu_avg > 0.5
     assert a.held == "cpu"
