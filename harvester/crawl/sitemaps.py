@@ -12,7 +12,7 @@ fallback probes and seeds), which ``harvester tree`` draws
 
 A node's fields: ``url``, ``parent``, ``source`` (robots | index | fallback |
 seed), ``depth``, ``kind`` (urlset | sitemapindex | rss | atom | text; None: not
-read), ``urls`` and ``children`` (entries of each kind its last read yielded),
+read), ``urls`` and ``sitemaps`` (entries of each kind its last read yielded),
 ``bytes`` (of the body as read: a Content-Encoding undone, a .gz file still
 compressed), ``gzip`` (gzip layers the reader undid), ``newest`` (its newest
 lastmod, ISO-8601 UTC), ``status`` (HTTP),
@@ -75,7 +75,7 @@ class SitemapNode:
     depth: int
     kind: str | None = None
     urls: int = 0
-    children: int = 0
+    sitemaps: int = 0  # child sitemaps it listed (an index)
     bytes: int = 0
     gzip: int = 0
     newest: datetime | None = None
@@ -127,7 +127,7 @@ class SitemapLog:
         """A request for ``ref`` starts: its counts start again (a re-fetch reads it anew)."""
         node = self._current = self._node(ref)
         if node is not None:
-            node.urls = node.children = node.bytes = 0
+            node.urls = node.sitemaps = node.bytes = 0
             node.newest = node.error = node.message = None
 
     def chunk(self, size: int) -> None:
@@ -149,7 +149,7 @@ class SitemapLog:
             if when is not None and (newest is None or when > newest):
                 newest = when
         node.urls += urls
-        node.children += len(entries) - urls
+        node.sitemaps += len(entries) - urls
         node.newest = newest
 
     def outcome(self, outcome: Outcome) -> None:
@@ -177,7 +177,7 @@ class SitemapLog:
                 pass  # the listed URL is asked next: another attempt
             case BodyBroken() | Undecodable() | Failed():
                 node.status = outcome.status
-                node.outcome = "partial" if node.urls or node.children else "failed"
+                node.outcome = "partial" if node.urls or node.sitemaps else "failed"
                 self._error(node, outcome.error.kind, outcome.error.message)
 
     @staticmethod

@@ -62,7 +62,10 @@ def _totals(s: RunSummary) -> str:
         ("status", status),
         ("started", str(run.get("started"))),
         ("finished", str(run.get("finished"))),
-        ("hosts", f"{run.get('hosts_done', 0):,} done of {'?' if total is None else f'{total:,}'}"),
+        (
+            "hosts",
+            f"{run.get('hosts_done', 0):,} done" + ("" if total is None else f" of {total:,}"),
+        ),
         ("hosts failed", f"{run.get('hosts_failed', 0):,}"),
         ("hosts deferred", f"{run.get('hosts_deferred', 0):,}"),
         ("URLs", f"{run.get('urls', 0):,}"),
@@ -123,7 +126,7 @@ def render_page(s: RunSummary, *, title: str = "harvester run report") -> str:
         key=lambda kv: (-kv[1], kv[0]),
     )
     slowest = [
-        (escape(host), f"{seconds:,.1f}") for seconds, host in sorted(s.slowest, reverse=True)
+        (escape(host), f"{seconds:,.2f}") for seconds, host in sorted(s.slowest, reverse=True)
     ]
     largest = [
         (escape(host), f"{urls:,}", escape(human_bytes(size)))

@@ -104,8 +104,8 @@ def _label(node: Mapping[str, Any]) -> Text:
     facts: list[str] = []
     read = node.get("kind") is not None or node.get("bytes")
     if node.get("outcome") in ("ok", "partial", "failed", "not_modified") and read:
-        if node.get("kind") == "sitemapindex" or node.get("children"):
-            facts.append(_count(len(node.get("children", ())), "sitemap"))
+        if node.get("kind") == "sitemapindex" or node.get("sitemaps"):
+            facts.append(_count(int(node.get("sitemaps") or 0), "sitemap"))
         if node.get("kind") != "sitemapindex" or node.get("urls"):
             facts.append(_count(int(node.get("urls") or 0), "URL"))
         facts.append(human_bytes(int(node.get("bytes") or 0)))

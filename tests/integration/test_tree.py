@@ -87,6 +87,7 @@ async def test_tree_json_shows_the_hierarchy_counts_gzip_and_failures(
     [top] = data["sitemaps"]
     assert top["url"] == u("/index.xml")
     assert (top["kind"], top["source"], top["outcome"]) == ("sitemapindex", "robots", "ok")
+    assert (top["sitemaps"], top["urls"], top["gzip"]) == (3, 0, 0)
     assert [c["url"] for c in top["children"]] == [
         u("/news/index.xml.gz"),
         u("/plain.xml"),
