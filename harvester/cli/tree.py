@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 
 __all__ = ["add_parser", "command", "host_tree"]
 
+_PIPE_WIDTH = 10_000  # columns when stdout is no terminal: wider than any line drawn
+
 
 def add_parser(sub: Any) -> None:
     """The ``tree`` verb's arguments."""
@@ -99,5 +101,9 @@ def command(ns: argparse.Namespace, cfg: Config) -> int:
     if ns.json:
         sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
     else:
-        Console(soft_wrap=True).print(render_tree(data))
+        console = Console()
+        if not console.is_terminal:
+            # Into a pipe or file: whole lines, never cut at a guessed width of 80.
+            console = Console(width=_PIPE_WIDTH)
+        console.print(render_tree(data))
     return EXIT_OK

@@ -131,8 +131,8 @@ class HostWorker:
             self.incremental = HostIncremental(self.host, cfg, ledger, self.report, emit_mode)
         # The host's state update for the writer (None without a state file).
         self.state: HostState | None = self.incremental.state if self.incremental else None
-        # Each sitemap's counts and failure for the report (issue 32; None: not asked for).
-        self.sitemaps = SitemapLog() if cfg.output.sitemap_log else None
+        # Each sitemap's counts and failure for the report (issue 32; a no-op unless asked for).
+        self.sitemaps = SitemapLog(enabled=cfg.output.sitemap_log)
 
     async def run(self) -> HostReport:
         """Harvest the host; return its report (never raises for host-level failures)."""
@@ -154,7 +154,7 @@ class HostWorker:
             self.incremental.finish(self._frontier, audit)
         if audit is not None:  # (the months with URLs: a line per host stays short)
             self.report.lastmod_months = {k: n for k, n in audit["histogram"] if n}
-        if self.sitemaps is not None:
+        if self.sitemaps.enabled:
             self.report.sitemap_log = self.sitemaps.as_dict()
         return self.report
 
@@ -187,8 +187,7 @@ class HostWorker:
         if memory is not None:
             self.report.discovery = f"memory:{found.source}"
         self.report.robots_status = found.robots_status
-        if self.sitemaps is not None:
-            self.sitemaps.robots(found.robots_url, found.robots_status)
+        self.sitemaps.robots(found.robots_url, found.robots_status)
         if found.robots_truncated:
             self.report.limit("max_robots_bytes")
         self._declared = frozenset(found.robots.sitemaps)
@@ -212,7 +211,7 @@ class HostWorker:
     def _admit(self, ref: SitemapRef) -> None:
         if not child_allowed(ref.url, self.host, self._cfg.discovery.cross_host, self._declared):
             self.report.skip_cross_host(ref.url)
-            self._skipped(ref, "cross_host")
+            self.sitemaps.skipped(ref, "cross_host")
             return
         # Sitemaps the site itself lists in robots.txt are meant to be fetched; guesses and
         # index children on this host honour its Disallow rules (other hosts' rules are unknown).
@@ -222,7 +221,7 @@ class HostWorker:
             and not self._robots.can_fetch(ref.url)
         ):
             self.report.robots_disallowed += 1
-            self._skipped(ref, "robots_disallowed")
+            self.sitemaps.skipped(ref, "robots_disallowed")
             return
         admission = self._frontier.push(ref)
         if admission is Admission.QUEUED:
@@ -230,11 +229,7 @@ class HostWorker:
                 self.report.sitemaps_found += 1
         elif admission is not Admission.SEEN:
             self.report.limit(admission.value)
-            self._skipped(ref, admission.value)
-
-    def _skipped(self, ref: SitemapRef, why: str) -> None:
-        if self.sitemaps is not None:
-            self.sitemaps.skipped(ref, why)
+            self.sitemaps.skipped(ref, admission.value)
 
     async def _sitemap(self, ref: SitemapRef) -> None:
         """Fetch one sitemap, attempt by attempt, acting on each ``Outcome``: the retry policy.
@@ -258,13 +253,11 @@ class HostWorker:
             while True:
                 digest = inc.new_read() if inc is not None else None
                 self.batch.new_read()
-                if self.sitemaps is not None:
-                    self.sitemaps.attempt(ref)
+                self.sitemaps.attempt(ref)
                 outcome = await attempt(
                     self._fetcher, self._cfg, ref, target, slot, headers, self, digest, raw=raw
                 )
-                if self.sitemaps is not None:
-                    self.sitemaps.outcome(outcome)
+                self.sitemaps.outcome(outcome)
                 match outcome:
                     case BodyBroken() if refetches < retries and not outcome.deadline_passed:
                         logger.debug("re-fetching %s after a broken body", ref.url)
@@ -348,8 +341,7 @@ class HostWorker:
     async def chunk(self, chunk: bytes) -> None:
         """A chunk of the body, before it is parsed."""
         self.report.bytes += len(chunk)
-        if self.sitemaps is not None:
-            self.sitemaps.chunk(len(chunk))
+        self.sitemaps.chunk(len(chunk))
         if self._ready is not None:
             await self._ready()  # the output is behind: wait unparsed
 
@@ -378,8 +370,7 @@ class HostWorker:
         """Turn reader entries into records (the batch) and index children (the frontier)."""
         if not entries:
             return
-        if self.sitemaps is not None:
-            self.sitemaps.entries(entries)
+        self.sitemaps.entries(entries)
         others = self.batch.take(entries, ref.url)
         # While the output is behind, the flush waits: only the batch it sends may wait
         # with it, not the parsed entries (no frame holds them).

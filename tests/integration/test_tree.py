@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from tests.integration.conftest import Reply
 from tests.integration.test_cli_run import CONFIG
-from tests.integration.test_end_to_end import index, robots, urlset
+from tests.integration.test_end_to_end import collect, index, robots, urlset
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -33,7 +33,7 @@ async def tree_cli(*args: str) -> tuple[int, str, str]:
         *args,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
-        env={"COLUMNS": "300", "PATH": "/usr/bin:/bin", "NO_COLOR": "1"},
+        env={"PATH": "/usr/bin:/bin", "NO_COLOR": "1"},  # a pipe: whole lines, no width
     )
     out, err = await asyncio.wait_for(proc.communicate(), timeout=60)
     assert proc.returncode is not None
@@ -148,7 +148,7 @@ async def test_tree_text_is_a_readable_tree(sites: Sites, tmp_path: Path) -> Non
     assert "newest 2024-05-01T00:00:00Z" in a_line
     gone = next(line for line in lines if u("/gone.xml") in line)
     assert "✗" in gone
-    assert "http_status 404" in gone
+    assert "http_status 404: HTTP 404 Not Found" in gone  # whole lines into a pipe
     # Nesting: each child is drawn indented under its index.
     indent = {
         url: next(line for line in lines if u(url) in line).index("✓")
@@ -162,3 +162,37 @@ async def test_tree_of_a_bad_target_is_a_usage_error() -> None:
     assert code == 2
     assert out == ""
     assert "unsupported scheme 'ftp'" in err
+
+
+async def test_run_keeps_the_log_in_the_host_report_with_skips_and_their_reasons(
+    sites: Sites,
+) -> None:
+    routes: dict[str, Any] = {}
+    site = await sites.start("127.0.0.4", routes)
+    u = site.url
+    routes.update(
+        {
+            "/robots.txt": robots(u("/index.xml")),
+            "/index.xml": index(u("/deep.xml"), "http://elsewhere.example/s.xml", u("/a.xml")),
+            "/deep.xml": index(u("/deeper.xml")),
+            "/deeper.xml": urlset(u("/never")),
+            "/a.xml": urlset(u("/a/1")),
+        }
+    )
+    _, hosts = await collect([site.origin], **{"output.sitemap_log": True, "limits.max_depth": 1})
+    [host] = hosts.values()
+    log = host["sitemap_log"]
+    assert log["robots"] == {"url": u("/robots.txt"), "status": 200}
+    nodes = {n["url"]: n for n in log["sitemaps"]}
+    assert (nodes[u("/deeper.xml")]["outcome"], nodes[u("/deeper.xml")]["error"]) == (
+        "skipped",
+        "max_depth",
+    )
+    assert nodes[u("/deeper.xml")]["parent"] == u("/deep.xml")
+    away = nodes["http://elsewhere.example/s.xml"]
+    assert (away["outcome"], away["error"]) == ("skipped", "cross_host")
+    assert (nodes[u("/a.xml")]["outcome"], nodes[u("/a.xml")]["urls"]) == ("ok", 1)
+    assert site.hits("/deeper.xml") == 0
+    # Off (the default): no log in the report.
+    _, hosts = await collect([site.origin])
+    assert next(iter(hosts.values()))["sitemap_log"] is None

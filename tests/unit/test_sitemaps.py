@@ -137,3 +137,14 @@ def test_at_most_max_nodes_are_kept_the_rest_counted(monkeypatch: pytest.MonkeyP
     out = log.as_dict()
     assert [n["url"] for n in out["sitemaps"]] == [f"https://e.com/{i}.xml" for i in range(3)]
     assert out["omitted"] == 2
+
+
+def test_a_disabled_log_does_nothing() -> None:
+    log = SitemapLog(enabled=False)
+    log.attempt(INDEX)
+    log.chunk(10)
+    log.entries([UrlEntry("https://e.com/1", JAN)])
+    log.outcome(read(Kind.URLSET))
+    log.skipped(CHILD, "cross_host")
+    assert log.as_dict()["sitemaps"] == []
+    assert log.omitted == 0
