@@ -55,6 +55,10 @@ def write_html_report(report_path: str, html_path: str) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(page)
+        # A page to open and share: the umask's usual mode, not mkstemp's owner-only 0600.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temp, 0o666 & ~umask)
         os.replace(temp, html_path)
     except BaseException:
         if os.path.exists(temp):

@@ -195,6 +195,11 @@ def command(ns: argparse.Namespace, cfg: Config) -> int:
     print(summary_table(run), file=sys.stderr)
     if cfg.output.html_report and report is not None:
         _html_report(report)
+    elif cfg.output.html_report:
+        print(
+            "harvester run: no HTML report without a report file (-o FILE or --report)",
+            file=sys.stderr,
+        )
     if cfg.audit.sample > 0 and run.state is not None:
         return _audit_after_run(cfg, run.state, run.run_id, ns.output)
     return EXIT_OK

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-__all__ = ["bars", "columns", "escape"]
+__all__ = ["bars", "columns", "escape", "number"]
 
 _ROW = 22  # pixels per row of a ``bars`` chart
 _LABEL_CHARS = 40  # longer labels are cut (the full text is in the tooltip)
@@ -29,6 +29,11 @@ _LABEL_CHARS = 40  # longer labels are cut (the full text is in the tooltip)
 def escape(value: object) -> str:
     """``value`` as HTML text, quotes included (safe in attributes too)."""
     return html.escape(str(value), quote=True)
+
+
+def number(value: float) -> str:
+    """``12345.0`` → ``12,345``; fractions keep two decimals (``0.5`` → ``0.50``)."""
+    return f"{value:,.0f}" if value == int(value) else f"{value:,.2f}"
 
 
 def _cut(label: str) -> str:
@@ -47,12 +52,12 @@ def bars(pairs: Sequence[tuple[str, float]], *, label: str, width: int = 720) ->
     for i, (name, value) in enumerate(pairs):
         y = i * _ROW + 2
         w = max(value / top * plot, 1.0) if value > 0 else 0.0
-        tip = f"{escape(name)}: {value:,.6g}"
+        tip = f"{escape(name)}: {number(value)}"
         rows.append(
             f'<text x="{left - 6}" y="{y + 15}" text-anchor="end">{escape(_cut(name))}</text>'
             f'<rect x="{left}" y="{y}" width="{w:.1f}" height="{_ROW - 6}" class="bar">'
             f"<title>{tip}</title></rect>"
-            f'<text x="{left + w + 6:.1f}" y="{y + 15}">{value:,.6g}</text>'
+            f'<text x="{left + w + 6:.1f}" y="{y + 15}">{number(value)}</text>'
         )
     return (
         f'<svg width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img"'
@@ -74,7 +79,7 @@ def columns(
         h = value / top * plot_h
         cols.append(
             f'<rect x="{i * step:.2f}" y="{14 + plot_h - h:.2f}" width="{max(step - 1, 0.5):.2f}"'
-            f' height="{h:.2f}" class="bar"><title>{escape(name)}: {value:,.6g}</title></rect>'
+            f' height="{h:.2f}" class="bar"><title>{escape(name)}: {number(value)}</title></rect>'
         )
     ticks = ""
     if len(pairs) <= 12:  # few columns: each gets its label under it
@@ -91,5 +96,5 @@ def columns(
     return (
         f'<svg width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img"'
         f' aria-label="{escape(label)}">{"".join(cols)}{ticks}'
-        f'<text x="{width}" y="10" text-anchor="end">max {top:,.6g}</text></svg>'
+        f'<text x="{width}" y="10" text-anchor="end">max {number(top)}</text></svg>'
     )

@@ -60,8 +60,8 @@ def _totals(s: RunSummary) -> str:
     )
     rows = [
         ("status", status),
-        ("started", str(run.get("started"))),
-        ("finished", str(run.get("finished"))),
+        ("started", str(run.get("started") or "?")),
+        ("finished", str(run.get("finished") or "?")),
         (
             "hosts",
             f"{run.get('hosts_done', 0):,} done" + ("" if total is None else f" of {total:,}"),

@@ -11,7 +11,7 @@ from rich.console import Console
 
 from harvester.errors import InputError
 from harvester.view import summary as summary_module
-from harvester.view.charts import bars, columns
+from harvester.view.charts import bars, columns, number
 from harvester.view.page import render_page
 from harvester.view.summary import RunSummary, read_summary, size_bucket
 from harvester.view.tree import human_bytes, render_tree, tree_data
@@ -151,6 +151,15 @@ def test_charts_escape_labels_and_say_when_empty() -> None:
     assert many.count("<rect") == 13
     assert "2024-01" in many
     assert "2025-01" in many
+
+
+def test_numbers_are_whole_or_two_decimals_never_scientific() -> None:
+    assert [number(v) for v in (0, 16634300.0, 0.5, 1234.567)] == [
+        "0",
+        "16,634,300",
+        "0.50",
+        "1,234.57",
+    ]
 
 
 def test_size_buckets() -> None:
