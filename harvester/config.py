@@ -308,6 +308,10 @@ class OutputConfig:
     report: str | None = None  # default: <output>.report.json
     emit: Literal["all", "new", "changed", "delta"] = "all"  # delta: new, changed and removed
     since: str = ""  # ISO date: only URLs with a later lastmod, plus undated ones labelled
+    # Issue 32 (seeing a site): each host report's sitemap tree (``sitemap_log``; always on
+    # in ``harvester tree``), and an HTML page of the run report beside the output.
+    sitemap_log: bool = False
+    html_report: bool = False
 
     def __post_init__(self) -> None:
         if self.since and self.since_epoch is None:

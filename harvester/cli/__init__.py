@@ -9,6 +9,8 @@ Verbs, one module each:
   audit --state PATH [DOMAIN ...] verify lastmod against the pages; score trust (audit.py)
   ledger --state PATH [DOMAIN ...] print the URLs a state file lists (ledger.py)
   parse FILE|-                   print one local sitemap file's entries (parse.py)
+  tree DOMAIN|URL                print one host's sitemap tree with counts and failures (tree.py)
+  report REPORT.json --html PAGE the run report as one self-contained HTML page (report.py)
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from typing import TYPE_CHECKING
 
 from harvester import __version__
 from harvester.cli import audit, ledger, parse, run
+from harvester.cli import report as report_verb
+from harvester.cli import tree as tree_verb
 from harvester.cli.exits import EXIT_OK, EXIT_USAGE
 from harvester.cli.options import overrides
 from harvester.config import load_config
@@ -47,6 +51,8 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_parser(sub)
     ledger.add_parser(sub)
     parse.add_parser(sub)
+    tree_verb.add_parser(sub)
+    report_verb.add_parser(sub)
     return ap
 
 
@@ -82,4 +88,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return audit.command(ns, cfg)
         case "ledger":
             return ledger.command(ns)
+        case "tree":
+            return tree_verb.command(ns, cfg)
+        case "report":
+            return report_verb.command(ns)
     return EXIT_USAGE  # pragma: no cover - argparse enforces the choices

@@ -90,6 +90,14 @@ def add_parser(sub: Any) -> None:
     )
     fetch_arguments(r)
     _incremental_arguments(r.add_argument_group("incremental runs (state file)"))
+    r.add_argument(
+        "--html-report",
+        dest="output.html_report",
+        action="store_const",
+        const=True,
+        help="also write the run report as one self-contained HTML page, REPORT.html beside"
+        " REPORT.json (see `harvester report`) (config: output.html_report)",
+    )
 
 
 def _incremental_arguments(incremental: argparse._ArgumentGroup) -> None:
@@ -185,9 +193,28 @@ def command(ns: argparse.Namespace, cfg: Config) -> int:
         )
         return EXIT_TERMINATED if stop.signum == signal.SIGTERM else EXIT_INTERRUPTED
     print(summary_table(run), file=sys.stderr)
+    if cfg.output.html_report and report is not None:
+        _html_report(report)
+    elif cfg.output.html_report:
+        print(
+            "harvester run: no HTML report without a report file (-o FILE or --report)",
+            file=sys.stderr,
+        )
     if cfg.audit.sample > 0 and run.state is not None:
         return _audit_after_run(cfg, run.state, run.run_id, ns.output)
     return EXIT_OK
+
+
+def _html_report(report: str) -> None:
+    """The run report as a page beside it (issue 32); a failure to write it is said, not fatal."""
+    from harvester.cli.report import write_html_report
+    from harvester.errors import InputError
+
+    page = report.removesuffix(".json") + ".html"
+    try:
+        write_html_report(report, page)
+    except (InputError, OSError) as exc:
+        print(f"harvester run: no HTML report: {exc}", file=sys.stderr)
 
 
 def _audit_after_run(cfg: Config, state: str, run_id: int | None, output: str) -> int:

@@ -44,6 +44,7 @@ from harvester.crawl.home import HomeHosts
 from harvester.crawl.incremental import HostIncremental
 from harvester.crawl.robots import RobotsTxt
 from harvester.crawl.scheduler import host_key
+from harvester.crawl.sitemaps import SitemapLog
 from harvester.errors import FetchError, NotASitemap
 from harvester.models import SitemapChild
 from harvester.run.report import HostReport
@@ -130,6 +131,8 @@ class HostWorker:
             self.incremental = HostIncremental(self.host, cfg, ledger, self.report, emit_mode)
         # The host's state update for the writer (None without a state file).
         self.state: HostState | None = self.incremental.state if self.incremental else None
+        # Each sitemap's counts and failure for the report (issue 32; a no-op unless asked for).
+        self.sitemaps = SitemapLog(enabled=cfg.output.sitemap_log)
 
     async def run(self) -> HostReport:
         """Harvest the host; return its report (never raises for host-level failures)."""
@@ -149,6 +152,10 @@ class HostWorker:
         audit = self.batch.audit()
         if self.incremental is not None:
             self.incremental.finish(self._frontier, audit)
+        if audit is not None:  # (the months with URLs: a line per host stays short)
+            self.report.lastmod_months = {k: n for k, n in audit["histogram"] if n}
+        if self.sitemaps.enabled:
+            self.report.sitemap_log = self.sitemaps.as_dict()
         return self.report
 
     async def _run(self, slot: HostSlot) -> None:
@@ -180,6 +187,7 @@ class HostWorker:
         if memory is not None:
             self.report.discovery = f"memory:{found.source}"
         self.report.robots_status = found.robots_status
+        self.sitemaps.robots(found.robots_url, found.robots_status)
         if found.robots_truncated:
             self.report.limit("max_robots_bytes")
         self._declared = frozenset(found.robots.sitemaps)
@@ -203,6 +211,7 @@ class HostWorker:
     def _admit(self, ref: SitemapRef) -> None:
         if not child_allowed(ref.url, self.host, self._cfg.discovery.cross_host, self._declared):
             self.report.skip_cross_host(ref.url)
+            self.sitemaps.skipped(ref, "cross_host")
             return
         # Sitemaps the site itself lists in robots.txt are meant to be fetched; guesses and
         # index children on this host honour its Disallow rules (other hosts' rules are unknown).
@@ -212,6 +221,7 @@ class HostWorker:
             and not self._robots.can_fetch(ref.url)
         ):
             self.report.robots_disallowed += 1
+            self.sitemaps.skipped(ref, "robots_disallowed")
             return
         admission = self._frontier.push(ref)
         if admission is Admission.QUEUED:
@@ -219,6 +229,7 @@ class HostWorker:
                 self.report.sitemaps_found += 1
         elif admission is not Admission.SEEN:
             self.report.limit(admission.value)
+            self.sitemaps.skipped(ref, admission.value)
 
     async def _sitemap(self, ref: SitemapRef) -> None:
         """Fetch one sitemap, attempt by attempt, acting on each ``Outcome``: the retry policy.
@@ -242,9 +253,11 @@ class HostWorker:
             while True:
                 digest = inc.new_read() if inc is not None else None
                 self.batch.new_read()
+                self.sitemaps.attempt(ref)
                 outcome = await attempt(
                     self._fetcher, self._cfg, ref, target, slot, headers, self, digest, raw=raw
                 )
+                self.sitemaps.outcome(outcome)
                 match outcome:
                     case BodyBroken() if refetches < retries and not outcome.deadline_passed:
                         logger.debug("re-fetching %s after a broken body", ref.url)
@@ -328,6 +341,7 @@ class HostWorker:
     async def chunk(self, chunk: bytes) -> None:
         """A chunk of the body, before it is parsed."""
         self.report.bytes += len(chunk)
+        self.sitemaps.chunk(len(chunk))
         if self._ready is not None:
             await self._ready()  # the output is behind: wait unparsed
 
@@ -356,6 +370,7 @@ class HostWorker:
         """Turn reader entries into records (the batch) and index children (the frontier)."""
         if not entries:
             return
+        self.sitemaps.entries(entries)
         others = self.batch.take(entries, ref.url)
         # While the output is behind, the flush waits: only the batch it sends may wait
         # with it, not the parsed entries (no frame holds them).

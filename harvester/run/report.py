@@ -132,6 +132,12 @@ class HostReport:
     failures: list[Failure] = field(default_factory=list)
     failures_total: int = 0
     failures_by_class: dict[str, int] = field(default_factory=dict)
+    # Issue 32 (seeing a site): URLs per lastmod month ("YYYY-MM", or years when the
+    # range is long; "<1995", "future"), from the lastmod audit's sample (every URL up
+    # to 500, then 1 in 8); and the host's sitemaps (``SitemapLog.as_dict``,
+    # crawl/sitemaps.py) when output.sitemap_log is on (None: off).
+    lastmod_months: dict[str, int] | None = None
+    sitemap_log: dict[str, Any] | None = None
 
     def fail(
         self,

@@ -1,0 +1,167 @@
+"""What the HTML run report shows, gathered from a run's report files in one pass.
+
+In: the run report (``OUT.report.json``, a dict) and the per-host report lines
+it names (``hosts_report``: ``OUT.hosts.jsonl``), read one line at a time so a
+run of millions of hosts is never held in memory. Out: a ``RunSummary``: the
+run's totals and failures by class (from the run report), URLs per host as a
+distribution (decade buckets), lastmod over time (the hosts' ``lastmod_months``
+summed), the slowest and largest hosts, and the failed hosts with their line
+number and text (for the page's anchors). ``read_summary`` raises
+``InputError`` naming the file when the run report cannot be read; a bad host
+line is counted (``unreadable_lines``), never fatal.
+
+Usage::
+
+    summary = read_summary("out.report.json")
+    page = render_page(summary)  # page.py
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import os
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from harvester.errors import InputError
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+__all__ = ["KEEP_FAILED", "TOP", "FailedHost", "RunSummary", "read_summary", "size_bucket"]
+
+TOP = 10  # slowest and largest hosts shown
+KEEP_FAILED = 1_000  # failed hosts listed (with their report line); the rest are counted
+_MAX_LINE = 20_000  # characters of a failed host's report line shown
+# URLs per host: decade buckets, so one chart reads a run of tiny and huge sites alike.
+_BUCKETS = ("0", "1-9", "10-99", "100-999", "1k-9.9k", "10k-99k", "100k-999k", "1M+")
+
+
+def size_bucket(urls: int) -> str:
+    """The decade bucket of a host with ``urls`` URLs (``_BUCKETS``).
+
+    >>> size_bucket(0), size_bucket(7), size_bucket(1234), size_bucket(10**8)
+    ('0', '1-9', '1k-9.9k', '1M+')
+    """
+    if urls <= 0:
+        return _BUCKETS[0]
+    return _BUCKETS[min(len(str(urls)), len(_BUCKETS) - 1)]
+
+
+@dataclass(slots=True)
+class FailedHost:
+    """A host that produced no URL and failed: its line in the hosts file, and why."""
+
+    line: int  # 1-based line number in the hosts report
+    host: str
+    classes: dict[str, int]
+    first: str  # its first failure: "class url: message"
+    text: str  # the report line itself (cut at _MAX_LINE characters)
+
+
+@dataclass(slots=True)
+class RunSummary:
+    """Everything the page shows (see the module docstring)."""
+
+    run: dict[str, Any]
+    hosts_report: str | None = None
+    hosts_read: int = 0
+    unreadable_lines: int = 0
+    sizes: dict[str, int] = field(default_factory=lambda: dict.fromkeys(_BUCKETS, 0))
+    lastmod_months: dict[str, int] = field(default_factory=dict)
+    slowest: list[tuple[float, str]] = field(default_factory=list)  # (seconds, host)
+    largest: list[tuple[int, int, str]] = field(default_factory=list)  # (urls, bytes, host)
+    failed: list[FailedHost] = field(default_factory=list)
+    failed_total: int = 0
+
+    def add_host(self, line: int, host: dict[str, Any], text: str) -> None:
+        """Fold in one host report (``text`` is its line as read)."""
+        self.hosts_read += 1
+        name = str(host.get("host", "?"))
+        urls = _int(host.get("urls"))
+        self.sizes[size_bucket(urls)] += 1
+        for month, count in (host.get("lastmod_months") or {}).items():
+            self.lastmod_months[str(month)] = self.lastmod_months.get(str(month), 0) + _int(count)
+        # Bounded heaps: the TOP largest so far, the smallest of them first.
+        _push(self.slowest, (_float(host.get("seconds")), name))
+        _push(self.largest, (urls, _int(host.get("bytes")), name))
+        classes = host.get("failures_by_class") or {}
+        if urls == 0 and sum(_int(n) for n in classes.values()) > 0:
+            self.failed_total += 1
+            if len(self.failed) < KEEP_FAILED:
+                failures = host.get("failures") or [{}]
+                f = failures[0]
+                first = f"{f.get('class', '?')} {f.get('url', '')}: {f.get('message', '')}"
+                classes = {str(k): _int(v) for k, v in classes.items()}
+                self.failed.append(FailedHost(line, name, classes, first, text[:_MAX_LINE]))
+
+    def months(self) -> list[tuple[str, int]]:
+        """lastmod counts in time order: by month, or by year when months and years mix
+        (hosts with long ranges report years) or when there are more than 120 months."""
+        dated = {k: v for k, v in self.lastmod_months.items() if k not in ("<1995", "future")}
+        if any(len(k) == 4 for k in dated) or len(dated) > 120:
+            years: dict[str, int] = {}
+            for key, count in dated.items():
+                years[key[:4]] = years.get(key[:4], 0) + count
+            dated = years
+        out = sorted(dated.items())
+        if "<1995" in self.lastmod_months:
+            out.insert(0, ("<1995", self.lastmod_months["<1995"]))
+        if "future" in self.lastmod_months:
+            out.append(("future", self.lastmod_months["future"]))
+        return out
+
+
+def _push(heap: list[Any], item: Any) -> None:
+    if len(heap) < TOP:
+        heapq.heappush(heap, item)
+    elif item > heap[0]:
+        heapq.heapreplace(heap, item)
+
+
+def _int(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _float(value: object) -> float:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
+
+
+def read_summary(report_path: str) -> RunSummary:
+    """Read ``report_path`` (a run report) and the hosts file it names, into a summary.
+
+    A relative ``hosts_report`` is looked up beside the run report when it is not
+    found from the working directory.
+    """
+    try:
+        with open(report_path, encoding="utf-8") as fh:
+            run = json.load(fh)
+    except OSError as exc:
+        raise InputError(f"cannot read the run report {report_path}: {exc.strerror}") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InputError(f"{report_path} is not a run report (not JSON: {exc})") from None
+    if not isinstance(run, dict) or "hosts_done" not in run:
+        raise InputError(f"{report_path} is not a run report (no hosts_done)")
+    hosts = run.get("hosts_report")
+    if isinstance(hosts, str) and not os.path.exists(hosts):
+        beside = os.path.join(os.path.dirname(report_path), os.path.basename(hosts))
+        hosts = beside if os.path.exists(beside) else hosts
+    summary = RunSummary(run, hosts if isinstance(hosts, str) else None)
+    if summary.hosts_report is not None and os.path.exists(summary.hosts_report):
+        with open(summary.hosts_report, encoding="utf-8", errors="replace") as fh:
+            _read_hosts(summary, fh)
+    return summary
+
+
+def _read_hosts(summary: RunSummary, lines: Iterable[str]) -> None:
+    for number, text in enumerate(lines, 1):
+        try:
+            host = json.loads(text)
+        except ValueError:
+            summary.unreadable_lines += 1
+            continue
+        if isinstance(host, dict):
+            summary.add_host(number, host, text.rstrip("\n"))
+        else:
+            summary.unreadable_lines += 1

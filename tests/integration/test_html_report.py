@@ -1,0 +1,122 @@
+"""The HTML run report in a real browser: `harvester run --html-report` on loopback sites,
+then the page opened in headless Chromium (DevTools protocol): no console error, the
+run's totals shown, each failed host linked to its report line. Skipped, with the
+reason, where Chromium cannot be had."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from tests.integration.chromium import open_page
+from tests.integration.conftest import free_port
+from tests.integration.test_cli_run import CONFIG, run_cli
+from tests.integration.test_end_to_end import site_with_tree
+
+if TYPE_CHECKING:
+    from tests.integration.conftest import Sites
+
+PROBES = {
+    "scripts": "document.scripts.length",
+    "svgs": "document.querySelectorAll('svg').length",
+    "links": "[...document.querySelectorAll('a[href^=\"#line-\"]')].map(a => a.textContent)",
+    # Every failed host's link lands on an element that shows its report line.
+    "targets": "[...document.querySelectorAll('a[href^=\"#line-\"]')].map(a =>"
+    " (document.getElementById(a.getAttribute('href').slice(1)) || {}).textContent || null)",
+    "urls": "document.getElementById('total-URLs').textContent",
+    "hosts": "document.getElementById('total-hosts').textContent",
+}
+
+
+async def test_run_html_report_renders_in_chromium(sites: Sites, tmp_path: Path) -> None:
+    hosts = [await site_with_tree(sites, f"127.0.0.{60 + i}") for i in range(2)]
+    dead = [f"http://127.0.0.{70 + i}:{free_port(f'127.0.0.{70 + i}')}" for i in range(2)]
+    config = tmp_path / "h.toml"
+    config.write_text(CONFIG)
+    out = tmp_path / "urls.jsonl"
+    code, _, err = await run_cli(
+        *(h.origin for h in hosts),
+        *dead,
+        "-o",
+        str(out),
+        "--config",
+        str(config),
+        "--workers",
+        "1",
+        "--html-report",
+    )
+    assert code == 0, err
+    report = json.loads(Path(f"{out}.report.json").read_text())  # noqa: ASYNC240
+    page_path = Path(f"{out}.report.html")
+    assert page_path.exists()  # noqa: ASYNC240
+    page = await open_page(page_path, tmp_path / "profile", PROBES)
+    assert page.errors == []
+    assert page.probes["scripts"] == 0
+    assert page.probes["svgs"] >= 3
+    assert page.probes["urls"] == f"{report['urls']:,}"
+    assert report["urls"] == 6
+    assert page.probes["hosts"] == f"{report['hosts_done']} done"
+    assert report["hosts_done"] == 4
+    failed = sorted(d.removeprefix("http://") for d in dead)
+    assert sorted(page.probes["links"]) == failed
+    host_lines = Path(f"{out}.hosts.jsonl").read_text().splitlines()  # noqa: ASYNC240
+    for target in page.probes["targets"]:
+        assert target in host_lines  # the anchor shows the host's own report line
+    assert "connect" in page.text  # the failure class, in the bar chart and the list
+    assert "Failures by class" in page.text
+
+
+async def test_the_browser_check_catches_a_console_error(tmp_path: Path) -> None:
+    # The harness must be able to fail: a page that logs an error is caught.
+    bad = tmp_path / "bad.html"
+    bad.write_text(
+        '<!DOCTYPE html><html><head><link rel="icon" href="data:,"></head><body>x'
+        '<script>console.error("boom"); null.f()</script></body></html>'
+    )
+    page = await open_page(bad, tmp_path / "profile", {})
+    assert any("boom" in e for e in page.errors)
+    assert any("exception" in e for e in page.errors)
+
+
+def test_report_verb_writes_the_page_and_names_a_bad_file(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.report.json"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "harvester",
+            "report",
+            str(missing),
+            "--html",
+            str(tmp_path / "p.html"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 2
+    assert str(missing) in proc.stderr
+    not_json = tmp_path / "x.report.json"
+    not_json.write_text("{oops")
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "harvester",
+            "report",
+            str(not_json),
+            "--html",
+            str(tmp_path / "p.html"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 2
+    assert "not a run report" in proc.stderr
+    assert not (tmp_path / "p.html").exists()
