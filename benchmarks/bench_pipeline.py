@@ -653,12 +653,20 @@ def compile_bytecode() -> None:
 def write_config(
     path: Path, *, concurrency: int, rate: float, hosts_in_flight: int, extra: str = ""
 ) -> Path:
-    """The TOML config the bench runs harvester with (``extra``: more TOML, appended)."""
+    """The TOML config the bench runs harvester with (``extra``: more TOML, appended).
+
+    ``rate`` 0: harvester's own politeness and admission (no ``[politeness.default]``
+    and no ``run.hosts_in_flight``): only what loopback needs, ``fetch.allow_private``.
+    """
+    tuned = (
+        f"[politeness.default]\nrate = {rate!r}\nconcurrency = {concurrency}\n\n"
+        f"[run]\nhosts_in_flight = {hosts_in_flight}\n"
+    )
     path.write_text(
         "# written by benchmarks/bench_pipeline.py\n"
         "[fetch]\nallow_private = true\n\n"
-        f"[politeness.default]\nrate = {rate!r}\nconcurrency = {concurrency}\n\n"
-        f"[run]\nhosts_in_flight = {hosts_in_flight}\n" + (f"\n{extra}" if extra else "")
+        + (tuned if rate > 0 else "")
+        + (f"\n{extra}" if extra else "")
     )
     return path
 

@@ -179,6 +179,7 @@ def ratios(results: list[Result], latency_ms: int) -> list[str]:
     if ours is None or not ours.wall_s or ours.timed_out:
         return out
     out += targets(results, ours, latency_ms)
+    out += default_politeness_target(results)
     for r in results:
         if not _is_peer(r) or not r.wall_s or not r.found:
             continue
@@ -189,6 +190,23 @@ def ratios(results: list[Result], latency_ms: int) -> list[str]:
             f"{' (peer timed out: a lower bound on its time)' if r.timed_out else ''},"
             f" peak RSS (all processes) {r.rss_mb or 0:.0f} MB vs harvester's"
             f" {ours.rss_mb or 0:.0f} MB ({rss:.2f}x)"
+        )
+    return out
+
+
+def default_politeness_target(results: list[Result]) -> list[str]:
+    """Issue 29's lab target: harvester with its default politeness at >= 4x Scrapy's
+    wall time (the Scrapy row as configured here: no delay)."""
+    scrapy = next((r for r in results if r.tool.startswith("scrapy") and r.wall_s), None)
+    out = []
+    for ours in _harvester_runs(results):
+        if "default politeness" not in ours.tool or not ours.wall_s or scrapy is None:
+            continue
+        assert scrapy.wall_s is not None
+        speed = scrapy.wall_s / ours.wall_s
+        out.append(
+            f"{'PASS' if speed >= 4 else 'MISS'}: {ours.tool} >= 4x {scrapy.tool}'s wall"
+            f" ({scrapy.wall_s:.1f} s / {ours.wall_s:.1f} s): {speed:.1f}x"
         )
     return out
 
@@ -496,10 +514,19 @@ def run_parse_stage(truth: GroundTruth, args: argparse.Namespace) -> list[Result
 
 
 def run_ours(
-    truth: GroundTruth, seeds: Path, out_dir: Path, args: argparse.Namespace, workers: int
+    truth: GroundTruth,
+    seeds: Path,
+    out_dir: Path,
+    args: argparse.Namespace,
+    workers: int,
+    *,
+    defaults: bool = False,
 ) -> Result:
+    """One harvester row: bench_pipeline's config, or (``defaults``) harvester's own
+    politeness and admission with only ``fetch.allow_private`` set."""
+    label = (", default politeness" if defaults else "") + (", state off" if args.no_state else "")
     result = Result(
-        f"harvester (--workers {workers}{', state off' if args.no_state else ''})",
+        f"harvester (--workers {workers}{label})",
         truth.profile,
         None,
         None,
@@ -510,7 +537,7 @@ def run_ours(
     ns = argparse.Namespace(
         harvester=args.harvester,
         concurrency=args.concurrency,
-        rate=1000.0,
+        rate=0.0 if defaults else 1000.0,
         hosts_in_flight=args.hosts_in_flight,
         workers=workers,
         timeout=args.harvester_timeout,
@@ -531,6 +558,12 @@ def run_ours(
         result.notes.append(r["salvaged"])
     if r["url_problem_count"]:
         result.notes.append(f"{r['url_problem_count']} hosts differ: {r['url_problems'][0]}")
+    if defaults:
+        result.notes.append(
+            "harvester run with its defaults (politeness, admission) and allow_private only;"
+            " output checked host by host"
+        )
+        return result
     result.notes.append(
         f"harvester run, bench_pipeline config (allow_private, {args.concurrency} conns/host,"
         f" {args.hosts_in_flight} hosts in flight per worker); output checked host by host"
@@ -738,6 +771,12 @@ def run(args: argparse.Namespace) -> int:
                     result = run_ours(truth, server.seeds, sub, args, workers)
                     results.append(result)
                     print(json.dumps(result.record()), flush=True)
+                    if args.harvester_defaults:
+                        sub = out_dir / f"harvester-w{workers}-defaults"
+                        sub.mkdir(exist_ok=True)
+                        result = run_ours(truth, server.seeds, sub, args, workers, defaults=True)
+                        results.append(result)
+                        print(json.dumps(result.record()), flush=True)
                 continue
             if tool == "parse-stage":
                 for result in run_parse_stage(truth, args):
@@ -818,6 +857,11 @@ def main(argv: list[str] | None = None) -> int:
     rp.add_argument("--concurrency", type=int, default=4, help="connections per host")
     rp.add_argument("--hosts-in-flight", type=int, default=64, help="per harvester worker")
     rp.add_argument("--harvester", help="command to run instead of .venv/bin/harvester")
+    rp.add_argument(
+        "--harvester-defaults",
+        action="store_true",
+        help="also run harvester with its default politeness and admission (a row beside)",
+    )
     rp.add_argument(
         "--no-state",
         action="store_true",

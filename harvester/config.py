@@ -287,8 +287,8 @@ class RunConfig:
     hosts_in_flight: int = 0
     memory_budget: int = 536_870_912  # bytes of RSS per worker beyond which no host is added
     max_loop_lag: float = 0.1  # seconds of event loop lag beyond which no host is added (0: off)
-    # CPU share (this worker's core, or all the machine's cores) from which no host is
-    # added (0: off): past it more hosts in flight add memory, not throughput.
+    # Share of wall time a worker's event loop runs or waits for a core from which no
+    # host is added, and, sustained, hosts drain (0: off): past it more hosts add memory.
     max_cpu: float = 0.9
     queue_size: int = 256
     uvloop: bool = True  # use uvloop when installed

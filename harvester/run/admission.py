@@ -2,10 +2,10 @@
 
 In: the shard's live measures, sampled every ``POLL`` seconds by ``watch``: the
 process's resident memory (``/proc/self/statm``), the event loop's lag (how
-late a periodic timer fires) and how busy the CPU is (``CpuMeter``: this
-process's share of one core and the machine's share of all its cores, from
-``/proc/stat``, smoothed over a few samples). Out: ``Admission.may_admit()``, which the shard's
-feeder (``pipeline.run_shard``) asks before it takes the next seed.
+late a periodic timer fires) and how busy the loop's thread is (``CpuMeter``:
+the share of wall time it ran or waited for a core, and its moving average).
+Out: ``Admission.may_admit()``, which the shard's feeder (``pipeline.run_shard``)
+asks before it takes the next seed.
 
 Why not a fixed count: a host spends most of its life waiting (its politeness
 delay, the network), and a waiting host costs little memory and no CPU, so a
@@ -16,20 +16,21 @@ admission grows while memory and CPU allow:
 
 * **ceiling**: hosts admitted at most right now. Each sample: RSS over
   ``run.memory_budget`` and still growing → it shrinks to 7/8 of the hosts in
-  flight; the CPU busy at ``run.max_cpu`` or more on average over the last few
+  flight; the loop busy at ``run.max_cpu`` or more on average over the last few
   samples → it shrinks by 1/16 of the hosts in flight, not below ``START``;
-  over budget, the loop lagging more than ``run.max_loop_lag``, or the CPU
+  over budget, the loop lagging more than ``run.max_loop_lag``, or the loop
   busy in the last interval → it holds at the hosts in flight (finished hosts
   are replaced, no more); else it grows by half (at least 16), up to the bound.
-* **why the CPU**: a host in flight helps only while the run waits on the
-  network. Once the CPU is saturated, another host adds no throughput, only
-  its memory (a CPU-bound run would otherwise grow until the memory budget),
-  and the hosts in flight only take longer each. So one busy interval stops
-  the growth at once (growing by half every ``POLL``, a ceiling would pass a
-  thousand hosts before a smoothed figure noticed), and a CPU busy for a while
-  lets the hosts in flight drain slowly towards the fewest that keep it busy.
-  The floor (``START``, the old fixed count) is for a machine busy with other
-  work: its CPU says nothing about how many hosts this run needs.
+* **why the loop's busy share**: a host in flight helps only while the loop
+  waits on the network. Once the loop always has work (running, or queued for
+  a core behind other processes), another host adds no throughput, only its
+  memory (a CPU-bound run would otherwise grow until the memory budget), and
+  the hosts in flight only take longer each. So one busy interval stops the
+  growth at once (growing by half every ``POLL``, a ceiling would pass a
+  thousand hosts before a smoothed figure noticed), and a loop busy for a
+  while lets the hosts in flight drain slowly towards the fewest that keep it
+  busy. The floor (``START``, the old fixed count) keeps a loop slowed by
+  something else (a big document, a slow disk) from draining to nothing.
 * **between samples**, each host admitted beyond those in flight at the last
   sample counts ``HOST_ESTIMATE`` bytes against the budget, so a burst of
   admissions cannot overshoot it before the next sample sees them.
@@ -131,32 +132,32 @@ def host_limit(cfg: Config) -> int:
     return auto_limit(cfg.fetch.max_connections)
 
 
-def _machine_cpu_times() -> tuple[float, float] | None:
-    """(busy, total) jiffies of all the machine's cores (``/proc/stat``), or None."""
+def _thread_demand() -> float | None:
+    """Seconds the calling thread has been on a CPU or runnable and waiting for one
+    (``/proc/thread-self/schedstat``: run and run-queue nanoseconds), or None."""
     try:
-        with open("/proc/stat", "rb") as fh:
-            fields = [int(x) for x in fh.readline().split()[1:]]
+        with open("/proc/thread-self/schedstat", "rb") as fh:
+            run, wait = fh.read().split()[:2]
+        return (int(run) + int(wait)) / 1e9
     except (OSError, ValueError):
         return None
-    if len(fields) < 5:
-        return None
-    # user nice system idle iowait irq softirq steal (guest is inside user already)
-    total = sum(fields[:8])
-    return float(total - fields[3] - fields[4]), float(total)
 
 
 class CpuMeter:
-    """How busy the CPU is, as a share in [0, 1]: the larger of this process's share of
-    one core and the machine's share of all its cores, averaged over a few samples.
+    """How busy the event loop's thread is, as a share in [0, 1] of wall time: the
+    time it ran or was ready to run and waited for a core (the scheduler's
+    ``schedstat``), else (no such file) the process's CPU time; and its moving average.
 
-    In: nothing (it reads ``time.process_time`` and ``/proc/stat``; tests pass
-    ``process``, ``machine`` and ``clock``). Out: ``sample()``, the share since the
-    last call, and ``share``, its moving average (updated by ``sample``). A worker
-    is one event loop on one core: at 1.0 of it, or with every core of the machine
-    busy (the other workers, the writer, anything else), more hosts in flight
-    cannot go faster.
+    In: nothing (it reads ``/proc/thread-self/schedstat`` and ``time.process_time``;
+    tests pass ``demand``, ``process`` and ``clock``). Create and sample it in the
+    loop's thread. Out: ``sample()``, the share since the last call, and ``share``,
+    its moving average (updated by ``sample``). Why the wait counts: a loop that
+    always has work is saturated whether it runs or queues for a core behind other
+    processes (the web's servers in a benchmark, other workers); and a loop idle in
+    ``epoll`` counts neither, so a machine busy with other work does not look like
+    this run's limit. At 1.0, another host in flight only waits longer.
 
-    >>> meter = CpuMeter(process=lambda: 0.0, machine=lambda: None, clock=lambda: 0.0)
+    >>> meter = CpuMeter(demand=lambda: None, process=lambda: 0.0, clock=lambda: 0.0)
     >>> meter.sample()
     0.0
     """
@@ -164,28 +165,28 @@ class CpuMeter:
     def __init__(
         self,
         *,
+        demand: Callable[[], float | None] = _thread_demand,
         process: Callable[[], float] = time.process_time,
-        machine: Callable[[], tuple[float, float] | None] = _machine_cpu_times,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        self._demand = demand
         self._process = process
-        self._machine = machine
         self._clock = clock
+        self._last_demand = demand()  # run + wait seconds of the thread at the last sample
         self._last_process = process()  # CPU seconds of this process at the last sample
         self._last_wall = clock()  # wall seconds at the last sample
-        self._last_machine = machine()  # (busy, total) jiffies at the last sample
         self.share = 0.0  # the moving average of what ``sample`` returned
 
     def sample(self) -> float:
-        """The CPU share since the last sample (0.0 before any time passed)."""
-        cpu, wall, machine = self._process(), self._clock(), self._machine()
-        own = (cpu - self._last_process) / (wall - self._last_wall) if wall > self._last_wall else 0
-        whole = 0.0
-        if machine is not None and self._last_machine is not None:
-            busy, total = machine[0] - self._last_machine[0], machine[1] - self._last_machine[1]
-            whole = busy / total if total > 0 else 0.0
-        self._last_process, self._last_wall, self._last_machine = cpu, wall, machine
-        now = min(1.0, max(0.0, own, whole))
+        """The busy share since the last sample (0.0 before any time passed)."""
+        demand, cpu, wall = self._demand(), self._process(), self._clock()
+        elapsed = wall - self._last_wall
+        if demand is not None and self._last_demand is not None:
+            used = demand - self._last_demand
+        else:
+            used = cpu - self._last_process
+        self._last_demand, self._last_process, self._last_wall = demand, cpu, wall
+        now = min(1.0, max(0.0, used / elapsed)) if elapsed > 0 else 0.0
         self.share += _CPU_SMOOTHING * (now - self.share)
         return now
 
