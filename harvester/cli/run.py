@@ -22,7 +22,7 @@ from harvester.cli.exits import (
     JOB_ERRORS,
     fail,
 )
-from harvester.cli.options import fetch_arguments, typed_flags
+from harvester.cli.options import fetch_arguments, filter_arguments, typed_flags
 
 if TYPE_CHECKING:
     import argparse
@@ -89,6 +89,7 @@ def add_parser(sub: Any) -> None:
         ],
     )
     fetch_arguments(r)
+    filter_arguments(r)
     _incremental_arguments(r.add_argument_group("incremental runs (state file)"))
 
 
@@ -156,6 +157,7 @@ def command(ns: argparse.Namespace, cfg: Config) -> int:
     if ns.input not in (None, "-") and not os.path.isfile(ns.input):
         print(f"harvester run: no input file at {ns.input}", file=sys.stderr)
         return EXIT_USAGE
+    _warn_unverified(cfg)
     tune_gc()  # this process is ours: parse with fewer garbage collections
     tune_malloc()  # ...and one malloc arena for its threads
     report = ns.report
@@ -188,6 +190,18 @@ def command(ns: argparse.Namespace, cfg: Config) -> int:
     if cfg.audit.sample > 0 and run.state is not None:
         return _audit_after_run(cfg, run.state, run.run_id, ns.output)
     return EXIT_OK
+
+
+def _warn_unverified(cfg: Config) -> None:
+    """Say loudly, on stderr, which hosts' certificates go unchecked (issue 32)."""
+    for host, policy in cfg.politeness.hosts.items():
+        if not policy.verify_tls:
+            print(
+                f"harvester: WARNING: TLS certificates of {host} are NOT verified"
+                f" (politeness.hosts.{host!r}.verify_tls = false); its reports say"
+                ' "tls_unverified": true',
+                file=sys.stderr,
+            )
 
 
 def _audit_after_run(cfg: Config, state: str, run_id: int | None, output: str) -> int:

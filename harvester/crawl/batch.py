@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from harvester import compiled
 from harvester.audit.distribution import LastmodDistribution
+from harvester.crawl.filters import compile_filters
 from harvester.crawl.selection import Selection
 from harvester.models import UrlEntry
 from harvester.run.sink import encode_records
@@ -147,6 +148,7 @@ class UrlBatch:
         "_dedupe",
         "_encode_selected",
         "_ends",
+        "_filters",
         "_home_prefixes",
         "_label_decided",
         "_runs",
@@ -218,6 +220,9 @@ class UrlBatch:
         self.fetched_at = datetime.now(UTC)
         self.home: tuple[str, ...] | None = None
         self._home_prefixes: tuple[str, ...] = ()
+        # [filters] include/exclude on the locs (None: none, and no pass over the entries).
+        filters = compile_filters(cfg.filters)
+        self._filters = filters if filters is not None and filters.pages else None
 
     def at_home(self, authorities: tuple[str, ...]) -> None:
         """The URLs of the sitemap being read belong on these authorities (``authority``).
@@ -265,6 +270,8 @@ class UrlBatch:
             self.seen = SeenSet(self._dedupe)
         if self._audit and self.dist is None:
             self.dist = LastmodDistribution(distinct_cap=1024)
+        if self._filters is not None:
+            entries = self._filter(entries)
         try:
             if _url_entries is not None:
                 others = _url_entries(self, entries, sitemap)
@@ -284,6 +291,18 @@ class UrlBatch:
                 runs.append((sitemap, added))
                 self._ends.append(len(self.urls))
         return others
+
+    def _filter(self, entries: list[Entry]) -> list[Entry]:
+        """``entries`` less the URLs ``[filters]`` leave out, counted as ``filtered``.
+
+        Before the loop: a filtered URL is not deduplicated, capped, sampled or put
+        in the ledger, as if the sitemap did not list it.
+        """
+        assert self._filters is not None
+        keep = self._filters.keep
+        kept = [e for e in entries if type(e) is not UrlEntry or keep(e.loc)]
+        self.report.filtered += len(entries) - len(kept)
+        return kept
 
     def _python_loop(self, entries: list[Entry], sitemap: str) -> list[Entry]:
         """``url_entries``' steps in Python (the compiled module is missing)."""

@@ -132,6 +132,12 @@ class HostReport:
     failures: list[Failure] = field(default_factory=list)
     failures_total: int = 0
     failures_by_class: dict[str, int] = field(default_factory=dict)
+    # Issue 32: page URLs left out by [filters] include/exclude (not written, not
+    # "dropped"), index children not downloaded by follow/skip_sitemap, and whether
+    # the host's TLS certificates went unverified (politeness.hosts verify_tls = false).
+    filtered: int = 0
+    sitemaps_filtered: int = 0
+    tls_unverified: bool = False
 
     def fail(
         self,
