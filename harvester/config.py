@@ -192,8 +192,8 @@ class PolitenessConfig:
         _positive(self, "politeness")
         if not self.default.verify_tls:
             raise ConfigError(
-                'may only be set per host, under [politeness.hosts."NAME"]',
-                key="politeness.default.verify_tls",
+                'verify_tls = false may only be set per host, under [politeness.hosts."NAME"]',
+                key="politeness.default",
             )
 
     def policy_for(self, host: str) -> HostPolicy:

@@ -149,6 +149,7 @@ def command(ns: argparse.Namespace, cfg: Config) -> int:
     from harvester.run.shards import run_job
     from harvester.run.shutdown import Stop
 
+    _warn_unverified(cfg)  # first: also when the run is refused below
     if not ns.domains and not ns.input:
         print(
             "harvester run: give DOMAIN arguments or -i FILE (or -i - for stdin)", file=sys.stderr
@@ -157,7 +158,6 @@ def command(ns: argparse.Namespace, cfg: Config) -> int:
     if ns.input not in (None, "-") and not os.path.isfile(ns.input):
         print(f"harvester run: no input file at {ns.input}", file=sys.stderr)
         return EXIT_USAGE
-    _warn_unverified(cfg)
     tune_gc()  # this process is ours: parse with fewer garbage collections
     tune_malloc()  # ...and one malloc arena for its threads
     report = ns.report
