@@ -29,6 +29,7 @@ Usage::
 
 from __future__ import annotations
 
+import operator
 from array import array
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -67,6 +68,8 @@ _chost = compiled.load("_chost")
 _url_entries: Callable[[UrlBatch, list[Entry], str], list[Entry]] | None = (
     _chost.url_entries if _chost is not None else None
 )
+# An entry's loc (UrlEntry and SitemapChild are NamedTuples: field 0), in C.
+_LOC = operator.itemgetter(0)
 # Records per emitted batch: amortises each batch's fixed costs (its flush, message,
 # ledger chunk and the writer's insert); x hosts in flight = memory (see
 # benchmarks/README.md for the sizes tried).
@@ -298,9 +301,12 @@ class UrlBatch:
         Before the loop: a filtered URL is not deduplicated, capped, sampled or put
         in the ledger, as if the sitemap did not list it.
         """
-        assert self._filters is not None
-        keep = self._filters.keep
-        kept = [e for e in entries if type(e) is not UrlEntry or keep(e.loc)]
+        filters = self._filters
+        assert filters is not None
+        if set(map(type, entries)) == {UrlEntry}:  # (a urlset's: all page URLs)
+            kept = filters.select(entries, _LOC)
+        else:  # index children pass (their filter is the host worker's)
+            kept = [e for e in entries if type(e) is not UrlEntry or filters.keep(e.loc)]
         self.report.filtered += len(entries) - len(kept)
         return kept
 

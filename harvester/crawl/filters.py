@@ -29,8 +29,10 @@ Example::
 from __future__ import annotations
 
 import functools
+import operator
 import re
-from typing import TYPE_CHECKING
+from itertools import compress
+from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -38,6 +40,8 @@ if TYPE_CHECKING:
     from harvester.config import FiltersConfig
 
 __all__ = ["Filters", "compile_filters", "compile_patterns"]
+
+_T = TypeVar("_T")
 
 
 def compile_patterns(patterns: Sequence[str]) -> Callable[[str], object] | None:
@@ -83,6 +87,21 @@ class Filters:
         if include is not None and not include(loc):
             return False
         return exclude is None or not exclude(loc)
+
+    def select(self, items: list[_T], loc: Callable[[_T], str]) -> list[_T]:
+        """The ``items`` whose ``loc(item)`` passes ``keep``, in order.
+
+        The same answer as ``[i for i in items if keep(loc(i))]``, in C loops
+        (``map``, ``compress``, the regex's own ``search``): a Python loop with a
+        call per URL cost the compiled URL path a fifth of its speed
+        (benchmarks/bench_filters.py), this a few percent.
+        """
+        include, exclude = self._include, self._exclude
+        if include is not None:
+            items = list(compress(items, map(include, map(loc, items))))
+        if exclude is not None:
+            items = list(compress(items, map(operator.not_, map(exclude, map(loc, items)))))
+        return items
 
     def follow(self, url: str) -> bool:
         """Whether a child sitemap of an index is downloaded."""

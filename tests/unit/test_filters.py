@@ -95,3 +95,48 @@ def test_flags_are_repeatable_and_reach_the_config() -> None:
     assert cfg.filters == FiltersConfig(
         include=("/blog/", "/news/"), exclude=(r"\?",), follow=("post",), skip_sitemap=("2019",)
     )
+
+
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        FiltersConfig(include=("/blog/",)),
+        FiltersConfig(exclude=(r"\?", r"\.pdf$")),
+        FiltersConfig(include=("/blog/", "(?i)/NEWS/"), exclude=("draft",)),
+    ],
+)
+def test_select_is_keep_applied_in_order(cfg: FiltersConfig) -> None:
+    filters = compile_filters(cfg)
+    assert filters is not None
+    locs = [
+        f"https://e.com/{section}/{name}{tail}"
+        for section in ("blog", "news", "shop")
+        for name in ("a", "draft-b")
+        for tail in ("", "?p=1", ".pdf")
+    ]
+    items = [(loc, i) for i, loc in enumerate(locs)]
+    expected = [item for item in items if filters.keep(item[0])]
+    assert filters.select(items, lambda item: item[0]) == expected
+    assert 0 < len(expected) < len(items)
+
+
+def test_a_batch_filters_page_urls_and_passes_children() -> None:
+    from harvester.config import Config
+    from harvester.crawl.batch import UrlBatch
+    from harvester.models import Entry, SitemapChild, UrlEntry
+    from harvester.run.report import HostReport
+    from harvester.urls.normalize import Normalizer
+
+    cfg = Config(filters=FiltersConfig(exclude=("/tag/",)))
+    report = HostReport("e.com")
+    batch = UrlBatch("e.com", cfg, Normalizer(cfg.normalize).rules_for("e.com"), report)
+    urls: list[Entry] = [UrlEntry("https://e.com/a"), UrlEntry("https://e.com/tag/x")]
+    assert batch.take(urls, "https://e.com/s.xml") == []
+    child = SitemapChild("https://e.com/tag/s.xml")
+    mixed: list[Entry] = [UrlEntry("https://e.com/tag/y"), child, UrlEntry("https://e.com/b")]
+    assert batch.take(mixed, "https://e.com/s.xml") == [child]  # children are not page URLs
+    out = batch.flush()
+    assert out is not None
+    assert [r["loc"] for r in out.records] == ["https://e.com/a", "https://e.com/b"]
+    assert report.filtered == 2
+    assert report.urls == 2
