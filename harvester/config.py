@@ -178,6 +178,15 @@ class HostPolicy:
                 raise ConfigError("must be > 0", key=f"politeness.{name}")
         check_request_options(self.headers, self.cookies, key="politeness")
 
+    def __repr__(self) -> str:
+        # Header and cookie values may be credentials (a token, a session): names only.
+        headers = {name: "***" for name in self.headers}
+        cookies = {name: "***" for name in self.cookies}
+        return (
+            f"HostPolicy(concurrency={self.concurrency}, rate={self.rate}, burst={self.burst},"
+            f" headers={headers}, cookies={cookies}, verify_tls={self.verify_tls})"
+        )
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PolitenessConfig:

@@ -91,6 +91,8 @@ def test_per_host_headers_cookies_and_tls(tmp_path: Path) -> None:
     assert dict(policy.headers) == {"X-Key": "k"}
     assert dict(policy.cookies) == {"consent": "yes"}
     assert policy.verify_tls is False
+    assert "'X-Key': '***'" in repr(policy)  # values may be credentials: never printed
+    assert "yes" not in repr(policy)
 
 
 class FakeRequest:
