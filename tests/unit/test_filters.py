@@ -140,3 +140,16 @@ def test_a_batch_filters_page_urls_and_passes_children() -> None:
     assert [r["loc"] for r in out.records] == ["https://e.com/a", "https://e.com/b"]
     assert report.filtered == 2
     assert report.urls == 2
+
+
+def test_the_run_report_totals_filters_and_unverified_hosts() -> None:
+    from harvester.run.report import RunReport, summary_table
+
+    run = RunReport()
+    run.add_host({"host": "a", "urls": 3, "filtered": 4, "sitemaps_filtered": 2})
+    run.add_host({"host": "b", "urls": 1, "filtered": 1, "tls_unverified": True})
+    run.add_host({"host": "c", "urls": 1})  # a report from before issue 32
+    assert (run.filtered, run.sitemaps_filtered, run.hosts_tls_unverified) == (5, 2, 1)
+    table = summary_table(run)
+    assert "5 URLs, 2 child sitemaps" in table
+    assert "1 hosts (verify_tls = false)" in table
