@@ -23,6 +23,7 @@ from tests.integration.test_end_to_end import collect, robots, urlset
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
+    from pathlib import Path
 
     from tests.integration.conftest import Sites
 
@@ -213,3 +214,46 @@ async def test_socks5h_hands_names_to_the_proxy_unresolved(
     assert len(records) == 2
     assert proxy.connects == [("site.test", site.port)]
     assert resolver.queries == []
+
+
+@pytest.mark.parametrize("scheme", ["socks5", "socks5h"])
+async def test_https_through_the_tunnel_checks_the_certificate(
+    proxy: Socks5Server, scheme: str, tmp_path: Path
+) -> None:
+    import ssl
+
+    import trustme
+    from aiohttp import web
+
+    ca = trustme.CA()
+    ca_file = tmp_path / "ca.pem"
+    ca.cert_pem.write_to_path(str(ca_file))
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("127.0.0.2").configure_cert(context)
+
+    async def handle(request: web.Request) -> web.Response:
+        return web.Response(body=urlset(f"https://{request.host}/secure"))
+
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", handle)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    try:
+        site = web.TCPSite(runner, "127.0.0.2", 0, ssl_context=context)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        settings = {
+            "fetch.proxy": f"{scheme}://{PROXY_HOST}:{proxy.port}",
+            "fetch.allow": ("127.0.0.2",),
+        }
+        # Without the CA the handshake through the tunnel fails: the certificate is checked.
+        records, hosts = await collect([f"https://127.0.0.2:{port}/s.xml"], **settings)
+        assert records == []
+        assert "certificate verify failed" in hosts[f"127.0.0.2:{port}"]["failures"][0]["message"]
+        records, _ = await collect(
+            [f"https://127.0.0.2:{port}/s.xml"], **settings, **{"fetch.ca_bundle": str(ca_file)}
+        )
+    finally:
+        await runner.cleanup()
+    assert [r["loc"] for r in records] == [f"https://127.0.0.2:{port}/secure"]
+    assert proxy.connects.count(("127.0.0.2", port)) >= 2  # both runs went through it
