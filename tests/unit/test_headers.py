@@ -140,3 +140,18 @@ async def test_the_middleware_adds_a_hosts_own_headers_and_cookies_only_to_it() 
         {},
         {},
     ]
+
+
+def test_a_socks_proxy_without_the_extra_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "aiohttp_socks" else real(name, *a),
+    )
+    with pytest.raises(ConfigError, match=r"harvester\[socks\]") as info:
+        load_config(None, {"fetch.proxy": "socks5h://127.0.0.1:1080"})
+    assert info.value.key == "fetch.proxy"
+    assert load_config(None, {"fetch.proxy": "http://127.0.0.1:3128"}).fetch.proxy  # no extra
