@@ -53,7 +53,7 @@ async def test_headers_and_cookies_reach_their_hosts_only(sites: Sites) -> None:
             "discovery.cross_host": "any",
             "politeness.hosts": {
                 f"127.0.0.2:{a.port}": {
-                    "headers": {"Authorization": "Bearer a-only"},
+                    "headers": {"Authorization": "Bearer a-only", "X-A-Key": "k"},
                     "cookies": {"consent": "yes", "session": "abc"},
                 }
             },
@@ -66,12 +66,14 @@ async def test_headers_and_cookies_reach_their_hosts_only(sites: Sites) -> None:
         assert headers["Accept-Language"] == "de"
         assert headers["User-Agent"] == "teambot/1.0"  # the flag stays
         assert headers["Authorization"] == "Bearer a-only"
+        assert headers["X-A-Key"] == "k"
         assert headers["Cookie"] == "consent=yes; session=abc"
     [(path, headers)] = seen_b  # reached through A's redirect
     assert path == "/sitemap.xml"
     assert headers["X-Team"] == "data"
     assert headers["User-Agent"] == "teambot/1.0"
-    assert "Authorization" not in headers  # A's own header stays with A
+    assert "Authorization" not in headers  # A's own headers stay with A
+    assert "X-A-Key" not in headers  # (aiohttp itself drops only Authorization)
     assert "Cookie" not in headers
 
 
@@ -83,3 +85,26 @@ async def test_a_host_key_without_port_applies_to_every_port(sites: Sites) -> No
     routes["/s.xml"] = recording(seen, urlset(site.url("/p")))
     await collect([site.origin], **{"politeness.hosts": {"127.0.0.2": {"cookies": {"k": "v"}}}})
     assert [h.get("Cookie") for _, h in seen] == ["k=v", "k=v"]
+
+
+async def test_a_redirect_to_the_host_gets_its_headers_on_that_hop(sites: Sites) -> None:
+    # The middleware runs per hop: B (nothing of its own) redirects to A, and the
+    # request to A carries A's cookie although the first request went to B.
+    seen_a: list[tuple[str, dict[str, str]]] = []
+    seen_b: list[tuple[str, dict[str, str]]] = []
+    routes_a: dict[str, Any] = {}
+    routes_b: dict[str, Any] = {}
+    a = await sites.start("127.0.0.2", routes_a)
+    b = await sites.start("127.0.0.3", routes_b)
+    routes_b["/s.xml"] = recording(seen_b, location=a.url("/s.xml"))
+    routes_a["/s.xml"] = recording(seen_a, urlset(a.url("/p")))
+    records, _ = await collect(
+        [b.url("/s.xml")],
+        **{
+            "discovery.cross_host": "any",
+            "politeness.hosts": {f"127.0.0.2:{a.port}": {"cookies": {"a": "1"}}},
+        },
+    )
+    assert [r["loc"] for r in records] == [a.url("/p")]
+    assert [h.get("Cookie") for _, h in seen_b] == [None]
+    assert [h.get("Cookie") for _, h in seen_a] == ["a=1"]
