@@ -157,6 +157,9 @@ class Fetcher:
     connector is a ``GuardedConnector``: whatever the resolver answers, only
     addresses ``cfg.allow_private``/``cfg.allow`` permit are dialed.
     ``sleep`` and ``rng`` drive the retry backoff, so tests can record delays.
+    ``hosts`` (the run's ``PolitenessConfig``) gives the per-host headers and cookies
+    (``headers.HostHeaders``, per redirect hop); ``fetch.headers`` go to every host,
+    and a slot's ``verify_tls = false`` turns certificate checks off for its requests.
 
     Example::
 
