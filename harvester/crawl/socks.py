@@ -28,7 +28,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
-from aiohttp_socks import ProxyConnector, ProxyType
+import aiohttp
+from aiohttp_socks import (
+    ProxyConnectionError,
+    ProxyConnector,
+    ProxyError,
+    ProxyTimeoutError,
+    ProxyType,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -74,6 +81,17 @@ class GuardedSocksConnector(ProxyConnector):
         # The name as it is (aiohttp-socks' NoResolver): python-socks or the proxy
         # resolves it, and TLS through the tunnel is checked against it.
         return await super()._resolve_host(host, port, traces=traces)
+
+    async def _wrap_create_connection(self, *args: Any, **kwargs: Any) -> Any:
+        # aiohttp-socks raises its own plain Exceptions, which aiohttp passes on as
+        # they are: as aiohttp's, they reach body.map_error and the report as connect
+        # and timeout failures naming the proxy's answer, and never crash the run.
+        try:
+            return await super()._wrap_create_connection(*args, **kwargs)
+        except ProxyTimeoutError as exc:
+            raise aiohttp.ConnectionTimeoutError(f"SOCKS proxy: {exc}") from exc
+        except (ProxyConnectionError, ProxyError) as exc:
+            raise aiohttp.ClientConnectionError(f"SOCKS proxy: {exc}") from exc
 
 
 def _is_literal(host: str) -> bool:

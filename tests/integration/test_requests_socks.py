@@ -257,3 +257,29 @@ async def test_https_through_the_tunnel_checks_the_certificate(
         await runner.cleanup()
     assert [r["loc"] for r in records] == [f"https://127.0.0.2:{port}/secure"]
     assert proxy.connects.count(("127.0.0.2", port)) >= 2  # both runs went through it
+
+
+async def test_a_dead_proxy_or_a_refused_connect_is_a_classified_failure(
+    sites: Sites, proxy: Socks5Server
+) -> None:
+    from tests.integration.conftest import free_port
+
+    site = await served(sites)
+    dead = free_port(PROXY_HOST)
+    _, hosts = await collect(
+        [site.origin],
+        **{"fetch.proxy": f"socks5://{PROXY_HOST}:{dead}", "fetch.allow": ("127.0.0.2",)},
+    )
+    report = hosts[f"127.0.0.2:{site.port}"]
+    assert report["failures_by_class"] == {"connect": 1}  # robots.txt unreachable: the host
+    assert "SOCKS proxy" in report["failures"][0]["message"]
+    assert site.log == []
+    # The proxy answers "host unreachable" for a name it cannot resolve (socks5h).
+    _, hosts = await collect(
+        ["http://nowhere.test:8080/s.xml"],
+        **{"fetch.proxy": f"socks5h://{PROXY_HOST}:{proxy.port}", "fetch.retries": 0},
+    )
+    report = hosts["nowhere.test:8080"]
+    assert report["failures_by_class"] == {"connect": 1}
+    assert "SOCKS proxy" in report["failures"][0]["message"]
+    assert proxy.connects == [("nowhere.test", 8080)]
