@@ -204,6 +204,14 @@ class HostWorker:
         return defer_if_not_today(error, self.host, self.seed.origin, self._cfg, self.report, inc)
 
     def _admit(self, ref: SitemapRef) -> None:
+        if (
+            ref.source == "index"
+            and self._filters is not None
+            and not self._filters.follow(ref.url)
+        ):
+            # (children carried from the state file: those read now are filtered in entries())
+            self.report.sitemaps_filtered += 1
+            return
         if not child_allowed(ref.url, self.host, self._cfg.discovery.cross_host, self._declared):
             self.report.skip_cross_host(ref.url)
             return

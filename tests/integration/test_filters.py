@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
 from tests.integration.test_end_to_end import collect, index, robots, urlset
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from tests.integration.conftest import Site, Sites
 
 
@@ -68,3 +71,29 @@ async def test_without_filters_everything_is_written(sites: Sites) -> None:
     assert len(records) == 5
     report = hosts[f"127.0.0.2:{site.port}"]
     assert report["filtered"] == report["sitemaps_filtered"] == 0
+
+
+async def test_a_child_skipped_in_a_later_run_is_not_fetched_from_the_state(
+    sites: Sites, tmp_path: Path
+) -> None:
+    # Run one reads the index and both children; in run two the index answers 304, so
+    # its children come from the state file: the skip filter applies to them too.
+    from tests.integration.test_incremental import ChangingSite, _in_thread, harvest
+
+    site = ChangingSite("etag")
+    await site.start(sites, "127.0.0.2")
+    # --emit delta: conditional GETs (with "all" everything is downloaded again).
+    _run, records = await _in_thread(harvest, site, tmp_path, "one", **{"output.emit": "delta"})
+    assert len(records) == 30
+    assert site.bodies["/b.xml"] == 1
+    _run, records = await _in_thread(
+        harvest,
+        site,
+        tmp_path,
+        "two",
+        **{"output.emit": "delta", "filters.skip_sitemap": ("/b\\.xml",)},
+    )
+    assert site.not_modified["/index.xml"] == 1  # the children were carried over
+    assert site.bodies["/b.xml"] + site.not_modified["/b.xml"] == 1  # run one's request only
+    (report,) = map(json.loads, (tmp_path / "two.jsonl.hosts.jsonl").read_text().splitlines())
+    assert report["sitemaps_filtered"] == 1
