@@ -17,6 +17,7 @@ from __future__ import annotations
 import copyreg
 import dataclasses
 import ipaddress
+import re
 import tomllib
 import types
 import typing
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from harvester import __version__
 from harvester.crawl.guard import parse_allow
+from harvester.crawl.headers import check_proxy, check_request_options
 from harvester.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -37,6 +39,7 @@ __all__ = [
     "DedupeConfig",
     "DiscoveryConfig",
     "FetchConfig",
+    "FiltersConfig",
     "HostPolicy",
     "LimitsConfig",
     "NormalizeConfig",
@@ -118,9 +121,16 @@ class FetchConfig:
     # SSRF guard (harvester.crawl.guard): refuse non-public peers unless allowed here.
     allow_private: bool = False
     allow: tuple[str, ...] = ()  # CIDR networks and host names allowed even when private
+    # Issue 32: headers sent with every request (a host's own in politeness.hosts add to them).
+    headers: MappingProxyType[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
     def __post_init__(self) -> None:
         _positive(self, "fetch")
+        check_request_options(self.headers, {}, key="fetch")
+        if any(name.lower() == "user-agent" for name in self.headers):
+            raise ConfigError("User-Agent: set it with fetch.user_agent", key="fetch.headers")
+        if self.proxy:
+            check_proxy(self.proxy, key="fetch.proxy")
         if self.max_bodies < 1:
             raise ConfigError(
                 "must be >= 1 (a body is read at a time at least)", key="fetch.max_bodies"
@@ -156,11 +166,26 @@ class HostPolicy:
     concurrency: int = 2
     rate: float = 2.0  # requests per second (aiolimiter leaky bucket)
     burst: int = 1
+    # Issue 32, per host only (under [politeness.hosts."x"]): request headers and cookies
+    # sent to this host alone (redirects elsewhere do not carry them), and TLS verification.
+    headers: MappingProxyType[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    cookies: MappingProxyType[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    verify_tls: bool = True  # false: the host's certificate is not checked (reported loudly)
 
     def __post_init__(self) -> None:
         for name in ("concurrency", "rate", "burst"):
             if getattr(self, name) <= 0:
                 raise ConfigError("must be > 0", key=f"politeness.{name}")
+        check_request_options(self.headers, self.cookies, key="politeness")
+
+    def __repr__(self) -> str:
+        # Header and cookie values may be credentials (a token, a session): names only.
+        headers = {name: "***" for name in self.headers}
+        cookies = {name: "***" for name in self.cookies}
+        return (
+            f"HostPolicy(concurrency={self.concurrency}, rate={self.rate}, burst={self.burst},"
+            f" headers={headers}, cookies={cookies}, verify_tls={self.verify_tls})"
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -174,6 +199,11 @@ class PolitenessConfig:
 
     def __post_init__(self) -> None:
         _positive(self, "politeness")
+        if not self.default.verify_tls:
+            raise ConfigError(
+                'verify_tls = false may only be set per host, under [politeness.hosts."NAME"]',
+                key="politeness.default",
+            )
 
     def policy_for(self, host: str) -> HostPolicy:
         """Return the override for ``host`` if any, else the default policy."""
@@ -356,6 +386,30 @@ class AuditConfig:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class FiltersConfig:
+    """Which page URLs are written and which index children fetched (``crawl.filters``).
+
+    Python regular expressions, matched anywhere in the URL (``re.search``).
+    """
+
+    include: tuple[str, ...] = ()  # a page loc must match one of these (none: every loc)
+    exclude: tuple[str, ...] = ()  # ...and none of these
+    follow: tuple[str, ...] = ()  # an index child must match one of these (none: every child)
+    skip_sitemap: tuple[str, ...] = ()  # ...and none of these
+
+    def __post_init__(self) -> None:
+        for name in ("include", "exclude", "follow", "skip_sitemap"):
+            for i, pattern in enumerate(getattr(self, name)):
+                try:
+                    re.compile(pattern)
+                except re.error as exc:
+                    raise ConfigError(
+                        f"{pattern!r} is not a regular expression: {exc}",
+                        key=f"filters.{name}[{i}]",
+                    ) from None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Config:
     """The whole configuration; frozen after ``load_config``."""
 
@@ -370,6 +424,7 @@ class Config:
     output: OutputConfig = field(default_factory=OutputConfig)
     state: StateConfig = field(default_factory=StateConfig)
     audit: AuditConfig = field(default_factory=AuditConfig)
+    filters: FiltersConfig = field(default_factory=FiltersConfig)  # issue 32
 
 
 def split_nameserver(entry: str) -> tuple[str, int]:
@@ -431,6 +486,8 @@ def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None
         node = data
         for part in parents:
             node = node.setdefault(part, {})
+        if isinstance(value, dict) and isinstance(node.get(leaf), dict):
+            value = {**node[leaf], **value}  # a table flag (--header) adds to the file's table
         node[leaf] = value
     cfg: Config = _build(Config, data, "")
     return cfg

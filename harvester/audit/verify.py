@@ -83,7 +83,7 @@ async def verify_hosts(
     limit = asyncio.Semaphore(host_limit(cfg))  # (0: auto, as the harvest's upper bound)
     results: dict[str, _HostSample] = {}
 
-    async with Fetcher(cfg.fetch, resolver=resolver) as fetcher:
+    async with Fetcher(cfg.fetch, resolver=resolver, hosts=cfg.politeness) as fetcher:
 
         async def one(name: str) -> None:
             async with limit:

@@ -6,19 +6,22 @@ it overrides (``overrides`` collects the ones the user set for ``load_config``).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import argparse
+from typing import TYPE_CHECKING, Any
+
+from harvester.crawl.headers import parse_header
 
 if TYPE_CHECKING:
-    import argparse
+    from collections.abc import Sequence
 
-__all__ = ["fetch_arguments", "overrides", "typed_flags"]
+__all__ = ["fetch_arguments", "filter_arguments", "overrides", "typed_flags"]
 
 _METAVARS = {int: "N", float: "NUM", str: "TEXT"}
 
 # (flag, config key, type, help) of every verb that fetches (run, audit).
 _FETCH_FLAGS: list[tuple[str, str, type, str]] = [
     ("--user-agent", "fetch.user_agent", str, "User-Agent header"),
-    ("--proxy", "fetch.proxy", str, "HTTP proxy URL"),
+    ("--proxy", "fetch.proxy", str, "proxy URL: http://, socks5:// or socks5h://"),
     ("--connections", "fetch.max_connections", int, "open connections per worker"),
     ("--timeout", "fetch.total_timeout", float, "seconds per file, retries included"),
     ("--retries", "fetch.retries", int, "retries on connection errors, 5xx and 429"),
@@ -50,12 +53,57 @@ def fetch_arguments(parser: argparse.ArgumentParser) -> None:
         " repeatable (config: fetch.allow)",
     )
     parser.add_argument(
+        "--header",
+        dest="fetch.headers",
+        action=_HeaderAction,
+        metavar="'NAME: VALUE'",
+        help="a header sent with every request; repeatable, adds to the config's"
+        " (config: fetch.headers; per host: politeness.hosts.NAME.headers)",
+    )
+    parser.add_argument(
         "--allow-private",
         dest="fetch.allow_private",
         action="store_const",
         const=True,
         help="allow private and loopback addresses (config: fetch.allow_private)",
     )
+
+
+class _HeaderAction(argparse.Action):
+    """``--header "Name: value"``, repeatable: collected into one dict (a config table)."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> None:
+        try:
+            name, value = parse_header(str(values))
+        except ValueError as exc:
+            parser.error(f"{option_string}: {exc}")
+        headers = dict(getattr(namespace, self.dest, None) or {})
+        headers[name] = value
+        setattr(namespace, self.dest, headers)
+
+
+def filter_arguments(parser: argparse.ArgumentParser) -> None:
+    """``run``'s URL filters: --include/--exclude (page locs), --follow/--skip-sitemap."""
+    group = parser.add_argument_group("choosing what to harvest (regular expressions, re.search)")
+    for flag, key, text in (
+        ("--include", "filters.include", "write only page URLs matching one of these"),
+        ("--exclude", "filters.exclude", "do not write page URLs matching any of these"),
+        ("--follow", "filters.follow", "download only index children matching one of these"),
+        ("--skip-sitemap", "filters.skip_sitemap", "do not download index children matching"),
+    ):
+        group.add_argument(
+            flag,
+            dest=key,
+            action="append",
+            metavar="REGEX",
+            help=f"{text}; repeatable (config: {key})",
+        )
 
 
 def overrides(ns: argparse.Namespace) -> dict[str, object]:

@@ -22,7 +22,7 @@ from harvester.cli.exits import (
     JOB_ERRORS,
     fail,
 )
-from harvester.cli.options import fetch_arguments, typed_flags
+from harvester.cli.options import fetch_arguments, filter_arguments, typed_flags
 
 if TYPE_CHECKING:
     import argparse
@@ -89,6 +89,7 @@ def add_parser(sub: Any) -> None:
         ],
     )
     fetch_arguments(r)
+    filter_arguments(r)
     _incremental_arguments(r.add_argument_group("incremental runs (state file)"))
     r.add_argument(
         "--html-report",
@@ -156,6 +157,7 @@ def command(ns: argparse.Namespace, cfg: Config) -> int:
     from harvester.run.shards import run_job
     from harvester.run.shutdown import Stop
 
+    _warn_unverified(cfg)  # first: also when the run is refused below
     if not ns.domains and not ns.input:
         print(
             "harvester run: give DOMAIN arguments or -i FILE (or -i - for stdin)", file=sys.stderr
@@ -215,6 +217,18 @@ def _html_report(report: str) -> None:
         write_html_report(report, page)
     except (InputError, OSError) as exc:
         print(f"harvester run: no HTML report: {exc}", file=sys.stderr)
+
+
+def _warn_unverified(cfg: Config) -> None:
+    """Say loudly, on stderr, which hosts' certificates go unchecked (issue 32)."""
+    for host, policy in cfg.politeness.hosts.items():
+        if not policy.verify_tls:
+            print(
+                f"harvester: WARNING: TLS certificates of {host} are NOT verified"
+                f" (politeness.hosts.{host!r}.verify_tls = false); its reports say"
+                ' "tls_unverified": true',
+                file=sys.stderr,
+            )
 
 
 def _audit_after_run(cfg: Config, state: str, run_id: int | None, output: str) -> int:

@@ -29,6 +29,7 @@ Usage::
 
 from __future__ import annotations
 
+import operator
 from array import array
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -36,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from harvester import compiled
 from harvester.audit.distribution import LastmodDistribution
+from harvester.crawl.filters import compile_filters
 from harvester.crawl.selection import Selection
 from harvester.models import UrlEntry
 from harvester.run.sink import encode_records
@@ -66,6 +68,8 @@ _chost = compiled.load("_chost")
 _url_entries: Callable[[UrlBatch, list[Entry], str], list[Entry]] | None = (
     _chost.url_entries if _chost is not None else None
 )
+# An entry's loc (UrlEntry and SitemapChild are NamedTuples: field 0), in C.
+_LOC = operator.itemgetter(0)
 # Records per emitted batch: amortises each batch's fixed costs (its flush, message,
 # ledger chunk and the writer's insert); x hosts in flight = memory (see
 # benchmarks/README.md for the sizes tried).
@@ -147,6 +151,7 @@ class UrlBatch:
         "_dedupe",
         "_encode_selected",
         "_ends",
+        "_filters",
         "_home_prefixes",
         "_label_decided",
         "_runs",
@@ -218,6 +223,9 @@ class UrlBatch:
         self.fetched_at = datetime.now(UTC)
         self.home: tuple[str, ...] | None = None
         self._home_prefixes: tuple[str, ...] = ()
+        # [filters] include/exclude on the locs (None: none, and no pass over the entries).
+        filters = compile_filters(cfg.filters)
+        self._filters = filters if filters is not None and filters.pages else None
 
     def at_home(self, authorities: tuple[str, ...]) -> None:
         """The URLs of the sitemap being read belong on these authorities (``authority``).
@@ -265,6 +273,8 @@ class UrlBatch:
             self.seen = SeenSet(self._dedupe)
         if self._audit and self.dist is None:
             self.dist = LastmodDistribution(distinct_cap=1024)
+        if self._filters is not None:
+            entries = self._filter(entries)
         try:
             if _url_entries is not None:
                 others = _url_entries(self, entries, sitemap)
@@ -284,6 +294,21 @@ class UrlBatch:
                 runs.append((sitemap, added))
                 self._ends.append(len(self.urls))
         return others
+
+    def _filter(self, entries: list[Entry]) -> list[Entry]:
+        """``entries`` less the URLs ``[filters]`` leave out, counted as ``filtered``.
+
+        Before the loop: a filtered URL is not deduplicated, capped, sampled or put
+        in the ledger, as if the sitemap did not list it.
+        """
+        filters = self._filters
+        assert filters is not None
+        if set(map(type, entries)) == {UrlEntry}:  # (a urlset's: all page URLs)
+            kept = filters.select(entries, _LOC)
+        else:  # index children pass (their filter is the host worker's)
+            kept = [e for e in entries if type(e) is not UrlEntry or filters.keep(e.loc)]
+        self.report.filtered += len(entries) - len(kept)
+        return kept
 
     def _python_loop(self, entries: list[Entry], sitemap: str) -> list[Entry]:
         """``url_entries``' steps in Python (the compiled module is missing)."""

@@ -9,7 +9,8 @@ In: ``FetchConfig`` (and optionally a test resolver). Out: the one
   system's CAs (OpenSSL honours ``SSL_CERT_FILE``/``SSL_CERT_DIR``) plus
   ``fetch.ca_bundle``. Building a context loads the CA store, milliseconds of
   disk and parsing, so it is done once per worker, never per host,
-* pooled keep-alive connections per (host, port), ``fetch.keepalive_timeout``.
+* pooled keep-alive connections per (host, port), ``fetch.keepalive_timeout``,
+* through a SOCKS5 ``fetch.proxy``, aiohttp-socks' connector (``harvester.crawl.socks``).
 
 Example::
 
@@ -25,6 +26,7 @@ import aiohttp
 import yarl
 
 from harvester.crawl.guard import AddressPolicy
+from harvester.crawl.headers import SOCKS_SCHEMES
 from harvester.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -37,7 +39,7 @@ if TYPE_CHECKING:
 
     from harvester.config import FetchConfig
 
-__all__ = ["GuardedConnector", "make_connector", "tls_context"]
+__all__ = ["GuardedConnector", "is_socks", "make_connector", "tls_context"]
 
 
 def tls_context(cfg: FetchConfig) -> ssl.SSLContext:
@@ -58,19 +60,31 @@ def tls_context(cfg: FetchConfig) -> ssl.SSLContext:
     return context
 
 
-def make_connector(cfg: FetchConfig, resolver: AbstractResolver) -> GuardedConnector:
-    """The session's connector: guarded, on ``resolver``, one TLS context, keep-alive."""
-    return GuardedConnector(
-        AddressPolicy(allow_private=cfg.allow_private, allow=cfg.allow),
-        proxy=cfg.proxy,
-        limit=cfg.max_connections,
+def is_socks(proxy: str | None) -> bool:
+    """Whether ``proxy`` is a SOCKS proxy URL (``socks5://``, ``socks5h://``)."""
+    return bool(proxy) and str(proxy).partition("://")[0].lower() in SOCKS_SCHEMES
+
+
+def make_connector(cfg: FetchConfig, resolver: AbstractResolver) -> aiohttp.TCPConnector:
+    """The session's connector: guarded, on ``resolver``, one TLS context, keep-alive.
+
+    With a SOCKS ``fetch.proxy`` it is ``socks.GuardedSocksConnector`` (aiohttp-socks);
+    an HTTP proxy goes with each request (``proxy=``) through a ``GuardedConnector``.
+    """
+    policy = AddressPolicy(allow_private=cfg.allow_private, allow=cfg.allow)
+    options: dict[str, Any] = {
+        "limit": cfg.max_connections,
         # The resolver caches (TTL-bounded, negative answers too); a second cache
         # here would keep answers past their TTL.
-        use_dns_cache=False,
-        keepalive_timeout=cfg.keepalive_timeout,
-        resolver=resolver,
-        ssl=tls_context(cfg),
-    )
+        "use_dns_cache": False,
+        "keepalive_timeout": cfg.keepalive_timeout,
+        "ssl": tls_context(cfg),
+    }
+    if is_socks(cfg.proxy):
+        from harvester.crawl.socks import make_socks_connector
+
+        return make_socks_connector(cfg, resolver, policy, **options)
+    return GuardedConnector(policy, proxy=cfg.proxy, resolver=resolver, **options)
 
 
 class GuardedConnector(aiohttp.TCPConnector):
@@ -94,16 +108,11 @@ class GuardedConnector(aiohttp.TCPConnector):
         self, host: str, port: int, traces: Sequence[Trace] | None = None
     ) -> list[ResolveResult]:
         answers = await super()._resolve_host(host, port, traces=traces)
-        policy = self._policy
-        if not policy.enabled or (host, port) == self._proxy_key:
+        if (host, port) == self._proxy_key:
             return answers
-        # Filter, not all-or-nothing: a name with one public and one private
-        # answer is served from the public one only. The DNS cache keeps the
+        # Filter, not all-or-nothing (AddressPolicy.allowed). The DNS cache keeps the
         # full answer; the filter runs again at every connect (rebinding).
-        allowed = [a for a in answers if policy.reason(a["host"], host=host) is None]
-        if answers and not allowed:
-            policy.check(answers[0]["host"], host=host)  # raises ForbiddenAddress, naming why
-        return allowed
+        return self._policy.allowed(answers, host)
 
     async def _create_connection(
         self,

@@ -55,8 +55,9 @@ from urllib.parse import urlsplit
 import aiohttp
 
 from harvester.crawl.body import Body, BodyStream, map_error, redact
-from harvester.crawl.connector import GuardedConnector, make_connector
+from harvester.crawl.connector import GuardedConnector, is_socks, make_connector
 from harvester.crawl.guard import ALLOWED_SCHEMES
+from harvester.crawl.headers import HostHeaders
 from harvester.crawl.resolver import make_resolver
 from harvester.errors import (
     Blocked,
@@ -73,7 +74,7 @@ if TYPE_CHECKING:
     from contextlib import AbstractAsyncContextManager
     from types import TracebackType
 
-    from harvester.config import FetchConfig
+    from harvester.config import FetchConfig, PolitenessConfig
     from harvester.crawl.resolver import CachingResolver
     from harvester.crawl.scheduler import HostSlot
 
@@ -156,6 +157,9 @@ class Fetcher:
     connector is a ``GuardedConnector``: whatever the resolver answers, only
     addresses ``cfg.allow_private``/``cfg.allow`` permit are dialed.
     ``sleep`` and ``rng`` drive the retry backoff, so tests can record delays.
+    ``hosts`` (the run's ``PolitenessConfig``) gives the per-host headers and cookies
+    (``headers.HostHeaders``, per redirect hop); ``fetch.headers`` go to every host,
+    and a slot's ``verify_tls = false`` turns certificate checks off for its requests.
 
     Example::
 
@@ -171,8 +175,13 @@ class Fetcher:
         resolver: aiohttp.abc.AbstractResolver | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         rng: random.Random | None = None,
+        hosts: PolitenessConfig | None = None,
     ) -> None:
         self._cfg = cfg
+        # Per-host headers and cookies (politeness.hosts; None: none are sent).
+        self._hosts = hosts
+        # aiohttp's proxy= takes HTTP proxies only; a SOCKS one is the connector's.
+        self._http_proxy = None if is_socks(cfg.proxy) else cfg.proxy
         self._resolver = resolver  # None: per cfg.resolver; given: the caller owns and closes it
         self._sleep = sleep  # waits between attempts; injected so tests need not wait
         self._rng = rng or random.Random()  # noqa: S311 - jitter, not cryptography
@@ -207,9 +216,12 @@ class Fetcher:
             await dns.close()
             raise
         self._dns = dns
+        extra = HostHeaders(self._hosts) if self._hosts is not None else None
         self._session = aiohttp.ClientSession(
             connector=connector,
-            headers={"User-Agent": cfg.user_agent},
+            # fetch.headers go to every host; a host's own (politeness.hosts) per hop.
+            headers={**cfg.headers, "User-Agent": cfg.user_agent},
+            middlewares=(extra,) if extra else (),
             timeout=self._timeout,
             auto_decompress=True,
             trust_env=False,  # proxies come from config only, never from the environment
@@ -296,7 +308,9 @@ class Fetcher:
                             session.get(
                                 url,
                                 headers=headers,
-                                proxy=cfg.proxy,
+                                proxy=self._http_proxy,
+                                # verify_tls = false under politeness.hosts only.
+                                ssl=slot.policy.verify_tls,
                                 # aiohttp raises on reaching its max, i.e. follows
                                 # one fewer; +1 also keeps 0 from meaning "unlimited".
                                 max_redirects=cfg.max_redirects + 1,

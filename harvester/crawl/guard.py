@@ -31,7 +31,10 @@ see the address but its error is swallowed into a generic connect failure.
 Addresses of a name are filtered, not all-or-nothing: only allowed ones are
 dialed, and the request fails only when none is left. With a proxy, the proxy
 resolves target names, so only IP-literal targets can be checked here; the
-proxy itself is operator configuration and is trusted.
+proxy itself is operator configuration and is trusted. The same holds for a
+``socks5h://`` proxy (``harvester.crawl.socks``: names resolved by the proxy); with
+``socks5://`` (names resolved here) a name's addresses are checked as without a
+proxy, before the proxy is asked to connect.
 
 Example::
 
@@ -44,18 +47,19 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from harvester.errors import ForbiddenAddress
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Mapping
 
 __all__ = ["ALLOWED_SCHEMES", "AddressPolicy", "parse_allow", "refusal_reason"]
 
 ALLOWED_SCHEMES = frozenset({"http", "https"})
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+_Answer = TypeVar("_Answer", bound="Mapping[str, Any]")  # a resolver answer (aiohttp's dict)
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 _V4 = ipaddress.IPv4Network
@@ -230,6 +234,20 @@ class AddressPolicy:
         if why is not None:
             via = f" (resolved from {host})" if host and host != ip else ""
             raise ForbiddenAddress(f"refused to connect to {ip}{via}: {why}")
+
+    def allowed(self, answers: list[_Answer], host: str) -> list[_Answer]:
+        """The resolver ``answers`` (dicts with the address under ``"host"``) that may be
+        dialed; raises ``ForbiddenAddress`` naming why when there were some and none may.
+
+        Filter, not all-or-nothing: a name with one public and one private answer is
+        served from the public one only.
+        """
+        if not self.enabled:
+            return answers
+        kept = [a for a in answers if self.reason(a["host"], host=host) is None]
+        if answers and not kept:
+            self.check(answers[0]["host"], host=host)  # raises ForbiddenAddress, naming why
+        return kept
 
     def check_literal(self, host: str) -> None:
         """``check`` ``host`` if it is an IP literal (``[v6]`` too); a name passes unchecked."""

@@ -39,6 +39,7 @@ from harvester.crawl.attempt import (
 from harvester.crawl.batch import UrlBatch
 from harvester.crawl.discovery import child_allowed, discover, recall
 from harvester.crawl.fetch import not_before
+from harvester.crawl.filters import compile_filters
 from harvester.crawl.frontier import Admission, Frontier, SitemapRef
 from harvester.crawl.home import HomeHosts
 from harvester.crawl.incremental import HostIncremental
@@ -126,6 +127,7 @@ class HostWorker:
             self.host, cfg, rules, self.report, ledger=ledger, emit_mode=emit_mode, encoded=encoded
         )
         self._homes = HomeHosts(rules.canonical)  # where each sitemap's locs belong
+        self._filters = compile_filters(cfg.filters)  # [filters]; None: every child followed
         self.incremental: HostIncremental | None = None
         if ledger is not None:
             self.incremental = HostIncremental(self.host, cfg, ledger, self.report, emit_mode)
@@ -138,6 +140,7 @@ class HostWorker:
         """Harvest the host; return its report (never raises for host-level failures)."""
         started = time.monotonic()
         slot = self._scheduler.acquire(self.host)
+        self.report.tls_unverified = not slot.policy.verify_tls
         try:
             async with asyncio.timeout(self._cfg.limits.max_host_seconds):
                 await self._run(slot)
@@ -209,6 +212,14 @@ class HostWorker:
         return defer_if_not_today(error, self.host, self.seed.origin, self._cfg, self.report, inc)
 
     def _admit(self, ref: SitemapRef) -> None:
+        if (
+            ref.source == "index"
+            and self._filters is not None
+            and not self._filters.follow(ref.url)
+        ):
+            # (children carried from the state file: those read now are filtered in entries())
+            self.report.sitemaps_filtered += 1
+            return
         if not child_allowed(ref.url, self.host, self._cfg.discovery.cross_host, self._declared):
             self.report.skip_cross_host(ref.url)
             self.sitemaps.skipped(ref, "cross_host")
@@ -377,6 +388,9 @@ class HostWorker:
         del entries
         for entry in others:
             if isinstance(entry, SitemapChild):
+                if self._filters is not None and not self._filters.follow(entry.loc):
+                    self.report.sitemaps_filtered += 1  # --follow/--skip-sitemap: not fetched
+                    continue
                 if not self._frontier.child_of_index():
                     self.report.limit("max_children_per_index")
                     continue  # (a capped index is never complete: limits_hit is set)

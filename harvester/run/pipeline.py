@@ -168,7 +168,10 @@ async def run_shard(
 
     watcher = asyncio.create_task(watch(admission, changed))
     try:
-        async with Fetcher(cfg.fetch, resolver=resolver) as fetcher, asyncio.TaskGroup() as tg:
+        async with (
+            Fetcher(cfg.fetch, resolver=resolver, hosts=cfg.politeness) as fetcher,
+            asyncio.TaskGroup() as tg,
+        ):
             # The feeder: each seed admitted is a host task (admitted() was counted).
             async for seed in admitted(seeds, admission, changed):
                 tg.create_task(harvest_host(seed, fetcher))

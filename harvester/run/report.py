@@ -138,6 +138,12 @@ class HostReport:
     # crawl/sitemaps.py) when output.sitemap_log is on (None: off).
     lastmod_months: dict[str, int] | None = None
     sitemap_log: dict[str, Any] | None = None
+    # Issue 32: page URLs left out by [filters] include/exclude (not written, not
+    # "dropped"), index children not downloaded by follow/skip_sitemap, and whether
+    # the host's TLS certificates went unverified (politeness.hosts verify_tls = false).
+    filtered: int = 0
+    sitemaps_filtered: int = 0
+    tls_unverified: bool = False
 
     def fail(
         self,
@@ -248,6 +254,11 @@ class RunReport:
     events: dict[str, int] | None = None
     workers: int = 0
     workers_started: int = 0  # worker processes actually started (one per shard with a host)
+    # Issue 32: page URLs and index children left out by [filters], and the hosts whose
+    # TLS certificates went unverified (politeness.hosts verify_tls = false).
+    filtered: int = 0
+    sitemaps_filtered: int = 0
+    hosts_tls_unverified: int = 0
     seconds: float = 0.0
     _t0: float = field(default_factory=time.monotonic, init=False, repr=False, compare=False)
 
@@ -271,6 +282,10 @@ class RunReport:
             self.hosts_failed += 1
         if host.get("deferred"):
             self.hosts_deferred += 1
+        self.filtered += int(host.get("filtered", 0))
+        self.sitemaps_filtered += int(host.get("sitemaps_filtered", 0))
+        if host.get("tls_unverified"):
+            self.hosts_tls_unverified += 1
 
     @property
     def errors(self) -> int:
@@ -429,6 +444,12 @@ def summary_table(run: RunReport) -> str:
         table.add_row(
             "input", f"{run.input_invalid:,} invalid, {run.input_duplicates:,} duplicate lines"
         )
+    if run.filtered or run.sitemaps_filtered:
+        table.add_row(
+            "filtered", f"{run.filtered:,} URLs, {run.sitemaps_filtered:,} child sitemaps"
+        )
+    if run.hosts_tls_unverified:
+        table.add_row("TLS unverified", f"{run.hosts_tls_unverified:,} hosts (verify_tls = false)")
     if run.failures_by_class:
         ranked = sorted(run.failures_by_class.items(), key=lambda kv: (-kv[1], kv[0]))
         table.add_row("failures", ", ".join(f"{kind} {count:,}" for kind, count in ranked))
