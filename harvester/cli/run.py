@@ -62,7 +62,19 @@ def add_parser(sub: Any) -> None:
     r.add_argument("domains", nargs="*", metavar="DOMAIN", help="hosts or URLs to harvest")
     r.add_argument("-i", "--input", help="file with one entry a line ('-' = stdin); read lazily")
     r.add_argument(
-        "-o", "--output", default="-", help="JSON Lines output file ('-' = stdout, the default)"
+        "-o",
+        "--output",
+        default="-",
+        help="output file ('-' = stdout, the default); its extension .jsonl, .csv or .parquet"
+        " sets the format unless --format does",
+    )
+    r.add_argument(
+        "--format",
+        dest="output.format",
+        choices=("jsonl", "csv", "parquet"),
+        help="record format: JSON Lines, CSV (nested fields as JSON text) or Parquet (needs"
+        " harvester[parquet]); default: from the --output extension, else jsonl"
+        " (config: output.format)",
     )
     r.add_argument("--config", help="TOML config file (see config.example.toml)")
     r.add_argument(

@@ -238,6 +238,11 @@ class JsonlSink:
         """True once ``close`` ran."""
         return self._file is None
 
+    @property
+    def mark(self) -> int:
+        """Bytes written: the resume mark a state commit stores (``formats.Sink``)."""
+        return self.bytes
+
     def __enter__(self) -> JsonlSink:
         return self
 

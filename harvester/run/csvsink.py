@@ -1,0 +1,128 @@
+"""Sink stage, CSV: the run's records as RFC 4180 CSV with a header row.
+
+In: blocks of encoded JSON lines (what the workers send, ``sink.encode_records``).
+Out: ``OUT.csv`` (via ``OUT.csv.part``, renamed when the run completes, as for
+JSON Lines; ``-`` is standard output), written by the stdlib ``csv`` module:
+UTF-8, CRLF line ends, a field quoted when it holds a comma, a quote or a line
+break (quotes doubled), so any loc survives a round trip.
+
+Columns (``COLUMNS``, the header): the scalar fields as they are, null as an
+empty field, ``priority`` as its JSON number; the nested ones (``images``,
+``alternates``, ``videos``, ``news``) as JSON text, empty when absent. The file
+is appended to and cut back by bytes exactly as JSON Lines (``sink.JsonlSink``
+does the file handling), so a resumed run continues it at the committed length.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from typing import Any
+
+import orjson
+
+from harvester.run.sink import JsonlSink
+
+__all__ = ["COLUMNS", "CsvSink", "csv_cell"]
+
+COLUMNS = (
+    "loc",
+    "url",
+    "host",
+    "sitemap",
+    "lastmod",
+    "changefreq",
+    "priority",
+    "images",
+    "alternates",
+    "videos",
+    "news",
+    "event",
+    "since",
+)
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def csv_cell(value: Any) -> str:
+    """One field's CSV text: a string as it is, null empty, anything else its JSON.
+
+    >>> [csv_cell(v) for v in ("a,b", None, 0.5, True, [{"loc": "x"}])]
+    ['a,b', '', '0.5', 'true', '[{"loc":"x"}]']
+    """
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return ""
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:  # a lone surrogate inside (see sink.encode_record)
+        return json.dumps(value, separators=(",", ":"))
+
+
+class CsvSink:
+    """Writes JSON-lines blocks as CSV rows to ``path`` via ``path + ".part"`` (``-``: stdout).
+
+    ``records`` counts rows, ``mark`` the bytes written (the resume mark a state
+    commit stores). The header is written whenever the file starts empty.
+    """
+
+    __slots__ = ("_out", "path")
+
+    def __init__(self, path: str, *, resume_at: int | None = None) -> None:
+        """``resume_at``: continue ``path + ".part"`` of an interrupted run, cut to that length."""
+        self.path = path
+        self._out = JsonlSink(path, resume_at=resume_at)  # the file: .part, cut back, rename
+        if self._out.bytes == 0:
+            self._out.write(self._encode([list(COLUMNS)]), 0)
+
+    @staticmethod
+    def _encode(rows: list[list[str]]) -> bytes:
+        buffer = io.StringIO()
+        csv.writer(buffer, lineterminator="\r\n").writerows(rows)
+        text = buffer.getvalue()
+        try:
+            return text.encode()
+        except UnicodeEncodeError:  # a lone surrogate (the JSON escaped it; UTF-8 cannot carry it)
+            return _LONE_SURROGATE.sub("\ufffd", text).encode()
+
+    def write(self, data: bytes | bytearray | memoryview, records: int | None = None) -> None:
+        """Take a block of complete JSON lines (each ending in ``\\n``) and append their rows."""
+        rows = []
+        loads = orjson.loads
+        for line in bytes(data).splitlines():
+            try:
+                rec = loads(line)
+            except orjson.JSONDecodeError:  # lone surrogates: json reads them
+                rec = json.loads(line)
+            rows.append([csv_cell(rec.get(c)) for c in COLUMNS])
+        if rows:
+            # A row may hold line breaks (inside quotes): the count is given, not scanned.
+            self._out.write(self._encode(rows), len(rows))
+
+    @property
+    def records(self) -> int:
+        """Rows written (the header not counted; on a resume, since the resume)."""
+        return self._out.records
+
+    @property
+    def mark(self) -> int:
+        """Bytes in the file: a state commit's resume mark."""
+        return self._out.bytes
+
+    def sync(self) -> None:
+        """Flush and fsync what was written so far (stdout: flush only)."""
+        self._out.sync()
+
+    def close(self, *, complete: bool) -> None:
+        """As ``JsonlSink.close``: ``complete`` renames the ``.part`` file over ``path``."""
+        self._out.close(complete=complete)
+
+    @property
+    def closed(self) -> bool:
+        """True once ``close`` ran."""
+        return self._out.closed
+
+    def __repr__(self) -> str:
+        return f"<CsvSink {self.path!r} records={self.records} bytes={self.mark}>"
