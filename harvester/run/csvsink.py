@@ -25,7 +25,7 @@ import orjson
 
 from harvester.run.sink import JsonlSink
 
-__all__ = ["COLUMNS", "CsvSink", "csv_cell"]
+__all__ = ["COLUMNS", "CsvSink"]
 
 COLUMNS = (
     "loc",
@@ -45,16 +45,11 @@ COLUMNS = (
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def csv_cell(value: Any) -> str:
-    """One field's CSV text: a string as it is, null empty, anything else its JSON.
+_NESTED = tuple(COLUMNS.index(k) for k in ("images", "alternates", "videos", "news"))
 
-    >>> [csv_cell(v) for v in ("a,b", None, 0.5, True, [{"loc": "x"}])]
-    ['a,b', '', '0.5', 'true', '[{"loc":"x"}]']
-    """
-    if isinstance(value, str):
-        return value
-    if value is None:
-        return ""
+
+def _json(value: Any) -> str:
+    """A nested field as JSON text."""
     try:
         return orjson.dumps(value).decode()
     except TypeError:  # a lone surrogate inside (see sink.encode_record)
@@ -78,7 +73,7 @@ class CsvSink:
             self._out.write(self._encode([list(COLUMNS)]), 0)
 
     @staticmethod
-    def _encode(rows: list[list[str]]) -> bytes:
+    def _encode(rows: list[list[Any]]) -> bytes:
         buffer = io.StringIO()
         csv.writer(buffer, lineterminator="\r\n").writerows(rows)
         text = buffer.getvalue()
@@ -89,14 +84,19 @@ class CsvSink:
 
     def write(self, data: bytes | bytearray | memoryview, records: int | None = None) -> None:
         """Take a block of complete JSON lines (each ending in ``\\n``) and append their rows."""
-        rows = []
+        rows: list[list[Any]] = []
         loads = orjson.loads
         for line in bytes(data).splitlines():
             try:
                 rec = loads(line)
             except orjson.JSONDecodeError:  # lone surrogates: json reads them
                 rec = json.loads(line)
-            rows.append([csv_cell(rec.get(c)) for c in COLUMNS])
+            # csv writes None as an empty field and a float as its repr (JSON's number).
+            row = [rec.get(c) for c in COLUMNS]
+            for i in _NESTED:
+                if row[i] is not None:
+                    row[i] = _json(row[i])
+            rows.append(row)
         if rows:
             # A row may hold line breaks (inside quotes): the count is given, not scanned.
             self._out.write(self._encode(rows), len(rows))

@@ -329,8 +329,8 @@ def _batches(parts: list[str], rows: int) -> Iterator[pa.Table]:
     """The rows of ``parts`` as tables of at most ``rows`` rows, event and since as strings
     (each part has its own dictionaries; ``_encode`` makes one per row group again)."""
     for path in parts:
-        with pq.ParquetFile(path) as file:
-            for batch in file.iter_batches(batch_size=rows):
+        with pq.ParquetFile(path, pre_buffer=False) as file:
+            for batch in file.iter_batches(batch_size=min(rows, 8192)):
                 table = pa.Table.from_batches([batch])
                 for i in _DICT_COLUMNS:
                     table = table.set_column(i, _READ_SCHEMA.field(i), table.column(i).cast(_STR))

@@ -185,8 +185,11 @@ def open_sink(output: str, store: StateStore | None, cfg: Config | None = None) 
         # to its committed records, so the two outputs together hold each URL once.
         cut_back(run.output + ".part", run.output_bytes)
         return sink()
-    if cfg is not None and os.path.isdir(output + ".part") != (
-        resolve_format(output, cfg.output.format) == "parquet"
+    part = output + ".part"
+    if (
+        cfg is not None
+        and os.path.exists(part)
+        and os.path.isdir(part) != (resolve_format(output, cfg.output.format) == "parquet")
     ):
         raise ConfigError(
             f"the run to resume wrote {output}.part in another format: give its --format"

@@ -188,3 +188,55 @@ def test_cut_back_truncates_a_file_and_drops_parts_past_the_mark(tmp_path: Path)
     cut_back(str(parts), 2)
     assert sorted(p.name for p in parts.iterdir()) == ["notes.txt", part_name(0), part_name(1)]
     cut_back(str(tmp_path / "nothing.part"), 3)  # nothing there: nothing to do
+
+
+def _unfinished_run(tmp_path: Path, output: str, mark: int) -> None:
+    """A state file whose last run wrote ``output`` and committed ``mark``, then died."""
+    from harvester.state.store import StateStore
+
+    store = StateStore(str(tmp_path / "state.sqlite"))
+    store.start_run(emit="all", output=output, resume=True)
+    store.commit(mark)
+    store.close()
+
+
+def _resume(tmp_path: Path, output: str, **cfg: Any) -> Any:
+    from harvester.run.writer import open_sink
+    from harvester.state.store import StateStore
+
+    store = StateStore(str(tmp_path / "state.sqlite"))
+    store.start_run(emit="all", output=output, resume=True)
+    try:
+        return open_sink(output, store, load_config(None, cfg))
+    finally:
+        store.close()
+
+
+def test_a_resume_in_another_format_on_the_same_path_is_refused(tmp_path: Path) -> None:
+    out = str(tmp_path / "urls.out")
+    first = make_sink(out, "parquet", resume_at=None, row_group_rows=10)
+    first.write(encode_records(RECORDS))
+    first.sync()
+    first.close(complete=False)
+    _unfinished_run(tmp_path, out, first.mark)
+    with pytest.raises(ConfigError, match="another format") as info:
+        _resume(tmp_path, out, **{"output.format": "csv"})
+    assert info.value.key == "output.format"
+    sink = _resume(tmp_path, out, **{"output.format": "parquet"})  # its own format: resumed
+    assert sink.mark == 1
+    sink.close(complete=True)
+
+
+def test_a_csv_run_resumed_into_another_output_is_cut_back(tmp_path: Path) -> None:
+    first = str(tmp_path / "first.csv")
+    sink = CsvSink(first)
+    sink.write(encode_records(RECORDS[:1]))
+    sink.sync()
+    mark = sink.mark
+    sink.write(encode_records(RECORDS[1:]))  # not committed
+    sink.close(complete=False)
+    _unfinished_run(tmp_path, first, mark)
+    second = _resume(tmp_path, str(tmp_path / "second.parquet"))
+    assert second.mark == 0  # a new output, in its own format (from its extension)
+    second.close(complete=True)
+    assert read_csv(first + ".part") == RECORDS[:1]
