@@ -17,10 +17,19 @@ child's peak RSS (``ru_maxrss``; making the records is the same in every child,
 so the JSON Lines row is the floor) and the output's size. One table, the
 formats side by side, ratios against JSON Lines.
 
+``--run``: the same comparison end to end instead: ``harvester run --workers 2 -o
+urls.FORMAT`` on the ``many`` corpus (``benchmarks.webgen``, 3.2 million URLs,
+served on loopback by ``benchmarks.server``; a state file beside the output, as a
+user gets by default), each format in turn: wall and CPU seconds of the run (all
+its processes), the peak RSS of the writer (the parent process, where the
+conversion happens) and of all processes summed (``bench_pipeline.run_measured``),
+the records in the output and its size.
+
 Usage::
 
     python -m benchmarks.bench_formats                      # 3,000,000 URLs, every format
     python -m benchmarks.bench_formats --urls 300000 --formats jsonl,parquet
+    python -m benchmarks.bench_formats --run                # harvester run on `many`
 """
 
 from __future__ import annotations
@@ -131,6 +140,98 @@ def table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def count_records(path: str, fmt: str) -> int:
+    """Records in an output (streamed: a CSV row may span lines, so csv counts them)."""
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        return int(pq.ParquetFile(path).metadata.num_rows)
+    with open(path, newline="", encoding="utf-8") as f:
+        if fmt == "csv":
+            import csv
+
+            return sum(1 for _ in csv.reader(f)) - 1  # the header
+        return sum(1 for _ in f)
+
+
+def run_mode(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """``harvester run`` on the ``many`` corpus once per format; one row each."""
+    from pathlib import Path
+
+    from benchmarks.bench_pipeline import (
+        OUT_ROOT,
+        ServerProcess,
+        harvester_cmd,
+        prepare_corpus,
+        run_measured,
+        write_config,
+    )
+    from benchmarks.webgen import DEFAULT_PORT
+
+    corpus = argparse.Namespace(profile="many", hosts=None, corpus=None, seed=1, port=DEFAULT_PORT)
+    truth = prepare_corpus(corpus, "bench_formats")
+    if truth is None:
+        raise SystemExit(1)
+    out_dir = Path(args.dir) if args.dir else OUT_ROOT / "formats"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    cfg = write_config(out_dir / "harvester.toml", concurrency=4, rate=1000.0, hosts_in_flight=0)
+    rows = []
+    with ServerProcess(truth.out_dir, 0.0, out_dir / "server.stderr") as server:
+        assert server.seeds is not None
+        for fmt in args.formats.split(","):
+            output = out_dir / f"urls.{fmt}"
+            for stale in out_dir.glob(output.name + "*"):  # above all its state file
+                if stale.is_dir():
+                    for part in stale.iterdir():
+                        part.unlink()
+                    stale.rmdir()
+                else:
+                    stale.unlink()
+            cmd = [*harvester_cmd(), "run", "-i", str(server.seeds), "-o", str(output)]
+            cmd += ["--workers", "2", "--config", str(cfg), "--no-progress"]
+            with (out_dir / f"harvester-{fmt}.stderr").open("w") as err:
+                res = run_measured(cmd, timeout=1800, stderr=err)
+            if res.returncode != 0:
+                raise SystemExit(f"{' '.join(cmd)}: exit {res.returncode}")
+            row = {
+                "format": fmt,
+                "records": count_records(str(output), fmt),
+                "wall_s": round(res.wall_s, 1),
+                "cpu_s": round(res.cpu_s, 1),
+                "writer_rss_mb": round(_parent_peak(res), 1),
+                "rss_sum_mb": round(res.peak_rss_sum_mb, 1),
+                "file_mb": round(output.stat().st_size / 1e6, 1),
+            }
+            print(json.dumps(row), flush=True)
+            rows.append(row)
+    return rows
+
+
+def _parent_peak(res: Any) -> float:
+    """The parent process's own peak RSS (VmHWM): the writer, not a harvester-worker."""
+    for _pid, name, mb in res.per_process:
+        if name.startswith("harvester ") and " run " in name:
+            return float(mb)
+    return 0.0
+
+
+def run_table(rows: list[dict[str, Any]]) -> str:
+    """The ``--run`` rows side by side."""
+    base = next((r for r in rows if r["format"] == "jsonl"), rows[0])
+    lines = [
+        "| format | records | wall s | CPU s (all processes) | writer peak RSS MB"
+        " | RSS sum MB | file MB | CPU x jsonl |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['format']} | {r['records']:,} | {r['wall_s']:.1f} | {r['cpu_s']:.1f}"
+            f" | {r['writer_rss_mb']:.0f} | {r['rss_sum_mb']:.0f} | {r['file_mb']:.0f}"
+            f" | {r['cpu_s'] / base['cpu_s']:.2f} |"
+        )
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run every format in its own child process; print JSON lines, then the table."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
@@ -139,7 +240,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--commit-every", type=int, default=100_000, help="records between syncs")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--dir", help="where the outputs go (default: a temporary directory)")
+    ap.add_argument("--run", action="store_true", help="harvester run end to end on `many`")
     args = ap.parse_args(argv)
+    if args.run:
+        print(run_table(run_mode(args)))
+        return 0
     if args.child:
         print(json.dumps(child(args.child, args.urls, args.commit_every, args.dir)))
         return 0
