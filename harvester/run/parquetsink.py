@@ -218,7 +218,7 @@ class ParquetSink:
                 rec = json.loads(line)  # (what orjson refuses: lone surrogates)
                 clean = orjson.dumps(_clean(rec))
                 tables.append(pj.read_json(pa.BufferReader(clean), parse_options=_PARSE))
-            except (ValueError, pa.ArrowInvalid) as exc:  # (json's and orjson's errors too)
+            except (ValueError, TypeError, pa.ArrowInvalid) as exc:  # json's, orjson's, arrow's
                 self.rejected += 1
                 url = rec.get("url") if isinstance(rec, dict) else None
                 print(f"harvester: parquet: record not written ({url}): {exc}", file=sys.stderr)
