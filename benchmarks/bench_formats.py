@@ -210,7 +210,7 @@ def run_mode(args: argparse.Namespace) -> list[dict[str, Any]]:
 def _parent_peak(res: Any) -> float:
     """The parent process's own peak RSS (VmHWM): the writer, not a harvester-worker."""
     for _pid, name, mb in res.per_process:
-        if name.startswith("harvester ") and " run " in name:
+        if "harvester run " in name and not name.startswith("harvester-worker"):
             return float(mb)
     return 0.0
 

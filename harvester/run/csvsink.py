@@ -25,7 +25,7 @@ import orjson
 
 from harvester.run.sink import JsonlSink
 
-__all__ = ["COLUMNS", "CsvSink"]
+__all__ = ["COLUMNS", "CsvSink", "csv_rows"]
 
 COLUMNS = (
     "loc",
@@ -56,6 +56,43 @@ def _json(value: Any) -> str:
         return json.dumps(value, separators=(",", ":"))
 
 
+def _encode(rows: list[list[Any]]) -> bytes:
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\r\n").writerows(rows)
+    text = buffer.getvalue()
+    try:
+        return text.encode()
+    except UnicodeEncodeError:  # a lone surrogate (the JSON escaped it; UTF-8 cannot carry it)
+        return _LONE_SURROGATE.sub("\ufffd", text).encode()
+
+
+def csv_rows(data: bytes | bytearray | memoryview) -> bytes:
+    """JSON lines (whole ones, as ``sink.encode_records`` makes them) → their CSV rows.
+
+    >>> csv_rows(b'{"loc":"https://example.com/a,b","url":"u","priority":0.5}\\n')
+    b'"https://example.com/a,b",u,,,,,0.5,,,,,,\\r\\n'
+    """
+    rows: list[list[Any]] = []
+    loads = orjson.loads
+    for line in bytes(data).splitlines():
+        try:
+            rec = loads(line)
+        except orjson.JSONDecodeError:  # lone surrogates: json reads them
+            rec = json.loads(line)
+        # csv writes None as an empty field and a float as its repr (JSON's number).
+        row = [rec.get(c) for c in COLUMNS]
+        for i in _NESTED:
+            if row[i] is not None:
+                row[i] = _json(row[i])
+        rows.append(row)
+    return _encode(rows) if rows else b""
+
+
+def _count_rows(rows: bytes | bytearray | memoryview) -> int:
+    """Rows in CSV text (quoted line breaks are not row ends)."""
+    return sum(1 for _ in csv.reader(io.StringIO(bytes(rows).decode(), newline="")))
+
+
 class CsvSink:
     """Writes JSON-lines blocks as CSV rows to ``path`` via ``path + ".part"`` (``-``: stdout).
 
@@ -70,36 +107,21 @@ class CsvSink:
         self.path = path
         self._out = JsonlSink(path, resume_at=resume_at)  # the file: .part, cut back, rename
         if self._out.bytes == 0:
-            self._out.write(self._encode([list(COLUMNS)]), 0)
-
-    @staticmethod
-    def _encode(rows: list[list[Any]]) -> bytes:
-        buffer = io.StringIO()
-        csv.writer(buffer, lineterminator="\r\n").writerows(rows)
-        text = buffer.getvalue()
-        try:
-            return text.encode()
-        except UnicodeEncodeError:  # a lone surrogate (the JSON escaped it; UTF-8 cannot carry it)
-            return _LONE_SURROGATE.sub("\ufffd", text).encode()
+            self._out.write(_encode([list(COLUMNS)]), 0)
 
     def write(self, data: bytes | bytearray | memoryview, records: int | None = None) -> None:
         """Take a block of complete JSON lines (each ending in ``\\n``) and append their rows."""
-        rows: list[list[Any]] = []
-        loads = orjson.loads
-        for line in bytes(data).splitlines():
-            try:
-                rec = loads(line)
-            except orjson.JSONDecodeError:  # lone surrogates: json reads them
-                rec = json.loads(line)
-            # csv writes None as an empty field and a float as its repr (JSON's number).
-            row = [rec.get(c) for c in COLUMNS]
-            for i in _NESTED:
-                if row[i] is not None:
-                    row[i] = _json(row[i])
-            rows.append(row)
+        if records is None:
+            records = (data if isinstance(data, bytes | bytearray) else bytes(data)).count(b"\n")
+        self.write_encoded(csv_rows(data), records)
+
+    def write_encoded(
+        self, rows: bytes | bytearray | memoryview, records: int | None = None
+    ) -> None:
+        """Append rows made by ``csv_rows`` (in a worker process: ``formats.block_encoder``)."""
         if rows:
             # A row may hold line breaks (inside quotes): the count is given, not scanned.
-            self._out.write(self._encode(rows), len(rows))
+            self._out.write(rows, records if records is not None else _count_rows(rows))
 
     @property
     def records(self) -> int:

@@ -18,15 +18,27 @@ Example::
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Literal, Protocol
 
 from harvester.errors import ConfigError
 from harvester.run.sink import JsonlSink
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from harvester.config import Config
 
-__all__ = ["FORMATS", "Format", "Sink", "make_sink", "output_sink", "resolve_format"]
+__all__ = [
+    "FORMATS",
+    "Format",
+    "Sink",
+    "block_encoder",
+    "make_sink",
+    "output_sink",
+    "resolve_format",
+    "resolved",
+]
 
 Format = Literal["jsonl", "csv", "parquet"]
 FORMATS: tuple[Format, ...] = ("jsonl", "csv", "parquet")
@@ -48,6 +60,12 @@ class Sink(Protocol):
 
     def write(self, data: bytes | bytearray | memoryview, records: int | None = None) -> None:
         """Take a block of complete JSON lines, ``records`` of them when the caller knows."""
+        ...
+
+    def write_encoded(
+        self, data: bytes | bytearray | memoryview, records: int | None = None
+    ) -> None:
+        """Take a block that ``block_encoder`` of this format made (JSON lines if none)."""
         ...
 
     def sync(self) -> None:
@@ -102,6 +120,29 @@ def make_sink(path: str, fmt: Format, *, resume_at: int | None, row_group_rows: 
             ) from exc
         return ParquetSink(path, resume_at=resume_at, row_group_rows=row_group_rows)
     return JsonlSink(path, resume_at=resume_at)
+
+
+def block_encoder(fmt: str) -> Callable[[bytes | bytearray], bytes] | None:
+    """What a worker process makes of its JSON-lines blocks before sending them, or None.
+
+    CSV: the rows (``csvsink.csv_rows``), so the conversion is spread over the
+    workers instead of loading the one writer process (with two workers it made the
+    run writer-bound: benchmarks/README.md). JSON Lines needs none; Parquet is
+    converted by the writer (pyarrow's JSON reader, a few µs a record).
+    """
+    if fmt == "csv":
+        from harvester.run.csvsink import csv_rows
+
+        return csv_rows
+    return None
+
+
+def resolved(cfg: Config, path: str) -> Config:
+    """``cfg`` with ``output.format`` resolved for ``path`` (what worker processes get)."""
+    fmt = resolve_format(path, cfg.output.format)
+    if fmt == cfg.output.format:
+        return cfg
+    return dataclasses.replace(cfg, output=dataclasses.replace(cfg.output, format=fmt))
 
 
 def output_sink(cfg: Config, path: str, resume_at: int | None = None) -> Sink:

@@ -128,6 +128,21 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # (no UTF-8 can carry one)
 _COMPRESSION = "zstd"  # smaller than snappy at about its speed; read by DuckDB, Spark, pandas
 
 
+def _use_jemalloc() -> None:
+    """Make pyarrow allocate with jemalloc, returning freed memory at once, where it can.
+
+    Its default (mimalloc) keeps what a row group used: peak RSS of ``bench_formats``'
+    Parquet child at a million URLs 229 MB with it, 211 MB this way, at the same CPU.
+    Only the run's writer process writes Parquet, so the process-wide setting is its own.
+    """
+    try:
+        pool = pa.jemalloc_memory_pool()
+        pa.jemalloc_set_decay_ms(0)
+    except (NotImplementedError, pa.ArrowNotImplementedError):
+        return  # a pyarrow built without jemalloc: its default allocator then
+    pa.set_memory_pool(pool)
+
+
 def _encode(table: pa.Table) -> pa.Table:
     """The JSON reader's table in ``SCHEMA``: event and since dictionary-encoded."""
     for i in _DICT_COLUMNS:
@@ -163,6 +178,7 @@ class ParquetSink:
         """``resume_at``: continue an interrupted run's parts, keeping the first ``resume_at``."""
         if path == "-":
             raise ValueError("Parquet needs a file to write to, not standard output")
+        _use_jemalloc()
         self.path = path
         self.temp_path = path + ".part"
         self.row_group_rows = max(1, row_group_rows)
@@ -193,6 +209,8 @@ class ParquetSink:
                     end = bytes(view[start:]).find(b"\n") + start + 1 or len(view)
             self._add(self._convert(view[start:end]))
             start = end
+
+    write_encoded = write  # (no worker-side encoding for Parquet: formats.block_encoder)
 
     def _convert(self, data: memoryview) -> pa.Table:
         """JSON lines → a table of ``_READ_SCHEMA`` (odd lines cleaned or rejected)."""

@@ -71,11 +71,17 @@ class Writer:
         count: int,
         fingerprints: list[tuple[str, bytes]],
         rows: list[tuple[str, LedgerRows]] | None = None,
+        *,
+        encoded: bool = False,
     ) -> None:
         """Write a block of ``count`` encoded records; their fingerprints feed the
-        cross-host count and their ledger rows the state file."""
+        cross-host count and their ledger rows the state file. ``encoded``: the block
+        is in the sink's format already (a worker ran ``formats.block_encoder``)."""
         # run.urls is summed from host reports (add_host); count is for progress only.
-        self.sink.write(data, count)
+        if encoded:
+            self.sink.write_encoded(data, count)
+        else:
+            self.sink.write(data, count)
         for host, fps in fingerprints:
             self.cross.add(host, fps)
         if self.store is not None and rows:

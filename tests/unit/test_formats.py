@@ -240,3 +240,32 @@ def test_a_csv_run_resumed_into_another_output_is_cut_back(tmp_path: Path) -> No
     assert second.mark == 0  # a new output, in its own format (from its extension)
     second.close(complete=True)
     assert read_csv(first + ".part") == RECORDS[:1]
+
+
+def test_rows_made_in_a_worker_are_the_rows_the_sink_makes(tmp_path: Path) -> None:
+    from harvester.run.csvsink import csv_rows
+    from harvester.run.formats import block_encoder
+
+    encode = block_encoder("csv")
+    assert encode is csv_rows
+    assert block_encoder("jsonl") is None
+    assert block_encoder("parquet") is None
+    here, there = tmp_path / "here.csv", tmp_path / "there.csv"
+    a, b = CsvSink(str(here)), CsvSink(str(there))
+    a.write(encode_records(RECORDS))
+    b.write_encoded(encode(encode_records(RECORDS)), 2)
+    b.write_encoded(encode(encode_records(RECORDS[:1])))  # no count given: counted
+    assert (a.records, b.records) == (2, 3)
+    a.close(complete=True)
+    b.close(complete=True)
+    assert read_csv(str(there)) == [*read_csv(str(here)), RECORDS[0]]
+
+
+def test_the_format_is_resolved_once_for_the_workers() -> None:
+    from harvester.run.formats import resolved
+
+    cfg = load_config(None, {})
+    assert resolved(cfg, "out/urls.csv").output.format == "csv"
+    assert resolved(cfg, "-").output.format == "jsonl"
+    explicit = load_config(None, {"output.format": "parquet"})
+    assert resolved(explicit, "urls.csv") is explicit
