@@ -334,7 +334,8 @@ class RunConfig:
 class OutputConfig:
     """Where records and the report go, and which records."""
 
-    format: Literal["jsonl"] = "jsonl"
+    # jsonl | csv | parquet; "" = from the output's extension (.jsonl, .csv, .parquet), else jsonl
+    format: Literal["", "jsonl", "csv", "parquet"] = ""
     report: str | None = None  # default: <output>.report.json
     emit: Literal["all", "new", "changed", "delta"] = "all"  # delta: new, changed and removed
     since: str = ""  # ISO date: only URLs with a later lastmod, plus undated ones labelled
@@ -342,8 +343,11 @@ class OutputConfig:
     # in ``harvester tree``), and an HTML page of the run report beside the output.
     sitemap_log: bool = False
     html_report: bool = False
+    row_group_rows: int = 65_536  # Parquet: rows per row group (memory: about one is buffered)
 
     def __post_init__(self) -> None:
+        if self.row_group_rows < 1:
+            raise ConfigError("must be >= 1", key="output.row_group_rows")
         if self.since and self.since_epoch is None:
             raise ConfigError(
                 f"{self.since!r} is not a W3C date (YYYY-MM-DD[Thh:mm:ssZ])", key="output.since"

@@ -45,8 +45,9 @@ def add_parser(sub: Any) -> None:
             "Harvest every URL the given hosts publish in their sitemaps. Each input entry is a"
             " bare domain, an origin (https://example.com), a robots.txt URL, or a sitemap URL"
             " (discovery is then skipped). robots.txt Sitemap: lines are used first, then"
-            " /sitemap.xml and the other discovery.fallback_paths. Records (JSON Lines) go to"
-            " --output; a per-host report and a run report go beside it. Exit status: 0 all"
+            " /sitemap.xml and the other discovery.fallback_paths. Records (JSON Lines, CSV or"
+            " Parquet: --format) go to --output; a per-host report and a run report go beside"
+            " it. Exit status: 0 all"
             " hosts processed (per-host failures are in the report), 1 the run itself failed,"
             " 2 usage or config error, 75 the state file is locked by another run still going,"
             " 130 interrupted (SIGINT), 143 terminated (SIGTERM)."
@@ -62,7 +63,19 @@ def add_parser(sub: Any) -> None:
     r.add_argument("domains", nargs="*", metavar="DOMAIN", help="hosts or URLs to harvest")
     r.add_argument("-i", "--input", help="file with one entry a line ('-' = stdin); read lazily")
     r.add_argument(
-        "-o", "--output", default="-", help="JSON Lines output file ('-' = stdout, the default)"
+        "-o",
+        "--output",
+        default="-",
+        help="output file ('-' = stdout, the default); its extension .jsonl, .csv or .parquet"
+        " sets the format unless --format does",
+    )
+    r.add_argument(
+        "--format",
+        dest="output.format",
+        choices=("jsonl", "csv", "parquet"),
+        help="record format: JSON Lines, CSV (nested fields as JSON text) or Parquet (needs"
+        " harvester[parquet]); default: from the --output extension, else jsonl"
+        " (config: output.format)",
     )
     r.add_argument("--config", help="TOML config file (see config.example.toml)")
     r.add_argument(

@@ -41,6 +41,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from harvester.errors import HarvesterError, RunFailed
+from harvester.run.formats import resolved
 from harvester.run.report import Progress, RunReport, write_report
 from harvester.run.runtime import event_loop_runner
 from harvester.run.seeds import Seed, SeedReader
@@ -91,6 +92,7 @@ def run_job(
     Raises ``RunFailed`` when the run itself fails; per-host failures are in the report.
     """
     stop = stop or Stop()
+    cfg = resolved(cfg, output)  # the output format, for worker processes that encode for it
     workers = cfg.run.workers or os.cpu_count() or 1
     run = RunReport(workers=workers)
     if hosts_path is None and report_path:
@@ -278,7 +280,7 @@ def _run_processes(
                 for msg, data in messages:
                     match msg:
                         case RecordsMessage(count, fingerprints, rows):
-                            writer.records(data, count, fingerprints, rows)
+                            writer.records(data, count, fingerprints, rows, encoded=True)
                         case HostMessage(report, state):
                             writer.host(report, state)
                         case DoneMessage(index):

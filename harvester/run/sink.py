@@ -180,6 +180,8 @@ class JsonlSink:
         if self._started is not None and self.bytes - self._started >= _DROP_STEP:
             self._drop_behind()
 
+    write_encoded = write  # JSON lines are this sink's own encoding (formats.Sink)
+
     def _drop_behind(self) -> None:
         """Start writeback of the last step; wait for the one before and drop it."""
         assert self._file is not None
@@ -237,6 +239,11 @@ class JsonlSink:
     def closed(self) -> bool:
         """True once ``close`` ran."""
         return self._file is None
+
+    @property
+    def mark(self) -> int:
+        """Bytes written: the resume mark a state commit stores (``formats.Sink``)."""
+        return self.bytes
 
     def __enter__(self) -> JsonlSink:
         return self

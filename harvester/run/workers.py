@@ -42,6 +42,7 @@ import traceback
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING
 
+from harvester.run.formats import block_encoder
 from harvester.run.runtime import event_loop_runner, tune_gc, tune_malloc
 from harvester.run.transport import (
     BLOCK,
@@ -376,12 +377,12 @@ async def _serve(
     await results.open()
     gate = SeedGate(cfg.run.hosts_in_flight)
     outbox = _Outbox(results, ledger=incremental is not None)
+    encode = block_encoder(cfg.output.format)  # CSV: rows made here, not by the writer
 
     async def send(item: OutputItem) -> None:
         if isinstance(item, RecordBatch):
-            await outbox.add(
-                item.host, item.encoded(), item.size(), item.fingerprints.tobytes(), item.rows
-            )
+            data = item.encoded() if encode is None else encode(item.encoded())
+            await outbox.add(item.host, data, item.size(), item.fingerprints.tobytes(), item.rows)
         elif isinstance(item, HostDone):
             gate.done()
             await outbox.flush()  # a host's records reach the writer before its report

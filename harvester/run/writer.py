@@ -17,12 +17,15 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from harvester.errors import ConfigError
+from harvester.run.formats import output_sink, resolve_format
+from harvester.run.parts import cut_back
 from harvester.run.sink import JsonlSink, encode_record, encode_records
 from harvester.state.ledger import EMIT_EVENTS, Incremental
 from harvester.state.store import StateStore, default_state_path
 
 if TYPE_CHECKING:
     from harvester.config import Config
+    from harvester.run.formats import Sink
     from harvester.run.report import Progress, RunReport
     from harvester.state.ledger import HostState, LedgerRows
     from harvester.state.store import FinishedHosts
@@ -42,7 +45,7 @@ class Writer:
 
     def __init__(
         self,
-        sink: JsonlSink,
+        sink: Sink,
         hosts_path: str | None,
         run: RunReport,
         progress: Progress,
@@ -68,11 +71,17 @@ class Writer:
         count: int,
         fingerprints: list[tuple[str, bytes]],
         rows: list[tuple[str, LedgerRows]] | None = None,
+        *,
+        encoded: bool = False,
     ) -> None:
         """Write a block of ``count`` encoded records; their fingerprints feed the
-        cross-host count and their ledger rows the state file."""
+        cross-host count and their ledger rows the state file. ``encoded``: the block
+        is in the sink's format already (a worker ran ``formats.block_encoder``)."""
         # run.urls is summed from host reports (add_host); count is for progress only.
-        self.sink.write(data, count)
+        if encoded:
+            self.sink.write_encoded(data, count)
+        else:
+            self.sink.write(data, count)
         for host, fps in fingerprints:
             self.cross.add(host, fps)
         if self.store is not None and rows:
@@ -103,7 +112,7 @@ class Writer:
         """Make the output durable, then commit the state that describes it (in that order)."""
         if self.store is not None:
             self.sink.sync()
-            self.store.commit(self.sink.bytes)
+            self.store.commit(self.sink.mark)
             self._last_commit = time.monotonic()
 
     def tick(self) -> None:
@@ -165,24 +174,40 @@ def open_state(cfg: Config, output: str) -> StateStore | None:
     return store
 
 
-def open_sink(output: str, store: StateStore | None) -> JsonlSink:
-    """The output sink; a resumed run continues (cut back to what the state committed)."""
+def open_sink(output: str, store: StateStore | None, cfg: Config | None = None) -> Sink:
+    """The output sink (format from ``cfg.output``; JSON Lines without ``cfg``); a resumed
+    run continues (cut back to what the state committed: ``formats.py`` says how)."""
     run = store.run if store is not None else None
+
+    def sink(resume_at: int | None = None) -> Sink:
+        return (
+            output_sink(cfg, output, resume_at) if cfg else JsonlSink(output, resume_at=resume_at)
+        )
+
     if run is None or not run.resumed or run.output is None or run.output == "-":
-        return JsonlSink(output)
+        return sink()
     if run.output != output:
-        # Another output this time: cut the interrupted run's file back to its committed
-        # records, so the two files together hold each URL once.
-        part = run.output + ".part"
-        if os.path.exists(part) and os.path.getsize(part) > run.output_bytes:
-            os.truncate(part, run.output_bytes)
-        return JsonlSink(output)
-    return JsonlSink(output, resume_at=run.output_bytes)
+        # Another output this time: cut the interrupted run's file (or Parquet parts) back
+        # to its committed records, so the two outputs together hold each URL once.
+        cut_back(run.output + ".part", run.output_bytes)
+        return sink()
+    part = output + ".part"
+    if (
+        cfg is not None
+        and os.path.exists(part)
+        and os.path.isdir(part) != (resolve_format(output, cfg.output.format) == "parquet")
+    ):
+        raise ConfigError(
+            f"the run to resume wrote {output}.part in another format: give its --format"
+            " again, or --no-resume",
+            key="output.format",
+        )
+    return sink(run.output_bytes)
 
 
 def open_output(
     cfg: Config, output: str, run: RunReport
-) -> tuple[JsonlSink, StateStore | None, Incremental | None, FinishedHosts | None]:
+) -> tuple[Sink, StateStore | None, Incremental | None, FinishedHosts | None]:
     """Open a run's state file and output; note the state's run in ``run``.
 
     Returns the sink, the state store, the workers' read-only view of the state
@@ -193,7 +218,7 @@ def open_output(
     incremental: Incremental | None = None
     finished: FinishedHosts | None = None
     try:
-        sink = open_sink(output, store)
+        sink = open_sink(output, store, cfg)
         if store is not None:
             assert store.run is not None
             incremental = Incremental(store.path, store.run.id, store.run.emit)
