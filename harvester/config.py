@@ -36,6 +36,7 @@ __all__ = [
     "Config",
     "DedupeConfig",
     "DiscoveryConfig",
+    "DistributedConfig",
     "FetchConfig",
     "HostPolicy",
     "LimitsConfig",
@@ -352,6 +353,20 @@ class AuditConfig:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class DistributedConfig:
+    """Shards on Dask distributed (``harvester run --scheduler``; harvester.distributed)."""
+
+    scheduler: str = ""  # "" = this machine's process pool; local, local:N or tcp://HOST:PORT
+    scheduler_file: str = ""  # a Dask scheduler file (instead of ``scheduler``)
+    shards: int = 0  # 0 = 4 per Dask worker on an output dir's first run, then what it stored
+    shard_by: Literal["host", "domain"] = "host"  # domain: a site's subdomains share a shard
+    shard_retries: int = 2  # times a shard task that raised is run again
+
+    def __post_init__(self) -> None:
+        _positive(self, "distributed")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Config:
     """The whole configuration; frozen after ``load_config``."""
 
@@ -366,6 +381,7 @@ class Config:
     output: OutputConfig = field(default_factory=OutputConfig)
     state: StateConfig = field(default_factory=StateConfig)
     audit: AuditConfig = field(default_factory=AuditConfig)
+    distributed: DistributedConfig = field(default_factory=DistributedConfig)
 
 
 def split_nameserver(entry: str) -> tuple[str, int]:

@@ -9,6 +9,7 @@ Verbs, one module each:
   audit --state PATH [DOMAIN ...] verify lastmod against the pages; score trust (audit.py)
   ledger --state PATH [DOMAIN ...] print the URLs a state file lists (ledger.py)
   parse FILE|-                   print one local sitemap file's entries (parse.py)
+  merge DIR [-o FILE]            one file from a distributed run's shards (merge.py)
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from harvester import __version__
-from harvester.cli import audit, ledger, parse, run
+from harvester.cli import audit, ledger, merge, parse, run
 from harvester.cli.exits import EXIT_OK, EXIT_USAGE
 from harvester.cli.options import overrides
 from harvester.config import load_config
@@ -47,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_parser(sub)
     ledger.add_parser(sub)
     parse.add_parser(sub)
+    merge.add_parser(sub)
     return ap
 
 
@@ -82,4 +84,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             return audit.command(ns, cfg)
         case "ledger":
             return ledger.command(ns)
+        case "merge":
+            return merge.command(ns)
     return EXIT_USAGE  # pragma: no cover - argparse enforces the choices

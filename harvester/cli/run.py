@@ -14,6 +14,7 @@ import signal
 import sys
 from typing import TYPE_CHECKING
 
+from harvester.cli import distributed
 from harvester.cli.exits import (
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -90,6 +91,7 @@ def add_parser(sub: Any) -> None:
     )
     fetch_arguments(r)
     _incremental_arguments(r.add_argument_group("incremental runs (state file)"))
+    distributed.add_arguments(r.add_argument_group("shards on Dask distributed (the dask extra)"))
 
 
 def _incremental_arguments(incremental: argparse._ArgumentGroup) -> None:
@@ -162,6 +164,9 @@ def command(ns: argparse.Namespace, cfg: Config) -> int:
     if report is None and ns.output != "-":
         report = f"{ns.output}.report.json"
     stop = Stop()
+    if distributed.wanted(cfg):
+        with _graceful_signals(stop):
+            return distributed.command(ns, cfg, stop)
     with _graceful_signals(stop):
         try:
             run = run_job(
