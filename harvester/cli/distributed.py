@@ -86,11 +86,14 @@ def command(ns: argparse.Namespace, cfg: Config, stop: Stop) -> int:
             file=sys.stderr,
         )
         return EXIT_USAGE
+    from harvester.distributed.layout import check_layout
     from harvester.run.report import summary_table
     from harvester.run.seeds import open_lines
 
     seeds: Any = ns.input if ns.input not in (None, "-") and not ns.domains else None
     try:
+        # Before a cluster starts: a directory cut into other shards is a usage error.
+        check_layout(ns.output, cfg.distributed.shards, cfg.distributed.shard_by)
         with open_client(cfg.distributed) as client:
             result = run_distributed(
                 client,

@@ -127,7 +127,7 @@ def run_distributed(
     relay = threading.Thread(target=_relay_stop, args=(stop, event, finished), daemon=True)
     relay.start()
     try:
-        for future in as_completed(futures):
+        for future in as_completed(futures, loop=client.loop):
             outcome = _outcome(future, layout)
             outcomes[outcome["shard"]] = outcome
             if on_shard is not None:

@@ -60,7 +60,9 @@ def open_client(cfg: DistributedConfig) -> Iterator[Client]:
             yield client
         return
     with (
-        LocalCluster(n_workers=workers, threads_per_worker=1, processes=True) as cluster,
+        LocalCluster(
+            n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1"
+        ) as cluster,
         Client(cluster) as client,
     ):
         print(f"harvester: Dask dashboard at {client.dashboard_link}", file=sys.stderr)

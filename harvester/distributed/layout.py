@@ -30,6 +30,7 @@ __all__ = [
     "LAYOUT_FILE",
     "Layout",
     "SeedSplit",
+    "check_layout",
     "open_layout",
     "read_layout",
     "seed_line",
@@ -90,8 +91,8 @@ def read_layout(root: str) -> Layout | None:
         raise ConfigError(f"{path} is not a harvester layout file ({exc!r})") from exc
 
 
-def open_layout(root: str, shards: int, shard_by: str) -> Layout:
-    """Start a new run in ``root``: its layout with the run number advanced (and stored).
+def check_layout(root: str, shards: int, shard_by: str) -> Layout | None:
+    """The layout stored in ``root`` (None: none yet), checked against what is asked.
 
     ``shards`` (0: keep what is stored) and ``shard_by`` must match what the
     directory's first run stored; a different value is a ``ConfigError`` (hosts
@@ -109,6 +110,16 @@ def open_layout(root: str, shards: int, shard_by: str) -> Layout:
             raise ConfigError(
                 f"{root} shards by {old.shard_by}, not {shard_by}", key="distributed.shard_by"
             )
+    return old
+
+
+def open_layout(root: str, shards: int, shard_by: str) -> Layout:
+    """Start a new run in ``root``: its layout with the run number advanced (and stored).
+
+    Raises ``ConfigError`` as ``check_layout`` does, or for a shard count below 1.
+    """
+    old = check_layout(root, shards, shard_by)
+    if old is not None:
         shards = old.shards
     if shards < 1:
         raise ConfigError("must be at least 1", key="distributed.shards")

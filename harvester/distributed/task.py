@@ -36,9 +36,10 @@ if TYPE_CHECKING:
 __all__ = ["TEST_KILL_ENV", "ShardSpec", "run_shard_task"]
 
 _POLL = 0.25  # seconds between looks at the run's stop event
-# TEST ONLY (tests/integration/test_distributed_faults.py): "SHARD:TIMES:DIR" makes the
-# task of shard SHARD SIGKILL its own worker process once it has written part of its
-# output, on its first TIMES attempts (counted by marker files in DIR). Not a user knob.
+# TEST ONLY (tests/integration/test_distributed_faults.py): a directory whose file "spec"
+# holds "SHARD TIMES" makes the task of shard SHARD SIGKILL its own worker process once
+# it has written part of its output, on its first TIMES attempts (counted by marker
+# files in that directory). Not a user knob: no flag or config key sets it.
 TEST_KILL_ENV = "HARVESTER_TEST_KILL_SHARD"
 
 
@@ -167,14 +168,14 @@ def _watch_stop(name: str | None, stop: Stop, done: threading.Event) -> threadin
 
 def _test_kill(spec: ShardSpec, attempt: Attempt, done: threading.Event) -> threading.Thread | None:
     """TEST ONLY (``TEST_KILL_ENV``): SIGKILL this worker once the attempt wrote records."""
-    hook = os.environ.get(TEST_KILL_ENV)
-    if not hook:
+    directory = os.environ.get(TEST_KILL_ENV)
+    if not directory or not os.path.exists(os.path.join(directory, "spec")):
         return None
-    shard, times, directory = hook.split(":", 2)
-    if int(shard) != spec.shard:
+    with open(os.path.join(directory, "spec"), encoding="utf-8") as fh:
+        shard, times = map(int, fh.read().split())
+    if shard != spec.shard:
         return None
-    kills = [n for n in os.listdir(directory) if n.startswith(f"kill-{spec.shard}-")]
-    if len(kills) >= int(times):
+    if sum(1 for n in os.listdir(directory) if n.startswith(f"kill-{shard}-")) >= times:
         return None
 
     def watch() -> None:
@@ -182,8 +183,8 @@ def _test_kill(spec: ShardSpec, attempt: Attempt, done: threading.Event) -> thre
         while not done.wait(0.01):
             with contextlib.suppress(FileNotFoundError):
                 if os.path.getsize(part) > 0:
-                    marker = os.path.join(directory, f"kill-{spec.shard}-{attempt.token}")
-                    open(marker, "w").close()  # an empty marker file
+                    marker = os.path.join(directory, f"kill-{shard}-{attempt.token}")
+                    open(marker, "w").close()  # an empty marker file: one kill counted
                     os.kill(os.getpid(), signal.SIGKILL)
 
     thread = threading.Thread(target=watch, name="harvester-test-kill", daemon=True)
