@@ -13,6 +13,7 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
+import dask.config
 from distributed import Client, LocalCluster
 
 from harvester.errors import ConfigError
@@ -59,7 +60,11 @@ def open_client(cfg: DistributedConfig) -> Iterator[Client]:
         with Client(cfg.scheduler) as client:
             yield client
         return
+    # One shard task per worker thread at a time (not 1.1, Dask's default): a worker that
+    # dies then takes no queued shard down with it (each death counts against a task's
+    # distributed.scheduler.allowed-failures). A real cluster sets it in its own config.
     with (
+        dask.config.set({"distributed.scheduler.worker-saturation": 1.0}),
         LocalCluster(
             n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1"
         ) as cluster,
