@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from harvester.distributed.layout import Layout, fsync_dir
 from harvester.distributed.manifest import DISCARDED, Attempt, latest_manifest
+from harvester.errors import StateError
 from harvester.run.shards import run_job
 from harvester.run.shutdown import Stop
 
@@ -74,15 +75,20 @@ def run_shard_task(spec: ShardSpec) -> dict[str, Any]:
             state=replace(spec.cfg.state, path=state or "", resume=False),
         )
         with open(spec.layout.seeds_path(spec.shard), encoding="utf-8") as lines:
-            run = run_job(
-                cfg,
-                lines,
-                attempt.records,
-                report_path=attempt.report,
-                hosts_path=attempt.hosts,
-                progress=False,
-                stop=stop,
-            )
+            try:
+                run = run_job(
+                    cfg,
+                    lines,
+                    attempt.records,
+                    report_path=attempt.report,
+                    hosts_path=attempt.hosts,
+                    progress=False,
+                    stop=stop,
+                )
+            except StateError as exc:  # name the shard's file, not the local copy
+                raise StateError(
+                    f"shard {spec.shard:05d}: {exc.message}", url=_committed_state(spec)
+                ) from exc
         done.set()
         manifest = _manifest(spec, attempt, run.as_dict(), state)
         status = "committed" if attempt.commit(manifest) else DISCARDED
@@ -104,14 +110,22 @@ def run_shard_task(spec: ShardSpec) -> dict[str, Any]:
         shutil.rmtree(local, ignore_errors=True)
 
 
+def _committed_state(spec: ShardSpec) -> str | None:
+    """The shard's committed state file (None: it has none yet)."""
+    previous = latest_manifest(spec.layout, spec.shard)
+    if previous is None or not previous.get("state"):
+        return None
+    return os.path.join(spec.layout.shard_dir(spec.shard), previous["state"])
+
+
 def _local_state(spec: ShardSpec, local: str) -> str | None:
     """The shard's state on local disk: a copy of the committed one (or a new file)."""
     if not spec.cfg.state.enabled:
         return None
     path = os.path.join(local, "state.sqlite")
-    previous = latest_manifest(spec.layout, spec.shard)
-    if previous is not None and previous.get("state"):
-        shutil.copyfile(os.path.join(spec.layout.shard_dir(spec.shard), previous["state"]), path)
+    committed = _committed_state(spec)
+    if committed is not None:
+        shutil.copyfile(committed, path)
     return path
 
 
@@ -150,9 +164,11 @@ def _watch_stop(name: str | None, stop: Stop, done: threading.Event) -> threadin
     """A thread that sets ``stop`` once the run's Dask Event ``name`` is set."""
     if name is None:
         return None
-    from distributed import Event
+    from distributed import Event, get_client
 
-    event = Event(name)  # made here, in the task's thread, where the worker's client is
+    # The worker's client, looked up here in the task's thread (the polling thread has
+    # none of its own: an Event made without one fails there).
+    event = Event(name, client=get_client())
 
     def poll() -> None:
         while not done.wait(_POLL):

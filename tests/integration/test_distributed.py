@@ -17,6 +17,7 @@ import os
 import subprocess
 import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -32,7 +33,6 @@ from tests.integration.test_end_to_end import index, robots, urlset  # noqa: E40
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
-    from pathlib import Path
 
     from tests.integration.conftest import Sites
 
@@ -264,3 +264,89 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
         timeout=50,
         check=False,
     )
+
+
+async def test_a_stop_on_the_client_stops_every_shard_gracefully(
+    sites: Sites, tmp_path: Path, threads_client: Any
+) -> None:
+    """Ctrl-C on the client (its ``Stop``) reaches the shards through a Dask Event."""
+    from aiohttp import web as aioweb
+
+    from harvester.run.shutdown import Stop
+
+    started, release = asyncio.Event(), asyncio.Event()
+
+    async def stuck(request: aioweb.Request) -> aioweb.Response:
+        started.set()
+        await asyncio.wait_for(release.wait(), 30)  # no answer until the test ends
+        return aioweb.Response(status=500)
+
+    lines = []
+    for i in range(3):
+        routes: dict[str, Any] = {"/robots.txt": b"", "/sitemap.xml": stuck}
+        site = await sites.start(f"127.0.0.{100 + i}", routes)
+        lines.append(site.origin)
+    stop = Stop()
+    config = fast_config(
+        **{
+            "distributed.shards": 2,
+            "run.shutdown_grace": 0.2,
+            "fetch.total_timeout": 60.0,
+            "fetch.read_timeout": 60.0,
+        }
+    )
+    task = asyncio.create_task(
+        asyncio.to_thread(
+            run_distributed, threads_client, lines, str(tmp_path / "out"), config, stop=stop
+        )
+    )
+    try:
+        await asyncio.wait_for(started.wait(), 10)
+        stop.set()
+        result = await asyncio.wait_for(task, 20)
+    finally:
+        release.set()
+    assert result.run.interrupted
+    assert not result.run.complete
+    assert result.failed == []
+    # Every shard that had a host stopped early (one without hosts simply finished).
+    paths = [result.layout.seeds_path(o["shard"]) for o in result.shards]
+    sizes = [await asyncio.to_thread(os.path.getsize, path) for path in paths]
+    assert [o["manifest"]["interrupted"] for o in result.shards] == [n > 0 for n in sizes]
+    assert all(o["manifest"]["urls"] == 0 for o in result.shards)
+    assert not (tmp_path / "out" / "_SUCCESS").exists()
+    assert json.loads((tmp_path / "out" / "report.json").read_text())["interrupted"] is True
+
+
+async def test_a_shard_that_raises_is_retried_then_reported_failed(
+    sites: Sites, tmp_path: Path, threads_client: Any
+) -> None:
+    """A shard whose committed state file is corrupt raises on every attempt: it fails
+    after ``shard_retries`` more runs, with the error; the other shards commit.
+    """
+    web = await make_web(sites, first=110, hosts=4)
+    out = tmp_path / "out"
+    await asyncio.to_thread(dist, threads_client, web, out)
+    layout = read_layout(str(out))
+    assert layout is not None
+    await asyncio.to_thread(_corrupt_state, layout, 2)
+    outcomes: list[dict[str, Any]] = []
+    config = fast_config(**{"distributed.shard_retries": 1})
+    result = await asyncio.to_thread(
+        run_distributed, threads_client, list(web.lines), str(out), config, on_shard=outcomes.append
+    )
+    assert result.failed == [2]
+    failed = next(o for o in outcomes if o["shard"] == 2)
+    assert failed["status"] == "failed"
+    assert "StateError" in failed["error"]
+    assert "shard 00002: not a harvester state file, or a corrupt one" in failed["error"]
+    assert f"{os.sep}shards{os.sep}00002{os.sep}r1-" in failed["error"]  # the shard's file
+    assert {o["status"] for o in outcomes if o["shard"] != 2} == {"committed"}
+    assert (out / "_SUCCESS").exists()  # every shard committed or failed
+    # The failed shard keeps its last commit (run 1's) untouched for the next run.
+    assert await asyncio.to_thread(os.path.exists, layout.manifest_path(2))
+
+
+def _corrupt_state(layout: Any, shard: int) -> None:
+    manifest = json.loads(Path(layout.manifest_path(shard)).read_text())
+    Path(layout.shard_dir(shard), manifest["state"]).write_bytes(b"not sqlite at all" * 100)
