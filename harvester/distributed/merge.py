@@ -56,8 +56,8 @@ def merge(layout: Layout, output: str) -> int:
     try:
         for path in committed_files(layout):
             with open(path, "rb") as fh:
-                while chunk := fh.read(_COPY):
-                    sink.write(chunk)
+                while lines := fh.readlines(_COPY):  # whole lines, about _COPY bytes
+                    sink.write(b"".join(lines), len(lines))
     except BaseException:
         sink.close(complete=False)
         raise

@@ -201,3 +201,30 @@ def test_layout_paths(tmp_path: Path) -> None:
     layout = Layout(str(tmp_path), 3, "host", 4)
     assert layout.manifest_path(2).endswith(os.path.join("shards", "00002", "MANIFEST.r4.json"))
     assert layout.seeds_path(1).endswith(os.path.join("seeds", "00001.txt"))
+
+
+def test_merge_concatenates_committed_shards_in_order_and_only_after_success(
+    tmp_path: Path,
+) -> None:
+    from harvester.distributed.merge import merge
+    from harvester.errors import InputError
+
+    layout = open_layout(str(tmp_path / "out"), 3, "host")
+    expected = b""
+    for shard in (2, 0):  # committed out of order; shard 1 never commits
+        attempt = Attempt.new(layout, shard)
+        files = _attempt_files(attempt)
+        # Over a megabyte, lines of odd lengths: the copy must cut at line ends only.
+        lines = [b'{"url": "%d-%d-%s"}\n' % (shard, i, b"x" * (i % 97)) for i in range(30_000)]
+        Path(attempt.records).write_bytes(b"".join(lines))
+        assert attempt.commit(files)
+    for shard in (0, 2):
+        manifest = latest_manifest(layout, shard)
+        assert manifest is not None
+        expected += Path(layout.shard_dir(shard), manifest["records"]).read_bytes()
+    assert len(expected) > 2 << 20
+    with pytest.raises(InputError, match="has not finished"):
+        merge(layout, str(tmp_path / "all.jsonl"))
+    Path(layout.success_path).touch()
+    assert merge(layout, str(tmp_path / "all.jsonl")) == len(expected)
+    assert (tmp_path / "all.jsonl").read_bytes() == expected
