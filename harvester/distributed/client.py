@@ -30,7 +30,7 @@ from distributed import Event, as_completed
 from harvester.config import Config
 from harvester.distributed.layout import open_layout, read_layout, split_seeds, write_atomic
 from harvester.distributed.manifest import DISCARDED, read_manifest, sweep
-from harvester.distributed.merge import combine, cross_host
+from harvester.distributed.merge import CrossHostCount, combine
 from harvester.distributed.task import ShardSpec, run_shard_task
 from harvester.errors import ConfigError
 from harvester.run.report import RunReport
@@ -109,7 +109,11 @@ def run_distributed(
     layout = open_layout(output, wanted, cfg.distributed.shard_by)
     _start(layout)
     run = RunReport(workers=workers)
-    split = split_seeds(_lines(seeds, layout), layout)
+    if isinstance(seeds, str):
+        with open(seeds, encoding="utf-8", errors="replace") as lines:
+            split = split_seeds(lines, layout)
+    else:
+        split = split_seeds(seeds, layout)
     run.hosts_total = sum(split.per_shard)
     run.input_invalid, run.input_duplicates = split.invalid, split.duplicates
     result = DistributedRun(run, layout)
@@ -123,6 +127,7 @@ def run_distributed(
         retries=cfg.distributed.shard_retries,
     )
     outcomes: dict[int, dict[str, Any]] = {}
+    cross = CrossHostCount(cfg.dedupe)
     finished = threading.Event()
     relay = threading.Thread(target=_relay_stop, args=(stop, event, finished), daemon=True)
     relay.start()
@@ -130,15 +135,19 @@ def run_distributed(
         for future in as_completed(futures, loop=client.loop):
             outcome = _outcome(future, layout)
             outcomes[outcome["shard"]] = outcome
+            if outcome["status"] != "failed":
+                shard_dir = layout.shard_dir(outcome["shard"])
+                cross.add(os.path.join(shard_dir, outcome["manifest"]["records"]))
             if on_shard is not None:
                 on_shard(outcome)
     except BaseException:
         client.cancel(futures)
+        cross.finish()
         raise
     finally:
         finished.set()
         relay.join(timeout=1)
-    _finish(result, outcomes, cfg, interrupted=stop is not None and stop.is_set())
+    _finish(result, outcomes, cross.finish(), interrupted=stop is not None and stop.is_set())
     return result
 
 
@@ -161,13 +170,6 @@ def _outcome(future: Any, layout: Layout) -> dict[str, Any]:
     return result
 
 
-def _lines(seeds: str | Iterable[str], layout: Layout) -> Iterable[str]:
-    """The input lines: the file at ``seeds``, or the given lines."""
-    if isinstance(seeds, str):
-        return open(seeds, encoding="utf-8", errors="replace")  # read lazily
-    return seeds
-
-
 def _start(layout: Layout) -> None:
     """A new run: no ``_SUCCESS`` until it ends; every shard swept of uncommitted files."""
     for path in (layout.success_path, os.path.join(layout.root, "crosshost.jsonl")):
@@ -188,7 +190,11 @@ def _relay_stop(stop: StopFlag | None, event: Event, finished: threading.Event) 
 
 
 def _finish(
-    result: DistributedRun, outcomes: dict[int, dict[str, Any]], cfg: Config, *, interrupted: bool
+    result: DistributedRun,
+    outcomes: dict[int, dict[str, Any]],
+    counts: dict[str, int],
+    *,
+    interrupted: bool,
 ) -> None:
     """Merge the reports, count cross-host duplicates, sweep, write the run's files."""
     layout, run = result.layout, result.run
@@ -199,7 +205,6 @@ def _finish(
     run.workers_started = len(
         {o["manifest"]["worker"] for o in outcomes.values() if "manifest" in o}
     )
-    counts = cross_host(layout, cfg.dedupe)
     run.cross_host_duplicates = sum(counts.values())
     write_atomic(
         os.path.join(layout.root, "crosshost.jsonl"),

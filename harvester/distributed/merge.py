@@ -2,8 +2,8 @@
 
 In: an output directory (its ``Layout``) and the manifests of the run. Out:
 ``merge`` (one JSON Lines file, shards in manifest order: ``harvester merge``),
-``cross_host`` (per host, URLs an earlier host had listed, streaming over the
-committed records) and ``combine`` (the shards' run reports summed into one).
+``CrossHostCount`` (per host, URLs an earlier host had listed, streaming over the
+committed records as shards commit) and ``combine`` (the shards' run reports summed into one).
 
 Only files a manifest names are read: a killed attempt's leftovers never count.
 """
@@ -11,6 +11,8 @@ Only files a manifest names are read: a killed attempt's leftovers never count.
 from __future__ import annotations
 
 import os
+import queue
+import threading
 from array import array
 from typing import TYPE_CHECKING, Any
 
@@ -23,15 +25,14 @@ from harvester.urls.crosshost import CrossHostTracker
 from harvester.urls.dedupe import fingerprint
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
-
     from harvester.config import DedupeConfig
     from harvester.distributed.layout import Layout
     from harvester.run.report import RunReport
 
-__all__ = ["combine", "committed_files", "cross_host", "merge"]
+__all__ = ["CrossHostCount", "combine", "committed_files", "merge"]
 
 _COPY = 1 << 20  # bytes per read while concatenating
+_BATCH = 4096  # fingerprints handed to the cross-host set at once
 
 
 def committed_files(layout: Layout) -> list[str]:
@@ -65,31 +66,62 @@ def merge(layout: Layout, output: str) -> int:
     return sink.bytes
 
 
-def _records(path: str) -> Iterator[dict[str, Any]]:
-    with open(path, "rb") as fh:
-        for line in fh:
-            record: dict[str, Any] = orjson.loads(line)
-            yield record
+class CrossHostCount:
+    """Cross-host duplicates over committed records files, counted in a thread of the
+    client while the other shards still run (``add`` a shard's file as it commits).
 
-
-def cross_host(layout: Layout, cfg: DedupeConfig) -> dict[str, int]:
-    """Per host, how many of its emitted URLs an earlier host had listed (hosts with one
-    or more), over the committed records in shard order (``removed`` records aside).
+    Which host counts a URL listed by several depends on the order the files come in
+    (as in one process, where it is the order records reach the writer); the run's
+    total does not. ``removed`` records are not listings and are skipped.
     """
-    tracker = CrossHostTracker(cfg)
-    counts: dict[str, int] = {}
-    try:
-        for path in committed_files(layout):
-            for record in _records(path):
+
+    def __init__(self, cfg: DedupeConfig) -> None:
+        self._tracker = CrossHostTracker(cfg)
+        self._files: queue.Queue[str | None] = queue.Queue()  # None: no more files
+        self._error: BaseException | None = None  # what ended the thread early
+        self.counts: dict[str, int] = {}  # host -> its URLs an earlier host had listed
+        self._thread = threading.Thread(target=self._run, name="harvester-crosshost")
+        self._thread.start()
+
+    def add(self, path: str) -> None:
+        """Count the records of ``path`` (a committed records file)."""
+        self._files.put(path)
+
+    def finish(self) -> dict[str, int]:
+        """Wait for every added file; return ``counts`` (re-raises what failed the thread)."""
+        self._files.put(None)
+        self._thread.join()
+        self._tracker.close()
+        if self._error is not None:
+            raise self._error
+        return self.counts
+
+    def _run(self) -> None:
+        try:
+            while (path := self._files.get()) is not None:
+                self._count(path)
+        except BaseException as exc:  # reported by finish(), in the client's thread
+            self._error = exc
+
+    def _count(self, path: str) -> None:
+        host, fps = "", array("Q")
+        with open(path, "rb") as fh:
+            for line in fh:
+                record = orjson.loads(line)
                 if record.get("event") == "removed":
                     continue
-                host = record["host"]
-                tracker.add(host, array("Q", [fingerprint(record["url"])]))
-                if n := tracker.take(host):
-                    counts[host] = counts.get(host, 0) + n
-    finally:
-        tracker.close()
-    return counts
+                # A shard writes a host's records together: one batch per run of a host.
+                if record["host"] != host or len(fps) >= _BATCH:
+                    self._flush(host, fps)
+                    host, fps = record["host"], array("Q")
+                fps.append(fingerprint(record["url"]))
+        self._flush(host, fps)
+
+    def _flush(self, host: str, fps: array[int]) -> None:
+        if fps:
+            self._tracker.add(host, fps)
+            if n := self._tracker.take(host):
+                self.counts[host] = self.counts.get(host, 0) + n
 
 
 _SUMMED = (

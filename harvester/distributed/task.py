@@ -16,6 +16,7 @@ attempt's files and propagates, so Dask retries the task (``--shard-retries``).
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import shutil
 import signal
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
 __all__ = ["TEST_KILL_ENV", "ShardSpec", "run_shard_task"]
 
 _POLL = 0.25  # seconds between looks at the run's stop event
+_GEN0_SHARD = 10_000  # the gen-0 GC threshold while a shard runs (a pool worker's)
 # TEST ONLY (tests/integration/test_distributed_faults.py): a directory whose file "spec"
 # holds "SHARD TIMES" makes the task of shard SHARD SIGKILL its own worker process once
 # it has written part of its output, on its first TIMES attempts (counted by marker
@@ -63,6 +65,10 @@ def run_shard_task(spec: ShardSpec) -> dict[str, Any]:
     attempt's files deleted first), for Dask to retry.
     """
     attempt = Attempt.new(spec.layout, spec.shard)
+    # As in the pool's worker processes (runtime.tune_gc): fewer collections of the
+    # short-lived entries and records while the shard runs; restored after it.
+    threshold = gc.get_threshold()
+    gc.set_threshold(_GEN0_SHARD, *threshold[1:])
     local = tempfile.mkdtemp(prefix=f"harvester-shard-{spec.shard:05d}-")
     stop = Stop()
     done = threading.Event()
@@ -103,6 +109,7 @@ def run_shard_task(spec: ShardSpec) -> dict[str, Any]:
         attempt.discard()
         raise
     finally:
+        gc.set_threshold(*threshold)
         done.set()
         for watcher in watchers:
             if watcher is not None:
