@@ -137,7 +137,7 @@ def run_distributed(
             outcomes[outcome["shard"]] = outcome
             if outcome["status"] != "failed":
                 shard_dir = layout.shard_dir(outcome["shard"])
-                cross.add(os.path.join(shard_dir, outcome["manifest"]["records"]))
+                cross.add(os.path.join(shard_dir, outcome["manifest"]["fingerprints"]))
             if on_shard is not None:
                 on_shard(outcome)
     except BaseException:

@@ -40,7 +40,7 @@ __all__ = ["DISCARDED", "Attempt", "committed", "latest_manifest", "read_manifes
 DISCARDED = "duplicate attempt discarded"
 _MANIFEST = re.compile(r"MANIFEST\.r(\d+)\.json")
 # The manifest's fields that name files of the shard directory.
-FILE_FIELDS = ("records", "hosts", "report", "state")
+FILE_FIELDS = ("records", "hosts", "fingerprints", "report", "state")
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +70,11 @@ class Attempt:
     def hosts(self) -> str:
         """The per-host report lines."""
         return self.path(".hosts.jsonl")
+
+    @property
+    def fingerprints(self) -> str:
+        """The fingerprint log of the records (``fingerprints.py``)."""
+        return self.path(".fps")
 
     @property
     def report(self) -> str:

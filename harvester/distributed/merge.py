@@ -3,7 +3,7 @@
 In: an output directory (its ``Layout``) and the manifests of the run. Out:
 ``merge`` (one JSON Lines file, shards in manifest order: ``harvester merge``),
 ``CrossHostCount`` (per host, URLs an earlier host had listed, streaming over the
-committed records as shards commit) and ``combine`` (the shards' run reports summed into one).
+shards' fingerprint logs as they commit) and ``combine`` (the shards' run reports summed into one).
 
 Only files a manifest names are read: a killed attempt's leftovers never count.
 """
@@ -13,16 +13,13 @@ from __future__ import annotations
 import os
 import queue
 import threading
-from array import array
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
+from harvester.distributed.fingerprints import read_fingerprints
 from harvester.distributed.manifest import committed
 from harvester.errors import InputError
 from harvester.run.sink import JsonlSink
 from harvester.urls.crosshost import CrossHostTracker
-from harvester.urls.dedupe import fingerprint
 
 if TYPE_CHECKING:
     from harvester.config import DedupeConfig
@@ -32,7 +29,6 @@ if TYPE_CHECKING:
 __all__ = ["CrossHostCount", "combine", "committed_files", "merge"]
 
 _COPY = 1 << 20  # bytes per read while concatenating
-_BATCH = 4096  # fingerprints handed to the cross-host set at once
 
 
 def committed_files(layout: Layout) -> list[str]:
@@ -67,12 +63,13 @@ def merge(layout: Layout, output: str) -> int:
 
 
 class CrossHostCount:
-    """Cross-host duplicates over committed records files, counted in a thread of the
-    client while the other shards still run (``add`` a shard's file as it commits).
+    """Cross-host duplicates over the committed shards' fingerprint logs, counted in a
+    thread of the client while the other shards still run (``add`` a shard's log as it
+    commits; ``fingerprints.py``).
 
-    Which host counts a URL listed by several depends on the order the files come in
+    Which host counts a URL listed by several depends on the order the logs come in
     (as in one process, where it is the order records reach the writer); the run's
-    total does not. ``removed`` records are not listings and are skipped.
+    total does not.
     """
 
     def __init__(self, cfg: DedupeConfig) -> None:
@@ -84,11 +81,11 @@ class CrossHostCount:
         self._thread.start()
 
     def add(self, path: str) -> None:
-        """Count the records of ``path`` (a committed records file)."""
+        """Count the fingerprints of ``path`` (a committed fingerprint log)."""
         self._files.put(path)
 
     def finish(self) -> dict[str, int]:
-        """Wait for every added file; return ``counts`` (re-raises what failed the thread)."""
+        """Wait for every added log; return ``counts`` (re-raises what failed the thread)."""
         self._files.put(None)
         self._thread.join()
         self._tracker.close()
@@ -99,29 +96,12 @@ class CrossHostCount:
     def _run(self) -> None:
         try:
             while (path := self._files.get()) is not None:
-                self._count(path)
+                for host, fps in read_fingerprints(path):
+                    self._tracker.add(host, fps)
+                    if n := self._tracker.take(host):
+                        self.counts[host] = self.counts.get(host, 0) + n
         except BaseException as exc:  # reported by finish(), in the client's thread
             self._error = exc
-
-    def _count(self, path: str) -> None:
-        host, fps = "", array("Q")
-        with open(path, "rb") as fh:
-            for line in fh:
-                record = orjson.loads(line)
-                if record.get("event") == "removed":
-                    continue
-                # A shard writes a host's records together: one batch per run of a host.
-                if record["host"] != host or len(fps) >= _BATCH:
-                    self._flush(host, fps)
-                    host, fps = record["host"], array("Q")
-                fps.append(fingerprint(record["url"]))
-        self._flush(host, fps)
-
-    def _flush(self, host: str, fps: array[int]) -> None:
-        if fps:
-            self._tracker.add(host, fps)
-            if n := self._tracker.take(host):
-                self.counts[host] = self.counts.get(host, 0) + n
 
 
 _SUMMED = (

@@ -26,6 +26,7 @@ import threading
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from harvester.distributed.fingerprints import FingerprintLog
 from harvester.distributed.layout import Layout, fsync_dir
 from harvester.distributed.manifest import DISCARDED, Attempt, latest_manifest
 from harvester.errors import StateError
@@ -90,6 +91,7 @@ def run_shard_task(spec: ShardSpec) -> dict[str, Any]:
                     hosts_path=attempt.hosts,
                     progress=False,
                     stop=stop,
+                    cross=FingerprintLog(spec.cfg.dedupe, attempt.fingerprints),
                 )
             except StateError as exc:  # name the shard's file, not the local copy
                 raise StateError(
@@ -157,6 +159,7 @@ def _manifest(
         "records": os.path.basename(records),
         "records_bytes": os.path.getsize(records),
         "hosts": os.path.basename(attempt.hosts),
+        "fingerprints": os.path.basename(attempt.fingerprints),
         "report": os.path.basename(attempt.report),
         "state": state_name,
         "complete": report["complete"],

@@ -164,7 +164,8 @@ async def test_merged_output_equals_the_single_process_run(
     # Only what a manifest names is left in the shard directories.
     for shard in range(5):
         manifest = json.loads((out / "shards" / f"{shard:05d}" / "MANIFEST.r1.json").read_text())
-        names = {manifest[f] for f in ("records", "hosts", "report")} | {"MANIFEST.r1.json"}
+        files = ("records", "hosts", "fingerprints", "report")
+        names = {manifest[f] for f in files} | {"MANIFEST.r1.json"}
         assert set(os.listdir(out / "shards" / f"{shard:05d}")) == names
 
 

@@ -228,3 +228,24 @@ def test_merge_concatenates_committed_shards_in_order_and_only_after_success(
     Path(layout.success_path).touch()
     assert merge(layout, str(tmp_path / "all.jsonl")) == len(expected)
     assert (tmp_path / "all.jsonl").read_bytes() == expected
+
+
+def test_the_fingerprint_log_reads_back_what_the_tracker_was_given(tmp_path: Path) -> None:
+    from array import array
+
+    from harvester.config import DedupeConfig
+    from harvester.distributed.fingerprints import FingerprintLog, read_fingerprints
+
+    log = FingerprintLog(DedupeConfig(), str(tmp_path / "a.fps"))
+    batches = [("a.example", array("Q", [1, 2, 3])), ("b.example:8080", array("Q", [3, 4]))]
+    log.add(*batches[0])
+    log.add(batches[1][0], batches[1][1].tobytes())  # the writer hands bytes
+    assert log.take("b.example:8080") == 1  # still a tracker: 3 was listed before
+    log.close()
+    assert list(read_fingerprints(str(tmp_path / "a.fps"))) == [
+        (host, fps.tobytes()) for host, fps in batches
+    ]
+    data = (tmp_path / "a.fps").read_bytes()
+    (tmp_path / "cut.fps").write_bytes(data[:-3])
+    with pytest.raises(ValueError, match=r"cut\.fps: fingerprint log ends inside a frame"):
+        list(read_fingerprints(str(tmp_path / "cut.fps")))
