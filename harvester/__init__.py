@@ -49,6 +49,7 @@ from harvester.models import (
 )
 
 if TYPE_CHECKING:
+    from harvester.distributed.client import run_distributed
     from harvester.reader.sitemap import SitemapReader, read_bytes
     from harvester.run.pipeline import harvest
 
@@ -58,6 +59,8 @@ _LAZY = {
     "harvest": "harvester.run.pipeline",
     "SitemapReader": "harvester.reader.sitemap",
     "read_bytes": "harvester.reader.sitemap",
+    # Dask is imported only by a distributed run (pip install "harvester[dask]").
+    "run_distributed": "harvester.distributed.client",
 }
 
 
@@ -93,4 +96,5 @@ __all__ = [
     "harvest",
     "load_config",
     "read_bytes",
+    "run_distributed",
 ]

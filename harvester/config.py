@@ -38,6 +38,7 @@ __all__ = [
     "Config",
     "DedupeConfig",
     "DiscoveryConfig",
+    "DistributedConfig",
     "FetchConfig",
     "FiltersConfig",
     "HostPolicy",
@@ -414,6 +415,20 @@ class FiltersConfig:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class DistributedConfig:
+    """Shards on Dask distributed (``harvester run --scheduler``; harvester.distributed)."""
+
+    scheduler: str = ""  # "" = this machine's process pool; local, local:N or tcp://HOST:PORT
+    scheduler_file: str = ""  # a Dask scheduler file (instead of ``scheduler``)
+    shards: int = 0  # 0 = 4 per Dask worker on an output dir's first run, then what it stored
+    shard_by: Literal["host", "domain"] = "host"  # domain: a site's subdomains share a shard
+    shard_retries: int = 2  # times a shard task that raised is run again
+
+    def __post_init__(self) -> None:
+        _positive(self, "distributed")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Config:
     """The whole configuration; frozen after ``load_config``."""
 
@@ -429,6 +444,7 @@ class Config:
     state: StateConfig = field(default_factory=StateConfig)
     audit: AuditConfig = field(default_factory=AuditConfig)
     filters: FiltersConfig = field(default_factory=FiltersConfig)  # issue 32
+    distributed: DistributedConfig = field(default_factory=DistributedConfig)
 
 
 def split_nameserver(entry: str) -> tuple[str, int]:

@@ -11,6 +11,7 @@ Verbs, one module each:
   parse FILE|-                   print one local sitemap file's entries (parse.py)
   tree DOMAIN|URL                print one host's sitemap tree with counts and failures (tree.py)
   report REPORT.json --html PAGE the run report as one self-contained HTML page (report.py)
+  merge DIR [-o FILE]            one file from a distributed run's shards (merge.py)
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from harvester import __version__
-from harvester.cli import audit, ledger, parse, run
+from harvester.cli import audit, ledger, merge, parse, run
 from harvester.cli import report as report_verb
 from harvester.cli import tree as tree_verb
 from harvester.cli.exits import EXIT_OK, EXIT_USAGE
@@ -53,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     parse.add_parser(sub)
     tree_verb.add_parser(sub)
     report_verb.add_parser(sub)
+    merge.add_parser(sub)
     return ap
 
 
@@ -92,4 +94,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             return tree_verb.command(ns, cfg)
         case "report":
             return report_verb.command(ns)
+        case "merge":
+            return merge.command(ns)
     return EXIT_USAGE  # pragma: no cover - argparse enforces the choices

@@ -14,6 +14,7 @@ import signal
 import sys
 from typing import TYPE_CHECKING
 
+from harvester.cli import distributed
 from harvester.cli.exits import (
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -112,6 +113,7 @@ def add_parser(sub: Any) -> None:
         help="also write the run report as one self-contained HTML page, REPORT.html beside"
         " REPORT.json (see `harvester report`) (config: output.html_report)",
     )
+    distributed.add_arguments(r.add_argument_group("shards on Dask distributed (the dask extra)"))
 
 
 def _incremental_arguments(incremental: argparse._ArgumentGroup) -> None:
@@ -185,6 +187,9 @@ def command(ns: argparse.Namespace, cfg: Config) -> int:
     if report is None and ns.output != "-":
         report = f"{ns.output}.report.json"
     stop = Stop()
+    if distributed.wanted(cfg):
+        with _graceful_signals(stop):
+            return distributed.command(ns, cfg, stop)
     with _graceful_signals(stop):
         try:
             run = run_job(

@@ -83,6 +83,7 @@ def run_job(
     progress: bool | None = None,
     resolver: AbstractResolver | None = None,
     stop: Stop | None = None,
+    cross: CrossHostTracker | None = None,
 ) -> RunReport:
     """Harvest every host of ``lines`` into ``output``; return the run report.
 
@@ -90,6 +91,8 @@ def run_job(
     ``stop`` ends the run early and gracefully (see the module docstring): the
     report then has ``interrupted`` set and the output stays ``.part``.
     Raises ``RunFailed`` when the run itself fails; per-host failures are in the report.
+    ``cross``: the run's cross-host tracker (default: a new one; a distributed shard
+    passes one that also logs the fingerprints, see harvester.distributed.fingerprints).
     """
     stop = stop or Stop()
     cfg = resolved(cfg, output)  # the output format, for worker processes that encode for it
@@ -104,7 +107,7 @@ def run_job(
         hosts_path,
         run,
         Progress(enabled=progress),
-        CrossHostTracker(cfg.dedupe),
+        cross or CrossHostTracker(cfg.dedupe),
         store,
         cfg.state.commit_interval,
     )

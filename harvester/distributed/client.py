@@ -1,0 +1,223 @@
+"""The client side of a distributed run: cut the seeds, run one task per shard, report.
+
+In: a Dask ``Client``, the seeds (a path, or input lines), the output directory (on
+storage every worker shares), the config. Out: every shard committed (or reported
+failed), ``out/report.json``, ``out/crosshost.jsonl`` and ``out/_SUCCESS``; returns
+a ``DistributedRun`` (the merged ``RunReport`` and each shard's outcome).
+
+Example::
+
+    from distributed import Client
+    from harvester import load_config, run_distributed
+
+    with Client("tcp://scheduler:8786") as client:
+        result = run_distributed(client, "/shared/domains.txt", "/shared/out", load_config())
+    print(result.run.urls, result.failed)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+import uuid
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from distributed import Event, as_completed
+
+from harvester.config import Config
+from harvester.distributed.layout import open_layout, read_layout, split_seeds, write_atomic
+from harvester.distributed.manifest import DISCARDED, read_manifest, sweep
+from harvester.distributed.merge import CrossHostCount, combine
+from harvester.distributed.task import ShardSpec, run_shard_task
+from harvester.errors import ConfigError
+from harvester.run.report import RunReport
+from harvester.run.shutdown import POLL
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+
+    from distributed import Client
+
+    from harvester.distributed.layout import Layout
+    from harvester.run.shutdown import StopFlag
+
+__all__ = ["DistributedRun", "run_distributed"]
+
+SHARDS_PER_WORKER = 4  # default shard count per Dask worker (a directory's first run)
+
+
+@dataclass(slots=True)
+class DistributedRun:
+    """What a distributed run did: the merged run report and each shard's outcome."""
+
+    run: RunReport
+    layout: Layout
+    shards: list[dict[str, Any]] = field(default_factory=list)  # one per shard, shard order
+
+    @property
+    def failed(self) -> list[int]:
+        """The shards that failed every attempt (their hosts are not in the output)."""
+        return [s["shard"] for s in self.shards if s["status"] == "failed"]
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON form written to ``out/report.json``."""
+        out = self.run.as_dict()
+        out["distributed"] = {
+            "run": self.layout.run,
+            "shards": self.layout.shards,
+            "shard_by": self.layout.shard_by,
+            "shards_committed": sum(1 for s in self.shards if s["status"] != "failed"),
+            "shards_failed": self.failed,
+            "outcomes": self.shards,
+        }
+        return out
+
+
+def run_distributed(
+    client: Client,
+    seeds: str | Iterable[str],
+    output: str,
+    config: Config | None = None,
+    *,
+    shards: int | None = None,
+    on_shard: Callable[[dict[str, Any]], None] | None = None,
+    stop: StopFlag | None = None,
+) -> DistributedRun:
+    """Harvest ``seeds`` on the cluster behind ``client`` into the directory ``output``.
+
+    ``seeds``: a domains file's path, or input lines (then written into ``output``
+    first: tasks read seeds from files, never through the scheduler). ``shards``
+    overrides ``distributed.shards`` (fixed by the directory's first run). ``on_shard``
+    gets each shard's outcome as it ends (``status`` committed, failed or
+    ``duplicate attempt discarded``). Setting ``stop`` stops every shard gracefully.
+    Raises ``ConfigError`` for a shard count or key that the directory does not have.
+    """
+    cfg = config or Config()
+    if cfg.state.path:
+        raise ConfigError(
+            "a distributed run keeps one state file per shard in its output directory;"
+            " leave state.path unset",
+            key="state.path",
+        )
+    workers = max(1, len(client.scheduler_info().get("workers", {})))
+    wanted = cfg.distributed.shards if shards is None else shards
+    if not wanted and read_layout(output) is None:
+        wanted = SHARDS_PER_WORKER * workers
+    layout = open_layout(output, wanted, cfg.distributed.shard_by)
+    _start(layout)
+    run = RunReport(workers=workers)
+    if isinstance(seeds, str):
+        with open(seeds, encoding="utf-8", errors="replace") as lines:
+            split = split_seeds(lines, layout)
+    else:
+        split = split_seeds(seeds, layout)
+    run.hosts_total = sum(split.per_shard)
+    run.input_invalid, run.input_duplicates = split.invalid, split.duplicates
+    result = DistributedRun(run, layout)
+    event = Event(f"harvester-stop-{uuid.uuid4().hex}", client=client)
+    prefix = hashlib.blake2b(os.path.abspath(output).encode(), digest_size=4).hexdigest()
+    futures = client.map(
+        run_shard_task,
+        [ShardSpec(layout, n, cfg, event.name) for n in range(layout.shards)],
+        key=[f"harvester-{prefix}-r{layout.run}-shard-{n:05d}" for n in range(layout.shards)],
+        pure=False,
+        retries=cfg.distributed.shard_retries,
+    )
+    outcomes: dict[int, dict[str, Any]] = {}
+    cross = CrossHostCount(cfg.dedupe)
+    finished = threading.Event()
+    relay = threading.Thread(target=_relay_stop, args=(stop, event, finished), daemon=True)
+    relay.start()
+    try:
+        for future in as_completed(futures, loop=client.loop):
+            outcome = _outcome(future, layout)
+            outcomes[outcome["shard"]] = outcome
+            if outcome["status"] != "failed":
+                shard_dir = layout.shard_dir(outcome["shard"])
+                cross.add(os.path.join(shard_dir, outcome["manifest"]["fingerprints"]))
+            if on_shard is not None:
+                on_shard(outcome)
+    except BaseException:
+        client.cancel(futures)
+        cross.finish()
+        raise
+    finally:
+        finished.set()
+        relay.join(timeout=1)
+    _finish(result, outcomes, cross.finish(), interrupted=stop is not None and stop.is_set())
+    return result
+
+
+def _outcome(future: Any, layout: Layout) -> dict[str, Any]:
+    """A finished task's outcome: its result, or ``failed`` with the error.
+
+    A result ``duplicate attempt discarded`` (a zombie attempt had committed first)
+    gets the committed attempt's manifest and report: the shard is committed all the same.
+    """
+    shard = int(str(future.key).rsplit("-", 1)[1])
+    try:
+        result: dict[str, Any] = future.result()
+    except Exception as exc:  # the task failed every attempt (or its workers died)
+        return {"shard": shard, "status": "failed", "error": f"{type(exc).__name__}: {exc}"}
+    if result["status"] == DISCARDED:
+        manifest = read_manifest(layout, shard)
+        assert manifest is not None  # (EEXIST: it exists, and manifests are never deleted)
+        with open(os.path.join(layout.shard_dir(shard), manifest["report"]), "rb") as fh:
+            result.update(manifest=manifest, report=json.load(fh), attempt=manifest["attempt"])
+    return result
+
+
+def _start(layout: Layout) -> None:
+    """A new run: no ``_SUCCESS`` until it ends; every shard swept of uncommitted files."""
+    for path in (layout.success_path, os.path.join(layout.root, "crosshost.jsonl")):
+        if os.path.exists(path):
+            os.unlink(path)
+    for shard in range(layout.shards):
+        sweep(layout, shard)
+
+
+def _relay_stop(stop: StopFlag | None, event: Event, finished: threading.Event) -> None:
+    """Set the run's Dask Event once ``stop`` is (Ctrl-C on the client)."""
+    if stop is None:
+        return
+    while not finished.wait(POLL):
+        if stop.is_set():
+            event.set()
+            return
+
+
+def _finish(
+    result: DistributedRun,
+    outcomes: dict[int, dict[str, Any]],
+    counts: dict[str, int],
+    *,
+    interrupted: bool,
+) -> None:
+    """Merge the reports, count cross-host duplicates, sweep, write the run's files."""
+    layout, run = result.layout, result.run
+    result.shards = [
+        {k: v for k, v in outcomes[n].items() if k != "report"} for n in sorted(outcomes)
+    ]
+    combine([o["report"] for o in outcomes.values() if "report" in o], run)
+    run.workers_started = len(
+        {o["manifest"]["worker"] for o in outcomes.values() if "manifest" in o}
+    )
+    run.cross_host_duplicates = sum(counts.values())
+    write_atomic(
+        os.path.join(layout.root, "crosshost.jsonl"),
+        "".join(
+            json.dumps({"host": h, "cross_host_duplicates": c}) + "\n" for h, c in counts.items()
+        ),
+    )
+    complete = not interrupted and all(
+        o["status"] != "failed" and o["manifest"]["complete"] for o in outcomes.values()
+    )
+    run.finish(complete=complete, interrupted=interrupted)
+    for shard in range(layout.shards):
+        sweep(layout, shard)
+    write_atomic(layout.report_path, json.dumps(result.as_dict(), indent=2) + "\n")
+    if not interrupted:
+        write_atomic(layout.success_path, "")

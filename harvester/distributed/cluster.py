@@ -1,0 +1,74 @@
+"""Which Dask cluster a distributed run uses: ``--scheduler`` and ``--scheduler-file``.
+
+In: ``distributed.scheduler`` (``local``, ``local:N`` or a scheduler address such as
+``tcp://HOST:8786``) or ``distributed.scheduler_file``. Out: a connected Dask
+``Client`` (for ``local``, on a ``LocalCluster`` it starts and closes: one worker
+process per core, or N, one thread each: a shard's event loop owns its thread).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from typing import TYPE_CHECKING
+
+import dask.config
+from distributed import Client, LocalCluster
+
+from harvester.errors import ConfigError
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from harvester.config import DistributedConfig
+
+__all__ = ["local_workers", "open_client"]
+
+
+def local_workers(scheduler: str) -> int | None:
+    """Workers of a ``local`` / ``local:N`` scheduler (None: not a local one).
+
+    Raises ``ConfigError`` for ``local:`` followed by anything but a positive integer.
+    """
+    if scheduler == "local":
+        return os.cpu_count() or 1
+    if not scheduler.startswith("local:"):
+        return None
+    count = scheduler.partition(":")[2]
+    if not count.isdigit() or int(count) < 1:
+        raise ConfigError(
+            f"{scheduler!r}: local:N needs a number of workers N >= 1", key="distributed.scheduler"
+        )
+    return int(count)
+
+
+@contextlib.contextmanager
+def open_client(cfg: DistributedConfig) -> Iterator[Client]:
+    """A client of the cluster ``cfg`` names (a ``LocalCluster`` started for ``local``)."""
+    if cfg.scheduler_file:
+        with Client(scheduler_file=cfg.scheduler_file) as client:
+            yield client
+        return
+    workers = local_workers(cfg.scheduler)
+    if workers is None:
+        if "://" not in cfg.scheduler:
+            raise ConfigError(
+                f"{cfg.scheduler!r} is not local, local:N or a scheduler address (tcp://HOST:8786)",
+                key="distributed.scheduler",
+            )
+        with Client(cfg.scheduler) as client:
+            yield client
+        return
+    # One shard task per worker thread at a time (not 1.1, Dask's default): a worker that
+    # dies then takes no queued shard down with it (each death counts against a task's
+    # distributed.scheduler.allowed-failures). A real cluster sets it in its own config.
+    with (
+        dask.config.set({"distributed.scheduler.worker-saturation": 1.0}),
+        LocalCluster(
+            n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1"
+        ) as cluster,
+        Client(cluster) as client,
+    ):
+        print(f"harvester: Dask dashboard at {client.dashboard_link}", file=sys.stderr)
+        yield client

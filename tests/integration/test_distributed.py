@@ -1,0 +1,353 @@
+"""Shards on Dask distributed against loopback sites: the same records as one process.
+
+One ``LocalCluster`` per module and kind (threads: ``processes=False``, fast; and
+worker processes, as ``--scheduler local`` starts them), shared by the tests. The
+distributed run and the single-process ``run_job`` harvest the same loopback web;
+their records (merged in shard order for the distributed one) must be equal, each
+URL once, with and without a state file, and a second cron run must emit the same
+delta on both.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+distributed = pytest.importorskip("distributed")
+
+from harvester.distributed.client import run_distributed  # noqa: E402
+from harvester.distributed.layout import read_layout  # noqa: E402
+from harvester.distributed.merge import merge  # noqa: E402
+from harvester.run.shards import run_job  # noqa: E402
+from tests.integration.conftest import fast_config, free_port  # noqa: E402
+from tests.integration.test_end_to_end import index, robots, urlset  # noqa: E402
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from tests.integration.conftest import Sites
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+def _cluster(*, processes: bool) -> Iterator[Any]:
+    # Not ``with Client(...)``: that sets a context variable, and pytest-asyncio tears
+    # module fixtures down in another context; the client is passed explicitly anyway.
+    with distributed.LocalCluster(
+        n_workers=2,
+        threads_per_worker=1,
+        processes=processes,
+        dashboard_address="127.0.0.1:0",
+        host="127.0.0.1",
+        protocol="tcp://",  # (inproc:// looks its address up off loopback: fenced here)
+    ) as cluster:
+        client = distributed.Client(cluster, set_as_default=False)
+        try:
+            yield client
+        finally:
+            client.close()
+
+
+@pytest.fixture(scope="module")
+def threads_client() -> Iterator[Any]:
+    """Two single-thread workers in this process (fast to start)."""
+    yield from _cluster(processes=False)
+
+
+@pytest.fixture(scope="module")
+def processes_client() -> Iterator[Any]:
+    """Two worker processes of one thread each, as ``--scheduler local:2`` starts them."""
+    yield from _cluster(processes=True)
+
+
+@dataclass
+class Web:
+    """A small loopback web: hosts with an index, a gzip child, a shared URL, a dead host."""
+
+    lines: list[str] = field(default_factory=list)
+    routes: dict[str, dict[str, Any]] = field(default_factory=dict)  # origin -> its routes
+    urls: dict[str, list[str]] = field(default_factory=dict)  # origin -> its /a.xml URLs
+
+    def publish(self, origin: str) -> None:
+        """(Re)serve ``origin``'s /a.xml from its URL list."""
+        self.routes[origin]["/a.xml"] = urlset(*self.urls[origin])
+
+
+async def make_web(sites: Sites, hosts: int = 7, first: int = 40) -> Web:
+    web = Web()
+    shared = "http://shared.example/same-page"  # listed by two hosts: a cross-host duplicate
+    for i in range(hosts):
+        routes: dict[str, Any] = {}
+        site = await sites.start(f"127.0.0.{first + i}", routes)
+        origin = site.origin
+        web.routes[origin] = routes
+        routes["/robots.txt"] = robots(site.url("/index.xml"))
+        routes["/index.xml"] = index(site.url("/a.xml"), site.url("/b.xml.gz"))
+        web.urls[origin] = [site.url(f"/a/{j}") for j in range(12)]
+        web.publish(origin)
+        extra = [shared] if i < 2 else []
+        routes["/b.xml.gz"] = gzip.compress(
+            urlset(*[site.url(f"/b/{j}") for j in range(9)], *extra)
+        )
+        web.lines.append(origin)
+    web.lines.append(f"http://127.0.0.{first + hosts}:{free_port('127.0.0.1')}")  # dead
+    web.lines.append("not a host at all!")  # invalid input line, counted once
+    return web
+
+
+def read_jsonl(path: Path | str) -> list[dict[str, Any]]:
+    with open(path, encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh]
+
+
+def key(record: dict[str, Any]) -> tuple[str, str]:
+    return record["host"], record["url"]
+
+
+def single(web: Web, out: Path, **cfg: Any) -> tuple[Any, list[dict[str, Any]]]:
+    run = run_job(fast_config(**cfg), list(web.lines), str(out), progress=False)
+    return run, sorted(read_jsonl(out), key=key)
+
+
+def dist(
+    client: Any, web: Web, out: Path, **cfg: Any
+) -> tuple[Any, list[dict[str, Any]], list[dict[str, Any]]]:
+    outcomes: list[dict[str, Any]] = []
+    config = fast_config(**{"distributed.shards": 5, **cfg})
+    result = run_distributed(client, list(web.lines), str(out), config, on_shard=outcomes.append)
+    layout = read_layout(str(out))
+    assert layout is not None
+    merged = out.parent / f"{out.name}.merged.jsonl"
+    merge(layout, str(merged))
+    return result, read_jsonl(merged), outcomes
+
+
+def assert_same_run(one: Any, many: Any) -> None:
+    for name in ("urls", "hosts_done", "hosts_failed", "failures_by_class", "input_invalid"):
+        assert getattr(many.run, name) == getattr(one, name), name
+    assert many.run.cross_host_duplicates == one.cross_host_duplicates == 1
+
+
+@pytest.mark.parametrize("cluster", ["threads_client", "processes_client"])
+async def test_merged_output_equals_the_single_process_run(
+    sites: Sites, tmp_path: Path, cluster: str, request: pytest.FixtureRequest
+) -> None:
+    client = request.getfixturevalue(cluster)
+    web = await make_web(sites, first=40 if cluster == "threads_client" else 60)
+    one, expected = await asyncio.to_thread(
+        single, web, tmp_path / "one.jsonl", **{"state.enabled": False}
+    )
+    many, records, outcomes = await asyncio.to_thread(
+        dist, client, web, tmp_path / "out", **{"state.enabled": False}
+    )
+    assert len(expected) == 7 * 21 + 2
+    assert sorted(records, key=key) == expected
+    assert len({key(r) for r in records}) == len(records)  # each URL once
+    assert_same_run(one, many)
+    assert sorted(o["shard"] for o in outcomes) == list(range(5))
+    assert {o["status"] for o in outcomes} == {"committed"}
+    assert many.failed == []
+    out = tmp_path / "out"
+    assert (out / "_SUCCESS").exists()
+    report = json.loads((out / "report.json").read_text())
+    assert report["urls"] == one.urls
+    assert report["distributed"]["shards_committed"] == 5
+    # Only what a manifest names is left in the shard directories.
+    for shard in range(5):
+        manifest = json.loads((out / "shards" / f"{shard:05d}" / "MANIFEST.r1.json").read_text())
+        files = ("records", "hosts", "fingerprints", "report")
+        names = {manifest[f] for f in files} | {"MANIFEST.r1.json"}
+        assert set(os.listdir(out / "shards" / f"{shard:05d}")) == names
+
+
+async def test_with_state_a_second_cron_run_emits_the_same_delta(
+    sites: Sites, tmp_path: Path, threads_client: Any
+) -> None:
+    web = await make_web(sites, first=80)
+    state = {"state.path": str(tmp_path / "one.sqlite"), "output.emit": "delta"}
+    _, expected = await asyncio.to_thread(single, web, tmp_path / "one-1.jsonl", **state)
+    many, records, _ = await asyncio.to_thread(
+        dist, threads_client, web, tmp_path / "out", **{"output.emit": "delta"}
+    )
+    assert sorted(records, key=key) == expected
+    assert {r["event"] for r in records} == {"new"}
+    assert many.run.events["new"] == len(expected)
+
+    # The sites change: one URL added, one gone, on two hosts.
+    first, second = list(web.urls)[:2]
+    web.urls[first].append(first + "/a/added")
+    web.publish(first)
+    del web.urls[second][3]
+    web.publish(second)
+
+    _, expected = await asyncio.to_thread(single, web, tmp_path / "one-2.jsonl", **state)
+    many, records, _ = await asyncio.to_thread(
+        dist, threads_client, web, tmp_path / "out", **{"output.emit": "delta"}
+    )
+    changes = {(r["event"], r["url"]) for r in expected if r["event"] != "unverified"}
+    assert changes == {("new", first + "/a/added"), ("removed", second + "/a/3")}
+    assert sorted(records, key=key) == expected
+    layout = read_layout(str(tmp_path / "out"))
+    assert layout is not None
+    assert (layout.run, layout.shards) == (2, 5)  # the shard count stays the directory's
+    # Run 1's files are swept once run 2 committed: one manifest, one state per shard.
+    for shard in range(5):
+        names = os.listdir(layout.shard_dir(shard))
+        assert [n for n in names if n.startswith("MANIFEST")] == ["MANIFEST.r2.json"]
+        assert len([n for n in names if n.endswith(".sqlite")]) == 1
+
+
+def test_the_cli_runs_on_a_local_cluster_and_merge_writes_one_file(tmp_path: Path) -> None:
+    """``harvester run --scheduler local:1`` then ``harvester merge``, as a user types them:
+    a site served by a child process, so the CLI's own process stays a plain client.
+    """
+    server = subprocess.Popen(
+        [sys.executable, "-c", _SERVER, "127.0.0.120"], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert server.stdout is not None
+        origin = server.stdout.readline().strip()
+        config = tmp_path / "c.toml"
+        config.write_text('[fetch]\nallow = ["127.0.0.0/8"]\n[run]\nuvloop = false\n')
+        out = tmp_path / "out"
+        args = ["run", origin, "-o", str(out), "--config", str(config), "--no-progress"]
+        done = _cli(*args, "--scheduler", "local:1", "--shards", "3", "--no-state")
+        assert done.returncode == 0, done.stderr
+        assert done.stderr.count("committed") == 3
+        merged = tmp_path / "urls.jsonl"
+        assert _cli("merge", str(out), "-o", str(merged)).returncode == 0
+        assert sorted(r["loc"] for r in read_jsonl(merged)) == sorted(
+            f"{origin}/p/{j}" for j in range(5)
+        )
+        refused = _cli("run", origin, "-o", str(out), "--scheduler", "local:1", "--shards", "4")
+        assert refused.returncode == 2
+        assert "cut into 3 shards" in refused.stderr
+        assert _cli("merge", str(tmp_path)).returncode == 2  # not a run's directory
+    finally:
+        server.terminate()
+        server.wait()
+        if server.stdout is not None:
+            server.stdout.close()
+
+
+_SERVER = """
+import sys
+from aiohttp import web
+urls = "".join(f"<url><loc>http://{sys.argv[1]}:{{port}}/p/{j}</loc></url>" for j in range(5))
+async def sitemap(request):
+    port = request.transport.get_extra_info("sockname")[1]
+    body = f'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{urls}</urlset>'
+    return web.Response(text=body.replace("{port}", str(port)), content_type="application/xml")
+app = web.Application()
+app.router.add_get("/sitemap.xml", sitemap)
+import socket
+sock = socket.socket()
+sock.bind((sys.argv[1], 0))
+print(f"http://{sys.argv[1]}:{sock.getsockname()[1]}", flush=True)
+web.run_app(app, sock=sock, print=None)
+"""
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "harvester", *args],
+        capture_output=True,
+        text=True,
+        timeout=50,
+        check=False,
+    )
+
+
+async def test_a_stop_on_the_client_stops_every_shard_gracefully(
+    sites: Sites, tmp_path: Path, threads_client: Any
+) -> None:
+    """Ctrl-C on the client (its ``Stop``) reaches the shards through a Dask Event."""
+    from aiohttp import web as aioweb
+
+    from harvester.run.shutdown import Stop
+
+    started, release = asyncio.Event(), asyncio.Event()
+
+    async def stuck(request: aioweb.Request) -> aioweb.Response:
+        started.set()
+        await asyncio.wait_for(release.wait(), 30)  # no answer until the test ends
+        return aioweb.Response(status=500)
+
+    lines = []
+    for i in range(3):
+        routes: dict[str, Any] = {"/robots.txt": b"", "/sitemap.xml": stuck}
+        site = await sites.start(f"127.0.0.{100 + i}", routes)
+        lines.append(site.origin)
+    stop = Stop()
+    config = fast_config(
+        **{
+            "distributed.shards": 2,
+            "run.shutdown_grace": 0.2,
+            "fetch.total_timeout": 60.0,
+            "fetch.read_timeout": 60.0,
+        }
+    )
+    task = asyncio.create_task(
+        asyncio.to_thread(
+            run_distributed, threads_client, lines, str(tmp_path / "out"), config, stop=stop
+        )
+    )
+    try:
+        await asyncio.wait_for(started.wait(), 10)
+        stop.set()
+        result = await asyncio.wait_for(task, 20)
+    finally:
+        release.set()
+    assert result.run.interrupted
+    assert not result.run.complete
+    assert result.failed == []
+    # Every shard that had a host stopped early (one without hosts simply finished).
+    paths = [result.layout.seeds_path(o["shard"]) for o in result.shards]
+    sizes = [await asyncio.to_thread(os.path.getsize, path) for path in paths]
+    assert [o["manifest"]["interrupted"] for o in result.shards] == [n > 0 for n in sizes]
+    assert all(o["manifest"]["urls"] == 0 for o in result.shards)
+    assert not (tmp_path / "out" / "_SUCCESS").exists()
+    assert json.loads((tmp_path / "out" / "report.json").read_text())["interrupted"] is True
+
+
+async def test_a_shard_that_raises_is_retried_then_reported_failed(
+    sites: Sites, tmp_path: Path, threads_client: Any
+) -> None:
+    """A shard whose committed state file is corrupt raises on every attempt: it fails
+    after ``shard_retries`` more runs, with the error; the other shards commit.
+    """
+    web = await make_web(sites, first=110, hosts=4)
+    out = tmp_path / "out"
+    await asyncio.to_thread(dist, threads_client, web, out)
+    layout = read_layout(str(out))
+    assert layout is not None
+    await asyncio.to_thread(_corrupt_state, layout, 2)
+    outcomes: list[dict[str, Any]] = []
+    config = fast_config(**{"distributed.shard_retries": 1})
+    result = await asyncio.to_thread(
+        run_distributed, threads_client, list(web.lines), str(out), config, on_shard=outcomes.append
+    )
+    assert result.failed == [2]
+    failed = next(o for o in outcomes if o["shard"] == 2)
+    assert failed["status"] == "failed"
+    assert "StateError" in failed["error"]
+    assert "shard 00002: not a harvester state file, or a corrupt one" in failed["error"]
+    assert f"{os.sep}shards{os.sep}00002{os.sep}r1-" in failed["error"]  # the shard's file
+    assert {o["status"] for o in outcomes if o["shard"] != 2} == {"committed"}
+    assert (out / "_SUCCESS").exists()  # every shard committed or failed
+    # The failed shard keeps its last commit (run 1's) untouched for the next run.
+    assert await asyncio.to_thread(os.path.exists, layout.manifest_path(2))
+
+
+def _corrupt_state(layout: Any, shard: int) -> None:
+    manifest = json.loads(Path(layout.manifest_path(shard)).read_text())
+    Path(layout.shard_dir(shard), manifest["state"]).write_bytes(b"not sqlite at all" * 100)
