@@ -82,6 +82,7 @@ def run_shard_task(spec: ShardSpec) -> dict[str, Any]:
             state=replace(spec.cfg.state, path=state or "", resume=False),
         )
         with open(spec.layout.seeds_path(spec.shard), encoding="utf-8") as lines:
+            cross = FingerprintLog(spec.cfg.dedupe, attempt.fingerprints)
             try:
                 run = run_job(
                     cfg,
@@ -91,12 +92,14 @@ def run_shard_task(spec: ShardSpec) -> dict[str, Any]:
                     hosts_path=attempt.hosts,
                     progress=False,
                     stop=stop,
-                    cross=FingerprintLog(spec.cfg.dedupe, attempt.fingerprints),
+                    cross=cross,
                 )
             except StateError as exc:  # name the shard's file, not the local copy
                 raise StateError(
                     f"shard {spec.shard:05d}: {exc.message}", url=_committed_state(spec)
                 ) from exc
+            finally:  # a run that raised before its writer closed it leaves the file open
+                cross.close()
         done.set()
         manifest = _manifest(spec, attempt, run.as_dict(), state)
         status = "committed" if attempt.commit(manifest) else DISCARDED
