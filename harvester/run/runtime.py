@@ -41,18 +41,33 @@ def tune_gc(*, throughput: bool = False) -> None:
         gc.set_threshold(_GEN0_THROUGHPUT, gen1, gen2)
 
 
-_M_ARENA_MAX = -8  # glibc's mallopt parameter (malloc.h)
+# glibc's mallopt parameters (malloc.h)
+_M_ARENA_MAX = -8
+_M_MMAP_THRESHOLD = -3
+# Blocks this large or larger get their own mapping, returned to the system when freed.
+MMAP_THRESHOLD = 128 * 1024
 
 
 def tune_malloc() -> None:
-    """One glibc malloc arena for all of this process's threads (else: nothing).
+    """glibc's malloc set to give freed memory back (else: nothing).
 
-    glibc gives each thread that allocates while another holds the main arena an
-    arena of its own (up to 8 per core), whose freed memory mostly stays resident.
-    Here the threads are aiohttp's resolver threads in a worker and the
-    dispatcher thread in the parent; the GIL already serialises nearly all their
-    allocations, so one arena serves them without contention. Call it before
-    any thread starts.
+    Two settings, because a long run allocates and frees per host (TLS buffers,
+    bodies, parsers) while longer-lived objects land between those blocks:
+
+    * one arena for all of this process's threads: glibc gives each thread that
+      allocates while another holds the main arena an arena of its own (up to 8
+      per core), whose freed memory mostly stays resident. Here the threads are
+      aiohttp's resolver threads in a worker and the dispatcher thread in the
+      parent; the GIL already serialises nearly all their allocations, so one
+      arena serves them without contention.
+    * a fixed mmap threshold (``MMAP_THRESHOLD``, glibc's initial value): by
+      default glibc raises it to the size of every mapped block freed (up to 32
+      MiB), after which such blocks come from the heap, and a heap only shrinks
+      from its top: a worker's RSS then grew with every host it had finished
+      (~20 KB a host on the realweb, flat with this; benchmarks/README.md).
+      Setting it also stops glibc adjusting the trim threshold.
+
+    Call it before any thread starts.
     """
     if platform.libc_ver()[0] != "glibc":
         return
@@ -61,6 +76,7 @@ def tune_malloc() -> None:
     except (OSError, AttributeError):
         return
     mallopt(_M_ARENA_MAX, 1)
+    mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)
 
 
 def event_loop_runner(cfg: Config) -> Any:
