@@ -370,17 +370,17 @@ class HostWorker:
             if isinstance(result.error, NotASitemap):
                 # A guess that found an HTML page or an empty body: a miss, not a failure.
                 self._next_probe(ref)
-                if self.incremental is not None:
-                    self.incremental.gone()  # a remembered hit is gone
                 return
             report.discovery = f"fallback:{ref.url}"
             report.sitemaps_found += 1
         report.sitemap_read(result.stats, result.error)
 
     def _next_probe(self, ref: SitemapRef) -> None:
-        """A fallback location missed: the next one, if any, is probed."""
+        """A fallback location missed (4xx, or no sitemap there): the next one, if any, is
+        probed. None left: discovery stays "none", with no failure."""
         if self.incremental is not None:
             self.incremental.missed(ref.url)  # not probed again until rediscovery
+            self.incremental.gone()  # a remembered hit is gone: rediscover next run
         if ref.fallbacks:
             nxt, *rest = ref.fallbacks
             self._frontier.push(SitemapRef(nxt, source="fallback", fallbacks=tuple(rest)))
