@@ -58,6 +58,9 @@ __all__ = [
     "http_date",
 ]
 
+# Client errors that say "busy" (the fetcher retried them), not "not there".
+_BUSY = frozenset({408, 429})
+
 
 @dataclass(frozen=True, slots=True)
 class Read:
@@ -87,7 +90,8 @@ class RetryListed:
 
 @dataclass(frozen=True, slots=True)
 class Missed:
-    """A fallback probe answered 4xx: the next location is probed."""
+    """A fallback probe answered 4xx (not a challenge, 408 or 429): the next location, if
+    any, is probed; no failure."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,7 +195,16 @@ async def attempt(
         client_error = 400 <= exc.status < 500 and not_before(exc, cfg.fetch) is None
         if target != ref.url and client_error:
             return RetryListed()
-        if ref.fallbacks and client_error and not isinstance(exc, Blocked):
+        # A guessed location that is not there (404, 410, a plain 403) is a miss, the last
+        # one too: a site without a sitemap is discovery "none", not a failed host, as when
+        # its guesses find HTML pages. A challenge (Blocked) is no answer about the file, and
+        # a 408/429 the fetcher gave up on says the host is busy, not empty: failures.
+        if (
+            ref.source == "fallback"
+            and client_error
+            and exc.status not in _BUSY
+            and not isinstance(exc, Blocked)
+        ):
             return Missed()
         return Failed(exc, exc.status, requests + (exc.attempts or 1), None)
     except (ConnectError, FetchTimeout) as exc:

@@ -14,7 +14,9 @@ response time out is not (a dead host would cost a second timeout, DESIGN.md
 "The real web").
 
 ``child_allowed`` is the cross-host policy for index children and robots
-sitemaps (DESIGN.md: report violations instead of dropping them silently).
+sitemaps (DESIGN.md: report violations instead of dropping them silently);
+``home_hosts`` says which hosts are the harvested host's own for it (the host,
+and where its robots.txt was finally served from).
 """
 
 from __future__ import annotations
@@ -34,7 +36,14 @@ if TYPE_CHECKING:
     from harvester.crawl.scheduler import HostSlot
     from harvester.run.seeds import Seed
 
-__all__ = ["Discovered", "child_allowed", "discover", "recall", "registrable_domain"]
+__all__ = [
+    "Discovered",
+    "child_allowed",
+    "discover",
+    "home_hosts",
+    "recall",
+    "registrable_domain",
+]
 
 _EXTRACT: Any = None  # the tldextract instance, built on first use (see _extractor)
 
@@ -81,11 +90,21 @@ def registrable_domain(host: str) -> str:
     return domain or hostname
 
 
-def child_allowed(child_url: str, host: str, policy: str, declared: frozenset[str]) -> bool:
+def child_allowed(
+    child_url: str, host: str, homes: frozenset[str], policy: str, declared: frozenset[str]
+) -> bool:
     """May a sitemap listed while harvesting ``host`` be followed?
 
-    ``same-host``: only the host itself. ``same-site`` (default): also hosts on
-    the same registrable domain, and any sitemap the host's own robots.txt
+    In: the sitemap's URL; ``host``, the harvested host (``host_key`` form);
+    ``homes``, every host that counts as its own: ``host`` itself and where its
+    robots.txt was finally served from after redirects (``Discovered.origin``;
+    an apex that sends robots.txt to ``www.`` has told us where it lives);
+    the ``discovery.cross_host`` policy; the sitemaps its robots.txt declared.
+    Out: whether to fetch it.
+
+    ``same-host``: only ``host`` itself (strict: not even where robots.txt was
+    served). ``same-site`` (default): also ``homes`` and the hosts on the same
+    registrable domain as any of them, and any sitemap the host's own robots.txt
     declared (cross-submission). ``any``: everything.
     """
     child_host = host_key(child_url)
@@ -93,7 +112,18 @@ def child_allowed(child_url: str, host: str, policy: str, declared: frozenset[st
         return True
     if policy == "same-host":
         return False
-    return child_url in declared or registrable_domain(child_host) == registrable_domain(host)
+    if child_host in homes or child_url in declared:
+        return True
+    # A TLD the bundled public-suffix list lacks (.test, an intranet name) leaves each
+    # name its own registrable domain: only ``homes`` then makes www the host's own.
+    site = registrable_domain(child_host)
+    return any(registrable_domain(home) == site for home in (host, *homes))
+
+
+def home_hosts(host: str, origin: str) -> frozenset[str]:
+    """The hosts that count as ``host``'s own for ``child_allowed``: ``host`` and the host
+    of ``origin``, where its robots.txt was finally served from (empty: not known)."""
+    return frozenset({host, host_key(origin)} if origin else {host})
 
 
 async def discover(seed: Seed, fetcher: Fetcher, slot: HostSlot, cfg: Config) -> Discovered:

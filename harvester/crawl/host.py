@@ -37,7 +37,7 @@ from harvester.crawl.attempt import (
     http_date,
 )
 from harvester.crawl.batch import UrlBatch
-from harvester.crawl.discovery import child_allowed, discover, recall
+from harvester.crawl.discovery import child_allowed, discover, home_hosts, recall
 from harvester.crawl.fetch import not_before
 from harvester.crawl.filters import compile_filters
 from harvester.crawl.frontier import Admission, Frontier, SitemapRef
@@ -119,6 +119,8 @@ class HostWorker:
         self._ready = ready
         self._frontier = Frontier(cfg.limits)
         self._declared: frozenset[str] = frozenset()  # sitemaps the host's robots.txt lists
+        # The hosts that are this one's own: it, and where its robots.txt was served from.
+        self._own: frozenset[str] = frozenset({self.host})
         self._robots = RobotsTxt()  # the host's robots.txt (everything allowed until read)
         self._deferred = False  # the host said "not today": nothing more is asked of it
         # The host's canonicalization rules (its [normalize.hosts] override, if any).
@@ -194,6 +196,8 @@ class HostWorker:
         if found.robots_truncated:
             self.report.limit("max_robots_bytes")
         self._declared = frozenset(found.robots.sitemaps)
+        # (From the remembered origin too, so a recalling run decides as the first did.)
+        self._own = home_hosts(self.host, found.origin)
         self._robots = found.robots
         self._homes.robots(self.seed.origin, found.origin, self._declared)
         for ref in found.refs:
@@ -220,15 +224,16 @@ class HostWorker:
             # (children carried from the state file: those read now are filtered in entries())
             self.report.sitemaps_filtered += 1
             return
-        if not child_allowed(ref.url, self.host, self._cfg.discovery.cross_host, self._declared):
+        if not self._allowed(ref.url):
             self.report.skip_cross_host(ref.url)
             self.sitemaps.skipped(ref, "cross_host")
             return
         # Sitemaps the site itself lists in robots.txt are meant to be fetched; guesses and
-        # index children on this host honour its Disallow rules (other hosts' rules are unknown).
+        # index children on this host honour its Disallow rules, as do those on the host
+        # robots.txt was served from (the rules are its own); other hosts' rules are unknown.
         if (
             ref.source != "robots"
-            and host_key(ref.url) == self.host
+            and host_key(ref.url) in self._own
             and not self._robots.can_fetch(ref.url)
         ):
             self.report.robots_disallowed += 1
@@ -241,6 +246,11 @@ class HostWorker:
         elif admission is not Admission.SEEN:
             self.report.limit(admission.value)
             self.sitemaps.skipped(ref, admission.value)
+
+    def _allowed(self, url: str) -> bool:
+        """The cross-host policy (``discovery.cross_host``) for a sitemap at ``url``."""
+        policy = self._cfg.discovery.cross_host
+        return child_allowed(url, self.host, self._own, policy, self._declared)
 
     async def _sitemap(self, ref: SitemapRef) -> None:
         """Fetch one sitemap, attempt by attempt, acting on each ``Outcome``: the retry policy.
@@ -336,9 +346,7 @@ class HostWorker:
             self._frontier.mark_seen(url)
             # aiohttp followed it (the SSRF guard vetted the address); the cross-host
             # policy decides whether its content counts.
-            if host_key(url) != host_key(ref.url) and not child_allowed(
-                url, self.host, self._cfg.discovery.cross_host, self._declared
-            ):
+            if host_key(url) != host_key(ref.url) and not self._allowed(url):
                 self.report.skip_cross_host(url)
                 return Refused()
             if inc is not None:
@@ -362,17 +370,17 @@ class HostWorker:
             if isinstance(result.error, NotASitemap):
                 # A guess that found an HTML page or an empty body: a miss, not a failure.
                 self._next_probe(ref)
-                if self.incremental is not None:
-                    self.incremental.gone()  # a remembered hit is gone
                 return
             report.discovery = f"fallback:{ref.url}"
             report.sitemaps_found += 1
         report.sitemap_read(result.stats, result.error)
 
     def _next_probe(self, ref: SitemapRef) -> None:
-        """A fallback location missed: the next one, if any, is probed."""
+        """A fallback location missed (4xx, or no sitemap there): the next one, if any, is
+        probed. None left: discovery stays "none", with no failure."""
         if self.incremental is not None:
             self.incremental.missed(ref.url)  # not probed again until rediscovery
+            self.incremental.gone()  # a remembered hit is gone: rediscover next run
         if ref.fallbacks:
             nxt, *rest = ref.fallbacks
             self._frontier.push(SitemapRef(nxt, source="fallback", fallbacks=tuple(rest)))

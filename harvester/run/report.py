@@ -99,7 +99,9 @@ class HostReport:
     dropped: int = 0  # invalid/relative/too long locs (reader stats)
     bytes: int = 0  # bytes downloaded
     seconds: float = 0.0
-    discovery: str = ""  # "robots" | "fallback:/sitemap.xml" | "seed" | "none"
+    # "robots" | "fallback:<url>" | "seed" | "none" (no sitemap found: no failure either)
+    # | "failed" (robots.txt) | "memory:<one of these>" (recalled from the state file).
+    discovery: str = ""
     robots_status: int | None = None
     cross_host: list[str] = field(default_factory=list)
     cross_host_total: int = 0

@@ -358,3 +358,96 @@ async def test_page_locs_on_another_host_are_emitted_and_counted(sites: Sites) -
     report = hosts[site.origin.removeprefix("http://")]
     assert report["foreign_locs"] == 7
     assert report["foreign_loc_examples"] == foreign[:5]
+
+
+async def _no_sitemap_site(sites: Sites, host: str, miss: Reply, last: Reply | None = None) -> Site:
+    """robots.txt without a Sitemap: line; every fallback location answers ``miss``
+    (the last one, /sitemap.txt, ``last`` if given)."""
+    routes: dict[str, Any] = {"/robots.txt": b"User-agent: *\nDisallow:\n"}
+    for path in ("/sitemap.xml", "/sitemap_index.xml", "/sitemap.txt"):
+        routes[path] = miss
+    if last is not None:
+        routes["/sitemap.txt"] = last
+    return await sites.start(host, routes)
+
+
+NOT_FOUND = Reply(b"not found", status=404)
+SOFT_404 = Reply(b"<!DOCTYPE html><html><body>nothing here</body></html>")
+
+
+async def test_no_sitemap_anywhere_is_none_whether_404_or_soft_404(sites: Sites) -> None:
+    # A site with no sitemap is no failed host: every probe a 404 (the last one too) reads
+    # the same as every probe an HTML page, discovery "none" and no failure.
+    found = await _no_sitemap_site(sites, "127.0.0.140", NOT_FOUND)
+    soft = await _no_sitemap_site(sites, "127.0.0.141", SOFT_404)
+    records, hosts = await collect([found.origin, soft.origin])
+    assert records == []
+    for site in (found, soft):
+        report = hosts[site.origin.removeprefix("http://")]
+        assert report["discovery"] == "none", site.host
+        assert (report["failures"], report["failures_total"]) == ([], 0), site.host
+        assert (report["urls"], report["sitemaps_failed"]) == (0, 0), site.host
+        assert [h.path for h in site.log] == [
+            "/robots.txt",
+            "/sitemap.xml",
+            "/sitemap_index.xml",
+            "/sitemap.txt",
+        ]
+
+
+async def test_410_and_403_probes_are_misses_too(sites: Sites) -> None:
+    # "Not there" in other words (and robots.txt a 404 as well): still no failure.
+    routes: dict[str, Any] = {"/robots.txt": NOT_FOUND}
+    site = await sites.start("127.0.0.142", routes)
+    routes.update(
+        {
+            "/sitemap.xml": Reply(status=403),
+            "/sitemap_index.xml": Reply(status=410),
+            "/sitemap.txt": Reply(status=410),
+        }
+    )
+    _, hosts = await collect([site.origin])
+    report = hosts[site.origin.removeprefix("http://")]
+    assert (report["discovery"], report["failures"], report["robots_status"]) == ("none", [], 404)
+
+
+async def test_a_5xx_probe_and_a_declared_404_stay_failures(sites: Sites) -> None:
+    # Only "not there" is a miss: a server error on a guess, or a sitemap the site itself
+    # declared in robots.txt that 404s, is a failure of the host as before.
+    broken = await _no_sitemap_site(sites, "127.0.0.143", Reply(b"oops", status=500))
+    declared_routes: dict[str, Any] = {}
+    declared = await sites.start("127.0.0.144", declared_routes)
+    declared_routes["/robots.txt"] = robots(declared.url("/sitemap.xml"))
+    declared_routes["/sitemap.xml"] = NOT_FOUND
+    _, hosts = await collect([broken.origin, declared.origin])
+    broken_report = hosts[broken.origin.removeprefix("http://")]
+    assert [(f["class"], f["status"], f["url"]) for f in broken_report["failures"]] == [
+        ("http_status", 500, broken.url("/sitemap.xml"))
+    ]
+    assert broken.hits("/sitemap_index.xml") == 0  # a failure ends the probes
+    declared_report = hosts[declared.origin.removeprefix("http://")]
+    assert declared_report["discovery"] == "robots"
+    assert [(f["class"], f["status"]) for f in declared_report["failures"]] == [
+        ("http_status", 404)
+    ]
+
+
+async def test_a_busy_probe_is_a_failure_not_a_miss(sites: Sites) -> None:
+    # A 429 (retried, then given up) says the host is busy, not that nothing is there: on
+    # any probe it is a failure, and no more is guessed; one that says "not today" (a
+    # Retry-After beyond fetch.retry_after_max) defers the host too.
+    first = await _no_sitemap_site(sites, "127.0.0.145", Reply(status=429))
+    last = await _no_sitemap_site(sites, "127.0.0.146", NOT_FOUND, last=Reply(status=429))
+    later = await _no_sitemap_site(
+        sites, "127.0.0.147", NOT_FOUND, last=Reply(status=429, headers={"Retry-After": "86400"})
+    )
+    _, hosts = await collect([first.origin, last.origin, later.origin])
+    for site, path in ((first, "/sitemap.xml"), (last, "/sitemap.txt"), (later, "/sitemap.txt")):
+        report = hosts[site.origin.removeprefix("http://")]
+        assert [(f["class"], f["status"], f["url"]) for f in report["failures"]] == [
+            ("http_status", 429, site.url(path))
+        ], site.host
+        assert report["discovery"] == "none"
+    assert first.hits("/sitemap_index.xml") == 0
+    assert hosts[last.origin.removeprefix("http://")]["deferred"] is None
+    assert hosts[later.origin.removeprefix("http://")]["deferred"] is not None

@@ -315,6 +315,55 @@ async def test_a_fallback_hit_is_remembered_and_misses_are_not_probed_again(
     assert s.hits("/robots.txt") == 1
 
 
+def _host_run(cfg: Any, site: Site, tmp_path: Path, name: str) -> dict[str, Any]:
+    """One run of ``site`` alone; its host report."""
+    out = tmp_path / f"{name}.jsonl"
+    hosts = tmp_path / f"{name}.hosts.jsonl"
+    run_job(cfg, [site.origin], str(out), progress=False, hosts_path=str(hosts))
+    [report] = [json.loads(line) for line in hosts.read_text().splitlines()]
+    return report  # type: ignore[no-any-return]
+
+
+async def test_a_site_whose_probes_all_404_is_remembered_as_having_none(
+    sites: Sites, tmp_path: Path
+) -> None:
+    # As an HTML soft 404 is: no failure, so the state remembers "nothing found" and the
+    # next run asks nothing until rediscovery is due.
+    s = await sites.start("127.0.0.108", {"/robots.txt": b"User-agent: *\nDisallow:\n"})
+    cfg = fast_config(**{"state.path": str(tmp_path / "state.sqlite"), "output.emit": "delta"})
+    one = await _in_thread(_host_run, cfg, s, tmp_path, "one")
+    two = await _in_thread(_host_run, cfg, s, tmp_path, "two")
+    assert (one["discovery"], one["failures"]) == ("none", [])
+    assert (two["discovery"], two["failures"]) == ("memory:none", [])
+    assert [h.path for h in s.log] == [
+        "/robots.txt",
+        "/sitemap.xml",
+        "/sitemap_index.xml",
+        "/sitemap.txt",
+    ]
+
+
+async def test_a_remembered_fallback_hit_that_404s_is_rediscovered_not_failed(
+    sites: Sites, tmp_path: Path
+) -> None:
+    urlset = (
+        b'<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        b"<url><loc>http://127.0.0.109/x</loc></url></urlset>"
+    )
+    routes: dict[str, Any] = {"/sitemap_index.xml": urlset}
+    s = await sites.start("127.0.0.109", routes)
+    cfg = fast_config(**{"state.path": str(tmp_path / "state.sqlite"), "output.emit": "delta"})
+    one = await _in_thread(_host_run, cfg, s, tmp_path, "one")
+    assert one["discovery"] == f"fallback:{s.url('/sitemap_index.xml')}"
+    del routes["/sitemap_index.xml"]  # the site drops its sitemap: a 404
+    two = await _in_thread(_host_run, cfg, s, tmp_path, "two")
+    assert (two["discovery"], two["failures"], two["urls"]) == ("memory:fallback", [], 0)
+    assert s.hits("/robots.txt") == 1  # the second run recalled discovery
+    three = await _in_thread(_host_run, cfg, s, tmp_path, "three")
+    assert s.hits("/robots.txt") == 2  # the gone hit made this run rediscover
+    assert (three["discovery"], three["failures"]) == ("none", [])
+
+
 async def test_since_keeps_later_lastmods_and_labels_undated_ones(
     sites: Sites, tmp_path: Path
 ) -> None:

@@ -157,6 +157,35 @@ async def test_tree_text_is_a_readable_tree(sites: Sites, tmp_path: Path) -> Non
     assert indent["/index.xml"] < indent["/news/index.xml.gz"] < indent["/news/a.xml.gz"]
 
 
+async def test_tree_of_a_site_without_sitemaps_marks_each_location_missed(
+    sites: Sites, tmp_path: Path
+) -> None:
+    # Nothing anywhere (a 404, an HTML page, the last one a 404 too): every location is a
+    # miss (·), and nothing is drawn as failed.
+    routes: dict[str, Any] = {
+        "/robots.txt": b"User-agent: *\nDisallow:\n",
+        "/sitemap_index.xml": Reply(b"<!DOCTYPE html><html><body>no</body></html>"),
+    }  # /sitemap.xml and /sitemap.txt: the helper's 404
+    site = await sites.start("127.0.0.5", routes)
+    config = tmp_path / "h.toml"
+    config.write_text(CONFIG)
+    code, out, err = await tree_cli(site.origin, "--config", str(config))
+    assert code == 0, err
+    lines = out.splitlines()
+    assert "0 sitemaps read, 0 failed" in lines[0]
+    assert "discovery none" in lines[0]
+    for path in ("/sitemap.xml", "/sitemap_index.xml", "/sitemap.txt"):
+        line = next(line for line in lines if site.url(path) in line)
+        assert line.split()[1:] == ["·", "[?]", site.url(path), "missed"], line
+    assert "✗" not in out
+    code, out, err = await tree_cli(site.origin, "--json", "--config", str(config))
+    data = json.loads(out)
+    assert (data["failures"], data["sitemaps_failed"]) == ([], 0)
+    assert [(n["source"], n["outcome"], n["error"]) for n in data["sitemaps"]] == [
+        ("fallback", "missed", None)
+    ] * 3
+
+
 async def test_tree_of_a_bad_target_is_a_usage_error() -> None:
     code, out, err = await tree_cli("ftp://example.com/x")
     assert code == 2

@@ -258,6 +258,14 @@ def test_a_probe_that_misses_queues_the_next_location() -> None:
     assert w.report.failures_total == 0
 
 
+def test_the_last_probe_that_misses_is_no_failure_but_a_busy_one_is() -> None:
+    for status, failures in ((404, 0), (410, 0), (403, 0), (429, 1), (500, 1)):
+        w, _, _ = make(Fetcher(HTTPStatusError("no", status=status)))
+        run(w, SitemapRef(ROOT, source="fallback"))
+        assert w._frontier.pop() is None
+        assert w.report.failures_total == failures, status
+
+
 def test_a_304_carries_a_remembered_sitemap_over() -> None:
     memory = SitemapMemory(ROOT, complete=True, etag='"v1"')
     fetcher = Fetcher(Body([], status=304))
