@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Protocol
 
 from harvester.crawl.fetch import not_before
+from harvester.crawl.scheduler import host_key
 from harvester.errors import (
     BadContentEncoding,
     Blocked,
@@ -33,6 +34,7 @@ from harvester.errors import (
     HTTPStatusError,
 )
 from harvester.reader.sitemap import SitemapReader
+from harvester.state.ledger import iso
 
 if TYPE_CHECKING:
     import xxhash
@@ -40,8 +42,10 @@ if TYPE_CHECKING:
     from harvester.config import Config
     from harvester.crawl.fetch import Fetcher
     from harvester.crawl.frontier import SitemapRef
+    from harvester.crawl.incremental import HostIncremental
     from harvester.crawl.scheduler import HostSlot
     from harvester.models import Entry, ReadResult
+    from harvester.run.report import HostReport
 
 __all__ = [
     "BodyBroken",
@@ -55,6 +59,7 @@ __all__ = [
     "RetryListed",
     "Undecodable",
     "attempt",
+    "defer_if_not_today",
     "http_date",
 ]
 
@@ -230,3 +235,31 @@ def http_date(value: str | None) -> datetime | None:
     except (TypeError, ValueError, IndexError):
         return None
     return when.astimezone(UTC) if when.tzinfo is not None else when.replace(tzinfo=UTC)
+
+
+def defer_if_not_today(
+    error: FetchError,
+    homes: frozenset[str],
+    origin: str,
+    cfg: Config,
+    report: HostReport,
+    incremental: HostIncremental | None,
+) -> bool:
+    """Whether ``error`` is the host's own 429/503 asking for more than a run waits
+    (``fetch.retry_after_max``); if so, say until when in the report and the state.
+
+    Its other sitemaps are not asked this run either (the host asked to be left
+    alone, not one file); with a state file, runs before that time skip it.
+    ``homes``: the hosts that are the host's own (itself, and where its robots.txt
+    was served from: an apex that sends everything to ``www.``).
+    """
+    if host_key(error.url or origin) not in homes:
+        return False  # another host's answer (a child on a CDN): that file failed, no more
+    seconds = not_before(error, cfg.fetch)
+    if seconds is None:
+        return False
+    until = time.time() + seconds
+    report.deferred = iso(int(until))
+    if incremental is not None:
+        incremental.defer(until)
+    return True

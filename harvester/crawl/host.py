@@ -34,11 +34,11 @@ from harvester.crawl.attempt import (
     RetryListed,
     Undecodable,
     attempt,
+    defer_if_not_today,
     http_date,
 )
 from harvester.crawl.batch import UrlBatch
 from harvester.crawl.discovery import child_allowed, discover, home_hosts, recall
-from harvester.crawl.fetch import not_before
 from harvester.crawl.filters import compile_filters
 from harvester.crawl.frontier import Admission, Frontier, SitemapRef
 from harvester.crawl.home import HomeHosts
@@ -58,6 +58,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from harvester.config import Config
+    from harvester.crawl.discovery import Discovered
     from harvester.crawl.fetch import Fetcher
     from harvester.crawl.scheduler import HostSlot, Scheduler
     from harvester.models import Entry, ReadResult
@@ -121,6 +122,9 @@ class HostWorker:
         self._declared: frozenset[str] = frozenset()  # sitemaps the host's robots.txt lists
         # The hosts that are this one's own: it, and where its robots.txt was served from.
         self._own: frozenset[str] = frozenset({self.host})
+        # Where robots.txt was served from when not this host (apex -> www): its slot is
+        # held for the host's life, so the robots.txt's Crawl-delay paces it too.
+        self._site_host: str | None = None
         self._robots = RobotsTxt()  # the host's robots.txt (everything allowed until read)
         self._deferred = False  # the host said "not today": nothing more is asked of it
         # The host's canonicalization rules (its [normalize.hosts] override, if any).
@@ -150,6 +154,8 @@ class HostWorker:
             self.report.limit("max_host_seconds")
         finally:
             self._scheduler.release(self.host)
+            if self._site_host is not None:
+                self._scheduler.release(self._site_host)
             self.batch.close()
             self.report.seconds = round(time.monotonic() - started, 3)
         # Emitted outside the timeout so records harvested before it are never lost.
@@ -198,6 +204,7 @@ class HostWorker:
         self._declared = frozenset(found.robots.sitemaps)
         # (From the remembered origin too, so a recalling run decides as the first did.)
         self._own = home_hosts(self.host, found.origin)
+        self._pace_site(found)
         self._robots = found.robots
         self._homes.robots(self.seed.origin, found.origin, self._declared)
         for ref in found.refs:
@@ -213,7 +220,19 @@ class HostWorker:
     def _not_today(self, error: FetchError) -> bool:
         """Defer the host if ``error`` asks for more than a run waits (see below)."""
         inc = self.incremental
-        return defer_if_not_today(error, self.host, self.seed.origin, self._cfg, self.report, inc)
+        return defer_if_not_today(error, self._own, self.seed.origin, self._cfg, self.report, inc)
+
+    def _pace_site(self, found: Discovered) -> None:
+        """Apply robots.txt's Crawl-delay to the host it was served from, when that is not
+        this one (discovery paced this host's slot; the sitemaps live over there)."""
+        site = host_key(found.origin) if found.origin else self.host
+        if site == self.host or site not in self._own:
+            return
+        self._site_host = site
+        slot = self._scheduler.acquire(site)
+        delay = found.robots.crawl_delay
+        if delay and self._cfg.politeness.respect_crawl_delay:
+            slot.slow_down(min(delay, self._cfg.politeness.max_crawl_delay))
 
     def _admit(self, ref: SitemapRef) -> None:
         if (
@@ -414,29 +433,3 @@ class HostWorker:
         out = self.batch.flush()
         if out is not None:
             await self._emit(out.records, out.fps, out.rows, out.data, out.lines)
-
-
-def defer_if_not_today(
-    error: FetchError,
-    host: str,
-    origin: str,
-    cfg: Config,
-    report: HostReport,
-    incremental: HostIncremental | None,
-) -> bool:
-    """Whether ``error`` is the host's own 429/503 asking for more than a run waits
-    (``fetch.retry_after_max``); if so, say until when in the report and the state.
-
-    Its other sitemaps are not asked this run either (the host asked to be left
-    alone, not one file); with a state file, runs before that time skip it.
-    """
-    if host_key(error.url or origin) != host:
-        return False  # another host's answer (a child on a CDN): that file failed, no more
-    seconds = not_before(error, cfg.fetch)
-    if seconds is None:
-        return False
-    until = time.time() + seconds
-    report.deferred = iso(int(until))
-    if incremental is not None:
-        incremental.defer(until)
-    return True

@@ -36,6 +36,7 @@ class WwwSite:
     www: Site
     other: Site
     resolver: LoopbackResolver
+    www_routes: dict[str, Any]
 
     @property
     def seed(self) -> str:
@@ -63,7 +64,7 @@ async def www_site(sites: Sites, *, unrelated_child: bool = False) -> WwwSite:
     resolver = LoopbackResolver(
         {"example.test": apex.host, "www.example.test": www.host, "other.test": other.host}
     )
-    site = WwwSite(apex, www, other, resolver)
+    site = WwwSite(apex, www, other, resolver, www_routes)
     w = site.www_url
     apex_routes["/robots.txt"] = Reply(status=301, headers={"Location": w("/robots.txt")})
     children = [w("/a.xml"), w("/b.xml")]
@@ -164,3 +165,32 @@ async def test_tree_shows_the_www_children_read(sites: Sites) -> None:
     text = captured.get()
     assert f"✓ [urlset] {site.www_url('/a.xml')}" in text
     assert f"- [?] {site.other_url('/c.xml')}" in text
+
+
+async def test_a_redirected_robots_txts_crawl_delay_paces_the_www_host(sites: Sites) -> None:
+    # The rate allows 1,000 requests a second; the Crawl-delay that www's robots.txt
+    # asks for must space the requests on www, where the sitemaps are (not only the
+    # apex, which after robots.txt is never asked again).
+    site = await www_site(sites)
+    w = site.www_url
+    delay = 0.25
+    text = f"User-agent: *\nCrawl-delay: {delay}\nSitemap: {w('/sitemap.xml')}\n"
+    site.www_routes["/robots.txt"] = text.encode()
+    records, _ = await collect([site.seed], resolver=site.resolver)
+    assert len(records) == 3
+    starts = sorted(h.start for h in site.www.log)
+    assert len(starts) == 4  # robots.txt, the index, two children
+    gaps = [b - a for a, b in zip(starts[1:], starts[2:], strict=False)]
+    # (the robots.txt -> index gap is not paced: the delay is read from that answer)
+    assert min(gaps) >= delay * 0.9, gaps
+
+
+async def test_a_not_today_from_the_www_host_defers_the_host(sites: Sites) -> None:
+    site = await www_site(sites)
+    busy = Reply(status=503, headers={"Retry-After": "86400"})
+    site.www_routes.update({"/a.xml": busy, "/b.xml": busy})
+    _, hosts = await collect([site.seed], resolver=site.resolver)
+    report = hosts[site.host]
+    assert report["deferred"] is not None  # the site asked to be left alone for a day
+    # ...so its other child is not asked this run.
+    assert site.www.hits("/a.xml") + site.www.hits("/b.xml") == 1
