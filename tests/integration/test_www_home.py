@@ -12,6 +12,7 @@ redirect says that www is the site's own host. Names resolve through
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -180,7 +181,7 @@ async def test_a_redirected_robots_txts_crawl_delay_paces_the_www_host(sites: Si
     assert len(records) == 3
     starts = sorted(h.start for h in site.www.log)
     assert len(starts) == 4  # robots.txt, the index, two children
-    gaps = [b - a for a, b in zip(starts[1:], starts[2:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(starts[1:])]
     # (the robots.txt -> index gap is not paced: the delay is read from that answer)
     assert min(gaps) >= delay * 0.9, gaps
 
