@@ -69,6 +69,8 @@ class Server:
         self.requests = 0
         self.by_status: dict[int, int] = {}
         self.tls_names: set[str] = set()
+        self.accepted = 0  # connections accepted (the keep-alive check: vs requests)
+        self.handshakes = 0  # TLS handshakes begun (SNI callbacks)
 
     def context(self, name: str) -> ssl.SSLContext | None:
         """The TLS context of domain ``name`` (``www.`` stripped), None when it has none."""
@@ -88,6 +90,7 @@ class Server:
 
     def sni(self, sslobj: Any, server_name: str | None, _ctx: ssl.SSLContext) -> int | None:
         """``SSLContext.sni_callback``: switch to the named domain's context."""
+        self.handshakes += 1
         if server_name:
             name = server_name.lower().removeprefix("www.")
             ctx = self.context(name)
@@ -134,6 +137,7 @@ class Connection(asyncio.Protocol):
         if sockname:
             self.site = self.server.by_address.get(sockname[0])
         self.server.connections.add(self)
+        self.server.accepted += 1
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.server.connections.discard(self)
@@ -310,6 +314,7 @@ def main(argv: list[str] | None = None) -> int:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     print(
         f"# serve: {server.requests} requests {dict(sorted(server.by_status.items()))};"
+        f" {server.accepted} connections, {server.handshakes} TLS handshakes,"
         f" {len(server.tls_names)} TLS names; cpu {usage.ru_utime + usage.ru_stime:.2f} s",
         file=sys.stderr,
         flush=True,
