@@ -263,7 +263,17 @@ class SeedReader:
     rest are numbered from ``first_line``.
     """
 
-    __slots__ = ("_items", "_seen", "_skip", "duplicates", "invalid", "lines", "seeds", "skipped")
+    __slots__ = (
+        "_items",
+        "_seen",
+        "_skip",
+        "duplicates",
+        "exhausted",
+        "invalid",
+        "lines",
+        "seeds",
+        "skipped",
+    )
 
     def __init__(
         self,
@@ -279,6 +289,7 @@ class SeedReader:
         self.invalid = 0
         self.duplicates = 0
         self.skipped = 0
+        self.exhausted = False  # every line read: ``seeds`` is then the input's host count
         self._skip = skip
         self._seen = _DigestSet()  # digests of b"h" + host key and b"s" + sitemap URL
         self._items = self._run(lines, first_line, unnumbered)
@@ -320,6 +331,7 @@ class SeedReader:
                 continue
             self.seeds += 1
             yield seed
+        self.exhausted = True
 
 
 def iter_seeds(lines: Iterable[str], *, first_line: int = 1) -> SeedReader:

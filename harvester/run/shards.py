@@ -129,6 +129,8 @@ def run_job(
         run.resumed_hosts_skipped = seeds.skipped
         run.input_invalid = seeds.invalid
         run.input_duplicates = seeds.duplicates
+        if seeds.exhausted:  # (an interrupted run may not have read all of its input)
+            run.hosts_total = seeds.seeds
         # Records written for hosts that never reported (cancelled at the end of a
         # shutdown grace): they are in the output, so they count (0 on a complete run).
         run.urls += writer.pending_urls

@@ -70,6 +70,7 @@ async def test_run_with_two_workers_writes_output_and_reports(sites: Sites, tmp_
     assert report["complete"] is True
     assert report["finished"] is not None
     assert report["hosts_done"] == 5
+    assert report["hosts_total"] == 5  # the whole input was read: its distinct hosts
     assert report["urls"] == 12
     assert report["cross_host_duplicates"] == 0  # every site lists only its own URLs
     assert report["input_invalid"] == 1

@@ -58,7 +58,7 @@ async def test_run_html_report_renders_in_chromium(sites: Sites, tmp_path: Path)
     assert page.probes["svgs"] >= 3
     assert page.probes["urls"] == f"{report['urls']:,}"
     assert report["urls"] == 6
-    assert page.probes["hosts"] == f"{report['hosts_done']} done"
+    assert page.probes["hosts"] == f"{report['hosts_done']} done of {report['hosts_total']}"
     assert report["hosts_done"] == 4
     failed = sorted(d.removeprefix("http://") for d in dead)
     assert sorted(page.probes["links"]) == failed
