@@ -10,11 +10,19 @@ by ``benchmarks.server`` in its own process:
    dask run's output is ``harvester merge``-d and both are checked against the corpus's
    truth (the same URLs, each once). Target: dask URLs/s >= 0.9 of the pool's (median of
    the rounds' ratios).
-2. ``cluster``: the cluster as a user starts it, as if on separate machines: a ``dask
+2. ``startup``: the same two commands on the corpus's first host only, alternated
+   ``--rounds`` times: what a run costs before and after its work (interpreter, imports,
+   worker processes; for dask the LocalCluster's scheduler, nannies and workers started
+   and closed), which a short run pays in full.
+3. ``cluster``: the cluster as a user starts it, as if on separate machines: a ``dask
    scheduler`` process (with a scheduler file) and separate ``dask worker --nthreads 1``
-   processes over TCP on loopback, then ``harvester run --scheduler-file F`` reading the
-   seeds from and writing to one shared directory; with 1 and then 2 workers (the scaling
-   table). Worker RSS is sampled from /proc while the run goes.
+   processes over TCP on loopback, with the Dask settings the README recommends
+   (``cluster.local_cluster_config``, given as ``DASK_*`` environment variables), then
+   ``harvester run --scheduler-file F`` reading the seeds from and writing to one shared
+   directory; with 1 and then 2 workers (the scaling table). Worker RSS is sampled from
+   /proc while the run goes.
+
+Each row has the load average (1 min) before and after it: the machine may be shared.
 
 Output: one JSON line per measurement on stdout, then markdown tables; exit status 0
 (1 with ``--check`` when the ratio target or a URL check fails).
@@ -23,6 +31,7 @@ Usage::
 
     python -m benchmarks.bench_distributed                 # 2,000 hosts, 1 round
     python -m benchmarks.bench_distributed --hosts 200 --rounds 3
+    python -m benchmarks.bench_distributed --only startup --rounds 3
     python -m benchmarks.bench_distributed --only cluster
 """
 
@@ -31,6 +40,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import shutil
 import signal
 import statistics
@@ -75,17 +85,21 @@ def merged(directory: Path) -> Path:
 
 
 def measure(name: str, cmd: list[str], output: Path, truth: Any, timeout: float) -> dict[str, Any]:
-    """Run one harvester command (a fresh output), check its URLs, return its record."""
+    """Run one harvester command (a fresh output), check its URLs, return its record.
+
+    ``truth`` None: no check (the start-up rows harvest one host).
+    """
     for stale in output.parent.glob(output.name + "*"):
         shutil.rmtree(stale) if stale.is_dir() else stale.unlink()
     log = output.parent / f"{name}.stderr"
+    load_before = os.getloadavg()[0]
     with log.open("w") as err:
         res = run_measured(cmd, timeout=timeout, stderr=err)
     if res.returncode != 0:
         raise SystemExit(f"{name} failed ({res.returncode}): {log.read_text()[-2000:]}")
     records = merged(output) if output.is_dir() else output
     tally = tally_output(records)
-    problems = check(tally, truth)
+    problems = check(tally, truth) if truth is not None else []
     return {
         "measure": name,
         "seconds": round(res.wall_s, 3),
@@ -96,7 +110,10 @@ def measure(name: str, cmd: list[str], output: Path, truth: Any, timeout: float)
         "peak_rss_sum_mb": round(res.peak_rss_sum_mb, 1),
         "peak_rss_max_mb": round(res.peak_rss_max_mb, 1),
         "processes": res.processes,
+        # each process's own peak (name, MB), largest first: which one is the largest
+        "per_process_mb": [(name[:70], round(mb, 1)) for _, name, mb in res.per_process],
         "problems": problems[:5],
+        "load": [round(load_before, 2), round(os.getloadavg()[0], 2)],  # 1-min, before/after
     }
 
 
@@ -118,6 +135,35 @@ def pool_vs_dask(
         print(json.dumps(rows[-2]), flush=True)
         print(json.dumps(rows[-1]), flush=True)
     return rows
+
+
+def startup(seeds: Path, cfg: Path, args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Pool vs dask on one host: the fixed cost of a run (start and close)."""
+    one = OUT / "one-host.txt"
+    with seeds.open(encoding="utf-8") as fh:
+        one.write_text(fh.readline())
+    rows = []
+    for round_ in range(1, args.rounds + 1):
+        for name, extra in (
+            ("pool-1host", ["--workers", "2"]),
+            ("dask-1host", ["--scheduler", "local:2", "--shards", str(args.shards)]),
+        ):
+            out = OUT / (f"{name}.jsonl" if name.startswith("pool") else name)
+            cmd = harvester("run", "-i", str(one), "-o", str(out), "--config", str(cfg))
+            cmd += [*extra, "--no-state", "--no-progress"]
+            rows.append({"round": round_, **measure(name, cmd, out, None, args.timeout)})
+            print(json.dumps(rows[-1]), flush=True)
+    return rows
+
+
+def dask_environ() -> dict[str, str]:
+    """The README's Dask settings for a real cluster as ``DASK_*`` environment variables."""
+    from harvester.distributed.cluster import local_cluster_config
+
+    env = dict(os.environ)
+    for key, value in local_cluster_config().items():
+        env["DASK_" + key.replace(".", "__").replace("-", "_").upper()] = str(value)
+    return env
 
 
 @contextlib.contextmanager
@@ -142,6 +188,7 @@ def dask_cluster(workers: int, directory: Path) -> Any:
                 ],
                 stdout=log,
                 stderr=log,
+                env=dask_environ(),
             )
         )
         deadline = time.monotonic() + 30
@@ -157,6 +204,7 @@ def dask_cluster(workers: int, directory: Path) -> Any:
                     ],
                     stdout=log,
                     stderr=log,
+                    env=dask_environ(),
                 )
             )
         _wait_for_workers(scheduler_file, workers)
@@ -211,24 +259,27 @@ def cluster_scaling(
 
 def table(rows: list[dict[str, Any]], extra: str) -> str:
     head = "| measurement | s | CPU s (client tree) | URLs | URLs/s | peak RSS MB (largest) |"
-    head += f" {extra} |"
-    lines = [head, "| --- | ---: | ---: | ---: | ---: | ---: | --- |"]
+    head += f" load before/after | {extra} |"
+    lines = [head, "| --- | ---: | ---: | ---: | ---: | ---: | --- | --- |"]
     for r in rows:
         note = r.get(extra, "")
+        load = "/".join(f"{x:.1f}" for x in r["load"])
         lines.append(
             f"| {r['measure']} | {r['seconds']:.1f} | {r['cpu_s']:.1f} | {r['urls']:,} |"
-            f" {r['urls_per_s']:,} | {r['peak_rss_max_mb']:.0f} | {note} |"
+            f" {r['urls_per_s']:,} | {r['peak_rss_max_mb']:.0f} | {load} | {note} |"
         )
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--hosts", type=int, default=DEFAULT_HOSTS)
+    ap.add_argument("--hosts", type=int, default=DEFAULT_HOSTS["many"])
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--shards", type=int, default=8)
     ap.add_argument("--timeout", type=float, default=600)
-    ap.add_argument("--only", default="pool,cluster", help="pool (pool vs dask), cluster")
+    ap.add_argument(
+        "--only", default="pool,startup,cluster", help="pool (pool vs dask), startup, cluster"
+    )
     # Not webgen's default 8765: other benchmarks may be serving it on this machine.
     ap.add_argument("--port", type=int, default=8791)
     ap.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
@@ -247,6 +298,10 @@ def main(argv: list[str] | None = None) -> int:
             median = statistics.median(ratios)
             print(f"\ndask / pool throughput: median {median:.3f} over {ratios} (target >= 0.9)")
             ok &= median >= TARGET_RATIO and not any(r["problems"] for r in rows)
+        if "startup" in args.only:
+            rows = startup(server.seeds, cfg, args)
+            print()
+            print(table(rows, "round"))
         if "cluster" in args.only:
             rows = cluster_scaling(server.seeds, cfg, truth, args)
             print()

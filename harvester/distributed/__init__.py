@@ -21,7 +21,8 @@ Choices, and why:
    own), so the distributed path runs the very shard loop the process pool runs.
 2. Hosts never travel through the scheduler: the client reads the seeds once and
    cuts them into one file per shard (one pass over the input instead of every
-   task parsing all of it), and each task reads its own file.
+   task parsing all of it; one file open at a time, whatever the shard count), and
+   each task reads its own file.
 3. Records never travel through Dask either: each attempt writes files named after
    itself, fsyncs them and commits by ``os.link``-ing a finished manifest to the
    run's manifest name (``manifest.py``). ``link`` fails with ``EEXIST`` when another
@@ -34,8 +35,9 @@ Choices, and why:
    publishes the new file as part of its commit. A failed attempt never publishes,
    so the state a shard starts from is always that of a committed attempt
    (``state.resume`` is off: nothing unfinished is ever committed to resume).
-5. Cross-host duplicates need every record: the client counts them after the
-   shards, streaming over the committed records files (``merge.py``).
+5. Cross-host duplicates need every record: each shard logs its records' URL
+   fingerprints (``fingerprints.py``, 8 bytes a URL, not counted there) and the client
+   counts them over the committed logs as the shards commit (``merge.py``).
 6. Ctrl-C: the client sets a Dask ``Event`` that each shard polls; a set event is
    the shard's graceful ``Stop``.
 

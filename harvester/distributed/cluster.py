@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import dask.config
 from distributed import Client, LocalCluster
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
     from harvester.config import DistributedConfig
 
-__all__ = ["local_workers", "open_client"]
+__all__ = ["local_cluster_config", "local_workers", "open_client"]
 
 
 def local_workers(scheduler: str) -> int | None:
@@ -60,11 +60,8 @@ def open_client(cfg: DistributedConfig) -> Iterator[Client]:
         with Client(cfg.scheduler) as client:
             yield client
         return
-    # One shard task per worker thread at a time (not 1.1, Dask's default): a worker that
-    # dies then takes no queued shard down with it (each death counts against a task's
-    # distributed.scheduler.allowed-failures). A real cluster sets it in its own config.
     with (
-        dask.config.set({"distributed.scheduler.worker-saturation": 1.0}),
+        dask.config.set(local_cluster_config()),
         LocalCluster(
             n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1"
         ) as cluster,
@@ -72,3 +69,23 @@ def open_client(cfg: DistributedConfig) -> Iterator[Client]:
     ):
         print(f"harvester: Dask dashboard at {client.dashboard_link}", file=sys.stderr)
         yield client
+
+
+def local_cluster_config() -> dict[str, Any]:
+    """The Dask settings of the ``LocalCluster`` that ``--scheduler local`` starts.
+
+    A real cluster sets the same in its own Dask config (README: Beyond one machine).
+    """
+    return {
+        # One shard task per worker thread at a time (not 1.1, Dask's default): a worker
+        # that dies then takes no queued shard down with it (each death counts against a
+        # task's distributed.scheduler.allowed-failures).
+        "distributed.scheduler.worker-saturation": 1.0,
+        # A shard is one long task whose CPU is the run's limit. Dask's statistical
+        # profiler samples every thread's stack every 10 ms and its system monitor polls
+        # psutil (disk counters included) every 0.5 s, in the worker process, taking the
+        # GIL from the shard: the profiler off, the monitor every 2 s without the disk.
+        "distributed.worker.profile.enabled": False,
+        "distributed.admin.system-monitor.interval": "2s",
+        "distributed.admin.system-monitor.disk": False,
+    }

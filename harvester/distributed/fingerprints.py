@@ -5,7 +5,10 @@ In: what a shard's writer hands its cross-host tracker (per batch: the host and 
 (named by the manifest), read back by the client's ``merge.CrossHostCount``.
 
 So the client counts cross-host duplicates from 8 bytes a URL, without parsing the
-records again (that pass cost more CPU than the rest of the client's work). Frames:
+records again (that pass cost more CPU than the rest of the client's work). The shard
+only logs: a count within one shard would miss every other shard's hosts, and its
+seen-set cost the worker memory and CPU for nothing (the client counts them all), so a
+shard's host reports say 0 and ``out/crosshost.jsonl`` has the run's counts per host. Frames:
 ``!H`` host length, the host (UTF-8), ``!I`` count, ``count`` fingerprints (native
 ``array("Q")`` bytes: written and read on machines of one byte order, as a cluster is).
 """
@@ -32,7 +35,8 @@ _BUFFER = 1 << 20  # bytes buffered before a write
 
 
 class FingerprintLog(CrossHostTracker):
-    """A ``CrossHostTracker`` that also appends every batch it is given to ``path``.
+    """A ``CrossHostTracker`` that appends every batch it is given to ``path`` instead of
+    counting it (``take`` says 0: the client counts, over every shard's log).
 
     ``close`` (called by the writer when the shard's run ends) flushes and fsyncs it.
     """
@@ -43,8 +47,7 @@ class FingerprintLog(CrossHostTracker):
         self._file = open(path, "wb", buffering=_BUFFER)  # noqa: SIM115 - closed by close()
 
     def add(self, host: str, fingerprints: array[int] | bytes) -> None:
-        """Count the batch as the tracker does, and log it."""
-        super().add(host, fingerprints)
+        """Log the batch."""
         data = fingerprints if isinstance(fingerprints, bytes) else fingerprints.tobytes()
         name = host.encode()
         self._file.write(_HOST.pack(len(name)) + name + _COUNT.pack(len(data) // 8))

@@ -41,6 +41,7 @@ __all__ = [
 
 LAYOUT_FILE = "harvester.json"
 _MAX_INVALID_SHOWN = 20  # invalid input lines told on stderr (the report counts all)
+_CUT_BUFFER = 4 << 20  # characters of seed lines the cut holds before writing them out
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,32 +188,70 @@ class SeedSplit:
 def split_seeds(lines: Iterable[str], layout: Layout) -> SeedSplit:
     """Cut the input into ``out/seeds/NNNNN.txt`` (each written whole, then renamed).
 
-    One pass over the input, lazily (held: one open file per shard). Invalid lines
-    are told on stderr (the first 20) and counted; duplicate hosts are dropped here,
-    so each shard's file lists each of its hosts once.
+    One pass over the input, lazily. Invalid lines are told on stderr (the first 20)
+    and counted; duplicate hosts are dropped here, so each shard's file lists each of
+    its hosts once. Any shard count works: the lines wait in per-shard buffers (about
+    ``_CUT_BUFFER`` characters in all) that are appended to their files one file at a time,
+    so the cut holds one open file, not one per shard (which ran into the process's
+    open-file limit at ~1,000 shards).
     """
     reader = SeedReader(lines)
     split = SeedSplit([0] * layout.shards)
-    paths = [layout.seeds_path(n) for n in range(layout.shards)]
-    files = [open(f"{p}.part", "w", encoding="utf-8") for p in paths]  # noqa: SIM115
-    try:
-        for item in reader:
-            if isinstance(item, InputError):
-                if reader.invalid <= _MAX_INVALID_SHOWN:
-                    print(f"harvester: skipped input {item.message}", file=sys.stderr)
-                continue
-            shard = shard_of(shard_key(item.host, layout.shard_by), layout.shards)
-            files[shard].write(seed_line(item) + "\n")
-            split.per_shard[shard] += 1
-        for fh in files:
-            fh.flush()
-            os.fsync(fh.fileno())
-    finally:
-        for fh in files:
-            fh.close()
-    for path in paths:
-        os.replace(f"{path}.part", path)
-    fsync_dir(os.path.dirname(paths[0]))
+    cut = _ShardFiles([f"{layout.seeds_path(n)}.part" for n in range(layout.shards)])
+    for item in reader:
+        if isinstance(item, InputError):
+            if reader.invalid <= _MAX_INVALID_SHOWN:
+                print(f"harvester: skipped input {item.message}", file=sys.stderr)
+            continue
+        shard = shard_of(shard_key(item.host, layout.shard_by), layout.shards)
+        cut.add(shard, seed_line(item) + "\n")
+        split.per_shard[shard] += 1
+    cut.close()
+    for shard in range(layout.shards):
+        os.replace(f"{layout.seeds_path(shard)}.part", layout.seeds_path(shard))
+    fsync_dir(os.path.dirname(layout.seeds_path(0)))
     split.invalid = reader.invalid
     split.duplicates = reader.duplicates
     return split
+
+
+class _ShardFiles:
+    """Lines appended to many files with one open at a time: buffered per file, and
+    every buffer written out (each file opened, appended to, closed) once they hold
+    ``_CUT_BUFFER`` characters between them. ``close`` writes the rest and fsyncs each file.
+
+    So a cut into S shards opens about S files per ``_CUT_BUFFER`` of input, plus S at
+    the end, whatever S is.
+    """
+
+    def __init__(self, paths: list[str]) -> None:
+        self._paths = paths
+        self._lines: list[list[str]] = [[] for _ in paths]  # per file: lines not written
+        self._size = 0  # characters buffered over all files
+        self._started = [False] * len(paths)  # truncated by this cut (a stale .part is not)
+
+    def add(self, index: int, line: str) -> None:
+        """Append ``line`` to file ``index`` (written out later)."""
+        self._lines[index].append(line)
+        self._size += len(line)
+        if self._size >= _CUT_BUFFER:
+            for n in range(len(self._paths)):
+                if self._lines[n]:
+                    self._write(n, sync=False)
+            self._size = 0
+
+    def close(self) -> None:
+        """Write every buffer out and make each file durable (empty ones created)."""
+        for n in range(len(self._paths)):
+            self._write(n, sync=True)
+        self._size = 0
+
+    def _write(self, index: int, *, sync: bool) -> None:
+        mode = "a" if self._started[index] else "w"
+        with open(self._paths[index], mode, encoding="utf-8") as fh:
+            fh.writelines(self._lines[index])
+            if sync:
+                fh.flush()
+                os.fsync(fh.fileno())
+        self._started[index] = True
+        self._lines[index].clear()

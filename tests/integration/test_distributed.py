@@ -239,6 +239,31 @@ def test_the_cli_runs_on_a_local_cluster_and_merge_writes_one_file(tmp_path: Pat
             server.stdout.close()
 
 
+def test_the_local_cluster_runs_one_shard_per_thread_without_dask_s_profiler() -> None:
+    """``--scheduler local``'s cluster (``cluster.open_client``) carries its settings to the
+    scheduler and into the worker processes (in a child process: its dashboard binds
+    every interface, which this process's network fence refuses).
+    """
+    program = (
+        "from harvester.config import load_config\n"
+        "from harvester.distributed.cluster import open_client\n"
+        "def probe():\n"
+        "    import dask\n"
+        "    return [dask.config.get(k) for k in ('distributed.worker.profile.enabled',"
+        " 'distributed.admin.system-monitor.interval')]\n"
+        "if __name__ == '__main__':\n"
+        "    cfg = load_config(None, {'distributed.scheduler': 'local:1'})\n"
+        "    with open_client(cfg.distributed) as client:\n"
+        "        print(list(client.run(probe).values()),"
+        " client.run_on_scheduler(lambda dask_scheduler: dask_scheduler.WORKER_SATURATION))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, timeout=50, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[0] == "[[False, '2s']] 1.0"
+
+
 _SERVER = """
 import sys
 from aiohttp import web

@@ -35,6 +35,7 @@ from tests.integration.test_end_to_end import index, robots, urlset  # noqa: E40
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 SHARDS = 3
+HOLD = 20.0  # seconds the held sitemap waits for its attempt's kill, at most
 # Where the hook's "spec" and kill markers live: fixed before the nannies start their
 # workers (they read the env var at start), emptied by each test.
 KILL_DIR = os.path.join(tempfile.gettempdir(), f"harvester-test-kill-{os.getpid()}")
@@ -52,7 +53,8 @@ CLUSTER: dict[str, Any] = {
 
 
 async def slow_web(sites: Sites, first: int) -> tuple[list[str], set[str], int]:
-    """Six hosts; the first one's second child is slow, so a kill finds it half done.
+    """Six hosts; the first one's second child is held until the attempt that asked for
+    it was killed (``_held_until_killed``), so a kill always finds its shard half done.
 
     Returns the input lines, every URL, and the shard of the slow host.
     """
@@ -68,7 +70,7 @@ async def slow_web(sites: Sites, first: int) -> tuple[list[str], set[str], int]:
         routes["/index.xml"] = index(site.url("/a.xml"), site.url("/b.xml"))
         routes["/a.xml"] = urlset(*a)
         if i == 0:
-            routes["/b.xml"] = _slow(urlset(*b))
+            routes["/b.xml"] = _held_until_killed(urlset(*b))
             target = shard_of(f"127.0.0.{first}:{site.port}", SHARDS)
         else:
             routes["/b.xml"] = urlset(*b)
@@ -77,11 +79,25 @@ async def slow_web(sites: Sites, first: int) -> tuple[list[str], set[str], int]:
     return lines, urls, target
 
 
-def _slow(body: bytes) -> Any:
+def _held_until_killed(body: bytes) -> Any:
+    """A handler that answers once the attempt asking is dead (its connection closed), or
+    at once when the hook has no kill left (that attempt commits).
+
+    Not a fixed delay: on a loaded machine the attempt might not have written a record
+    before a delay ran out, and then it would finish instead of being killed half done.
+    Waiting on the connection, not on the kill marker: the hook writes its marker just
+    before the kill, so a request may come in between. The wait is capped (``HOLD``):
+    a kill that never comes fails the test's asserts instead of hanging it.
+    """
     from aiohttp import web
 
     async def handler(request: web.Request) -> web.Response:
-        await asyncio.sleep(1.0)
+        if len(killed_attempts()) < kills_armed():  # the asking attempt's hook will kill it
+            deadline = asyncio.get_running_loop().time() + HOLD
+            while request.transport is not None and not request.transport.is_closing():
+                if asyncio.get_running_loop().time() > deadline:
+                    break
+                await asyncio.sleep(0.02)
         return web.Response(body=body, content_type="application/xml")
 
     return handler
@@ -94,13 +110,30 @@ def arm(shard: int, times: int) -> None:
     Path(KILL_DIR, "spec").write_text(f"{shard} {times}\n")
 
 
+def kills_armed() -> int:
+    """How many attempts the hook kills in all (``arm``'s ``times``)."""
+    return int(Path(KILL_DIR, "spec").read_text().split()[1])
+
+
 def killed_attempts() -> list[str]:
     return [n.split("-", 2)[2] for n in os.listdir(KILL_DIR) if n.startswith("kill-")]
 
 
 def harvest(address: str, lines: list[str], out: Path) -> tuple[Any, list[dict[str, Any]]]:
     """The user's side, in a thread: a synchronous client, the run, the merge."""
-    config = fast_config(**{"distributed.shards": SHARDS, "state.commit_interval": 0.05})
+    config = fast_config(
+        **{
+            "distributed.shards": SHARDS,
+            "state.commit_interval": 0.05,
+            # The sites are served by this process's event loop, which the scheduler and
+            # the nannies (restarting killed workers) share: under load a reply can be
+            # late by seconds, which must not fail a fetch. The held sitemap waits up to
+            # HOLD (fast_config's 2 s read timeout would retry it).
+            "fetch.connect_timeout": 30.0,
+            "fetch.read_timeout": HOLD + 10,
+            "fetch.total_timeout": HOLD + 20,
+        }
+    )
     client = distributed.Client(address, set_as_default=False)
     try:
         result = run_distributed(client, lines, str(out), config)
