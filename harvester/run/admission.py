@@ -20,7 +20,17 @@ admission grows while memory and CPU allow:
   samples → it shrinks by 1/16 of the hosts in flight, not below ``START``;
   over budget, the loop lagging more than ``run.max_loop_lag``, or the loop
   busy in the last interval → it holds at the hosts in flight (finished hosts
-  are replaced, no more); else it grows by half (at least 16), up to the bound.
+  are replaced, no more); else, when the ceiling is what holds the hosts back
+  (those in flight reach it) and ``SETTLE`` seconds have passed since it last
+  grew, it grows by half (at least 16), up to the bound.
+* **why it waits to grow again**: a host just admitted spends its first few
+  hundred milliseconds on DNS, the connect, TLS and the server's latency, using
+  no CPU. Growing at every idle sample, the ceiling admitted half again every
+  ``POLL`` before the last hosts had shown what they cost: on the realweb's
+  100,000 domains a worker swung between 300 and 3,000 hosts in flight, each
+  swing paid in memory and in hosts waiting minutes for the loop. ``SETTLE``
+  lets the hosts of one growth reach the CPU before the next growth is
+  judged; and a ceiling that holds nobody back (too few seeds) does not grow.
 * **why the loop's busy share**: a host in flight helps only while the loop
   waits on the network. Once the loop always has work (running, or queued for
   a core behind other processes), another host adds no throughput, only its
@@ -67,6 +77,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "HOST_ESTIMATE",
+    "SETTLE",
     "START",
     "Admission",
     "CpuMeter",
@@ -89,6 +100,8 @@ _FDS_PER_HOST = 2
 _FD_RESERVE = 64  # for the state file, pipes, the resolver, logs
 AUTO_MAX = 8192  # the auto bound's cap (beyond it memory, not descriptors, is the limit)
 _GROWTH_MIN = 16  # hosts a good sample adds to the ceiling at least
+# Seconds after a growth before the ceiling may grow again (module docstring).
+SETTLE = 0.5
 # The ceiling at the start: the shard grows from here as samples allow (by half each
 # POLL), so a loop already busy at its start never takes thousands of hosts at once.
 START = 64
@@ -197,8 +210,8 @@ class Admission:
     ``limit``: the upper bound; ``memory_budget``: bytes of RSS (0: no check);
     ``max_lag``: seconds of loop lag (0: no check); ``max_cpu``: the CPU share
     (``CpuMeter``) that holds the ceiling and, sustained, shrinks it (0: no check);
-    ``clock``: for the times in ``repr`` (the loop's or ``time.monotonic``; tests
-    pass a fake).
+    ``clock``: for the times in ``repr`` and ``settle`` (the loop's or
+    ``time.monotonic``; tests pass a fake); ``settle``: seconds between two growths.
 
     >>> a = Admission(2)
     >>> a.may_admit()
@@ -216,6 +229,7 @@ class Admission:
         max_cpu: float = 0.0,
         clock: Callable[[], float] = time.monotonic,
         estimate: int = HOST_ESTIMATE,
+        settle: float = SETTLE,
     ) -> None:
         self.limit = max(1, limit)
         self.memory_budget = memory_budget
@@ -223,6 +237,8 @@ class Admission:
         self.max_cpu = max_cpu
         self._clock = clock
         self._estimate = estimate
+        self._settle = settle
+        self._grown_at: float | None = None  # clock time of the last growth (None: never)
         self.in_flight = 0  # hosts admitted and not released
         self.ceiling = min(self.limit, START)  # hosts admitted at most now (module docstring)
         self.peak = 0  # most hosts in flight at once
@@ -289,8 +305,13 @@ class Admission:
             self.ceiling = max(1, min(self.ceiling, self.in_flight))
             self.held = "memory" if over else "lag" if lagging else "cpu"
         else:
-            self.ceiling = min(self.limit, self.ceiling + max(_GROWTH_MIN, self.ceiling // 2))
             self.held = ""
+            now = self._clock()
+            binding = self.in_flight >= self.ceiling - max(1, self.ceiling // 16)
+            settled = self._grown_at is None or now - self._grown_at >= self._settle
+            if binding and settled:
+                self.ceiling = min(self.limit, self.ceiling + max(_GROWTH_MIN, self.ceiling // 2))
+                self._grown_at = now
         if self.held:
             self.holds[self.held] = self.holds.get(self.held, 0) + 1
         self.rss, self.lag, self.cpu, self.cpu_avg = rss, lag, cpu, cpu_avg

@@ -10,6 +10,7 @@ import pytest
 
 from harvester.config import Config, RunConfig
 from harvester.run.admission import (
+    SETTLE,
     START,
     Admission,
     CpuMeter,
@@ -68,20 +69,24 @@ def test_between_samples_each_new_host_counts_the_estimate() -> None:
 
 
 def test_the_ceiling_starts_at_64_and_grows_by_half_with_each_good_sample() -> None:
-    a = Admission(1000, max_lag=0.1)
+    clock = FakeClock()
+    a = Admission(1000, max_lag=0.1, clock=clock)
     assert fill(a) == START == 64
     a.observe(0, 0.0)
     assert fill(a) == 32
+    clock.now += SETTLE
     a.observe(0, 0.0)
     assert a.ceiling == 144
     assert Admission(10).ceiling == 10
 
 
 def test_over_budget_and_growing_cuts_the_ceiling_to_seven_eighths() -> None:
-    a = Admission(1000, memory_budget=100 * MiB, estimate=0)
+    a = Admission(1000, memory_budget=100 * MiB, estimate=0, settle=0.0)
+    n = 0
     while a.ceiling < 1000:
+        n += fill(a)
         a.observe(50 * MiB, 0.0)
-    assert fill(a) == 1000
+    assert n + fill(a) == 1000
     a.observe(120 * MiB, 0.0)
     assert a.ceiling == 875
     assert a.held == "memory"
@@ -109,7 +114,7 @@ def test_lag_holds_the_ceiling_at_the_hosts_in_flight() -> None:
 
 
 def test_a_good_sample_grows_the_ceiling_by_at_least_16_up_to_the_limit() -> None:
-    a = Admission(100, max_lag=0.1)
+    a = Admission(100, max_lag=0.1, settle=0.0)
     assert a.ceiling == 64
     a.admitted()
     a.observe(0, 1.0)
@@ -117,8 +122,40 @@ def test_a_good_sample_grows_the_ceiling_by_at_least_16_up_to_the_limit() -> Non
     a.observe(0, 0.0)
     assert a.ceiling == 17
     for _ in range(10):
+        fill(a)
         a.observe(0, 0.0)
     assert a.ceiling == 100
+
+
+def test_the_ceiling_grows_again_only_once_the_last_growth_has_settled() -> None:
+    # Hosts just admitted use no CPU yet (DNS, connect, TLS, the server's latency):
+    # idle samples right after a growth must not grow the ceiling again, or it runs
+    # away (300 -> 3,000 hosts on the realweb) before the loop shows their cost.
+    clock = FakeClock()
+    a = Admission(10_000, max_cpu=0.9, clock=clock)
+    fill(a)
+    a.observe(0, 0.0, 0.2, 0.2)
+    assert a.ceiling == 96
+    for _ in range(4):  # 0.4 s of idle samples, each with every host admitted
+        fill(a)
+        clock.now += 0.1
+        a.observe(0, 0.0, 0.2, 0.2)
+    assert a.ceiling == 96
+    fill(a)
+    clock.now += 0.1  # SETTLE after the growth
+    a.observe(0, 0.0, 0.2, 0.2)
+    assert a.ceiling == 144
+
+
+def test_a_ceiling_that_holds_no_host_back_does_not_grow() -> None:
+    clock = FakeClock()
+    a = Admission(10_000, max_cpu=0.9, clock=clock)
+    for _ in range(10):  # too few seeds: 10 hosts in flight under a ceiling of 64
+        a.admitted()
+    for _ in range(20):
+        clock.now += SETTLE
+        a.observe(0, 0.0, 0.1, 0.1)
+    assert a.ceiling == START  # a burst of seeds later starts from here, not from 10,000
 
 
 def test_zero_budget_and_lag_turn_the_checks_off() -> None:
@@ -229,6 +266,7 @@ def test_a_cpu_busy_for_a_while_drains_the_hosts_in_flight_down_to_start() -> No
 
 def test_max_cpu_zero_turns_the_cpu_check_off() -> None:
     a = Admission(100)
+    fill(a)
     a.observe(0, 0.0, 1.0)
     assert a.held == ""
     assert a.ceiling == 96  # grown by half from 64
