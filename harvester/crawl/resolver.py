@@ -15,7 +15,12 @@ ignores record TTLs and never keeps "no such name". Here:
 * ``AresLookup``: aiodns (c-ares), thousands of queries in flight on one
   socket set, one per-try timeout and one retry (``tries=2``), optional
   ``fetch.nameservers``, no search-domain expansion (a crawled host name is
-  absolute: "intranet" must not become "intranet.corp.example").
+  absolute: "intranet" must not become "intranet.corp.example"). A channel
+  serves ``CHANNEL_LOOKUPS`` lookups, then a new one takes over: c-ares keeps
+  its own cache of every answer in the channel (its query cache, on by default
+  and not configurable through pycares) for up to an hour, ~1.2 KB a name,
+  which over a long run of distinct names grew a worker by hundreds of MB; the
+  ``CachingResolver`` below is the bounded cache.
 * ``ResolverLookup``: any aiohttp ``AbstractResolver`` (``ThreadedResolver``
   for ``fetch.resolver = "threaded"`` or when aiodns cannot be imported, test
   resolvers), with no TTL information.
@@ -85,6 +90,10 @@ class Lookup(Protocol):
         ...
 
 
+# Lookups one c-ares channel serves before a new one takes over (module docstring).
+CHANNEL_LOOKUPS = 4096
+
+
 def _aiodns() -> Any:
     """The aiodns module, or None when it cannot be imported."""
     try:
@@ -109,13 +118,28 @@ class AresLookup:
         self._servers = servers  # c-ares "ip:port" / "[v6]:port" forms; [] = the system's
         self._timeout = timeout  # seconds for the first try of a query
         self._tries = tries  # tries per query (2: one retry)
-        self._dns: Any = None  # the aiodns.DNSResolver, once created
+        self._dns: Any = None  # the aiodns.DNSResolver taking lookups, once created
+        self._used = 0  # lookups the current channel has taken
+        # Channels still answering lookups (the current one too): resolver -> pending.
+        # A replaced channel is closed when its last lookup is done.
+        self._pending: dict[Any, int] = {}
 
     def __repr__(self) -> str:
         servers = ",".join(self._servers) or "system"
         return f"<AresLookup servers={servers} timeout={self._timeout:g}s tries={self._tries}>"
 
-    def _resolver(self) -> Any:
+    def _channel(self) -> tuple[Any, Any]:
+        """The channel for the next lookup, and a replaced idle one to close (or None).
+
+        A new channel every ``CHANNEL_LOOKUPS`` lookups; the replaced one is closed
+        now if idle, else by the last lookup it answers (``_release``).
+        """
+        retired = None
+        if self._dns is not None and self._used >= CHANNEL_LOOKUPS:
+            old, self._dns = self._dns, None
+            if self._pending[old] == 0:
+                del self._pending[old]
+                retired = old
         if self._dns is None:
             aiodns = _aiodns()
             import pycares
@@ -127,16 +151,34 @@ class AresLookup:
                 tries=self._tries,
                 flags=pycares.ARES_FLAG_NOSEARCH,
             )
-        return self._dns
+            self._used = 0
+            self._pending[self._dns] = 0
+        self._used += 1
+        self._pending[self._dns] += 1
+        return self._dns, retired
+
+    def _release(self, dns: Any) -> Any:
+        """A lookup on ``dns`` ended; return ``dns`` if it was replaced and is now idle."""
+        left = self._pending.get(dns)
+        if left is None:
+            return None  # closed meanwhile (``close``)
+        left = self._pending[dns] = left - 1
+        if left == 0 and dns is not self._dns:
+            del self._pending[dns]
+            return dns
+        return None
 
     async def lookup(self, host: str, family: int) -> tuple[list[ResolveResult], float | None]:
         """Resolve ``host`` through c-ares; see ``Lookup``."""
         aiodns = _aiodns()
+        dns, retired = self._channel()
+        if retired is not None:
+            await retired.close()
         try:
             # No AI_ADDRCONFIG (aiohttp's AsyncResolver sets it): on a host with
             # loopback only it can suppress every answer; happy eyeballs in the
             # connector copes with an address family that has no route.
-            answer = await self._resolver().getaddrinfo(
+            answer = await dns.getaddrinfo(
                 host, family=socket.AddressFamily(family), type=socket.SOCK_STREAM
             )
         except aiodns.error.DNSError as exc:
@@ -144,6 +186,10 @@ class AresLookup:
             message = exc.args[1] if len(exc.args) > 1 else "DNS lookup failed"
             errno = socket.EAI_NONAME if code in _ARES_NEGATIVE else socket.EAI_AGAIN
             raise socket.gaierror(errno, f"{message} ({host})") from exc
+        finally:
+            # (after the state change: a cancellation in close() leaves nothing half-done)
+            if (idle := self._release(dns)) is not None:
+                await idle.close()
         results: list[ResolveResult] = []
         ttl: float | None = None
         for node in answer.nodes:
@@ -161,9 +207,10 @@ class AresLookup:
         return results, ttl
 
     async def close(self) -> None:
-        """Close the c-ares channel (pending queries fail as cancelled)."""
-        dns, self._dns = self._dns, None
-        if dns is not None:
+        """Close the c-ares channels (pending queries fail as cancelled)."""
+        channels, self._dns = list(self._pending), None
+        self._pending.clear()
+        for dns in channels:
             await dns.close()
 
 

@@ -15,6 +15,7 @@ import socket
 import time
 from typing import TYPE_CHECKING, Any, cast
 
+import aiodns
 import dnslib  # type: ignore[import-untyped]
 import pytest
 
@@ -189,6 +190,38 @@ async def test_a_thousand_lookups_in_flight() -> None:
     # c-ares may re-send a query the (slow, Python) server has not answered yet: at most once.
     assert len(server.queries) <= 2000
     assert elapsed < 5.0  # a threaded resolver would run these a handful at a time
+
+
+async def test_a_channel_is_replaced_after_its_lookups_and_closed_once_idle(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # c-ares keeps every answer in its channel (its query cache): a long run of
+    # distinct names grew a worker ~1.2 KB a name until the channel was replaced.
+    monkeypatch.setattr("harvester.crawl.resolver.CHANNEL_LOOKUPS", 5)
+    names = {f"c{i}.test": (f"127.0.40.{1 + i}", 300) for i in range(23)}
+    closed: list[object] = []
+    async with zone(names) as (server, ns):
+        lookup = AresLookup(nameservers=(ns,), timeout=1.0)
+        real_close = aiodns.DNSResolver.close
+
+        async def counting_close(self: Any) -> None:
+            closed.append(self)
+            await real_close(self)
+
+        monkeypatch.setattr(aiodns.DNSResolver, "close", counting_close)
+        try:
+            # Lookups in flight across replacements (all 23 at once), then one by one.
+            answers = await asyncio.gather(*(lookup.lookup(n, socket.AF_INET) for n in names))
+            for name in list(names)[:7]:
+                await lookup.lookup(name, socket.AF_INET)
+            live = len(lookup._pending)
+        finally:
+            await lookup.close()
+    assert [a[0][0]["host"] for a in answers] == [address for address, _ in names.values()]
+    assert live == 1  # only the current channel is open; every replaced one was closed
+    # 30 lookups, 5 a channel: 6 channels, each closed once (the last by close()).
+    assert len(closed) == len(set(map(id, closed))) == 6
+    assert {name for name, _ in server.queries} == set(names)
 
 
 # -- through the fetcher: the guard still judges every answer -------------------------
