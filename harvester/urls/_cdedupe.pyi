@@ -52,6 +52,18 @@ FENCE: int
 def run_filter(run: memoryview | array[int] | list[array[int]]) -> bytearray:
     """A Bloom filter of a sorted run, for ``add_many``'s ``filters``."""
 
+def merge_runs(
+    fd_a: int,
+    off_a: int,
+    n_a: int,
+    fd_b: int,
+    off_b: int,
+    n_b: int,
+    fd_out: int,
+    filtered: bool = True,
+) -> tuple[int, bytearray | None, array[int]]:
+    """Merge two spilled sorted runs into ``fd_out``: ``(count, filter, fence)``."""
+
 def sort_unique(fps: array[int], lastmods: array[int]) -> tuple[array[int], array[int]]:
     """Sorted unique ``fps`` (signed) with the newest lastmod any entry gave each."""
 

@@ -27,8 +27,9 @@ from cpython.object cimport Py_SIZE
 from cpython.unicode cimport PyUnicode_AsUTF8AndSize
 from libc.stdlib cimport calloc, free, qsort
 from libc.string cimport memcpy, memmove, memset
+from libc.errno cimport errno
 from posix.types cimport off_t
-from posix.unistd cimport pread
+from posix.unistd cimport pread, write
 
 cdef extern from *:
     """
@@ -200,6 +201,114 @@ def run_filter(run):
                 bits[pos >> 3] |= <unsigned char>(1 << (pos & 7))
                 h += step
     return out
+
+
+cdef Py_ssize_t _MERGE_CHUNK = 65536  # fingerprints read (from each run) or written at once
+
+
+cdef int _read_all(int fd, unsigned long long* buf, Py_ssize_t count, off_t offset) except -1:
+    """``count`` fingerprints from ``fd`` at byte ``offset`` into ``buf`` (all, or OSError)."""
+    cdef char* at = <char*>buf
+    cdef Py_ssize_t want = count * 8, got
+    while want > 0:
+        got = pread(fd, at, want, offset)
+        if got < 0:
+            raise OSError(errno, "reading a spilled run")
+        if got == 0:
+            raise OSError(0, "a spilled run ends early")
+        at += got
+        want -= got
+        offset += got
+    return 0
+
+
+cdef int _write_all(int fd, const unsigned long long* buf, Py_ssize_t count) except -1:
+    """Write ``count`` fingerprints of ``buf`` to ``fd`` at its position (all, or OSError)."""
+    cdef const char* at = <const char*>buf
+    cdef Py_ssize_t want = count * 8, done
+    while want > 0:
+        done = write(fd, at, want)
+        if done < 0:
+            raise OSError(errno, "writing a merged run")
+        at += done
+        want -= done
+    return 0
+
+
+def merge_runs(int fd_a, long long off_a, Py_ssize_t n_a, int fd_b, long long off_b,
+               Py_ssize_t n_b, int fd_out, bint filtered=True):
+    """Merge two spilled sorted runs into one, written to ``fd_out`` at its position:
+    ``(count, filter, fence)``.
+
+    In: each run as ``(fd, byte offset, fingerprints)``, read with ``pread`` in chunks
+    (never through a mapping: pages read that way count in the process's RSS).
+    Out: the fingerprints written (a fingerprint in both runs is written once), the
+    merged run's ``run_filter`` (None unless ``filtered``) and its fence
+    (``run[::FENCE]`` as ``array('Q')``), both made while merging, not read back.
+    Why: ``SeenSet`` merges its runs as they spill, so a lookup checks a few runs, not
+    one per spill (the writer's cross-host set spills every 1.5 million URLs).
+    """
+    cdef Py_ssize_t n = n_a + n_b, ia = 0, ib = 0, la = 0, lb = 0, pa = 0, pb = 0
+    cdef Py_ssize_t filled = 0, written = 0
+    cdef uint64_t size = 64, h, step, pos, v
+    cdef int j
+    cdef unsigned char* bits = NULL
+    bloom = None
+    if filtered:
+        while size < <uint64_t>n * 8:
+            size <<= 1
+        bloom = bytearray(size // 8)
+        bits = bloom
+    cdef array.array fence = array.clone(array.array("Q"), (n + _FENCE - 1) // _FENCE, zero=True)
+    cdef unsigned long long* keys = fence.data.as_ulonglongs
+    cdef unsigned long long* a = <unsigned long long*>PyMem_Malloc(_MERGE_CHUNK * 8 * 3)
+    if a is NULL:
+        raise MemoryError()
+    cdef unsigned long long* b = a + _MERGE_CHUNK
+    cdef unsigned long long* out = b + _MERGE_CHUNK
+    try:
+        while True:
+            if ia == la and pa < n_a:  # refill a: la fingerprints from run position pa
+                la = min(_MERGE_CHUNK, n_a - pa)
+                _read_all(fd_a, a, la, off_a + <off_t>pa * 8)
+                pa += la
+                ia = 0
+            if ib == lb and pb < n_b:
+                lb = min(_MERGE_CHUNK, n_b - pb)
+                _read_all(fd_b, b, lb, off_b + <off_t>pb * 8)
+                pb += lb
+                ib = 0
+            if ia < la and (ib == lb or a[ia] <= b[ib]):
+                v = a[ia]
+                ia += 1
+                if ib < lb and b[ib] == v:
+                    ib += 1
+            elif ib < lb:
+                v = b[ib]
+                ib += 1
+            else:
+                break
+            if written % _FENCE == 0:
+                keys[written // _FENCE] = v
+            if bits is not NULL:
+                h = v
+                step = ((h >> 32) | (h << 32)) | 1
+                for j in range(FILTER_PROBES):
+                    pos = h & (size - 1)
+                    bits[pos >> 3] |= <unsigned char>(1 << (pos & 7))
+                    h += step
+            out[filled] = v
+            filled += 1
+            written += 1
+            if filled == _MERGE_CHUNK:
+                _write_all(fd_out, out, filled)
+                filled = 0
+        _write_all(fd_out, out, filled)
+    finally:
+        PyMem_Free(a)
+    if (written + _FENCE - 1) // _FENCE < len(fence):  # duplicates: a shorter fence
+        fence = fence[: (written + _FENCE - 1) // _FENCE]
+    return written, bloom, fence
 
 
 cdef struct Run:
