@@ -17,9 +17,11 @@ admission grows while memory and CPU allow:
 * **ceiling**: hosts admitted at most right now. Each sample: RSS over
   ``run.memory_budget`` and still growing → it shrinks to 7/8 of the hosts in
   flight; the loop busy at ``run.max_cpu`` or more on average over the last few
-  samples → it shrinks by 1/16 of the hosts in flight, not below ``START``;
-  over budget, the loop lagging more than ``run.max_loop_lag``, or the loop
-  busy in the last interval → it holds at the hosts in flight (finished hosts
+  samples → it shrinks by 1/16 of the hosts in flight, not below ``START``; the
+  output behind (the results pipe full, ``Results.blocked``) half the time on
+  average → the same; over budget, the loop lagging more than
+  ``run.max_loop_lag``, the loop busy in the last interval, or the output
+  behind for a tenth of it → it holds at the hosts in flight (finished hosts
   are replaced, no more); else, when the ceiling is what holds the hosts back
   (those in flight reach it) and ``SETTLE`` seconds have passed since it last
   grew, it grows by half (at least 16), up to the bound.
@@ -41,6 +43,13 @@ admission grows while memory and CPU allow:
   while lets the hosts in flight drain slowly towards the fewest that keep it
   busy. The floor (``START``, the old fixed count) keeps a loop slowed by
   something else (a big document, a slow disk) from draining to nothing.
+* **why the output**: while the writer (the parent: the output file, the state
+  file, the cross-host set) is behind, the worker's hosts wait to send, and a
+  waiting loop looks idle: growing then admits hosts that only wait longer,
+  each holding its memory and its keep-alive connection past the server's idle
+  timeout. On the realweb's 100,000 domains a writer that fell behind late in the
+  run left ~1,500 hosts in flight a worker and hosts holding their slots for up
+  to 150 s. No more hosts help a writer that is the limit; fewer cost nothing.
 * **between samples**, each host admitted beyond those in flight at the last
   sample counts ``HOST_ESTIMATE`` bytes against the budget, so a burst of
   admissions cannot overshoot it before the next sample sees them.
@@ -63,11 +72,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import resource
 import time
 from typing import TYPE_CHECKING, TypeVar
 
+from harvester.run.meters import SMOOTHING, CpuMeter, read_rss
 from harvester.run.shutdown import POLL
 
 if TYPE_CHECKING:
@@ -77,6 +86,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "HOST_ESTIMATE",
+    "OUTPUT_HOLD",
+    "OUTPUT_SHRINK",
     "SETTLE",
     "START",
     "Admission",
@@ -102,23 +113,13 @@ AUTO_MAX = 8192  # the auto bound's cap (beyond it memory, not descriptors, is t
 _GROWTH_MIN = 16  # hosts a good sample adds to the ceiling at least
 # Seconds after a growth before the ceiling may grow again (module docstring).
 SETTLE = 0.5
+# Shares of a sample's interval with the output behind that hold the ceiling, and (on
+# average) shrink it (module docstring).
+OUTPUT_HOLD = 0.1
+OUTPUT_SHRINK = 0.5
 # The ceiling at the start: the shard grows from here as samples allow (by half each
 # POLL), so a loop already busy at its start never takes thousands of hosts at once.
 START = 64
-
-_PAGE = os.sysconf("SC_PAGE_SIZE")
-# Weight of a new sample in the CPU meter's moving average: over ~4 samples (0.4 s at
-# POLL), so one busy burst (a big document parsed) does not hold the ceiling alone.
-_CPU_SMOOTHING = 0.25
-
-
-def read_rss() -> int:
-    """The process's resident set size in bytes (``/proc/self/statm``; 0 where missing)."""
-    try:
-        with open("/proc/self/statm", "rb") as fh:
-            return int(fh.read().split()[1]) * _PAGE
-    except (OSError, IndexError, ValueError):
-        return 0
 
 
 def auto_limit(max_connections: int, nofile: int | None = None) -> int:
@@ -143,65 +144,6 @@ def host_limit(cfg: Config) -> int:
     if cfg.run.hosts_in_flight > 0:
         return cfg.run.hosts_in_flight
     return auto_limit(cfg.fetch.max_connections)
-
-
-def _thread_demand() -> float | None:
-    """Seconds the calling thread has been on a CPU or runnable and waiting for one
-    (``/proc/thread-self/schedstat``: run and run-queue nanoseconds), or None."""
-    try:
-        with open("/proc/thread-self/schedstat", "rb") as fh:
-            run, wait = fh.read().split()[:2]
-        return (int(run) + int(wait)) / 1e9
-    except (OSError, ValueError):
-        return None
-
-
-class CpuMeter:
-    """How busy the event loop's thread is, as a share in [0, 1] of wall time: the
-    time it ran or was ready to run and waited for a core (the scheduler's
-    ``schedstat``), else (no such file) the process's CPU time; and its moving average.
-
-    In: nothing (it reads ``/proc/thread-self/schedstat`` and ``time.process_time``;
-    tests pass ``demand``, ``process`` and ``clock``). Create and sample it in the
-    loop's thread. Out: ``sample()``, the share since the last call, and ``share``,
-    its moving average (updated by ``sample``). Why the wait counts: a loop that
-    always has work is saturated whether it runs or queues for a core behind other
-    processes (the web's servers in a benchmark, other workers); and a loop idle in
-    ``epoll`` counts neither, so a machine busy with other work does not look like
-    this run's limit. At 1.0, another host in flight only waits longer.
-
-    >>> meter = CpuMeter(demand=lambda: None, process=lambda: 0.0, clock=lambda: 0.0)
-    >>> meter.sample()
-    0.0
-    """
-
-    def __init__(
-        self,
-        *,
-        demand: Callable[[], float | None] = _thread_demand,
-        process: Callable[[], float] = time.process_time,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self._demand = demand
-        self._process = process
-        self._clock = clock
-        self._last_demand = demand()  # run + wait seconds of the thread at the last sample
-        self._last_process = process()  # CPU seconds of this process at the last sample
-        self._last_wall = clock()  # wall seconds at the last sample
-        self.share = 0.0  # the moving average of what ``sample`` returned
-
-    def sample(self) -> float:
-        """The busy share since the last sample (0.0 before any time passed)."""
-        demand, cpu, wall = self._demand(), self._process(), self._clock()
-        elapsed = wall - self._last_wall
-        if demand is not None and self._last_demand is not None:
-            used = demand - self._last_demand
-        else:
-            used = cpu - self._last_process
-        self._last_demand, self._last_process, self._last_wall = demand, cpu, wall
-        now = min(1.0, max(0.0, used / elapsed)) if elapsed > 0 else 0.0
-        self.share += _CPU_SMOOTHING * (now - self.share)
-        return now
 
 
 class Admission:
@@ -247,6 +189,8 @@ class Admission:
         self.lag = 0.0  # seconds, at the last sample
         self.cpu = 0.0  # the CPU share (CpuMeter) of the last interval
         self.cpu_avg = 0.0  # its moving average, at the last sample
+        self.output = 0.0  # the share of the last interval the output was behind
+        self.output_avg = 0.0  # its moving average, at the last sample
         self.holds: dict[str, int] = {}  # samples that held or cut the ceiling, by reason
         self.sampled_at: float | None = None  # clock time of the last sample
         self._at_sample = 0  # in_flight at the last sample (growth since counts the estimate)
@@ -259,7 +203,7 @@ class Admission:
             f" peak={self.peak} admitted={self.admitted_total} rss={self.rss >> 20}MiB"
             f"/{self.memory_budget >> 20}MiB lag={self.lag * 1000:.0f}ms"
             f"/{self.max_lag * 1000:.0f}ms cpu={self.cpu:.2f}(avg {self.cpu_avg:.2f})"
-            f"/{self.max_cpu:.2f}"
+            f"/{self.max_cpu:.2f} output={self.output:.2f}(avg {self.output_avg:.2f})"
             f" held={self.held or '-'} sampled={age}>"
         )
 
@@ -286,24 +230,36 @@ class Admission:
         """A host ended."""
         self.in_flight -= 1
 
-    def observe(self, rss: int, lag: float, cpu: float = 0.0, cpu_avg: float = 0.0) -> None:
+    def observe(
+        self,
+        rss: int,
+        lag: float,
+        cpu: float = 0.0,
+        cpu_avg: float = 0.0,
+        output: float = 0.0,
+        output_avg: float = 0.0,
+    ) -> None:
         """A sample: the RSS in bytes, the loop's lag in seconds, the CPU share of the
-        last interval (``CpuMeter.sample``) and its average (``CpuMeter.share``);
-        moves the ceiling."""
+        last interval (``CpuMeter.sample``) and its average (``CpuMeter.share``), the
+        share of the interval the output was behind and its average; moves the ceiling."""
         over = bool(self.memory_budget) and rss > self.memory_budget
         growing = rss > self.rss
         lagging = bool(self.max_lag) and lag > self.max_lag
         busy = bool(self.max_cpu) and cpu >= self.max_cpu
         saturated = bool(self.max_cpu) and cpu_avg >= self.max_cpu
+        behind = output >= OUTPUT_HOLD
+        backed_up = output_avg >= OUTPUT_SHRINK
         if over and growing:
             self.ceiling = max(1, self.in_flight - self.in_flight // 8)
             self.held = "memory"
-        elif saturated and self.in_flight > START:
+        elif (saturated or backed_up) and self.in_flight > START:
             self.ceiling = max(START, self.in_flight - max(1, self.in_flight // 16))
-            self.held = "cpu"
-        elif over or lagging or busy or saturated:
+            self.held = "cpu" if saturated else "output"
+        elif over or lagging or busy or saturated or behind or backed_up:
             self.ceiling = max(1, min(self.ceiling, self.in_flight))
-            self.held = "memory" if over else "lag" if lagging else "cpu"
+            self.held = (
+                "memory" if over else "lag" if lagging else "cpu" if busy or saturated else "output"
+            )
         else:
             self.held = ""
             now = self._clock()
@@ -315,6 +271,7 @@ class Admission:
         if self.held:
             self.holds[self.held] = self.holds.get(self.held, 0) + 1
         self.rss, self.lag, self.cpu, self.cpu_avg = rss, lag, cpu, cpu_avg
+        self.output, self.output_avg = output, output_avg
         self._at_sample = self.in_flight
         self.sampled_at = self._clock()
 
@@ -325,24 +282,36 @@ async def watch(
     *,
     rss: Callable[[], int] = read_rss,
     cpu: CpuMeter | None = None,
+    blocked: Callable[[], float] | None = None,
     interval: float = POLL,
 ) -> None:
-    """Sample RSS, loop lag and CPU into ``admission`` every ``interval`` seconds; runs
-    until cancelled. ``changed`` is set after each sample (the feeder may admit again).
+    """Sample RSS, loop lag, CPU and output into ``admission`` every ``interval``
+    seconds; runs until cancelled. ``changed`` is set after each sample (the feeder
+    may admit again).
 
     Lag: how much later than asked a sleep of ``interval`` returns; a loop busy
     parsing (or starved of the CPU) runs its timers late. ``cpu``: the meter (a new
-    ``CpuMeter`` when None).
+    ``CpuMeter`` when None). ``blocked``: loop seconds so far that the output was
+    behind (``Results.blocked``; None: never), made a share of each interval.
     """
     loop = asyncio.get_running_loop()
     meter = cpu if cpu is not None else CpuMeter()
     admission.observe(rss(), 0.0)  # the memory at the start (before the first host)
+    was_blocked = blocked() if blocked is not None else 0.0
+    output_avg = 0.0
     while True:
         start = loop.time()
         await asyncio.sleep(interval)
-        lag = max(0.0, loop.time() - start - interval)
+        elapsed = loop.time() - start
+        lag = max(0.0, elapsed - interval)
         cpu_now = meter.sample()
-        admission.observe(rss(), lag, cpu_now, meter.share)
+        output = 0.0
+        if blocked is not None:
+            now_blocked = blocked()
+            output = min(1.0, (now_blocked - was_blocked) / elapsed) if elapsed > 0 else 0.0
+            was_blocked = now_blocked
+            output_avg += SMOOTHING * (output - output_avg)
+        admission.observe(rss(), lag, cpu_now, meter.share, output, output_avg)
         changed.set()
 
 

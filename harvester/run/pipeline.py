@@ -111,6 +111,7 @@ async def run_shard(
     incremental: Incremental | None = None,
     encoded: bool = False,
     ready: Callable[[], Awaitable[object]] | None = None,
+    blocked: Callable[[], float] | None = None,
 ) -> None:
     """Harvest every seed of ``seeds``; deliver records and host reports through ``send``.
 
@@ -119,6 +120,8 @@ async def run_shard(
 
     ``ready``: awaited before each body chunk is parsed; it returns when the output
     can take more (so a slow consumer holds the hosts before parsing, not after).
+    ``blocked``: seconds so far that the output was behind (``Results.blocked``); the
+    admission holds, then shrinks, the hosts in flight while it is.
     """
     ledger = LedgerReader(incremental.path, incremental.run_id) if incremental else None
     emit_mode = incremental.emit if incremental else "all"
@@ -166,7 +169,7 @@ async def run_shard(
             admission.released()
             changed.set()
 
-    watcher = asyncio.create_task(watch(admission, changed))
+    watcher = asyncio.create_task(watch(admission, changed, blocked=blocked))
     try:
         async with (
             Fetcher(cfg.fetch, resolver=resolver, hosts=cfg.politeness) as fetcher,

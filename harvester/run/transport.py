@@ -224,6 +224,8 @@ class Results:
         self.ready.set()
         self._broken = False  # the parent closed its end
         self._reported = False  # an ErrorMessage went out
+        self._blocked = 0.0  # loop seconds a frame waited for room, before _blocked_since
+        self._blocked_since: float | None = None  # loop time the pending frame began waiting
 
     async def open(self) -> None:
         """Attach the pipe to the running loop."""
@@ -249,6 +251,7 @@ class Results:
                 if self._pending is not None:
                     assert self._loop is not None
                     self._free.clear()
+                    self._blocked_since = self._loop.time()
                     self._loop.add_writer(self._fd, self._write)
         finally:
             self._waiting -= 1
@@ -311,8 +314,18 @@ class Results:
         if not self._free.is_set():  # it waited for room: stop watching the pipe
             assert self._loop is not None
             self._loop.remove_writer(self._fd)
+            if self._blocked_since is not None:
+                self._blocked += self._loop.time() - self._blocked_since
+                self._blocked_since = None
             self._free.set()
             self._update_ready()
+
+    def blocked(self) -> float:
+        """Loop seconds so far that a frame waited for room in the pipe (the parent was
+        behind), the current wait included: ``admission.watch`` turns it into a share."""
+        if self._blocked_since is None or self._loop is None:
+            return self._blocked
+        return self._blocked + self._loop.time() - self._blocked_since
 
     async def close(self) -> None:
         """Wait until the last frame is written, then close the pipe."""

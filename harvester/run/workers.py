@@ -404,6 +404,7 @@ async def _serve(
                 incremental=incremental,
                 encoded=True,
                 ready=results.ready.wait,
+                blocked=results.blocked,
             ),
             stop.is_set,
             cfg.run.shutdown_grace,

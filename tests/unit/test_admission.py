@@ -10,6 +10,8 @@ import pytest
 
 from harvester.config import Config, RunConfig
 from harvester.run.admission import (
+    OUTPUT_HOLD,
+    OUTPUT_SHRINK,
     SETTLE,
     START,
     Admission,
@@ -23,6 +25,7 @@ from harvester.run.admission import (
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
+    from pathlib import Path
 
 MiB = 1 << 20
 
@@ -324,3 +327,78 @@ async def test_watch_feeds_the_cpu_meter_into_the_admission() -> None:
     assert a.cpu == 0.0
     assert a.cpu_avg > 0.5
     assert a.held == "cpu"
+
+
+def test_an_output_behind_holds_then_drains_the_hosts_in_flight() -> None:
+    # The writer behind (the results pipe full): more hosts would only wait to send.
+    a = Admission(10_000)
+    for _ in range(40):
+        a.admitted()
+    a.observe(0, 0.0, 0.2, 0.2, OUTPUT_HOLD, OUTPUT_HOLD / 4)  # behind for a while
+    assert (a.ceiling, a.held) == (40, "output")
+    assert not a.may_admit()
+    for _ in range(280):
+        a.admitted()
+    a.observe(0, 0.0, 0.2, 0.2, 1.0, OUTPUT_SHRINK)  # behind on average: shrink by 1/16
+    assert (a.ceiling, a.held) == (300, "output")
+    for _ in range(320 - START):
+        a.released()
+    a.observe(0, 0.0, 0.2, 0.2, 1.0, 0.9)
+    assert a.ceiling == START  # never below START
+    a.observe(0, 0.0, 0.2, 0.2, 0.0, 0.3)  # caught up: the ceiling grows again
+    assert (a.ceiling, a.held) == (START + START // 2, "")
+    assert a.holds == {"output": 3}
+    assert "output=0.00(avg 0.30)" in repr(a)
+
+
+async def test_watch_turns_blocked_seconds_into_the_output_share() -> None:
+    a = Admission(100)
+    for _ in range(80):
+        a.admitted()
+    changed = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+
+    def blocked() -> float:  # behind the whole time since the watch began
+        return loop.time() - began
+
+    task = asyncio.create_task(watch(a, changed, rss=lambda: 0, blocked=blocked, interval=0.02))
+    for _ in range(3):
+        changed.clear()
+        await changed.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert a.output > 0.9
+    assert 0.5 < a.output_avg <= 1.0
+    assert a.held == "output"
+    assert START <= a.ceiling < 80  # held, then (behind on average) shrunk; never grown
+
+
+async def test_results_count_the_seconds_a_frame_waits_for_room(tmp_path: Path) -> None:
+    # A real pipe nobody reads: the frames that do not fit wait, and the time counts.
+    import os
+
+    from harvester.run.transport import DoneMessage, Results
+
+    read_end, write_end = os.pipe()
+    results = Results(write_end)
+    await results.open()
+    try:
+        assert results.blocked() == 0.0
+        # A pipe holds 64 KiB: the rest of the frame waits for room (put returns).
+        await results.put(DoneMessage(0), [b"x" * (256 << 10)])
+        await asyncio.sleep(0.05)
+        waited = results.blocked()
+        assert waited >= 0.05
+        assert not results.ready.is_set()
+        while not results.ready.is_set():  # now read it all: the frame goes out
+            os.read(read_end, 1 << 20)
+            await asyncio.sleep(0.001)
+        done = results.blocked()
+        await asyncio.sleep(0.05)
+        assert results.blocked() == done >= waited  # no longer counting
+        assert results.ready.is_set()
+    finally:
+        os.close(read_end)
+        await results.close()
