@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
     from aiohttp.abc import AbstractResolver, ResolveResult
     from aiohttp.client_proto import ResponseHandler
-    from aiohttp.client_reqrep import ClientRequest
+    from aiohttp.client_reqrep import ClientRequest, ConnectionKey
     from aiohttp.tracing import Trace
 
     from harvester.config import FetchConfig
@@ -103,6 +103,16 @@ class GuardedConnector(aiohttp.TCPConnector):
         # The configured proxy is operator configuration: its own address is trusted.
         proxy_url = yarl.URL(proxy) if proxy else None
         self._proxy_key = (proxy_url.raw_host, proxy_url.port) if proxy_url else None
+        self.queued = 0  # requests waiting for a free connection (the limit is binding)
+
+    async def _wait_for_available_connection(self, key: ConnectionKey, traces: list[Trace]) -> None:
+        # Counted for the admission (Fetcher.queued): a host queued here waits on the
+        # connection limit, not on the network or the CPU, so more hosts only queue.
+        self.queued += 1
+        try:
+            await super()._wait_for_available_connection(key, traces)
+        finally:
+            self.queued -= 1
 
     async def _resolve_host(
         self, host: str, port: int, traces: Sequence[Trace] | None = None

@@ -201,6 +201,12 @@ class Fetcher:
         )
 
     @property
+    def queued(self) -> int:
+        """Requests waiting for a free connection (``fetch.max_connections`` binding)."""
+        connector = self._session.connector if self._session is not None else None
+        return int(getattr(connector, "queued", 0))
+
+    @property
     def resolver(self) -> CachingResolver | None:
         """The caching resolver of the open fetcher (its counters tell lookups from hits)."""
         return self._dns

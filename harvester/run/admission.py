@@ -19,10 +19,12 @@ admission grows while memory and CPU allow:
   flight; the loop busy at ``run.max_cpu`` or more on average over the last few
   samples → it shrinks by 1/16 of the hosts in flight, not below ``START``; the
   output behind (the results pipe full, ``Results.blocked``) half the time on
-  average → the same; over budget, the loop lagging more than
-  ``run.max_loop_lag``, the loop busy in the last interval, or the output
-  behind for a tenth of it → it holds at the hosts in flight (finished hosts
-  are replaced, no more); else, when the ceiling is what holds the hosts back
+  average, or requests queued for a connection (``fetch.max_connections``
+  binding, ``Fetcher.queued``) in half the recent samples → the same; over
+  budget, the loop lagging more than ``run.max_loop_lag``, the loop busy in the
+  last interval, the output behind for a tenth of it, or any request queued for
+  a connection → it holds at the hosts in flight (finished hosts are replaced,
+  no more); else, when the ceiling is what holds the hosts back
   (those in flight reach it) and ``SETTLE`` seconds have passed since it last
   grew, it grows by half (at least 16), up to the bound.
 * **why it waits to grow again**: a host just admitted spends its first few
@@ -50,6 +52,11 @@ admission grows while memory and CPU allow:
   timeout. On the realweb's 100,000 domains a writer that fell behind late in the
   run left ~1,500 hosts in flight a worker and hosts holding their slots for up
   to 150 s. No more hosts help a writer that is the limit; fewer cost nothing.
+  The same for the connection limit: aiohttp takes a connection slot before it
+  resolves the name, so while the slots are all held (by hosts waiting on slow
+  or dead servers) every new host, even one whose name does not resolve, queues
+  with the loop idle; growing then made the queue longer (realweb 100,000:
+  episodes of slots held a median 28 s, up to 100 s, for every kind of host).
 * **between samples**, each host admitted beyond those in flight at the last
   sample counts ``HOST_ESTIMATE`` bytes against the budget, so a burst of
   admissions cannot overshoot it before the next sample sees them.
@@ -88,6 +95,7 @@ __all__ = [
     "HOST_ESTIMATE",
     "OUTPUT_HOLD",
     "OUTPUT_SHRINK",
+    "QUEUE_SHRINK",
     "SETTLE",
     "START",
     "Admission",
@@ -117,6 +125,8 @@ SETTLE = 0.5
 # average) shrink it (module docstring).
 OUTPUT_HOLD = 0.1
 OUTPUT_SHRINK = 0.5
+# The share of recent samples with requests queued for a connection that shrinks it.
+QUEUE_SHRINK = 0.5
 # The ceiling at the start: the shard grows from here as samples allow (by half each
 # POLL), so a loop already busy at its start never takes thousands of hosts at once.
 START = 64
@@ -191,6 +201,8 @@ class Admission:
         self.cpu_avg = 0.0  # its moving average, at the last sample
         self.output = 0.0  # the share of the last interval the output was behind
         self.output_avg = 0.0  # its moving average, at the last sample
+        self.queued = 0  # requests queued for a connection, at the last sample
+        self.queued_avg = 0.0  # the moving average of samples with any (1) or none (0)
         self.holds: dict[str, int] = {}  # samples that held or cut the ceiling, by reason
         self.sampled_at: float | None = None  # clock time of the last sample
         self._at_sample = 0  # in_flight at the last sample (growth since counts the estimate)
@@ -204,6 +216,7 @@ class Admission:
             f"/{self.memory_budget >> 20}MiB lag={self.lag * 1000:.0f}ms"
             f"/{self.max_lag * 1000:.0f}ms cpu={self.cpu:.2f}(avg {self.cpu_avg:.2f})"
             f"/{self.max_cpu:.2f} output={self.output:.2f}(avg {self.output_avg:.2f})"
+            f" queued={self.queued}(avg {self.queued_avg:.2f})"
             f" held={self.held or '-'} sampled={age}>"
         )
 
@@ -238,28 +251,41 @@ class Admission:
         cpu_avg: float = 0.0,
         output: float = 0.0,
         output_avg: float = 0.0,
+        queued: int = 0,
+        queued_avg: float = 0.0,
     ) -> None:
         """A sample: the RSS in bytes, the loop's lag in seconds, the CPU share of the
         last interval (``CpuMeter.sample``) and its average (``CpuMeter.share``), the
-        share of the interval the output was behind and its average; moves the ceiling."""
+        share of the interval the output was behind and its average, the requests
+        queued for a connection and the share of recent samples with any; moves the
+        ceiling."""
         over = bool(self.memory_budget) and rss > self.memory_budget
         growing = rss > self.rss
         lagging = bool(self.max_lag) and lag > self.max_lag
-        busy = bool(self.max_cpu) and cpu >= self.max_cpu
-        saturated = bool(self.max_cpu) and cpu_avg >= self.max_cpu
-        behind = output >= OUTPUT_HOLD
-        backed_up = output_avg >= OUTPUT_SHRINK
+        # Why the ceiling holds now, and (sustained) why it shrinks; in this order.
+        holds = {
+            "memory": over,
+            "lag": lagging,
+            "cpu": bool(self.max_cpu) and cpu >= self.max_cpu,
+            "output": output >= OUTPUT_HOLD,
+            "connections": queued > 0,
+        }
+        shrinks = {
+            "cpu": bool(self.max_cpu) and cpu_avg >= self.max_cpu,
+            "output": output_avg >= OUTPUT_SHRINK,
+            "connections": queued_avg >= QUEUE_SHRINK,
+        }
+        shrink = next((why for why, yes in shrinks.items() if yes), "")
+        hold = next((why for why, yes in holds.items() if yes), shrink)
         if over and growing:
             self.ceiling = max(1, self.in_flight - self.in_flight // 8)
             self.held = "memory"
-        elif (saturated or backed_up) and self.in_flight > START:
+        elif shrink and self.in_flight > START:
             self.ceiling = max(START, self.in_flight - max(1, self.in_flight // 16))
-            self.held = "cpu" if saturated else "output"
-        elif over or lagging or busy or saturated or behind or backed_up:
+            self.held = shrink
+        elif hold:
             self.ceiling = max(1, min(self.ceiling, self.in_flight))
-            self.held = (
-                "memory" if over else "lag" if lagging else "cpu" if busy or saturated else "output"
-            )
+            self.held = hold
         else:
             self.held = ""
             now = self._clock()
@@ -272,6 +298,7 @@ class Admission:
             self.holds[self.held] = self.holds.get(self.held, 0) + 1
         self.rss, self.lag, self.cpu, self.cpu_avg = rss, lag, cpu, cpu_avg
         self.output, self.output_avg = output, output_avg
+        self.queued, self.queued_avg = queued, queued_avg
         self._at_sample = self.in_flight
         self.sampled_at = self._clock()
 
@@ -283,6 +310,7 @@ async def watch(
     rss: Callable[[], int] = read_rss,
     cpu: CpuMeter | None = None,
     blocked: Callable[[], float] | None = None,
+    queued: Callable[[], int] | None = None,
     interval: float = POLL,
 ) -> None:
     """Sample RSS, loop lag, CPU and output into ``admission`` every ``interval``
@@ -293,12 +321,13 @@ async def watch(
     parsing (or starved of the CPU) runs its timers late. ``cpu``: the meter (a new
     ``CpuMeter`` when None). ``blocked``: loop seconds so far that the output was
     behind (``Results.blocked``; None: never), made a share of each interval.
+    ``queued``: requests waiting for a connection now (``Fetcher.queued``; None: none).
     """
     loop = asyncio.get_running_loop()
     meter = cpu if cpu is not None else CpuMeter()
     admission.observe(rss(), 0.0)  # the memory at the start (before the first host)
     was_blocked = blocked() if blocked is not None else 0.0
-    output_avg = 0.0
+    output_avg = queued_avg = 0.0
     while True:
         start = loop.time()
         await asyncio.sleep(interval)
@@ -311,7 +340,9 @@ async def watch(
             output = min(1.0, (now_blocked - was_blocked) / elapsed) if elapsed > 0 else 0.0
             was_blocked = now_blocked
             output_avg += SMOOTHING * (output - output_avg)
-        admission.observe(rss(), lag, cpu_now, meter.share, output, output_avg)
+        waiting = queued() if queued is not None else 0
+        queued_avg += SMOOTHING * ((1.0 if waiting else 0.0) - queued_avg)
+        admission.observe(rss(), lag, cpu_now, meter.share, output, output_avg, waiting, queued_avg)
         changed.set()
 
 

@@ -169,12 +169,12 @@ async def run_shard(
             admission.released()
             changed.set()
 
-    watcher = asyncio.create_task(watch(admission, changed, blocked=blocked))
+    fetcher = Fetcher(cfg.fetch, resolver=resolver, hosts=cfg.politeness)
+    watcher = asyncio.create_task(
+        watch(admission, changed, blocked=blocked, queued=lambda: fetcher.queued)
+    )
     try:
-        async with (
-            Fetcher(cfg.fetch, resolver=resolver, hosts=cfg.politeness) as fetcher,
-            asyncio.TaskGroup() as tg,
-        ):
+        async with fetcher, asyncio.TaskGroup() as tg:
             # The feeder: each seed admitted is a host task (admitted() was counted).
             async for seed in admitted(seeds, admission, changed):
                 tg.create_task(harvest_host(seed, fetcher))

@@ -446,3 +446,36 @@ async def test_redirect_loop(
         with pytest.raises(TooManyRedirects):
             await fetch_all(fetcher, site(server, "/loop"), slot)
     assert sleeps.delays == []
+
+
+async def test_requests_waiting_for_a_free_connection_are_counted(
+    make_fetcher: Callable[..., Fetcher], slot: HostSlot
+) -> None:
+    # fetch.max_connections binding: the second request waits for the first's connection
+    # (aiohttp takes the slot before it resolves the name); the admission reads the count.
+    release, started = asyncio.Event(), asyncio.Event()
+
+    async def slow(request: web.Request) -> web.Response:
+        started.set()
+        await release.wait()
+        return web.Response(body=XML, content_type="application/xml")
+
+    async with (
+        serve({"/a.xml": slow, "/b.xml": slow}) as server,
+        make_fetcher(max_connections=1) as fetcher,
+    ):
+        assert fetcher.queued == 0
+        first = asyncio.create_task(fetch_all(fetcher, site(server, "/a.xml"), slot))
+        second = asyncio.create_task(
+            fetch_all(fetcher, site(server, "/b.xml", "site-b.test"), slot)
+        )
+        async with asyncio.timeout(5):
+            await started.wait()  # the first holds the only connection
+        await asyncio.sleep(0.2)  # the second is on the loop's side: no server event
+        assert fetcher.queued == 1
+        release.set()
+        for task in (first, second):
+            _, data = await task
+            assert data == XML
+        assert fetcher.queued == 0
+    assert fetcher.queued == 0  # closed: no session, nothing queued

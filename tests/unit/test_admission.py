@@ -12,6 +12,7 @@ from harvester.config import Config, RunConfig
 from harvester.run.admission import (
     OUTPUT_HOLD,
     OUTPUT_SHRINK,
+    QUEUE_SHRINK,
     SETTLE,
     START,
     Admission,
@@ -402,3 +403,37 @@ async def test_results_count_the_seconds_a_frame_waits_for_room(tmp_path: Path) 
     finally:
         os.close(read_end)
         await results.close()
+
+
+def test_requests_queued_for_a_connection_hold_then_drain_the_hosts_in_flight() -> None:
+    # The connection limit binding: more hosts would only queue for it (even for DNS).
+    a = Admission(10_000)
+    for _ in range(40):
+        a.admitted()
+    a.observe(0, 0.0, 0.2, 0.2, 0.0, 0.0, 3, 0.25)  # queued now: hold
+    assert (a.ceiling, a.held) == (40, "connections")
+    for _ in range(280):
+        a.admitted()
+    a.observe(0, 0.0, 0.2, 0.2, 0.0, 0.0, 0, QUEUE_SHRINK)  # queued in half the samples
+    assert (a.ceiling, a.held) == (300, "connections")
+    a.observe(0, 0.0, 0.2, 0.2, 0.0, 0.0, 0, 0.3)  # none now, fewer lately: grows again
+    assert (a.ceiling, a.held) == (300 + 150, "")
+    assert "queued=0(avg 0.30)" in repr(a)
+
+
+async def test_watch_samples_the_requests_queued_for_a_connection() -> None:
+    a = Admission(1000)
+    for _ in range(200):
+        a.admitted()
+    changed = asyncio.Event()
+    task = asyncio.create_task(watch(a, changed, rss=lambda: 0, queued=lambda: 7, interval=0.01))
+    for _ in range(4):
+        changed.clear()
+        await changed.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert a.queued == 7
+    assert 0.5 < a.queued_avg < 1.0
+    assert a.held == "connections"
+    assert START <= a.ceiling < 200
