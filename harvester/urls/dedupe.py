@@ -372,12 +372,9 @@ class SeenSet:
             # The run's filter and fence are made from the run still in memory: read back
             # through the mapping, every page of the run would count in this process's RSS
             # (12 MB a run at the writer's threshold). add_many reads a run with pread.
-            # A filter costs 1-2 bytes a spilled fingerprint; filters stop at the budget,
-            # so memory stays bounded however much a long run spills; a run past it is
-            # bisected unfiltered (one pread a lookup).
+            # A filter costs 1-2 bytes a spilled fingerprint; _fit_filters keeps them within
+            # the budget, so memory stays bounded however much a long run spills.
             made = _run_filter(runs) if _run_filter is not None else None
-            if made is not None and self._filter_bytes() + len(made) > self._filter_budget:
-                made = None
             self._filters.append(made)
             self._fences.append(_fence(runs) if _add_many is not None else None)
             self._reads.append((fh.fileno(), 0))
@@ -388,9 +385,24 @@ class SeenSet:
         self._buckets = [array("Q")]
         self._bits, self._shift, self._split_at, self._in_memory = 0, 64, _SPLIT_AT, 0
         self._merge()
+        self._fit_filters()
 
-    def _filter_bytes(self, runs: slice = slice(None)) -> int:
-        return sum(len(f) for f in self._filters[runs] if f is not None)
+    def _fit_filters(self) -> None:
+        """Drop the filters of the longest runs until the rest fit the budget.
+
+        An unfiltered run costs one ``pread`` a lookup whatever its length, and a filter
+        costs memory in proportion to it: within a budget, filtering the shortest runs
+        leaves the fewest runs unfiltered.
+        """
+        held = 0
+        for index in sorted(range(len(self._runs)), key=lambda i: len(self._runs[i][1])):
+            made = self._filters[index]
+            if made is None:
+                continue
+            if held + len(made) > self._filter_budget:
+                self._filters[index] = None
+            else:
+                held += len(made)
 
     def _merge(self) -> None:
         """While the newest run is at least as long as the one before, merge the two into
@@ -404,9 +416,10 @@ class SeenSet:
             n_a, n_b = len(self._runs[-2][1]), len(self._runs[-1][1])
             if fd_a < 0 or fd_b < 0:
                 return
-            # The merged run's filter (a power of two of at least 8 bits a fingerprint).
+            # The merged run's filter (a power of two of at least 8 bits a fingerprint),
+            # unless it alone is over the budget (_fit_filters judges it among the rest).
             size = max(8, 1 << (8 * (n_a + n_b) - 1).bit_length() >> 3)
-            filtered = self._filter_bytes(slice(-2)) + size <= self._filter_budget
+            filtered = size <= self._filter_budget
             fh = self._new_file()
             try:
                 count, made, fence = _merge_runs(
