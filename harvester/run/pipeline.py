@@ -117,7 +117,6 @@ async def run_shard(
 
     ``encoded``: ``send`` writes JSON Lines, so a ``RecordBatch`` may carry its
     records already encoded (``data``); read them with ``RecordBatch.encoded()``.
-
     ``ready``: awaited before each body chunk is parsed; it returns when the output
     can take more (so a slow consumer holds the hosts before parsing, not after).
     ``blocked``: seconds so far that the output was behind (``Results.blocked``); the
