@@ -161,7 +161,6 @@ class SeenSet:
         "_filter_budget",
         "_filters",
         "_in_memory",
-        "_reads",
         "_runs",
         "_shift",
         "_small",
@@ -195,7 +194,6 @@ class SeenSet:
         self._runs: list[tuple[mmap.mmap, memoryview]] = []  # spilled sorted runs, mapped
         self._filters: list[bytearray | None] = []  # a Bloom filter per run, or None
         self._fences: list[array[int] | None] = []  # a fence per run, or None
-        self._reads: list[tuple[int, int] | None] = []  # (fd, byte offset) per run, or None
         # Bytes the runs' filters may hold: 8 a fingerprint up to the threshold (what the
         # buckets may take), at least _FILTER_FLOOR (the writer's cross-host set).
         self._filter_budget = max(8 * self._threshold, _FILTER_FLOOR)
@@ -268,7 +266,8 @@ class SeenSet:
         runs = [view for _, view in self._runs]
         filters = self._filters if len(self._filters) == len(runs) else None
         fences = self._fences if len(self._fences) == len(runs) else None
-        reads = self._reads if len(self._reads) == len(runs) else None
+        # Each run is a whole file of its own (offset 0).
+        reads: list[tuple[int, int] | None] = [(fh.fileno(), 0) for fh in self._files]
         if self._table is not None:
             added, repeated = self._table.add_many(fps, runs, filters, fences, reads)
         else:
@@ -377,7 +376,6 @@ class SeenSet:
             made = _run_filter(runs) if _run_filter is not None else None
             self._filters.append(made)
             self._fences.append(_fence(runs) if _add_many is not None else None)
-            self._reads.append((fh.fileno(), 0))
         finally:
             if self._table is not None:  # (also if the write failed: the view must end)
                 runs[0].release()
@@ -412,18 +410,15 @@ class SeenSet:
             and len(self._runs) >= 2
             and len(self._runs[-1][1]) >= len(self._runs[-2][1])
         ):
-            (fd_a, off_a), (fd_b, off_b) = (r if r else (-1, 0) for r in self._reads[-2:])
+            older, newer = self._files[-2:]
             n_a, n_b = len(self._runs[-2][1]), len(self._runs[-1][1])
-            if fd_a < 0 or fd_b < 0:
-                return
-            # The merged run's filter (a power of two of at least 8 bits a fingerprint),
-            # unless it alone is over the budget (_fit_filters judges it among the rest).
-            size = max(8, 1 << (8 * (n_a + n_b) - 1).bit_length() >> 3)
-            filtered = size <= self._filter_budget
+            # A filter takes at least a byte a fingerprint: none for a run that alone is
+            # surely over the budget (_fit_filters judges the others among the rest).
+            filtered = n_a + n_b <= self._filter_budget
             fh = self._new_file()
             try:
                 count, made, fence = _merge_runs(
-                    fd_a, off_a, n_a, fd_b, off_b, n_b, fh.fileno(), filtered
+                    older.fileno(), 0, n_a, newer.fileno(), 0, n_b, fh.fileno(), filtered
                 )
                 mapped = mmap.mmap(fh.fileno(), count * 8, access=mmap.ACCESS_READ)
             except BaseException:
@@ -434,13 +429,12 @@ class SeenSet:
                 old_mapped.close()
             for old in self._files[-2:]:
                 old.close()  # NamedTemporaryFile deletes itself on close
-            for parts in (self._runs, self._files, self._filters, self._fences, self._reads):
+            for parts in (self._runs, self._files, self._filters, self._fences):
                 del parts[-2:]
             self._files.append(fh)
             self._runs.append((mapped, memoryview(mapped).cast("Q")))
             self._filters.append(made)
             self._fences.append(fence)
-            self._reads.append((fh.fileno(), 0))
 
     @property
     def memory_bytes(self) -> int:
@@ -475,7 +469,6 @@ class SeenSet:
         self._runs = []
         self._filters = []
         self._fences = []
-        self._reads = []
         for fh in self._files:
             fh.close()  # NamedTemporaryFile deletes itself on close
         self._files = []
