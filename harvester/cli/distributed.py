@@ -77,6 +77,11 @@ def command(ns: argparse.Namespace, cfg: Config, stop: Stop) -> int:
             "harvester run: --scheduler needs -o DIRECTORY (shared by the workers)", file=sys.stderr
         )
         return EXIT_USAGE
+    local = cfg.distributed.scheduler.partition(":")[0] == "local"
+    if local and not cfg.distributed.scheduler_file:
+        from harvester.distributed import forkserver
+
+        forkserver.start()  # its imports run while this process imports Dask below
     try:
         from harvester.distributed.client import run_distributed
         from harvester.distributed.cluster import open_client

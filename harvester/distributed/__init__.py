@@ -41,9 +41,14 @@ Choices, and why:
 6. Ctrl-C: the client sets a Dask ``Event`` that each shard polls; a set event is
    the shard's graceful ``Stop``.
 
+7. ``--scheduler local``: the LocalCluster's workers are forked from a forkserver
+   that imported Dask and the shard's modules while the client imported Dask
+   (``forkserver.py``), and each worker's objects from before its first shard are
+   frozen out of the garbage collector's sight (``task.py``), as the pool's workers do.
+
 Nothing here imports Dask at ``import harvester`` (a test checks): only
-``client.py``, ``task.py`` and ``cluster.py`` do, and only when a distributed
-run starts.
+``client.py``, ``task.py`` and ``cluster.py`` do (``forkserver.py``'s server, in its
+own process), and only when a distributed run starts.
 """
 
 from __future__ import annotations

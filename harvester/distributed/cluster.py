@@ -3,7 +3,8 @@
 In: ``distributed.scheduler`` (``local``, ``local:N`` or a scheduler address such as
 ``tcp://HOST:8786``) or ``distributed.scheduler_file``. Out: a connected Dask
 ``Client`` (for ``local``, on a ``LocalCluster`` it starts and closes: one worker
-process per core, or N, one thread each: a shard's event loop owns its thread).
+process per core, or N, one thread each: a shard's event loop owns its thread; the
+workers forked from a preloaded forkserver, ``forkserver.py``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import dask.config
 from distributed import Client, LocalCluster
 
+from harvester.distributed import forkserver
 from harvester.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -60,15 +62,19 @@ def open_client(cfg: DistributedConfig) -> Iterator[Client]:
         with Client(cfg.scheduler) as client:
             yield client
         return
-    with (
-        dask.config.set(local_cluster_config()),
-        LocalCluster(
-            n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1"
-        ) as cluster,
-        Client(cluster) as client,
-    ):
-        print(f"harvester: Dask dashboard at {client.dashboard_link}", file=sys.stderr)
-        yield client
+    forkserver.start()  # (the CLI started it already, before importing Dask)
+    try:
+        with (
+            dask.config.set({**local_cluster_config(), **forkserver.dask_config()}),
+            LocalCluster(
+                n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1"
+            ) as cluster,
+            Client(cluster) as client,
+        ):
+            print(f"harvester: Dask dashboard at {client.dashboard_link}", file=sys.stderr)
+            yield client
+    finally:
+        forkserver.stop()  # after the cluster closed: its workers have exited
 
 
 def local_cluster_config() -> dict[str, Any]:

@@ -242,26 +242,42 @@ def test_the_cli_runs_on_a_local_cluster_and_merge_writes_one_file(tmp_path: Pat
 def test_the_local_cluster_runs_one_shard_per_thread_without_dask_s_profiler() -> None:
     """``--scheduler local``'s cluster (``cluster.open_client``) carries its settings to the
     scheduler and into the worker processes (in a child process: its dashboard binds
-    every interface, which this process's network fence refuses).
+    every interface, which this process's network fence refuses); its workers are forked
+    from the forkserver with the shard's modules imported, and no process is left after.
     """
     program = (
+        "import os, sys\n"
         "from harvester.config import load_config\n"
         "from harvester.distributed.cluster import open_client\n"
         "def probe():\n"
-        "    import dask\n"
+        "    import dask, os, sys\n"
         "    return [dask.config.get(k) for k in ('distributed.worker.profile.enabled',"
-        " 'distributed.admin.system-monitor.interval')]\n"
+        " 'distributed.admin.system-monitor.interval')] + ["
+        "'harvester.run.pipeline' in sys.modules, os.getppid() == int(sys.argv[-1])]\n"
+        "def children():\n"
+        "    tasks = os.listdir('/proc/self/task')\n"
+        "    kids = [open(f'/proc/self/task/{t}/children').read().split() for t in tasks]\n"
+        "    return [open(f'/proc/{c}/cmdline').read().split(chr(0))[3][:40]"
+        " for cs in kids for c in cs]\n"
         "if __name__ == '__main__':\n"
+        "    sys.argv.append(str(os.getpid()))\n"
         "    cfg = load_config(None, {'distributed.scheduler': 'local:1'})\n"
         "    with open_client(cfg.distributed) as client:\n"
         "        print(list(client.run(probe).values()),"
         " client.run_on_scheduler(lambda dask_scheduler: dask_scheduler.WORKER_SATURATION))\n"
+        "    print(children())\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", program], capture_output=True, text=True, timeout=50, check=False
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split("\n")[0] == "[[False, '2s']] 1.0"
+    # Preloaded (spawned workers import harvester at their first shard), and not the
+    # client's own child (the forkserver's); the forkserver reaped once the cluster
+    # closed (multiprocessing's resource tracker stays till the process ends, as with spawn).
+    probed, left = done.stdout.split("\n")[:2]
+    assert probed == "[[False, '2s', True, False]] 1.0"
+    assert "forkserver" not in left
+    assert "resource_tracker" in left
 
 
 _SERVER = """
