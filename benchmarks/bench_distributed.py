@@ -6,7 +6,9 @@ by ``benchmarks.server`` in its own process:
 1. ``pool`` vs ``dask``, alternated ``--rounds`` times: ``harvester run --workers 2`` (the
    process pool) and ``harvester run --scheduler local:2 --shards S`` (a LocalCluster of two
    one-thread worker processes), both ``--no-state``, each a fresh subprocess measured by
-   ``bench_pipeline.run_measured`` (wall time, CPU, peak RSS of the process tree). The
+   ``bench_pipeline.run_measured`` (wall time, CPU, the peak RSS of the tree's largest
+   process and the peak sum of PSS over the tree: pages shared by processes forked from
+   one server counted once, split between them). The
    dask run's output is ``harvester merge``-d and both are checked against the corpus's
    truth (the same URLs, each once). Target: dask URLs/s >= 0.9 of the pool's (median of
    the rounds' ratios).
@@ -109,6 +111,8 @@ def measure(name: str, cmd: list[str], output: Path, truth: Any, timeout: float)
         "urls_per_s": round(tally.distinct / res.wall_s),
         "peak_rss_sum_mb": round(res.peak_rss_sum_mb, 1),
         "peak_rss_max_mb": round(res.peak_rss_max_mb, 1),
+        # shared pages split between their sharers (workers forked from one server)
+        "peak_pss_sum_mb": round(res.peak_pss_sum_mb, 1),
         "processes": res.processes,
         # each process's own peak (name, MB), largest first: which one is the largest
         "per_process_mb": [(name[:70], round(mb, 1)) for _, name, mb in res.per_process],
@@ -259,14 +263,15 @@ def cluster_scaling(
 
 def table(rows: list[dict[str, Any]], extra: str) -> str:
     head = "| measurement | s | CPU s (client tree) | URLs | URLs/s | peak RSS MB (largest) |"
-    head += f" load before/after | {extra} |"
-    lines = [head, "| --- | ---: | ---: | ---: | ---: | ---: | --- | --- |"]
+    head += f" peak PSS MB (sum) | load before/after | {extra} |"
+    lines = [head, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |"]
     for r in rows:
         note = r.get(extra, "")
         load = "/".join(f"{x:.1f}" for x in r["load"])
         lines.append(
             f"| {r['measure']} | {r['seconds']:.1f} | {r['cpu_s']:.1f} | {r['urls']:,} |"
-            f" {r['urls_per_s']:,} | {r['peak_rss_max_mb']:.0f} | {load} | {note} |"
+            f" {r['urls_per_s']:,} | {r['peak_rss_max_mb']:.0f} | {r['peak_pss_sum_mb']:.0f} |"
+            f" {load} | {note} |"
         )
     return "\n".join(lines)
 
