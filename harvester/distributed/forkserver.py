@@ -24,13 +24,20 @@ import os
 import signal
 from typing import Any, Final
 
-__all__ = ["PRELOAD", "dask_config", "start", "stop"]
+__all__ = ["PRELOAD", "available", "dask_config", "start", "stop"]
 
 PRELOAD: Final = ("distributed", "harvester.distributed.task", "harvester.run.pipeline")
 
 
+def available() -> bool:
+    """Whether this platform has a forkserver (not Windows): else Dask's default."""
+    return "forkserver" in multiprocessing.get_all_start_methods()
+
+
 def start() -> None:
     """Start the forkserver with ``PRELOAD`` (it imports them in the background)."""
+    if not available():
+        return
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(list(PRELOAD))
     multiprocessing.forkserver.ensure_running()
@@ -42,6 +49,8 @@ def dask_config() -> dict[str, Any]:
     Also tells Dask its own preload is set: Dask would otherwise import numpy,
     pandas and lz4 in the client to preload them into a server already running.
     """
+    if not available():
+        return {}
     import distributed.utils
 
     distributed.utils._forkserver_preload_set = True  # (a private flag; see above)
