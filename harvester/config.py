@@ -423,6 +423,9 @@ class DistributedConfig:
     shards: int = 0  # 0 = 4 per Dask worker on an output dir's first run, then what it stored
     shard_by: Literal["host", "domain"] = "host"  # domain: a site's subdomains share a shard
     shard_retries: int = 2  # times a shard task that raised is run again
+    # --scheduler local: where its cluster serves Dask's dashboard ("" = none). Loopback:
+    # the cluster is this machine's; Dask takes another port when this one is taken.
+    dashboard_address: str = "127.0.0.1:8787"
 
     def __post_init__(self) -> None:
         _positive(self, "distributed")

@@ -54,6 +54,12 @@ def add_arguments(group: argparse._ArgumentGroup) -> None:
                 " directory's first run)",
             ),
             ("--shard-retries", "distributed.shard_retries", int, "runs of a failing shard task"),
+            (
+                "--dashboard-address",
+                "distributed.dashboard_address",
+                str,
+                'where --scheduler local serves Dask\'s dashboard ("" = none)',
+            ),
         ],
     )
     group.add_argument(

@@ -10,6 +10,7 @@ workers forked from a preloaded forkserver, ``forkserver.py``).
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
 import sys
 from typing import TYPE_CHECKING, Any
@@ -67,14 +68,31 @@ def open_client(cfg: DistributedConfig) -> Iterator[Client]:
         with (
             dask.config.set({**local_cluster_config(), **forkserver.dask_config()}),
             LocalCluster(
-                n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1"
+                n_workers=workers,
+                threads_per_worker=1,
+                processes=True,
+                host="127.0.0.1",
+                dashboard_address=cfg.dashboard_address or None,
             ) as cluster,
             Client(cluster) as client,
         ):
-            print(f"harvester: Dask dashboard at {client.dashboard_link}", file=sys.stderr)
+            _tell_dashboard(cfg.dashboard_address, client)
             yield client
     finally:
         forkserver.stop()  # after the cluster closed: its workers have exited
+
+
+def _tell_dashboard(address: str, client: Client) -> None:
+    """Print where the dashboard is, or why there is none (Dask serves a page saying so)."""
+    if not address:
+        return
+    if importlib.util.find_spec("bokeh") is None:
+        print(
+            'harvester: no Dask dashboard: it needs bokeh (pip install "harvester[dask]")',
+            file=sys.stderr,
+        )
+        return
+    print(f"harvester: Dask dashboard at {client.dashboard_link}", file=sys.stderr)
 
 
 def local_cluster_config() -> dict[str, Any]:

@@ -93,8 +93,12 @@ async def _port(profile: Path, proc: asyncio.subprocess.Process) -> int:
     pytest.skip(f"Chromium did not start its DevTools endpoint: {err.decode(errors='replace')}")
 
 
-async def open_page(path: Path, profile: Path, probes: dict[str, str]) -> Page:
-    """Load ``path`` (a local file) in headless Chromium; run each probe (JS) after load."""
+async def open_page(path: Path | str, profile: Path, probes: dict[str, str]) -> Page:
+    """Load ``path`` (a local file, or a loopback URL) in headless Chromium; run each probe.
+
+    A probe is a JavaScript expression evaluated after the load; one that gives a
+    Promise is awaited (for a page that builds itself after loading).
+    """
     binary = chromium_or_skip()
     proc = await asyncio.create_subprocess_exec(
         binary,
@@ -118,7 +122,9 @@ async def open_page(path: Path, profile: Path, probes: dict[str, str]) -> Page:
         await proc.wait()
 
 
-async def _drive(ws: aiohttp.ClientWebSocketResponse, path: Path, probes: dict[str, str]) -> Page:
+async def _drive(
+    ws: aiohttp.ClientWebSocketResponse, path: Path | str, probes: dict[str, str]
+) -> Page:
     ids = itertools.count(1)
     errors: list[str] = []
     answers: dict[int, dict[str, Any]] = {}
@@ -152,7 +158,8 @@ async def _drive(ws: aiohttp.ClientWebSocketResponse, path: Path, probes: dict[s
 
     for domain in ("Runtime", "Log", "Page"):
         await call(f"{domain}.enable")
-    await call("Page.navigate", url=path.resolve().as_uri())  # noqa: ASYNC240 - no I/O to speak of
+    url = path if isinstance(path, str) else path.resolve().as_uri()  # noqa: ASYNC240 - no I/O
+    await call("Page.navigate", url=url)
     while not loaded.is_set():
         await call("Runtime.evaluate", expression="1")  # reads events until the load
     await asyncio.sleep(0.2)
@@ -160,6 +167,8 @@ async def _drive(ws: aiohttp.ClientWebSocketResponse, path: Path, probes: dict[s
     text = await call("Runtime.evaluate", expression="document.body.innerText", returnByValue=True)
     answered = {}
     for name, expression in probes.items():
-        out = await call("Runtime.evaluate", expression=expression, returnByValue=True)
+        out = await call(
+            "Runtime.evaluate", expression=expression, returnByValue=True, awaitPromise=True
+        )
         answered[name] = out["result"].get("value")
     return Page(text["result"]["value"], answered, errors)

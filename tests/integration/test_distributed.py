@@ -28,6 +28,7 @@ from harvester.distributed.client import run_distributed  # noqa: E402
 from harvester.distributed.layout import read_layout  # noqa: E402
 from harvester.distributed.merge import merge  # noqa: E402
 from harvester.run.shards import run_job  # noqa: E402
+from tests.integration.chromium import open_page  # noqa: E402
 from tests.integration.conftest import fast_config, free_port  # noqa: E402
 from tests.integration.test_end_to_end import index, robots, urlset  # noqa: E402
 
@@ -278,6 +279,62 @@ def test_the_local_cluster_runs_one_shard_per_thread_without_dask_s_profiler() -
     assert probed == "[[False, '2s', True, False]] 1.0"
     assert "forkserver" not in left
     assert "resource_tracker" in left
+
+
+_DASHBOARD = (
+    "import sys\n"
+    "from harvester.config import load_config\n"
+    "from harvester.distributed.cluster import open_client\n"
+    "if __name__ == '__main__':\n"
+    "    cfg = load_config(None, {'distributed.scheduler': 'local:1',"
+    " 'distributed.dashboard_address': '127.0.0.1:0'})\n"
+    "    with open_client(cfg.distributed) as client:\n"
+    "        print(client.dashboard_link, flush=True)\n"
+    "        sys.stdin.read()  # till the test closes it\n"
+)
+
+# Bokeh builds the dashboard in the page after it loads, over a websocket to the
+# scheduler: wait (up to 10 s) for its document to have roots (the plots).
+_BOKEH_ROOTS = (
+    "new Promise(done => { const t0 = Date.now(); (function look() {"
+    " const docs = (window.Bokeh && window.Bokeh.documents) || [];"
+    " const roots = docs.length ? docs[0].roots().length : 0;"
+    " if (roots || Date.now() - t0 > 10000) done(roots); else setTimeout(look, 100); })(); })"
+)
+
+
+async def test_the_local_cluster_s_dashboard_shows_in_chromium(tmp_path: Path) -> None:
+    """The dashboard ``--scheduler local`` announces is Dask's status page, drawn by
+    bokeh in a real browser (without bokeh Dask serves a page asking for it).
+    """
+    pytest.importorskip("bokeh")
+    child = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        _DASHBOARD,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    assert child.stdin is not None
+    assert child.stdout is not None
+    assert child.stderr is not None
+    try:
+        link = (await asyncio.wait_for(child.stdout.readline(), 60)).decode().strip()
+        assert link.startswith("http://127.0.0.1:"), link
+        assert link.endswith("/status")
+        page = await open_page(
+            link, tmp_path / "profile", {"title": "document.title", "roots": _BOKEH_ROOTS}
+        )
+    finally:
+        child.stdin.close()
+        err = (await asyncio.wait_for(child.stderr.read(), 30)).decode()
+        await child.wait()
+    assert child.returncode == 0, err
+    assert f"Dask dashboard at {link}" in err
+    assert "needs bokeh" not in page.text
+    assert "Dask" in page.probes["title"]
+    assert page.probes["roots"] > 0
 
 
 _SERVER = """
