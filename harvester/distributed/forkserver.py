@@ -2,8 +2,9 @@
 
 In: nothing (``start``: called first thing by a ``local`` run, before the client
 imports Dask). Out: multiprocessing's forkserver running, its preload
-(``PRELOAD``: Dask and the shard task's modules) being imported in its own process
-while the client imports Dask in this one; ``dask_config`` the settings that make
+(``PRELOAD``, ``preload.py``: Dask and the shard task's modules, then frozen out of
+the garbage collector's sight) being imported in its own process while the client
+imports Dask in this one; ``dask_config`` the settings that make
 the LocalCluster's nannies fork their workers from it.
 
 Why: with Dask's default (``spawn``) each worker process starts a new interpreter
@@ -26,7 +27,7 @@ from typing import Any, Final
 
 __all__ = ["PRELOAD", "available", "dask_config", "start", "stop"]
 
-PRELOAD: Final = ("distributed", "harvester.distributed.task", "harvester.run.pipeline")
+PRELOAD: Final = ("harvester.distributed.preload",)
 
 
 def available() -> bool:

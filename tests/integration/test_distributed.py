@@ -251,10 +251,11 @@ def test_the_local_cluster_runs_one_shard_per_thread_without_dask_s_profiler() -
         "from harvester.config import load_config\n"
         "from harvester.distributed.cluster import open_client\n"
         "def probe():\n"
-        "    import dask, os, sys\n"
+        "    import dask, gc, os, sys\n"
         "    return [dask.config.get(k) for k in ('distributed.worker.profile.enabled',"
         " 'distributed.admin.system-monitor.interval')] + ["
-        "'harvester.run.pipeline' in sys.modules, os.getppid() == int(sys.argv[-1])]\n"
+        "'harvester.run.pipeline' in sys.modules, os.getppid() == int(sys.argv[-1]),"
+        " gc.get_freeze_count() > 10000]\n"
         "def children():\n"
         "    tasks = os.listdir('/proc/self/task')\n"
         "    kids = [open(f'/proc/self/task/{t}/children').read().split() for t in tasks]\n"
@@ -272,11 +273,12 @@ def test_the_local_cluster_runs_one_shard_per_thread_without_dask_s_profiler() -
         [sys.executable, "-c", program], capture_output=True, text=True, timeout=50, check=False
     )
     assert done.returncode == 0, done.stderr
-    # Preloaded (spawned workers import harvester at their first shard), and not the
-    # client's own child (the forkserver's); the forkserver reaped once the cluster
-    # closed (multiprocessing's resource tracker stays till the process ends, as with spawn).
+    # Preloaded (spawned workers import harvester at their first shard) and frozen
+    # there, and not the client's own child (the forkserver's); the forkserver reaped
+    # once the cluster closed (multiprocessing's resource tracker stays till the
+    # process ends, as with spawn).
     probed, left = done.stdout.split("\n")[:2]
-    assert probed == "[[False, '2s', True, False]] 1.0"
+    assert probed == "[[False, '2s', True, False, True]] 1.0"
     assert "forkserver" not in left
     assert "resource_tracker" in left
 
