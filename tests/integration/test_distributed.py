@@ -330,8 +330,9 @@ async def test_the_local_cluster_s_dashboard_shows_in_chromium(tmp_path: Path) -
         )
     finally:
         child.stdin.close()
-        err = (await asyncio.wait_for(child.stderr.read(), 30)).decode()
-        await child.wait()
+        # Both pipes read to their end (a pipe left open is a ResourceWarning later).
+        _, raw = await asyncio.wait_for(child.communicate(), 30)
+        err = raw.decode()
     assert child.returncode == 0, err
     assert f"Dask dashboard at {link}" in err
     assert "needs bokeh" not in page.text
