@@ -288,11 +288,17 @@ def main(argv: list[str] | None = None) -> int:
     # Not webgen's default 8765: other benchmarks may be serving it on this machine.
     ap.add_argument("--port", type=int, default=8791)
     ap.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
+    ap.add_argument(
+        "--harvester-defaults",
+        action="store_true",
+        help="harvester's own politeness (no [politeness.default] rate or concurrency)",
+    )
     args = ap.parse_args(argv)
     corpus = default_out_dir("many", args.hosts, 1, args.port)
     truth = generate("many", corpus, seed=1, hosts=args.hosts, port=args.port)
     OUT.mkdir(parents=True, exist_ok=True)
-    cfg = write_config(OUT / "harvester.toml", concurrency=4, rate=1000.0, hosts_in_flight=0)
+    rate = 0.0 if args.harvester_defaults else 1000.0  # 0: write_config leaves the defaults
+    cfg = write_config(OUT / "harvester.toml", concurrency=4, rate=rate, hosts_in_flight=0)
     ok = True
     with ServerProcess(corpus, 0.0, OUT / "server.log") as server:
         assert server.seeds is not None
