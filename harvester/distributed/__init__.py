@@ -45,9 +45,6 @@ Choices, and why:
    that imported Dask and the shard's modules while the client imported Dask
    (``forkserver.py``), and each worker's objects from before its first shard are
    frozen out of the garbage collector's sight (``task.py``), as the pool's workers do.
-8. A shard task secedes from its worker's threads (Dask's ``secede``) once it has
-   taken its last seed: its slowest hosts then finish in their own thread while the
-   worker starts its next shard, instead of the shards' tails running one after another.
 
 Nothing here imports Dask at ``import harvester`` (a test checks): only
 ``client.py``, ``task.py`` and ``cluster.py`` do (``forkserver.py``'s server, in its

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import gzip
-import hashlib
 import json
 import os
 import subprocess
@@ -419,24 +418,6 @@ async def test_a_stop_on_the_client_stops_every_shard_gracefully(
     assert all(o["manifest"]["urls"] == 0 for o in result.shards)
     assert not (tmp_path / "out" / "_SUCCESS").exists()
     assert json.loads((tmp_path / "out" / "report.json").read_text())["interrupted"] is True
-
-
-async def test_each_shard_secedes_from_its_worker_thread_once_its_seeds_are_taken(
-    sites: Sites, tmp_path: Path, threads_client: Any
-) -> None:
-    """A shard's stragglers must not hold the worker's thread (its next shard starts):
-    every shard task of the run went ``executing`` -> ``long-running`` (Dask's secede).
-    """
-    web = await make_web(sites, first=150, hosts=4)
-    out = tmp_path / "out"
-    await asyncio.to_thread(dist, threads_client, web, out)
-    prefix = hashlib.blake2b(str(out).encode(), digest_size=4).hexdigest()  # (absolute)
-
-    def seceded(dask_worker: Any) -> list[str]:
-        return [str(e[0]) for e in dask_worker.state.log if len(e) > 2 and e[2] == "long-running"]
-
-    keys = [k for ks in threads_client.run(seceded).values() for k in ks if prefix in k]
-    assert sorted(k.rsplit("-", 1)[1] for k in keys) == [f"{n:05d}" for n in range(5)]
 
 
 async def test_a_shard_that_raises_is_retried_then_reported_failed(
