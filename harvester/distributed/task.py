@@ -27,8 +27,6 @@ import threading
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from distributed import secede
-
 from harvester.distributed.fingerprints import FingerprintLog
 from harvester.distributed.layout import Layout, fsync_dir
 from harvester.distributed.manifest import DISCARDED, Attempt, latest_manifest
@@ -37,8 +35,6 @@ from harvester.run.shards import run_job
 from harvester.run.shutdown import Stop
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator
-
     from harvester.config import Config
 
 __all__ = ["TEST_KILL_ENV", "ShardSpec", "run_shard_task"]
@@ -92,7 +88,7 @@ def run_shard_task(spec: ShardSpec) -> dict[str, Any]:
             try:
                 run = run_job(
                     cfg,
-                    _then_secede(lines),
+                    lines,
                     attempt.records,
                     report_path=attempt.report,
                     hosts_path=attempt.hosts,
@@ -126,22 +122,6 @@ def run_shard_task(spec: ShardSpec) -> dict[str, Any]:
             if watcher is not None:
                 watcher.join(timeout=2)
         shutil.rmtree(local, ignore_errors=True)
-
-
-def _then_secede(lines: Iterable[str]) -> Iterator[str]:
-    """``lines``, then the task secedes from the worker's threads (Dask's ``secede``).
-
-    Once the shard has taken its last seed, what is left is its hosts in flight, and
-    the slowest of them decides when it ends: a host of many sitemaps at its
-    politeness rate, a slow server. Holding the worker's only thread till then left
-    the worker near idle for each shard's tail, and the tails of its shards added
-    up (harvester's default politeness on the lab web: 0.58 of the process pool's
-    throughput). Seceded, the shard finishes in its own thread while the worker
-    starts the next one, as the pool's workers take new hosts beside their stragglers.
-    """
-    yield from lines
-    with contextlib.suppress(ValueError):  # (not in a Dask worker: nothing to secede from)
-        secede()
 
 
 @functools.cache
