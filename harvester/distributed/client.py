@@ -22,10 +22,10 @@ import json
 import os
 import threading
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from distributed import Event, as_completed
+from distributed import Event, KilledWorker, as_completed
 
 from harvester.config import Config
 from harvester.distributed.layout import open_layout, read_layout, split_seeds, write_atomic
@@ -119,24 +119,44 @@ def run_distributed(
     result = DistributedRun(run, layout)
     event = Event(f"harvester-stop-{uuid.uuid4().hex}", client=client)
     prefix = hashlib.blake2b(os.path.abspath(output).encode(), digest_size=4).hexdigest()
+    key = f"harvester-{prefix}-r{layout.run}-shard-"
+    specs = [ShardSpec(layout, n, cfg, event.name) for n in range(layout.shards)]
     futures = client.map(
         run_shard_task,
-        [ShardSpec(layout, n, cfg, event.name) for n in range(layout.shards)],
-        key=[f"harvester-{prefix}-r{layout.run}-shard-{n:05d}" for n in range(layout.shards)],
+        specs,
+        key=[f"{key}{n:05d}" for n in range(layout.shards)],
         pure=False,
         retries=cfg.distributed.shard_retries,
     )
+    shard_of_key = {f.key: n for n, f in enumerate(futures)}
     outcomes: dict[int, dict[str, Any]] = {}
     cross = CrossHostCount(cfg.dedupe)
     finished = threading.Event()
     relay = threading.Thread(target=_relay_stop, args=(stop, event, finished), daemon=True)
     relay.start()
     try:
-        for future in as_completed(futures, loop=client.loop):
-            outcome = _outcome(future, layout)
-            outcomes[outcome["shard"]] = outcome
+        running = as_completed(futures, loop=client.loop)
+        for future in running:
+            shard = shard_of_key[future.key]
+            if _killed(future) and not specs[shard].alone:
+                # Dask gave up on it: its workers died, maybe beside the shard that
+                # killed them (occupancy.py). Once more, alone in its worker.
+                specs[shard] = replace(specs[shard], alone=True)
+                again = client.submit(
+                    run_shard_task,
+                    specs[shard],
+                    key=f"{key}{shard:05d}-alone",
+                    pure=False,
+                    retries=cfg.distributed.shard_retries,
+                )
+                shard_of_key[again.key] = shard
+                futures.append(again)
+                running.add(again)
+                continue
+            outcome = _outcome(future, shard, layout)
+            outcomes[shard] = outcome
             if outcome["status"] != "failed":
-                shard_dir = layout.shard_dir(outcome["shard"])
+                shard_dir = layout.shard_dir(shard)
                 cross.add(os.path.join(shard_dir, outcome["manifest"]["fingerprints"]))
             if on_shard is not None:
                 on_shard(outcome)
@@ -151,17 +171,24 @@ def run_distributed(
     return result
 
 
-def _outcome(future: Any, layout: Layout) -> dict[str, Any]:
+def _killed(future: Any) -> bool:
+    """Whether the task ended because its workers died too often (``KilledWorker``)."""
+    return future.status == "error" and isinstance(future.exception(), KilledWorker)
+
+
+def _outcome(future: Any, shard: int, layout: Layout) -> dict[str, Any]:
     """A finished task's outcome: its result, or ``failed`` with the error.
 
     A result ``duplicate attempt discarded`` (a zombie attempt had committed first)
     gets the committed attempt's manifest and report: the shard is committed all the same.
     """
-    shard = int(str(future.key).rsplit("-", 1)[1])
+    alone = {"alone": True} if str(future.key).endswith("-alone") else {}
     try:
         result: dict[str, Any] = future.result()
     except Exception as exc:  # the task failed every attempt (or its workers died)
-        return {"shard": shard, "status": "failed", "error": f"{type(exc).__name__}: {exc}"}
+        error = f"{type(exc).__name__}: {exc}"
+        return {"shard": shard, "status": "failed", "error": error, **alone}
+    result.update(alone)
     if result["status"] == DISCARDED:
         manifest = read_manifest(layout, shard)
         assert manifest is not None  # (EEXIST: it exists, and manifests are never deleted)

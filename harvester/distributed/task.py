@@ -5,12 +5,16 @@ In: a ``ShardSpec`` (the layout, the shard, the config, the name of the run's st
 dict for the client: the status (``committed`` or ``duplicate attempt discarded``),
 the manifest and the shard's run report. Records never go back through Dask.
 
-The shard is the one-process run of ``shards.run_job`` (one worker: its event loop
-runs in this Dask worker thread; a Dask worker must not fork processes of its own)
-over the shard's seed file, with its records, host reports and report written to
-the attempt's own files and its state on local disk (SQLite must not be written over
-a network filesystem), copied back at the commit. Any exception deletes the
-attempt's files and propagates, so Dask retries the task (``--shard-retries``).
+The shard is the one-process run of ``shards.run_job`` (one worker, no process of
+its own: a Dask worker must not fork processes) over the shard's seed file, with
+its records, host reports and report written to the attempt's own files and its
+state on local disk (SQLite must not be written over a network filesystem), copied
+back at the commit. Any exception deletes the attempt's files and propagates, so
+Dask retries the task (``--shard-retries``).
+The shard's coroutine runs on its process's one shard loop, and once the shard has
+taken its last seed the task secedes from the worker's threads, so the worker starts
+its next shard beside this one's stragglers; an attempt marked ``alone`` (the retry
+of a shard Dask gave up on) runs alone in its process instead (``occupancy.py``).
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from harvester.distributed.fingerprints import FingerprintLog
 from harvester.distributed.layout import Layout, fsync_dir
 from harvester.distributed.manifest import DISCARDED, Attempt, latest_manifest
+from harvester.distributed.occupancy import OCCUPANCY
 from harvester.errors import StateError
 from harvester.run.shards import run_job
 from harvester.run.shutdown import Stop
@@ -40,7 +45,6 @@ if TYPE_CHECKING:
 __all__ = ["TEST_KILL_ENV", "ShardSpec", "run_shard_task"]
 
 _POLL = 0.25  # seconds between looks at the run's stop event
-_GEN0_SHARD = 10_000  # the gen-0 GC threshold while a shard runs (a pool worker's)
 # TEST ONLY (tests/integration/test_distributed_faults.py): a directory whose file "spec"
 # holds "SHARD TIMES" makes the task of shard SHARD SIGKILL its own worker process once
 # it has written part of its output, on its first TIMES attempts (counted by marker
@@ -56,6 +60,7 @@ class ShardSpec:
     shard: int
     cfg: Config
     stop_event: str | None = None  # name of the run's Dask Event (None: no stop)
+    alone: bool = False  # the attempt Dask gave up on, again alone in its worker (occupancy.py)
 
 
 def run_shard_task(spec: ShardSpec) -> dict[str, Any]:
@@ -68,10 +73,6 @@ def run_shard_task(spec: ShardSpec) -> dict[str, Any]:
     """
     _freeze_imports()
     attempt = Attempt.new(spec.layout, spec.shard)
-    # As in the pool's worker processes (runtime.tune_gc): fewer collections of the
-    # short-lived entries and records while the shard runs; restored after it.
-    threshold = gc.get_threshold()
-    gc.set_threshold(_GEN0_SHARD, *threshold[1:])
     local = tempfile.mkdtemp(prefix=f"harvester-shard-{spec.shard:05d}-")
     stop = Stop()
     done = threading.Event()
@@ -83,18 +84,23 @@ def run_shard_task(spec: ShardSpec) -> dict[str, Any]:
             run=replace(spec.cfg.run, workers=1),
             state=replace(spec.cfg.state, path=state or "", resume=False),
         )
-        with open(spec.layout.seeds_path(spec.shard), encoding="utf-8") as lines:
+        with (
+            open(spec.layout.seeds_path(spec.shard), encoding="utf-8") as lines,
+            OCCUPANCY.attempt(cfg, spec.alone) as occupant,
+        ):
             cross = FingerprintLog(spec.cfg.dedupe, attempt.fingerprints)
             try:
                 run = run_job(
                     cfg,
-                    lines,
+                    occupant.seeds(lines),
                     attempt.records,
                     report_path=attempt.report,
                     hosts_path=attempt.hosts,
                     progress=False,
                     stop=stop,
                     cross=cross,
+                    runner=occupant.run,
+                    shared=occupant.admission,
                 )
             except StateError as exc:  # name the shard's file, not the local copy
                 raise StateError(
@@ -116,7 +122,6 @@ def run_shard_task(spec: ShardSpec) -> dict[str, Any]:
         attempt.discard()
         raise
     finally:
-        gc.set_threshold(*threshold)
         done.set()
         for watcher in watchers:
             if watcher is not None:

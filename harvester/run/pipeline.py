@@ -33,6 +33,7 @@ unexpected exception (a bug, not a ``HarvesterError``) cancels the whole TaskGro
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -56,6 +57,7 @@ if TYPE_CHECKING:
     from aiohttp.abc import AbstractResolver
 
     from harvester.crawl.host import Emit
+    from harvester.run.loopadmission import LoopAdmission
     from harvester.state.ledger import HostState, LedgerRows
 
 __all__ = ["HostDone", "Incremental", "RecordBatch", "harvest", "run_shard"]
@@ -112,6 +114,7 @@ async def run_shard(
     encoded: bool = False,
     ready: Callable[[], Awaitable[object]] | None = None,
     blocked: Callable[[], float] | None = None,
+    shared: LoopAdmission | None = None,
 ) -> None:
     """Harvest every seed of ``seeds``; deliver records and host reports through ``send``.
 
@@ -121,18 +124,15 @@ async def run_shard(
     can take more (so a slow consumer holds the hosts before parsing, not after).
     ``blocked``: seconds so far that the output was behind (``Results.blocked``); the
     admission holds, then shrinks, the hosts in flight while it is.
+    ``shared``: the admission of every shard on this loop (``loopadmission.py``; a
+    distributed worker's), used instead of one of the shard's own.
     """
     ledger = LedgerReader(incremental.path, incremental.run_id) if incremental else None
     emit_mode = incremental.emit if incremental else "all"
     loop = asyncio.get_running_loop()
-    admission = Admission(
-        host_limit(cfg),
-        memory_budget=cfg.run.memory_budget,
-        max_lag=cfg.run.max_loop_lag,
-        max_cpu=cfg.run.max_cpu,
-        clock=loop.time,
-    )
-    changed = asyncio.Event()  # set when a host ends or a sample moves the ceiling
+    admission: Admission | None = None  # the shard's own, or the loop's (below)
+    # Set when a host ends or a sample moves the ceiling.
+    changed = shared.changed if shared is not None else asyncio.Event()
     scheduler = Scheduler(cfg.politeness)
     normalizer = Normalizer(cfg.normalize)  # compiled once, shared by the shard's workers
 
@@ -165,23 +165,35 @@ async def run_shard(
             report = await host.run()
             await send(HostDone(report.as_dict(), host.state))
         finally:
+            assert admission is not None
             admission.released()
             changed.set()
 
     fetcher = Fetcher(cfg.fetch, resolver=resolver, hosts=cfg.politeness)
-    watcher = asyncio.create_task(
-        watch(admission, changed, blocked=blocked, queued=lambda: fetcher.queued)
-    )
-    try:
-        async with fetcher, asyncio.TaskGroup() as tg:
-            # The feeder: each seed admitted is a host task (admitted() was counted).
-            async for seed in admitted(seeds, admission, changed):
-                tg.create_task(harvest_host(seed, fetcher))
-    finally:
-        await stop_watching(watcher)
-        logger.debug("shard done: %r", admission)
-        if ledger is not None:
-            ledger.close()
+    async with contextlib.AsyncExitStack() as stack:
+        if shared is not None:
+            admission = await stack.enter_async_context(shared.joined(cfg, fetcher))
+        else:
+            admission = Admission(
+                host_limit(cfg),
+                memory_budget=cfg.run.memory_budget,
+                max_lag=cfg.run.max_loop_lag,
+                max_cpu=cfg.run.max_cpu,
+                clock=loop.time,
+            )
+            watcher = asyncio.create_task(
+                watch(admission, changed, blocked=blocked, queued=lambda: fetcher.queued)
+            )
+            stack.push_async_callback(stop_watching, watcher)
+        try:
+            async with fetcher, asyncio.TaskGroup() as tg:
+                # The feeder: each seed admitted is a host task (admitted() was counted).
+                async for seed in admitted(seeds, admission, changed):
+                    tg.create_task(harvest_host(seed, fetcher))
+        finally:
+            logger.debug("shard done: %r", admission)
+            if ledger is not None:
+                ledger.close()
 
 
 async def aiter_seeds(

@@ -87,3 +87,13 @@ def event_loop_runner(cfg: Config) -> Any:
 
             return uvloop.run
     return asyncio.run
+
+
+def new_event_loop(cfg: Config) -> asyncio.AbstractEventLoop:
+    """A new event loop, uvloop's when installed and enabled (as ``event_loop_runner``)."""
+    if cfg.run.uvloop:
+        with contextlib.suppress(ImportError):
+            import uvloop
+
+            return uvloop.new_event_loop()
+    return asyncio.new_event_loop()

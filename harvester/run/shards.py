@@ -50,11 +50,12 @@ from harvester.run.writer import Writer, open_output
 from harvester.urls.crosshost import CrossHostTracker
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Iterable
+    from collections.abc import AsyncIterator, Callable, Coroutine, Iterable
 
     from aiohttp.abc import AbstractResolver
 
     from harvester.config import Config
+    from harvester.run.loopadmission import LoopAdmission
     from harvester.run.pipeline import OutputItem
     from harvester.run.workers import WorkerProcess
     from harvester.state.ledger import Incremental
@@ -84,6 +85,8 @@ def run_job(
     resolver: AbstractResolver | None = None,
     stop: Stop | None = None,
     cross: CrossHostTracker | None = None,
+    runner: Callable[[Coroutine[Any, Any, None]], None] | None = None,
+    shared: LoopAdmission | None = None,
 ) -> RunReport:
     """Harvest every host of ``lines`` into ``output``; return the run report.
 
@@ -93,6 +96,10 @@ def run_job(
     Raises ``RunFailed`` when the run itself fails; per-host failures are in the report.
     ``cross``: the run's cross-host tracker (default: a new one; a distributed shard
     passes one that also logs the fingerprints, see harvester.distributed.fingerprints).
+    ``runner`` (one worker only): runs the shard's coroutine to its end (default: a new
+    event loop in this thread; a distributed shard runs it on its process's shared loop,
+    so the writer is then called from that loop's thread); ``shared``, the admission of
+    that loop's shards (``loopadmission.py``).
     """
     stop = stop or Stop()
     cfg = resolved(cfg, output)  # the output format, for worker processes that encode for it
@@ -115,7 +122,7 @@ def run_job(
     try:
         if workers == 1:
             run.workers_started = 1
-            _run_inline(cfg, seeds, writer, resolver, stop, incremental)
+            _run_inline(cfg, seeds, writer, resolver, stop, incremental, runner, shared)
         else:
             _run_processes(cfg, seeds, writer, workers, stop, incremental)
         interrupted = stop.is_set()
@@ -156,6 +163,8 @@ def _run_inline(
     resolver: AbstractResolver | None,
     stop: Stop,
     incremental: Incremental | None = None,
+    runner: Callable[[Coroutine[Any, Any, None]], None] | None = None,
+    shared: LoopAdmission | None = None,
 ) -> None:
     from harvester.run.pipeline import RecordBatch, run_shard
 
@@ -196,13 +205,14 @@ def _run_inline(
                 resolver=resolver,
                 incremental=incremental,
                 encoded=True,
+                shared=shared,
             ),
             stop.is_set,
             cfg.run.shutdown_grace,
         )
 
     # No tune_gc() here: the CLI calls it; a library caller's process is not ours.
-    event_loop_runner(cfg)(main())
+    (runner or event_loop_runner(cfg))(main())
 
 
 async def _aiter(seeds: SeedReader) -> AsyncIterator[Seed]:

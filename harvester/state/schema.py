@@ -208,7 +208,10 @@ def connect(path: str, page_size: int) -> sqlite3.Connection:
     """Open the state file in WAL mode with the writer's settings (``StateError`` if it
     is not an SQLite file)."""
     try:
-        db = sqlite3.connect(path, isolation_level=None, timeout=30.0)
+        # Used by one thread at a time, not always the one that opened it: a distributed
+        # shard opens it in its task's thread and writes from its process's shard loop
+        # (harvester.distributed.occupancy), never two at once, which SQLite allows.
+        db = sqlite3.connect(path, isolation_level=None, timeout=30.0, check_same_thread=False)
         # Before WAL mode creates the file (a no-op on an existing one, which keeps its own).
         db.execute(f"PRAGMA page_size = {int(page_size)}")
         db.execute("PRAGMA journal_mode = WAL")

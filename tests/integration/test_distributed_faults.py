@@ -119,11 +119,13 @@ def killed_attempts() -> list[str]:
     return [n.split("-", 2)[2] for n in os.listdir(KILL_DIR) if n.startswith("kill-")]
 
 
-def harvest(address: str, lines: list[str], out: Path) -> tuple[Any, list[dict[str, Any]]]:
+def harvest(
+    address: str, lines: list[str], out: Path, shards: int = SHARDS
+) -> tuple[Any, list[dict[str, Any]]]:
     """The user's side, in a thread: a synchronous client, the run, the merge."""
     config = fast_config(
         **{
-            "distributed.shards": SHARDS,
+            "distributed.shards": shards,
             "state.commit_interval": 0.05,
             # The sites are served by this process's event loop, which the scheduler and
             # the nannies (restarting killed workers) share: under load a reply can be
@@ -175,7 +177,8 @@ async def test_a_worker_killed_mid_shard_loses_nothing_and_duplicates_nothing(
 
 
 # One task at a time per worker thread (worker-saturation 1.0): a dying worker then takes
-# no queued shard down with it, so only the killing shard uses up its allowed failures.
+# no queued shard down with it. It may take a seceded shard's stragglers along
+# (occupancy.py): such a shard, given up on, commits on its attempt alone.
 @gen_cluster(
     **CLUSTER,
     config={
@@ -193,10 +196,12 @@ async def test_a_shard_that_kills_every_worker_fails_and_the_others_commit(
         result, records = await asyncio.to_thread(harvest, s.address, lines, tmp_path / "out")
     finally:
         await sites.close()
-    assert len(killed_attempts()) == 2  # allowed-failures 1: the second death is final
+    # allowed-failures 1: two deaths, then two more alone in its worker; then it is failed.
+    assert len(killed_attempts()) == 4
     assert result.failed == [target]
     failed = next(o for o in result.shards if o["shard"] == target)
     assert "KilledWorker" in failed["error"]
+    assert failed["alone"] is True
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     assert report["distributed"]["shards_failed"] == [target]
     assert report["distributed"]["shards_committed"] == SHARDS - 1
@@ -208,7 +213,104 @@ async def test_a_shard_that_kills_every_worker_fails_and_the_others_commit(
     assert set(locs) == {u for u in urls if not _in_shard(u, target)}
     assert not any(r["host"] == slow_host for r in records)
     shard_dir = tmp_path / "out" / "shards" / f"{target:05d}"
-    assert os.listdir(shard_dir) == []  # both dead attempts' files swept
+    assert os.listdir(shard_dir) == []  # the dead attempts' files swept
+    shutil.rmtree(KILL_DIR, ignore_errors=True)
+
+
+async def beside_web(sites: Sites, first: int) -> tuple[list[str], set[str], int, int]:
+    """Two hosts in two shards, served so that while the first two attempts of the
+    killer's shard run, the innocent shard is provably running in the same worker.
+
+    The innocent host's second sitemap is held (till its connection closes) whenever
+    fewer than two attempts were killed, and the killer's first sitemap waits for that
+    hold before answering (the killer writes records, so the hook kills it, with the
+    innocent in flight); the killer's second sitemap is held till it is killed. From
+    the third attempt on the innocent's and the killer's first sitemap answer at once.
+    Returns the input lines, the innocent host's URLs, the killer's and the innocent's shard.
+    """
+    held = asyncio.Event()  # the innocent's attempt is in flight, its sitemap held
+
+    def killer_sitemap(body: bytes) -> Any:
+        from aiohttp import web
+
+        async def handler(request: web.Request) -> web.Response:
+            if len(killed_attempts()) < 2:
+                await asyncio.wait_for(held.wait(), HOLD)
+            return web.Response(body=body, content_type="application/xml")
+
+        return handler
+
+    def innocent_sitemap(body: bytes) -> Any:
+        from aiohttp import web
+
+        async def handler(request: web.Request) -> web.Response:
+            if len(killed_attempts()) < 2:
+                held.set()
+                deadline = asyncio.get_running_loop().time() + HOLD
+                while request.transport is not None and not request.transport.is_closing():
+                    if asyncio.get_running_loop().time() > deadline:
+                        break
+                    await asyncio.sleep(0.02)
+                held.clear()
+            return web.Response(body=body, content_type="application/xml")
+
+        return handler
+
+    lines: list[str] = []
+    innocent_urls: set[str] = set()
+    shards: list[int] = []
+    for i in range(8):  # until the two hosts are in different shards
+        routes: dict[str, Any] = {}
+        site = await sites.start(f"127.0.0.{first + i}", routes)
+        shard = shard_of(f"127.0.0.{first + i}:{site.port}", 2)
+        if shards and shard == shards[0]:
+            continue
+        a = [site.url(f"/a/{j}") for j in range(5)]
+        b = [site.url(f"/b/{j}") for j in range(5)]
+        routes["/robots.txt"] = robots(site.url("/index.xml"))
+        routes["/index.xml"] = index(site.url("/a.xml"), site.url("/b.xml"))
+        if not shards:
+            routes["/a.xml"] = killer_sitemap(urlset(*a))
+            routes["/b.xml"] = _held_until_killed(urlset(*b))  # in flight when it is killed
+        else:
+            routes["/a.xml"] = urlset(*a)
+            routes["/b.xml"] = innocent_sitemap(urlset(*b))
+            innocent_urls.update(a + b)
+        lines.append(site.origin)
+        shards.append(shard)
+        if len(shards) == 2:
+            return lines, innocent_urls, shards[0], shards[1]
+    raise AssertionError("no two loopback hosts in different shards")
+
+
+# One worker of one thread: a shard that steps aside (occupancy.py) lets the other start
+# beside it, and the killer's death takes it along each time.
+@gen_cluster(
+    **{**CLUSTER, "nthreads": [("127.0.0.1", 1)]},
+    config={
+        "distributed.scheduler.allowed-failures": 1,
+        "distributed.scheduler.worker-saturation": 1.0,
+    },
+)
+async def test_a_shard_killed_beside_the_killer_commits_on_its_attempt_alone(
+    s: Any, a: Any, tmp_path: Path
+) -> None:
+    sites = Sites()
+    try:
+        lines, innocent_urls, killer, innocent = await beside_web(sites, first=160)
+        arm(killer, 99)
+        result, records = await asyncio.to_thread(harvest, s.address, lines, tmp_path / "out", 2)
+    finally:
+        await sites.close()
+    # The killer's two attempts took the innocent along both times (Dask gave up on both);
+    # then each ran alone: the innocent committed, the killer died twice more.
+    assert len(killed_attempts()) == 4
+    assert result.failed == [killer]
+    outcome = next(o for o in result.shards if o["shard"] == innocent)
+    assert outcome["status"] == "committed"
+    assert outcome["alone"] is True
+    locs = [r["loc"] for r in records]
+    assert sorted(locs) == sorted(innocent_urls)  # each once
     shutil.rmtree(KILL_DIR, ignore_errors=True)
 
 
