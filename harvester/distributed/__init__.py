@@ -45,6 +45,12 @@ Choices, and why:
    that imported Dask and the shard's modules while the client imported Dask
    (``forkserver.py``), and each worker's objects from before its first shard are
    frozen out of the garbage collector's sight (``task.py``), as the pool's workers do.
+8. A worker's shard attempts run on one event loop with one host admission, and a
+   shard steps aside (Dask's ``secede``) once it has taken its last seed, so its
+   slowest hosts finish beside the worker's next shard instead of the shards' tails
+   running one after another. A worker's death then takes every attempt in it along;
+   a shard Dask gives up on (``KilledWorker``) gets one more attempt, alone in its
+   process, so only the shard at fault ends failed (``occupancy.py``).
 
 Nothing here imports Dask at ``import harvester`` (a test checks): only
 ``client.py``, ``task.py`` and ``cluster.py`` do (``forkserver.py``'s server, in its

@@ -128,38 +128,13 @@ def run_distributed(
         pure=False,
         retries=cfg.distributed.shard_retries,
     )
-    shard_of_key = {f.key: n for n, f in enumerate(futures)}
     outcomes: dict[int, dict[str, Any]] = {}
     cross = CrossHostCount(cfg.dedupe)
     finished = threading.Event()
     relay = threading.Thread(target=_relay_stop, args=(stop, event, finished), daemon=True)
     relay.start()
     try:
-        running = as_completed(futures, loop=client.loop)
-        for future in running:
-            shard = shard_of_key[future.key]
-            if _killed(future) and not specs[shard].alone:
-                # Dask gave up on it: its workers died, maybe beside the shard that
-                # killed them (occupancy.py). Once more, alone in its worker.
-                specs[shard] = replace(specs[shard], alone=True)
-                again = client.submit(
-                    run_shard_task,
-                    specs[shard],
-                    key=f"{key}{shard:05d}-alone",
-                    pure=False,
-                    retries=cfg.distributed.shard_retries,
-                )
-                shard_of_key[again.key] = shard
-                futures.append(again)
-                running.add(again)
-                continue
-            outcome = _outcome(future, shard, layout)
-            outcomes[shard] = outcome
-            if outcome["status"] != "failed":
-                shard_dir = layout.shard_dir(shard)
-                cross.add(os.path.join(shard_dir, outcome["manifest"]["fingerprints"]))
-            if on_shard is not None:
-                on_shard(outcome)
+        _collect(client, futures, specs, key, layout, outcomes, cross, on_shard)
     except BaseException:
         client.cancel(futures)
         cross.finish()
@@ -169,6 +144,46 @@ def run_distributed(
         relay.join(timeout=1)
     _finish(result, outcomes, cross.finish(), interrupted=stop is not None and stop.is_set())
     return result
+
+
+def _collect(
+    client: Client,
+    futures: list[Any],
+    specs: list[ShardSpec],
+    key: str,
+    layout: Layout,
+    outcomes: dict[int, dict[str, Any]],
+    cross: CrossHostCount,
+    on_shard: Callable[[dict[str, Any]], None] | None,
+) -> None:
+    """Each shard's outcome into ``outcomes`` as its task ends (its fingerprints into
+    ``cross``); a shard Dask gave up on is submitted once more, alone (``futures`` grows)."""
+    shard_of_key = {f.key: n for n, f in enumerate(futures)}
+    running = as_completed(futures, loop=client.loop)
+    for future in running:
+        shard = shard_of_key[future.key]
+        if _killed(future) and not specs[shard].alone:
+            # Dask gave up on it: its workers died, maybe beside the shard that
+            # killed them (occupancy.py). Once more, alone in its worker.
+            specs[shard] = replace(specs[shard], alone=True)
+            again = client.submit(
+                run_shard_task,
+                specs[shard],
+                key=f"{key}{shard:05d}-alone",
+                pure=False,
+                retries=specs[shard].cfg.distributed.shard_retries,
+            )
+            shard_of_key[again.key] = shard
+            futures.append(again)
+            running.add(again)
+            continue
+        outcome = _outcome(future, shard, layout)
+        outcomes[shard] = outcome
+        if outcome["status"] != "failed":
+            shard_dir = layout.shard_dir(shard)
+            cross.add(os.path.join(shard_dir, outcome["manifest"]["fingerprints"]))
+        if on_shard is not None:
+            on_shard(outcome)
 
 
 def _killed(future: Any) -> bool:

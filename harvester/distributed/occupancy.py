@@ -13,8 +13,8 @@ at a time per host) ``--scheduler local:2`` did 0.58 of ``--workers 2``'s throug
 on the lab web, where each pool worker is one loop taking new hosts beside its
 stragglers. So every attempt of a process runs on one event loop in one thread (the
 "shard loop"), as a pool worker's hosts do: their hosts share the loop's CPU without
-fighting for the GIL, and each shard's admission (``run.admission``) measures that
-one loop's load, which is the process's. The task's own thread, once the shard has
+fighting for the GIL, and one admission (``run.loopadmission``) measures that loop's
+load, which is the process's, for all of them. The task's own thread, once the shard has
 taken its last seed, secedes from the worker's threads, so Dask starts the worker's
 next shard while this one's stragglers finish; it then just waits for the result.
 

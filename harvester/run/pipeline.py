@@ -129,8 +129,6 @@ async def run_shard(
     """
     ledger = LedgerReader(incremental.path, incremental.run_id) if incremental else None
     emit_mode = incremental.emit if incremental else "all"
-    loop = asyncio.get_running_loop()
-    admission: Admission | None = None  # the shard's own, or the loop's (below)
     # Set when a host ends or a sample moves the ceiling.
     changed = shared.changed if shared is not None else asyncio.Event()
     scheduler = Scheduler(cfg.politeness)
@@ -165,26 +163,11 @@ async def run_shard(
             report = await host.run()
             await send(HostDone(report.as_dict(), host.state))
         finally:
-            assert admission is not None
             admission.released()
             changed.set()
 
     fetcher = Fetcher(cfg.fetch, resolver=resolver, hosts=cfg.politeness)
-    async with contextlib.AsyncExitStack() as stack:
-        if shared is not None:
-            admission = await stack.enter_async_context(shared.joined(cfg, fetcher))
-        else:
-            admission = Admission(
-                host_limit(cfg),
-                memory_budget=cfg.run.memory_budget,
-                max_lag=cfg.run.max_loop_lag,
-                max_cpu=cfg.run.max_cpu,
-                clock=loop.time,
-            )
-            watcher = asyncio.create_task(
-                watch(admission, changed, blocked=blocked, queued=lambda: fetcher.queued)
-            )
-            stack.push_async_callback(stop_watching, watcher)
+    async with _admission(cfg, fetcher, changed, blocked, shared) as admission:
         try:
             async with fetcher, asyncio.TaskGroup() as tg:
                 # The feeder: each seed admitted is a host task (admitted() was counted).
@@ -194,6 +177,35 @@ async def run_shard(
             logger.debug("shard done: %r", admission)
             if ledger is not None:
                 ledger.close()
+
+
+@contextlib.asynccontextmanager
+async def _admission(
+    cfg: Config,
+    fetcher: Fetcher,
+    changed: asyncio.Event,
+    blocked: Callable[[], float] | None,
+    shared: LoopAdmission | None,
+) -> AsyncIterator[Admission]:
+    """The shard's admission while it runs: the loop's (``shared``), or its own, watched."""
+    if shared is not None:
+        async with shared.joined(cfg, fetcher) as admission:
+            yield admission
+        return
+    admission = Admission(
+        host_limit(cfg),
+        memory_budget=cfg.run.memory_budget,
+        max_lag=cfg.run.max_loop_lag,
+        max_cpu=cfg.run.max_cpu,
+        clock=asyncio.get_running_loop().time,
+    )
+    watcher = asyncio.create_task(
+        watch(admission, changed, blocked=blocked, queued=lambda: fetcher.queued)
+    )
+    try:
+        yield admission
+    finally:
+        await stop_watching(watcher)
 
 
 async def aiter_seeds(
