@@ -36,7 +36,7 @@ from harvester.distributed.layout import Layout, fsync_dir
 from harvester.distributed.manifest import DISCARDED, Attempt, latest_manifest
 from harvester.distributed.occupancy import OCCUPANCY
 from harvester.errors import StateError
-from harvester.run.shards import run_job
+from harvester.run.shards import Beside, run_job
 from harvester.run.shutdown import Stop
 
 if TYPE_CHECKING:
@@ -99,8 +99,7 @@ def run_shard_task(spec: ShardSpec) -> dict[str, Any]:
                     progress=False,
                     stop=stop,
                     cross=cross,
-                    runner=occupant.run,
-                    shared=occupant.admission,
+                    beside=Beside(occupant.run, occupant.admission),
                 )
             except StateError as exc:  # name the shard's file, not the local copy
                 raise StateError(

@@ -38,6 +38,8 @@ import os
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from harvester.errors import HarvesterError, RunFailed
@@ -63,9 +65,24 @@ if TYPE_CHECKING:
 # harvester.run.pipeline (aiohttp, lxml) is imported inside the functions that run
 # shards, so the parent process, which only dispatches and writes, stays small.
 
-__all__ = ["Stop", "run_job", "shard_of"]
+__all__ = ["Beside", "Stop", "run_job", "shard_of"]
 
 _EXIT_MARGIN = 5.0  # seconds past the grace a stopping worker gets to flush and say "done"
+
+
+@dataclass(frozen=True, slots=True)
+class Beside:
+    """A one-worker run that shares its event loop with other runs (a distributed
+    worker's shards, harvester.distributed.occupancy).
+
+    ``runner`` runs the shard's coroutine on that loop and returns when it ends;
+    ``admission`` is the loop's shards' one host admission (``loopadmission.py``). The
+    writer then runs in a thread of its own, so the shared loop never waits on the
+    output file (a pool worker hands its records to the parent process instead).
+    """
+
+    runner: Callable[[Coroutine[Any, Any, None]], None]
+    admission: LoopAdmission
 
 
 def shard_of(host: str, shards: int) -> int:
@@ -85,8 +102,7 @@ def run_job(
     resolver: AbstractResolver | None = None,
     stop: Stop | None = None,
     cross: CrossHostTracker | None = None,
-    runner: Callable[[Coroutine[Any, Any, None]], None] | None = None,
-    shared: LoopAdmission | None = None,
+    beside: Beside | None = None,
 ) -> RunReport:
     """Harvest every host of ``lines`` into ``output``; return the run report.
 
@@ -96,10 +112,8 @@ def run_job(
     Raises ``RunFailed`` when the run itself fails; per-host failures are in the report.
     ``cross``: the run's cross-host tracker (default: a new one; a distributed shard
     passes one that also logs the fingerprints, see harvester.distributed.fingerprints).
-    ``runner`` (one worker only): runs the shard's coroutine to its end (default: a new
-    event loop in this thread; a distributed shard runs it on its process's shared loop,
-    so the writer is then called from that loop's thread); ``shared``, the admission of
-    that loop's shards (``loopadmission.py``).
+    ``beside`` (one worker only): how the shard runs beside others on one loop (a
+    distributed worker's); default: on a new event loop in this thread.
     """
     stop = stop or Stop()
     cfg = resolved(cfg, output)  # the output format, for worker processes that encode for it
@@ -122,7 +136,7 @@ def run_job(
     try:
         if workers == 1:
             run.workers_started = 1
-            _run_inline(cfg, seeds, writer, resolver, stop, incremental, runner, shared)
+            _run_inline(cfg, seeds, writer, resolver, stop, incremental, beside)
         else:
             _run_processes(cfg, seeds, writer, workers, stop, incremental)
         interrupted = stop.is_set()
@@ -163,16 +177,26 @@ def _run_inline(
     resolver: AbstractResolver | None,
     stop: Stop,
     incremental: Incremental | None = None,
-    runner: Callable[[Coroutine[Any, Any, None]], None] | None = None,
-    shared: LoopAdmission | None = None,
+    beside: Beside | None = None,
 ) -> None:
     from harvester.run.pipeline import RecordBatch, run_shard
 
     gate = SeedGate(cfg.run.hosts_in_flight)
+    # One thread, so the writer's calls keep their order (a host's records before its
+    # report); shielded, so a host cancelled at the end of a shutdown grace still has
+    # the records it produced written, as when the call ran in the loop.
+    thread = ThreadPoolExecutor(1, thread_name_prefix="harvester-writer") if beside else None
+
+    async def call(fn: Callable[..., None], *args: Any) -> None:
+        if thread is None:
+            fn(*args)
+        else:
+            await asyncio.shield(asyncio.get_running_loop().run_in_executor(thread, fn, *args))
 
     async def send(item: OutputItem) -> None:
         if isinstance(item, RecordBatch):
-            writer.records(
+            await call(
+                writer.records,
                 item.encoded(),
                 item.size(),
                 [(item.host, item.fingerprints.tobytes())],
@@ -180,12 +204,12 @@ def _run_inline(
             )
         else:
             gate.done()
-            writer.host(item.report, item.state)
+            await call(writer.host, item.report, item.state)
 
     async def commits() -> None:
         while True:  # (cancelled when the shard ends)
             await asyncio.sleep(POLL)
-            writer.tick()
+            await call(writer.tick)
 
     async def main() -> None:
         ticker = asyncio.create_task(commits())
@@ -205,14 +229,18 @@ def _run_inline(
                 resolver=resolver,
                 incremental=incremental,
                 encoded=True,
-                shared=shared,
+                shared=beside.admission if beside else None,
             ),
             stop.is_set,
             cfg.run.shutdown_grace,
         )
 
     # No tune_gc() here: the CLI calls it; a library caller's process is not ours.
-    (runner or event_loop_runner(cfg))(main())
+    try:
+        (beside.runner if beside else event_loop_runner(cfg))(main())
+    finally:
+        if thread is not None:
+            thread.shutdown(wait=True)  # every write done before the writer is closed
 
 
 async def _aiter(seeds: SeedReader) -> AsyncIterator[Seed]:

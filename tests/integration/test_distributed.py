@@ -17,6 +17,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,7 +29,9 @@ distributed = pytest.importorskip("distributed")
 from harvester.distributed.client import run_distributed  # noqa: E402
 from harvester.distributed.layout import read_layout  # noqa: E402
 from harvester.distributed.merge import merge  # noqa: E402
-from harvester.run.shards import run_job  # noqa: E402
+from harvester.distributed.occupancy import Occupancy  # noqa: E402
+from harvester.run.shards import Beside, run_job  # noqa: E402
+from harvester.run.writer import Writer  # noqa: E402
 from tests.integration.chromium import open_page  # noqa: E402
 from tests.integration.conftest import fast_config, free_port  # noqa: E402
 from tests.integration.test_end_to_end import index, robots, urlset  # noqa: E402
@@ -465,6 +468,39 @@ async def test_a_shard_s_stragglers_run_beside_the_worker_s_next_shards(
         return [str(e[0]) for e in dask_worker.state.log if len(e) > 2 and e[2] == "long-running"]
 
     assert [k for ks in threads_client.run(seceded).values() for k in ks if prefix in k]
+
+
+async def test_a_shard_beside_others_writes_from_a_thread_of_its_own_the_same_output(
+    sites: Sites, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a worker's shared loop (``Beside``) the writer runs in its own thread, so the
+    loop never waits on the output file; the output is the one-process run's."""
+    web = await make_web(sites, first=170)
+    writing: set[str] = set()
+    records = Writer.records
+
+    def spied(self: Writer, *args: Any, **kwargs: Any) -> None:
+        writing.add(threading.current_thread().name)
+        records(self, *args, **kwargs)
+
+    monkeypatch.setattr(Writer, "records", spied)
+    out = tmp_path / "beside.jsonl"
+    occupancy = Occupancy()
+
+    def beside() -> Any:
+        cfg = fast_config()
+        with occupancy.attempt(cfg, False) as attempt:
+            beside = Beside(attempt.run, attempt.admission)
+            return run_job(cfg, list(web.lines), str(out), progress=False, beside=beside)
+
+    run = await asyncio.to_thread(beside)
+    assert writing
+    assert all(name.startswith("harvester-writer") for name in writing)
+    writing.clear()
+    one, expected = await asyncio.to_thread(single, web, tmp_path / "one.jsonl")
+    assert sorted(read_jsonl(out), key=key) == expected
+    assert (run.urls, run.hosts_done) == (one.urls, one.hosts_done)
+    assert all(not name.startswith("harvester-writer") for name in writing)
 
 
 async def test_a_shard_that_raises_is_retried_then_reported_failed(
