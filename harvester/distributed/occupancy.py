@@ -45,7 +45,7 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from harvester.run.loopadmission import LoopAdmission
-from harvester.run.runtime import new_event_loop
+from harvester.run.runtime import GEN0_THROUGHPUT, new_event_loop
 
 if TYPE_CHECKING:
     from collections.abc import Coroutine, Iterable, Iterator
@@ -54,7 +54,6 @@ if TYPE_CHECKING:
 
 __all__ = ["OCCUPANCY", "Attempt", "Occupancy"]
 
-_GEN0_SHARD = 10_000  # the gen-0 GC threshold while attempts run (a pool worker's)
 _LOOK = 0.05  # seconds between looks at a running attempt (seeds taken, loop alive)
 
 
@@ -134,7 +133,7 @@ class Occupancy:
                 self.changed.wait_for(lambda: not self.alone and not self.waiting_alone)
             if not self.running:
                 self.threshold = gc.get_threshold()
-                gc.set_threshold(_GEN0_SHARD, *self.threshold[1:])
+                gc.set_threshold(GEN0_THROUGHPUT, *self.threshold[1:])
             self.running += 1
         try:
             yield Attempt(self, cfg, alone)

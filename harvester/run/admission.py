@@ -102,6 +102,7 @@ __all__ = [
     "CpuMeter",
     "admitted",
     "auto_limit",
+    "for_run",
     "host_limit",
     "read_rss",
     "stop_watching",
@@ -154,6 +155,18 @@ def host_limit(cfg: Config) -> int:
     if cfg.run.hosts_in_flight > 0:
         return cfg.run.hosts_in_flight
     return auto_limit(cfg.fetch.max_connections)
+
+
+def for_run(cfg: Config, clock: Callable[[], float]) -> Admission:
+    """The admission of a run's shard with ``cfg``'s bounds (``run.hosts_in_flight``,
+    ``run.memory_budget``, ``run.max_loop_lag``, ``run.max_cpu``), timed by ``clock``."""
+    return Admission(
+        host_limit(cfg),
+        memory_budget=cfg.run.memory_budget,
+        max_lag=cfg.run.max_loop_lag,
+        max_cpu=cfg.run.max_cpu,
+        clock=clock,
+    )
 
 
 class Admission:

@@ -22,7 +22,7 @@ import asyncio
 import contextlib
 from typing import TYPE_CHECKING
 
-from harvester.run.admission import Admission, host_limit, stop_watching, watch
+from harvester.run.admission import Admission, for_run, host_limit, stop_watching, watch
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -50,14 +50,8 @@ class LoopAdmission:
         shard runs (a later run of other settings on a long-lived cluster)."""
         bounds = (host_limit(cfg), cfg.run.memory_budget, cfg.run.max_loop_lag, cfg.run.max_cpu)
         if self.admission is None or (not self._fetchers and bounds != self._bounds):
-            limit, memory_budget, max_lag, max_cpu = self._bounds = bounds
-            self.admission = Admission(
-                limit,
-                memory_budget=memory_budget,
-                max_lag=max_lag,
-                max_cpu=max_cpu,
-                clock=asyncio.get_running_loop().time,
-            )
+            self._bounds = bounds
+            self.admission = for_run(cfg, asyncio.get_running_loop().time)
         self._fetchers.append(fetcher)
         if self._watcher is None:
             self._watcher = asyncio.create_task(

@@ -43,7 +43,7 @@ from harvester.crawl.fetch import Fetcher
 from harvester.crawl.host import HostWorker
 from harvester.crawl.scheduler import Scheduler
 from harvester.errors import InputError
-from harvester.run.admission import Admission, admitted, host_limit, stop_watching, watch
+from harvester.run.admission import Admission, admitted, for_run, stop_watching, watch
 from harvester.run.seeds import Seed, iter_seeds
 from harvester.run.sink import encode_records
 from harvester.state.ledger import Incremental, LedgerReader
@@ -192,13 +192,7 @@ async def _admission(
         async with shared.joined(cfg, fetcher) as admission:
             yield admission
         return
-    admission = Admission(
-        host_limit(cfg),
-        memory_budget=cfg.run.memory_budget,
-        max_lag=cfg.run.max_loop_lag,
-        max_cpu=cfg.run.max_cpu,
-        clock=asyncio.get_running_loop().time,
-    )
+    admission = for_run(cfg, asyncio.get_running_loop().time)
     watcher = asyncio.create_task(
         watch(admission, changed, blocked=blocked, queued=lambda: fetcher.queued)
     )

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 __all__ = ["event_loop_runner", "tune_gc", "tune_malloc"]
 
-_GEN0_THROUGHPUT = 10_000  # a worker's gen-0 threshold when its CPU is the limit
+GEN0_THROUGHPUT = 10_000  # a worker's gen-0 threshold when its CPU is the limit
 
 
 def tune_gc(*, throughput: bool = False) -> None:
@@ -38,7 +38,7 @@ def tune_gc(*, throughput: bool = False) -> None:
     gc.freeze()
     if throughput:
         _, gen1, gen2 = gc.get_threshold()
-        gc.set_threshold(_GEN0_THROUGHPUT, gen1, gen2)
+        gc.set_threshold(GEN0_THROUGHPUT, gen1, gen2)
 
 
 # glibc's mallopt parameters (malloc.h)
