@@ -112,4 +112,11 @@ def local_cluster_config() -> dict[str, Any]:
         "distributed.worker.profile.enabled": False,
         "distributed.admin.system-monitor.interval": "2s",
         "distributed.admin.system-monitor.disk": False,
+        # The same for the worker's own periodic checks, each a wake-up of its event
+        # loop thread that takes the GIL from the shard loop (and makes it wait up to a
+        # switch interval to get it back): the loop-blocked check every 20 ms (it still
+        # warns past its 3 s limit) and the memory monitor every 100 ms (a shard's
+        # memory grows by the hosts in flight, not in bursts a second could miss).
+        "distributed.admin.tick.interval": "1s",
+        "distributed.worker.memory.monitor-interval": "1s",
     }

@@ -54,7 +54,7 @@ if TYPE_CHECKING:
 
 __all__ = ["OCCUPANCY", "Attempt", "Occupancy"]
 
-_LOOK = 0.05  # seconds between looks at a running attempt (seeds taken, loop alive)
+_LOOK = 1.0  # seconds between looks at the shard loop thread (alive) while waiting
 
 
 class Attempt:
@@ -68,6 +68,7 @@ class Attempt:
         self._cfg = cfg
         self.alone = alone
         self.taken = threading.Event()  # the shard took its last seed
+        self._wake = threading.Event()  # taken, or the run ended: look again
 
     @property
     def admission(self) -> LoopAdmission:
@@ -78,22 +79,26 @@ class Attempt:
         """``lines``, then ``taken`` is set (iterated on the shard loop by the feeder)."""
         yield from lines
         self.taken.set()
+        self._wake.set()
 
     def run(self, main: Coroutine[Any, Any, None]) -> None:
         """Run ``main`` on the shard loop; return when it ends (raise what it raised).
 
         Called in the Dask task's thread, which secedes once the seeds are taken
         (unless ``alone``; outside a Dask worker there is nothing to secede from).
+        It sleeps until one of those happens (not polling: each wake-up of a thread
+        takes the GIL from the shard loop).
         """
         loop, thread, _ = self._occupancy.loop(self._cfg)
         future = asyncio.run_coroutine_threadsafe(main, loop)
+        future.add_done_callback(lambda _: self._wake.set())
         seceded = self.alone
         while True:
-            try:
-                future.result(timeout=_LOOK)
+            self._wake.wait(_LOOK)
+            self._wake.clear()  # (what set it is looked at below, after the clear)
+            if future.done():
+                future.result()
                 return
-            except TimeoutError:
-                pass
             if not thread.is_alive():
                 future.cancel()
                 raise RuntimeError("the worker's shard loop ended while a shard ran")

@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 
 __all__ = ["TEST_KILL_ENV", "ShardSpec", "run_shard_task"]
 
-_POLL = 0.25  # seconds between looks at the run's stop event
+_POLL = 1.0  # seconds between looks at the run's stop event (a call to the scheduler)
 # TEST ONLY (tests/integration/test_distributed_faults.py): a directory whose file "spec"
 # holds "SHARD TIMES" makes the task of shard SHARD SIGKILL its own worker process once
 # it has written part of its output, on its first TIMES attempts (counted by marker

@@ -38,7 +38,6 @@ import os
 import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -77,8 +76,8 @@ class Beside:
 
     ``runner`` runs the shard's coroutine on that loop and returns when it ends;
     ``admission`` is the loop's shards' one host admission (``loopadmission.py``). The
-    writer then runs in a thread of its own, so the shared loop never waits on the
-    output file (a pool worker hands its records to the parent process instead).
+    writer is called on that loop, as in a one-worker run: a thread of its own for it
+    cost more than it saved (each batch handed over took the GIL from the loop).
     """
 
     runner: Callable[[Coroutine[Any, Any, None]], None]
@@ -182,21 +181,10 @@ def _run_inline(
     from harvester.run.pipeline import RecordBatch, run_shard
 
     gate = SeedGate(cfg.run.hosts_in_flight)
-    # One thread, so the writer's calls keep their order (a host's records before its
-    # report); shielded, so a host cancelled at the end of a shutdown grace still has
-    # the records it produced written, as when the call ran in the loop.
-    thread = ThreadPoolExecutor(1, thread_name_prefix="harvester-writer") if beside else None
-
-    async def call(fn: Callable[..., None], *args: Any) -> None:
-        if thread is None:
-            fn(*args)
-        else:
-            await asyncio.shield(asyncio.get_running_loop().run_in_executor(thread, fn, *args))
 
     async def send(item: OutputItem) -> None:
         if isinstance(item, RecordBatch):
-            await call(
-                writer.records,
+            writer.records(
                 item.encoded(),
                 item.size(),
                 [(item.host, item.fingerprints.tobytes())],
@@ -204,12 +192,12 @@ def _run_inline(
             )
         else:
             gate.done()
-            await call(writer.host, item.report, item.state)
+            writer.host(item.report, item.state)
 
     async def commits() -> None:
         while True:  # (cancelled when the shard ends)
             await asyncio.sleep(POLL)
-            await call(writer.tick)
+            writer.tick()
 
     async def main() -> None:
         ticker = asyncio.create_task(commits())
@@ -236,11 +224,7 @@ def _run_inline(
         )
 
     # No tune_gc() here: the CLI calls it; a library caller's process is not ours.
-    try:
-        (beside.runner if beside else event_loop_runner(cfg))(main())
-    finally:
-        if thread is not None:
-            thread.shutdown(wait=True)  # every write done before the writer is closed
+    (beside.runner if beside else event_loop_runner(cfg))(main())
 
 
 async def _aiter(seeds: SeedReader) -> AsyncIterator[Seed]:

@@ -159,3 +159,31 @@ def test_seeds_are_marked_taken_only_after_the_last_line() -> None:
         assert not attempt.taken.is_set()
         assert list(lines) == []
         assert attempt.taken.is_set()
+
+
+def test_a_waiting_attempt_wakes_when_its_seeds_are_taken_and_when_it_ends(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The task's thread sleeps until told (no polling: each wake-up takes the GIL from
+    the shard loop): with its periodic look an hour apart, it still secedes once the
+    seeds are taken, and returns once the coroutine ended."""
+    distributed = pytest.importorskip("distributed")
+    monkeypatch.setattr("harvester.distributed.occupancy._LOOK", 3600.0)
+    seceded = threading.Event()
+    monkeypatch.setattr(distributed, "secede", seceded.set)
+    occupancy = Occupancy()
+
+    with occupancy.attempt(Config(), False) as attempt:
+
+        async def shard() -> None:
+            assert list(attempt.seeds(iter(["a.example"]))) == ["a.example"]
+            for _ in range(int(WAIT / 0.01)):  # ends only once the task's thread seceded
+                if seceded.is_set():
+                    return
+                await asyncio.sleep(0.01)
+
+        task = threading.Thread(target=attempt.run, args=(shard(),), daemon=True)
+        task.start()
+        task.join(WAIT)
+        assert not task.is_alive()
+    assert seceded.is_set()
