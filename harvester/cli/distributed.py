@@ -86,8 +86,9 @@ def command(ns: argparse.Namespace, cfg: Config, stop: Stop) -> int:
         )
         return EXIT_USAGE
     # Dask's modules leave a large object graph that the interpreter's exit walks in
-    # its cyclic collections (0.3 s a run, a pool run's exit takes 0.02): frozen at
-    # exit, out of the collector's sight, it is freed with the process instead.
+    # its cyclic collections, a visible share of a run's wall time (benchmarks/README.md,
+    # bench_distributed): frozen at exit, out of the collector's sight, it is freed
+    # with the process instead.
     atexit.unregister(gc.freeze)  # (once, however many runs a process makes)
     atexit.register(gc.freeze)
     local = cfg.distributed.scheduler.partition(":")[0] == "local"

@@ -114,9 +114,10 @@ def local_cluster_config() -> dict[str, Any]:
         "distributed.admin.system-monitor.disk": False,
         # The same for the worker's own periodic checks, each a wake-up of its event
         # loop thread that takes the GIL from the shard loop (and makes it wait up to a
-        # switch interval to get it back): the loop-blocked check every 20 ms (it still
-        # warns past its 3 s limit) and the memory monitor every 100 ms (a shard's
-        # memory grows by the hosts in flight, not in bursts a second could miss).
+        # switch interval to get it back): the loop-blocked check (it still warns past
+        # its limit, which is longer than a second) and the memory monitor (a shard's
+        # memory grows with the hosts in flight, not in bursts a second could miss),
+        # many times a second by Dask's defaults, once a second here.
         "distributed.admin.tick.interval": "1s",
         "distributed.worker.memory.monitor-interval": "1s",
     }

@@ -8,11 +8,11 @@ once the shard has taken its last seed (``Occupancy.seeds``).
 Why one loop: a shard ends with its slowest host (a host of many sitemaps at its
 politeness rate, a slow server), and once its last seed is taken it only waits for
 those. A worker's one thread held till then ran its shards' tails one after another
-with the CPU near idle: with harvester's default politeness (2 requests a second, 2
-at a time per host) ``--scheduler local:2`` did 0.58 of ``--workers 2``'s throughput
-on the lab web, where each pool worker is one loop taking new hosts beside its
-stragglers. So every attempt of a process runs on one event loop in one thread (the
-"shard loop"), as a pool worker's hosts do: their hosts share the loop's CPU without
+with the CPU near idle (with harvester's default politeness a shard's tail is long),
+where each pool worker is one loop taking new hosts beside its stragglers
+(benchmarks/README.md, bench_distributed, has the figures). So every attempt of a
+process runs on one event loop in one thread (the "shard loop"), as a pool worker's
+hosts do: their hosts share the loop's CPU without
 fighting for the GIL, and one admission (``run.loopadmission``) measures that loop's
 load, which is the process's, for all of them. The task's own thread, once the shard has
 taken its last seed, secedes from the worker's threads, so Dask starts the worker's

@@ -19,9 +19,11 @@ import platform
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from types import ModuleType
+
     from harvester.config import Config
 
-__all__ = ["event_loop_runner", "tune_gc", "tune_malloc"]
+__all__ = ["GEN0_THROUGHPUT", "event_loop_runner", "new_event_loop", "tune_gc", "tune_malloc"]
 
 GEN0_THROUGHPUT = 10_000  # a worker's gen-0 threshold when its CPU is the limit
 
@@ -81,19 +83,24 @@ def tune_malloc() -> None:
 
 def event_loop_runner(cfg: Config) -> Any:
     """``asyncio.run``, with uvloop when installed and enabled (faster sockets and timers)."""
-    if cfg.run.uvloop:
-        with contextlib.suppress(ImportError):
-            import uvloop
-
-            return uvloop.run
-    return asyncio.run
+    uv = _uvloop(cfg)
+    return uv.run if uv is not None else asyncio.run
 
 
 def new_event_loop(cfg: Config) -> asyncio.AbstractEventLoop:
     """A new event loop, uvloop's when installed and enabled (as ``event_loop_runner``)."""
+    uv = _uvloop(cfg)
+    loop: asyncio.AbstractEventLoop = (
+        uv.new_event_loop() if uv is not None else asyncio.new_event_loop()
+    )
+    return loop
+
+
+def _uvloop(cfg: Config) -> ModuleType | None:
+    """The uvloop module when ``run.uvloop`` is on and it is installed, else None."""
     if cfg.run.uvloop:
         with contextlib.suppress(ImportError):
             import uvloop
 
-            return uvloop.new_event_loop()
-    return asyncio.new_event_loop()
+            return uvloop
+    return None
