@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import platform
 import subprocess
 import sys
@@ -9,6 +10,14 @@ import sys
 import pytest
 
 pytestmark = pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="glibc's mallopt")
+
+
+def glibc_defaults() -> dict[str, str]:
+    """This environment without glibc's malloc tunables (``MALLOC_*``): Dask's nannies
+    set ``MALLOC_TRIM_THRESHOLD_`` in the process that starts a cluster, and an earlier
+    test's cluster would otherwise change the "default" baseline below."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
+
 
 # Threads that allocate, then glibc's own account of its arenas (malloc_info's XML
 # has one <heap nr="..."> per arena), read in a fresh interpreter.
@@ -38,7 +47,11 @@ with tempfile.TemporaryFile() as fh:
 
 def arenas(mode: str) -> int:
     out = subprocess.run(
-        [sys.executable, "-c", PROGRAM, mode], capture_output=True, text=True, check=True
+        [sys.executable, "-c", PROGRAM, mode],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=glibc_defaults(),
     )
     return int(out.stdout)
 
@@ -74,7 +87,11 @@ print(rss() - before)
 
 def retained(mode: str) -> int:
     out = subprocess.run(
-        [sys.executable, "-c", RETAINED, mode], capture_output=True, text=True, check=True
+        [sys.executable, "-c", RETAINED, mode],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=glibc_defaults(),
     )
     return int(out.stdout)
 
