@@ -19,13 +19,17 @@ decision. A second run writing to the same path concurrently would share the
 ``.part`` file: not guarded here.
 
 **Drop-behind** (Linux, a regular file): every ``_DROP_STEP`` bytes the sink
-starts writeback of what it just wrote (``sync_file_range``), waits for the
-step before it to be on disk and drops that step from the page cache
-(``posix_fadvise(DONTNEED)``). The output is never read back, and a run writes
+starts writeback of what it just wrote (``sync_file_range``), waits for what
+lies more than ``_DROP_LAG`` before that step to be on disk and drops it from
+the page cache (``posix_fadvise(DONTNEED)``); the lag lets the disk write one
+step while the writer fills the next. The output is never read back, and a run writes
 gigabytes of it: kept cached, it evicts pages other programs use, and each new
 page is a fresh allocation, which costs the writer more CPU than the writeback
-(``python -m benchmarks.bench_write`` compares both). Where ``sync_file_range``
-is missing or refused, the sink simply writes.
+(``python -m benchmarks.bench_write`` compares both). The step is small (a few
+MiB) so the pages just dropped are the next ones written: a slow writer (a Dask
+shard's, a worker's share of the output) with a large step let them go cold again
+first and paid as much as a fresh page. Where ``sync_file_range`` is missing or
+refused, the sink simply writes.
 """
 
 from __future__ import annotations
@@ -51,7 +55,8 @@ _BUFFER_SIZE = 1 << 20
 # more copy of every output byte in the writer process.
 _DIRECT = 64 << 10
 _OPTIONS = orjson.OPT_APPEND_NEWLINE
-_DROP_STEP = 32 << 20  # output bytes between drop-behind steps (see the module docstring)
+_DROP_STEP = 4 << 20  # output bytes between drop-behind steps (see the module docstring)
+_DROP_LAG = 4 << 20  # bytes behind a step left to the disk before they are waited for
 _SYNC_WRITE = 2  # SYNC_FILE_RANGE_WRITE: start writeback, do not wait
 _SYNC_WAIT = 1 | 2 | 4  # WAIT_BEFORE | WRITE | WAIT_AFTER: the range is on disk after it
 
@@ -194,13 +199,14 @@ class JsonlSink:
         if sync_range(fd, start, end - start, _SYNC_WRITE) != 0:
             self._started = None  # refused here (say, a filesystem without it): just write
             return
-        if self._behind < start:
-            if sync_range(fd, self._behind, start - self._behind, _SYNC_WAIT) != 0:
+        upto = start - _DROP_LAG
+        if self._behind < upto:
+            if sync_range(fd, self._behind, upto - self._behind, _SYNC_WAIT) != 0:
                 self._started = None
                 return
-            os.posix_fadvise(fd, self._behind, start - self._behind, os.POSIX_FADV_DONTNEED)
-            self.dropped += start - self._behind
-            self._behind = start
+            os.posix_fadvise(fd, self._behind, upto - self._behind, os.POSIX_FADV_DONTNEED)
+            self.dropped += upto - self._behind
+            self._behind = upto
         self._started = end
 
     def sync(self) -> None:
