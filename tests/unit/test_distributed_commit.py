@@ -294,3 +294,46 @@ def test_the_fingerprint_log_reads_back_what_the_tracker_was_given(tmp_path: Pat
     (tmp_path / "cut.fps").write_bytes(data[:-3])
     with pytest.raises(ValueError, match=r"cut\.fps: fingerprint log ends inside a frame"):
         list(read_fingerprints(str(tmp_path / "cut.fps")))
+
+
+@pytest.mark.parametrize("logs", [3, None])
+def test_the_cross_host_count_does_not_spill_for_the_runs_last_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, logs: int | None
+) -> None:
+    """Told how many logs the run has, the client's count adds the last one without a
+    spill (thrown away at once, at the end of the run); the counts are the same."""
+    import random
+    from array import array
+
+    from harvester.config import DedupeConfig
+    from harvester.distributed.fingerprints import FingerprintLog
+    from harvester.distributed.merge import CrossHostCount
+    from harvester.urls.dedupe import SeenSet
+
+    spills: list[int] = []
+    spill = SeenSet._spill
+
+    def recorded(self: SeenSet) -> None:
+        spills.append(self.count)
+        spill(self)
+
+    monkeypatch.setattr(SeenSet, "_spill", recorded)
+    rng = random.Random(7)
+    fps = [rng.getrandbits(64) for _ in range(2_400)]
+    batches = {"a.example": fps[:700], "b.example": fps[700:1400], "c.example": fps[1400:]}
+    batches["c.example"] += fps[:100]  # 100 URLs a.example listed first
+    cfg = DedupeConfig(cross_host_spill_threshold=1_000)
+    count = CrossHostCount(cfg, logs)
+    for host, values in batches.items():
+        log = FingerprintLog(cfg, str(tmp_path / f"{host}.fps"))
+        log.add(host, array("Q", values))
+        log.close()
+        count.add(log.path)
+    assert count.finish() == {"c.example": 100}
+    # a and b: 1,400, past the threshold; c's 1,000 new ones reach it again. (A spill
+    # comes after a batch, or at the very fingerprint where the set is not compiled.)
+    assert spills
+    if logs == 3:
+        assert max(spills) <= 1_400  # none while c's fingerprints went in
+    else:
+        assert max(spills) > 1_400
