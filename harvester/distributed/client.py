@@ -129,7 +129,7 @@ def run_distributed(
         retries=cfg.distributed.shard_retries,
     )
     outcomes: dict[int, dict[str, Any]] = {}
-    cross = CrossHostCount(cfg.dedupe, layout.shards)
+    cross = CrossHostCount(cfg.dedupe)
     finished = threading.Event()
     relay = threading.Thread(target=_relay_stop, args=(stop, event, finished), daemon=True)
     relay.start()

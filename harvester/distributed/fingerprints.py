@@ -46,8 +46,8 @@ class FingerprintLog(CrossHostTracker):
         self.path = path
         self._file = open(path, "wb", buffering=_BUFFER)  # noqa: SIM115 - closed by close()
 
-    def add(self, host: str, fingerprints: array[int] | bytes, *, last: bool = False) -> None:
-        """Log the batch (``last`` changes nothing here: the log holds every batch alike)."""
+    def add(self, host: str, fingerprints: array[int] | bytes) -> None:
+        """Log the batch."""
         data = fingerprints if isinstance(fingerprints, bytes) else fingerprints.tobytes()
         name = host.encode()
         self._file.write(_HOST.pack(len(name)) + name + _COUNT.pack(len(data) // 8))

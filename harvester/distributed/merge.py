@@ -69,15 +69,11 @@ class CrossHostCount:
 
     Which host counts a URL listed by several depends on the order the logs come in
     (as in one process, where it is the order records reach the writer); the run's
-    total does not. ``logs``: how many logs the run commits at most (one a shard):
-    the last is counted without a spill of the set (it would be thrown away at
-    once, on the run's critical path), so the set may hold one shard's URLs past
-    its spill threshold.
+    total does not.
     """
 
-    def __init__(self, cfg: DedupeConfig, logs: int | None = None) -> None:
+    def __init__(self, cfg: DedupeConfig) -> None:
         self._tracker = CrossHostTracker(cfg)
-        self._logs = logs
         self._files: queue.Queue[str | None] = queue.Queue()  # None: no more files
         self._error: BaseException | None = None  # what ended the thread early
         self.counts: dict[str, int] = {}  # host -> its URLs an earlier host had listed
@@ -99,12 +95,9 @@ class CrossHostCount:
 
     def _run(self) -> None:
         try:
-            counted = 0
             while (path := self._files.get()) is not None:
-                counted += 1
-                last = counted == self._logs
                 for host, fps in read_fingerprints(path):
-                    self._tracker.add(host, fps, last=last)
+                    self._tracker.add(host, fps)
                     if n := self._tracker.take(host):
                         self.counts[host] = self.counts.get(host, 0) + n
         except BaseException as exc:  # reported by finish(), in the client's thread

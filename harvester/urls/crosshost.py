@@ -37,18 +37,14 @@ class CrossHostTracker:
         )
         self._counts: dict[str, int] = {}  # host -> duplicates so far (until take())
 
-    def add(self, host: str, fingerprints: array[int] | bytes, *, last: bool = False) -> None:
-        """Record a batch of ``host``'s emitted URLs by fingerprint.
-
-        ``last``: one of the run's last batches, added after every other (the set
-        does not spill for it: nothing would look at the spill before ``close``).
-        """
+    def add(self, host: str, fingerprints: array[int] | bytes) -> None:
+        """Record a batch of ``host``'s emitted URLs by fingerprint."""
         if isinstance(fingerprints, bytes):
             fps: array[int] = array("Q")
             fps.frombytes(fingerprints)
         else:
             fps = fingerprints
-        repeated = self._seen.add_many(fps, spill=not last)
+        repeated = self._seen.add_many(fps)
         if repeated:
             self._counts[host] = self._counts.get(host, 0) + repeated
 

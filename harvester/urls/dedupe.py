@@ -253,23 +253,14 @@ class SeenSet:
             return True
         return False
 
-    def add_many(self, fps: array[int], *, spill: bool = True) -> int:
+    def add_many(self, fps: array[int]) -> int:
         """Record every fingerprint of ``fps`` (an ``array('Q')``); return how many were seen.
 
         The same as ``add`` on each in turn. In the compact mode with the compiled
         module, one call inserts the whole batch (far cheaper than one call each)
         and the buckets split or spill afterwards, at most one batch later than
-        ``add`` would have: membership is the same either way. ``spill=False``
-        keeps this batch in memory past the spill threshold (for a caller's last
-        batches, whose spill nothing would read; the next call with ``spill``
-        spills as usual).
+        ``add`` would have: membership is the same either way.
         """
-        if not spill:
-            threshold, self._threshold = self._threshold, sys.maxsize
-            try:
-                return self.add_many(fps)
-            finally:
-                self._threshold = threshold
         if _add_many is None or self._small is not None or self._bloom is not None:
             return sum(1 for fp in fps if not self.add(fp))
         runs = [view for _, view in self._runs]

@@ -430,21 +430,3 @@ def test_merge_runs_reads_and_writes_whole_runs(tmp_path: Path) -> None:
     assert none is None
     with open(src, "rb") as fa, open(out, "wb") as fo, pytest.raises(OSError, match="ends early"):
         merge(fa.fileno(), 16, 10**7, fa.fileno(), 16, 1, fo.fileno())
-
-
-@pytest.mark.parametrize("table", [True, False])
-def test_a_batch_added_without_spill_stays_in_memory_until_the_next_one(
-    tmp_path: Path, table: bool
-) -> None:
-    """``spill=False`` (a caller's last batches) holds them past the threshold, answers
-    as a set does, and the next batch added as usual spills them all."""
-    with SeenSet(DedupeConfig(spill_threshold=1_000), spill_dir=tmp_path, table=table) as seen:
-        first, last = _fps(900, seed=1), _fps(600, seed=2)
-        assert seen.add_many(array_of(first)) == 0
-        assert seen.add_many(array_of(last + first[:50]), spill=False) == 50
-        assert seen.spilled == 0
-        assert seen.count == 1_500
-        assert all(fp in seen for fp in first + last)
-        assert seen.add_many(array_of(_fps(10, seed=3))) == 0
-        assert seen.spilled >= 1_500  # the threshold applies again: what it held spills
-        assert all(fp in seen for fp in first + last)
