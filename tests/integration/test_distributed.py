@@ -15,6 +15,7 @@ import gzip
 import hashlib
 import json
 import os
+import platform
 import subprocess
 import sys
 import threading
@@ -286,6 +287,23 @@ def test_the_local_cluster_runs_one_shard_per_thread_without_dask_s_profiler() -
     assert probed == "[[False, '2s', '1s', '1s', True, False, True]] 1.0"
     assert "forkserver" not in left
     assert "resource_tracker" in left
+
+
+def test_the_forkserver_s_preload_leaves_the_processor_answered_for_its_workers() -> None:
+    """Imported, the preload has asked ``platform`` for the processor (``uname -p``, a
+    subprocess), so a worker forked after it answers Dask's registration without one."""
+    program = (
+        "import harvester.distributed.preload, platform, subprocess\n"
+        "def refused(*args, **kwargs):\n"
+        "    raise AssertionError(f'a subprocess: {args}')\n"
+        "subprocess.check_output = subprocess.Popen = refused\n"
+        "print(repr(platform.uname().processor))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, timeout=50, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == repr(platform.uname().processor)
 
 
 _DASHBOARD = (
