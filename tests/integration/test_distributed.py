@@ -275,10 +275,7 @@ def test_the_local_cluster_runs_one_shard_per_thread_without_dask_s_profiler() -
         " client.run_on_scheduler(lambda dask_scheduler: dask_scheduler.WORKER_SATURATION))\n"
         "    print(children())\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", program], capture_output=True, text=True, timeout=50, check=False
-    )
-    assert done.returncode == 0, done.stderr
+    done = _python(program)
     # Preloaded (spawned workers import harvester at their first shard) and frozen
     # there, and not the client's own child (the forkserver's); the forkserver reaped
     # once the cluster closed (multiprocessing's resource tracker stays till the
@@ -299,11 +296,16 @@ def test_the_forkserver_s_preload_leaves_the_processor_answered_for_its_workers(
         "subprocess.check_output = subprocess.Popen = refused\n"
         "print(repr(platform.uname().processor))\n"
     )
+    assert _python(program).stdout.strip() == repr(platform.uname().processor)
+
+
+def _python(program: str) -> subprocess.CompletedProcess[str]:
+    """``program`` run by this interpreter in a child process; asserts it exited 0."""
     done = subprocess.run(
         [sys.executable, "-c", program], capture_output=True, text=True, timeout=50, check=False
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == repr(platform.uname().processor)
+    return done
 
 
 _DASHBOARD = (
