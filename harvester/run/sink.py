@@ -188,7 +188,7 @@ class JsonlSink:
     write_encoded = write  # JSON lines are this sink's own encoding (formats.Sink)
 
     def _drop_behind(self) -> None:
-        """Start writeback of the last step; wait for the one before and drop it."""
+        """Start writeback of the last step; wait for and drop what lies ``_DROP_LAG`` before."""
         assert self._file is not None
         assert self._started is not None
         sync_range = _sync_range
