@@ -8,8 +8,8 @@ in the page cache (``fincore``, when installed). ``--pause`` seconds of sleep
 before each write let freed memory go cold again (on a VM that returns free
 pages to its host, the first touch of a page costs far more than a reused one).
 ``--rate`` paces the writes to so many MB a second, as a writer that also crawls
-writes (a Dask shard's ~40 MB/s, a pool parent's ~100): the slower the writer,
-the longer a dropped page waits before it is written again.
+writes (a Dask shard writes slower than a pool's parent; benchmarks/README.md):
+the slower the writer, the longer a dropped page waits before it is written again.
 
 Usage::
 
