@@ -45,15 +45,21 @@ with tempfile.TemporaryFile() as fh:
 """
 
 
-def arenas(mode: str) -> int:
+def printed(program: str, mode: str) -> int:
+    """The number ``program`` prints, run with ``mode`` in a fresh interpreter
+    under glibc's default tunables."""
     out = subprocess.run(
-        [sys.executable, "-c", PROGRAM, mode],
+        [sys.executable, "-c", program, mode],
         capture_output=True,
         text=True,
         check=True,
         env=glibc_defaults(),
     )
     return int(out.stdout)
+
+
+def arenas(mode: str) -> int:
+    return printed(PROGRAM, mode)
 
 
 def test_threads_share_one_arena_once_tuned() -> None:
@@ -86,14 +92,7 @@ print(rss() - before)
 
 
 def retained(mode: str) -> int:
-    out = subprocess.run(
-        [sys.executable, "-c", RETAINED, mode],
-        capture_output=True,
-        text=True,
-        check=True,
-        env=glibc_defaults(),
-    )
-    return int(out.stdout)
+    return printed(RETAINED, mode)
 
 
 def test_freed_large_blocks_are_given_back_once_tuned() -> None:
