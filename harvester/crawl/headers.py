@@ -2,9 +2,9 @@
 
 In: ``fetch.headers`` (every request), ``[politeness.hosts."NAME"]`` ``headers`` and
 ``cookies`` (that host only), ``fetch.proxy``. Out: config checks (``check_*``, pure and
-stdlib-only, so ``config.py`` can call them; a bad value is a ``ConfigError`` naming the
-key) and ``HostHeaders``, the aiohttp client middleware that adds a host's own headers
-and cookies to each request sent to that host.
+stdlib-only, so ``harvester.config.crawl`` can call them; a bad value is a ``ConfigError``
+naming the key) and ``HostHeaders``, the aiohttp client middleware that adds a host's own
+headers and cookies to each request sent to that host.
 
 Why a middleware and not the ``headers=`` of the request: aiohttp sends a request's
 headers again on every redirect hop, to whatever host it goes to, so a login cookie

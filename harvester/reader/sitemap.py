@@ -25,7 +25,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from harvester.config import PROTOCOL_MAX_BYTES, ReaderConfig
+from harvester.config import ReaderConfig
+from harvester.config.crawl import PROTOCOL_MAX_BYTES
 from harvester.errors import HarvesterError
 from harvester.models import Kind, ReadResult, ReadStats
 from harvester.reader.decompress import GzipStream

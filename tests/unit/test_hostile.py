@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harvester.config import PROTOCOL_MAX_BYTES, ReaderConfig
+from harvester.config import ReaderConfig
+from harvester.config.crawl import PROTOCOL_MAX_BYTES
 from harvester.models import Kind
 from harvester.reader.sitemap import UTF8_VIOLATION, SitemapReader
 
