@@ -65,7 +65,6 @@ _WEB_EPOCH_US = (WEB_EPOCH - _UNIX_EPOCH) // _MICROSECOND
 _DAY_US = timedelta(days=1) // _MICROSECOND
 _DATE_ONLY = re.compile(r"\s*\d{4}(?:-\d{2}(?:-\d{2})?)?\s*", re.ASCII).fullmatch
 _MASK64 = (1 << 64) - 1
-_EPOCH_MONTH = 1995 * 12  # month index of January 1995 (year * 12 + month - 1)
 
 # The compiled counter (harvester/crawl/_chost.pyx, ``count_lastmods``): ``count_entries``
 # for the usual entries in C; None: ``count_entries`` counts them all.

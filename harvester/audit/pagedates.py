@@ -6,7 +6,7 @@ and headers; nothing here touches the network.
 In: an HTML page's bytes (only the first ``max_bytes`` are read) and its HTTP
 response headers. Out: ``PageSignals``, each independent modification-date
 signal as a UTC ``Signal`` (or None) and a 64-bit simhash ``fingerprint`` of
-the page's main text (``audit/fingerprint.py``, whose ``distance()`` /
+the page's main text (``audit/content.py``, whose ``distance()`` /
 ``content_changed()`` compare fingerprints across runs); ``compare()`` in
 ``audit/agreement.py`` checks a sitemap lastmod against them.
 
@@ -26,7 +26,7 @@ Example::
     signals = extract_signals(body, response.headers)
     result = compare(entry.lastmod, signals)                          # audit/agreement.py
     result.overall            # Agreement.AGREE / DISAGREE / NO_SIGNAL
-    changed = content_changed(old_fingerprint, signals.fingerprint)   # audit/fingerprint.py
+    changed = content_changed(old_fingerprint, signals.fingerprint)   # audit/content.py
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING
 
 from lxml import etree
 
-from harvester.audit.fingerprint import MAX_FINGERPRINT_WORDS, main_words, simhash
+from harvester.audit.content import MAX_FINGERPRINT_WORDS, main_words, simhash
 from harvester.reader.dates import format_utc, parse_lastmod
 
 if TYPE_CHECKING:

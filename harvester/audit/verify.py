@@ -36,7 +36,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from harvester.audit.agreement import Agreement, compare
-from harvester.audit.fingerprint import content_changed
+from harvester.audit.content import content_changed
 from harvester.audit.pagedates import extract_signals
 from harvester.audit.trust import SignalAgreement, score_trust
 from harvester.crawl.fetch import Fetcher

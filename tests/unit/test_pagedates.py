@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import orjson
 import pytest
 
-from harvester.audit.fingerprint import simhash
+from harvester.audit.content import simhash
 from harvester.audit.pagedates import PageSignals, extract_signals, parse_web_date
 
 FETCHED = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)

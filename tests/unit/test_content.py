@@ -1,4 +1,4 @@
-"""harvester.audit.fingerprint: the main text, its simhash, and what counts as a change."""
+"""harvester.audit.content: the main text, its simhash, and what counts as a change."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import random
 
 from lxml import etree
 
-from harvester.audit.fingerprint import (
+from harvester.audit.content import (
     CHANGED_THRESHOLD,
     content_changed,
     distance,
