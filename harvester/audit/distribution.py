@@ -8,7 +8,7 @@ the time the sitemap was fetched. Out:
 
 * ``LastmodDistribution.verdict()`` → ``LastmodVerdict``: one of ``absent``,
   ``generation_time``, ``future``, ``constant``, ``plausible``, with the
-  ``LastmodFigures`` that led to it.
+  ``LastmodFigures`` that led to it (those types: ``audit/verdict.py``).
 * ``LastmodDistribution.histogram()`` → month buckets for a chart.
 
 Across runs, whether lastmod is to be trusted is ``audit/trust.py``'s.
@@ -30,10 +30,10 @@ import heapq
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from harvester import compiled
+from harvester.audit.verdict import LastmodFigures, LastmodVerdict, Verdict, VerdictThresholds
 from harvester.reader.dates import format_utc
 
 if TYPE_CHECKING:
@@ -43,10 +43,6 @@ __all__ = [
     "DEFAULT_FUTURE_SKEW",
     "DEFAULT_TOLERANCE",
     "LastmodDistribution",
-    "LastmodFigures",
-    "LastmodVerdict",
-    "Verdict",
-    "VerdictThresholds",
 ]
 
 # Generation-time tolerance. A generator that stamps "now" on every entry while
@@ -69,7 +65,6 @@ _WEB_EPOCH_US = (WEB_EPOCH - _UNIX_EPOCH) // _MICROSECOND
 _DAY_US = timedelta(days=1) // _MICROSECOND
 _DATE_ONLY = re.compile(r"\s*\d{4}(?:-\d{2}(?:-\d{2})?)?\s*", re.ASCII).fullmatch
 _MASK64 = (1 << 64) - 1
-_EPOCH_MONTH = 1995 * 12  # month index of January 1995 (year * 12 + month - 1)
 
 # The compiled counter (harvester/crawl/_chost.pyx, ``count_lastmods``): ``count_entries``
 # for the usual entries in C; None: ``count_entries`` counts them all.
@@ -89,79 +84,6 @@ def _mix64(x: int) -> int:
     z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
     z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
     return z ^ (z >> 31)
-
-
-class Verdict(StrEnum):
-    """What the distribution of a host's lastmods says about them."""
-
-    ABSENT = "absent"  # (almost) no entry has a lastmod
-    GENERATION_TIME = "generation_time"  # lastmod = when the file was generated
-    FUTURE = "future"  # many lastmods after the fetch: a broken clock or zone
-    CONSTANT = "constant"  # one value (or placeholder dates) for nearly everything
-    PLAUSIBLE = "plausible"  # nothing wrong that the distribution can show
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class VerdictThresholds:
-    """When each verdict fires; checked in the order of ``Verdict`` (first wins).
-
-    Shares other than ``absent_undated_share`` are of the *dated* entries.
-    """
-
-    # Absent: 90 % undated leaves too few dated entries to act on for the host.
-    absent_undated_share: float = 0.9
-    # Generation time: honest hosts have a few entries modified just before the
-    # file was written, never half of them.
-    generation_share: float = 0.5
-    # Future: a scheduled post or two is a glitch; a tenth is a broken generator.
-    future_share: float = 0.1
-    # Constant: 90 % within the tolerance of one timestamp (or before 1995).
-    constant_share: float = 0.9
-    # ...but only with enough dated entries to call it a pattern.
-    constant_min_dated: int = 10
-    placeholder_share: float = 0.5
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class LastmodFigures:
-    """The figures behind a verdict (``undated_share`` of all, other shares of dated)."""
-
-    total: int
-    dated: int
-    undated_share: float
-    modal_timestamp: str | None  # UTC, as ``format_utc``
-    modal_share: float  # exactly the modal value (a lower bound when not exact)
-    modal_cluster_share: float  # within the tolerance of the modal value
-    modal_exact: bool  # False once the bounded counter had to evict values
-    distinct_timestamps: int
-    distinct_exact: bool  # False: an estimate (KMV sketch, ~2 % error)
-    generation_share: float
-    future_share: float
-    before_1995_share: float
-    date_only_share: float
-    tolerance_seconds: float
-
-    def as_dict(self) -> dict[str, object]:
-        """Return the figures as a JSON-ready dict."""
-        # Its fields are scalars: dataclasses.asdict's deep copy is needless work per host.
-        return {name: getattr(self, name) for name in self.__slots__}
-
-
-@dataclass(frozen=True, slots=True)
-class LastmodVerdict:
-    """A distribution verdict, the reason in words, and the figures."""
-
-    verdict: Verdict
-    reason: str
-    figures: LastmodFigures
-
-    def as_dict(self) -> dict[str, object]:
-        """Return ``{"verdict", "reason", "figures"}`` as a JSON-ready dict."""
-        return {
-            "verdict": str(self.verdict),
-            "reason": self.reason,
-            "figures": self.figures.as_dict(),
-        }
 
 
 def _fill_heap(heap: list[int], kmv: set[int]) -> None:

@@ -6,8 +6,9 @@ and headers; nothing here touches the network.
 In: an HTML page's bytes (only the first ``max_bytes`` are read) and its HTTP
 response headers. Out: ``PageSignals``, each independent modification-date
 signal as a UTC ``Signal`` (or None) and a 64-bit simhash ``fingerprint`` of
-the page's main text; ``compare()`` checks a sitemap lastmod against them and
-``distance()`` / ``content_changed()`` compare fingerprints across runs.
+the page's main text (``audit/content.py``, whose ``distance()`` /
+``content_changed()`` compare fingerprints across runs); ``compare()`` in
+``audit/agreement.py`` checks a sitemap lastmod against them.
 
 Signals (``Signal.source``): ``json_ld`` (schema.org ``dateModified`` in
 ``<script type="application/ld+json">``), ``itemprop`` (microdata
@@ -23,69 +24,39 @@ parser failure gives an empty result, never an exception.
 Example::
 
     signals = extract_signals(body, response.headers)
-    result = compare(entry.lastmod, signals)
+    result = compare(entry.lastmod, signals)                          # audit/agreement.py
     result.overall            # Agreement.AGREE / DISAGREE / NO_SIGNAL
-    changed = content_changed(old_fingerprint, signals.fingerprint)
+    changed = content_changed(old_fingerprint, signals.fingerprint)   # audit/content.py
 """
 
 from __future__ import annotations
 
-import copy
-import hashlib
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from lxml import etree
 
+from harvester.audit.content import MAX_FINGERPRINT_WORDS, main_words, simhash
 from harvester.reader.dates import format_utc, parse_lastmod
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping
 
 __all__ = [
-    "CHANGED_THRESHOLD",
-    "DEFAULT_AGREEMENT_TOLERANCE",
     "MAX_PAGE_BYTES",
     "SIGNAL_NAMES",
-    "Agreement",
-    "Comparison",
     "PageSignals",
     "Signal",
-    "compare",
-    "content_changed",
-    "distance",
     "extract_signals",
-    "main_text",
     "parse_web_date",
-    "simhash",
 ]
 
 # Only the head of a page is parsed: dates live in <head> and the first part of
 # the body, and 2 MiB is the main text of any article many times over.
 MAX_PAGE_BYTES = 2 * 1024 * 1024
-# Words fed to the fingerprint: bounds its cost on endless pages (about 50 ms);
-# a long read has 10,000.
-MAX_FINGERPRINT_WORDS = 20_000
-SHINGLE_WORDS = 3
-# Fingerprints further apart than this many bits (of 64) mean the content
-# changed. Replacing a fraction f of the shingles moves a 64-bit simhash by
-# about (64/pi) * arccos(1 - f) bits (Charikar), give or take 2. On 30
-# 480-word test articles (tests/unit/test_pagedates.py): one word changed
-# (f = 0.6 %) moved 0-6 bits, one paragraph in eight 4-16, two in eight 9-23.
-# So "changed" means roughly 5 % of the main text or more: a typo fix is not a
-# change, a rewritten paragraph nearly always is, a rewritten quarter always.
-# (Manku et al.'s 3 bits is a near-duplicate bound for whole web pages; on one
-# article's text a single word already moves 2-3 bits on average.)
-CHANGED_THRESHOLD = 6
-# A page date agrees with the sitemap lastmod within this. Both usually come
-# from the same CMS field, but some generators round to the minute and a save
-# may write them seconds apart; a time-zone bug (the smallest real offset is
-# 30 min) must still disagree.
-DEFAULT_AGREEMENT_TOLERANCE = timedelta(minutes=5)
 # An HTTP Last-Modified this close to the fetch is "now" from a dynamic page,
 # not a modification date, and is dropped.
 _GENERATED_HEADER_WINDOW = timedelta(seconds=5)
@@ -93,26 +64,7 @@ _GENERATED_HEADER_WINDOW = timedelta(seconds=5)
 _OLDEST = datetime(1995, 1, 1, tzinfo=UTC)
 _FUTURE_SKEW = timedelta(days=1)
 
-# Elements that are not the page's main text; their content changes with
-# every deploy or visit (menus, widgets, comment forms, tracking code).
-_BOILERPLATE = (
-    "script",
-    "style",
-    "noscript",
-    "nav",
-    "header",
-    "footer",
-    "aside",
-    "form",
-    "template",
-    "svg",
-    "iframe",
-)
-_WORD = re.compile(r"\w+")
 _CHARSET = re.compile(r"""charset\s*=\s*["']?([\w.:-]{1,40})""", re.ASCII | re.IGNORECASE).search
-# Every number reads as "0": view counters, comment counts and "3 hours ago"
-# change on every fetch and must not count as a content change.
-_DIGITS = re.compile(r"\d+")
 _DATE_ONLY = re.compile(r"\d{4}(?:-\d{2}(?:-\d{2})?)?", re.ASCII).fullmatch
 # "+01" (hour-only offset) is valid ISO 8601 and seen in the wild; W3C wants "+01:00".
 _HOUR_OFFSET = re.compile(r"(T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?[+-]\d{2})$", re.ASCII)
@@ -140,14 +92,6 @@ _PAGE_TYPES = frozenset(
     }
 )
 _MAX_JSON_NODES = 10_000  # bounds the walk over a hostile JSON-LD block
-
-
-class Agreement(StrEnum):
-    """How a page signal relates to the sitemap lastmod."""
-
-    AGREE = "agree"
-    DISAGREE = "disagree"
-    NO_SIGNAL = "no_signal"
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,14 +151,6 @@ SIGNAL_NAMES = (
     "og_updated_time",
     "http_last_modified",
 )
-
-
-@dataclass(frozen=True, slots=True)
-class Comparison:
-    """Agreement per signal name and overall (``agree`` if any signal agrees)."""
-
-    overall: Agreement
-    per_signal: dict[str, Agreement] = field(default_factory=dict)
 
 
 def parse_web_date(raw: str) -> tuple[datetime, bool] | None:
@@ -289,7 +225,7 @@ def extract_signals(
     json_ld = _json_ld_signal(root, fetched_at)
     itemprop = _itemprop_signal(root, fetched_at)
     # Last: it strips <script> (JSON-LD) and other elements from the tree.
-    words = _WORD.findall(_DIGITS.sub("0", _strip_to_main_text(root)))
+    words = main_words(root)
     return PageSignals(
         json_ld=json_ld,
         itemprop=itemprop,
@@ -394,101 +330,3 @@ def _json_nodes(data: object) -> Iterator[dict[str, object]]:
             stack.extend(reversed(list(item.values())))
         elif isinstance(item, list):
             stack.extend(reversed(item))
-
-
-def main_text(root: etree._Element) -> str:
-    """Return the page's main text: boilerplate elements dropped, whitespace and case folded.
-
-    Works on a copy; ``extract_signals`` uses ``_strip_to_main_text`` on its own tree.
-    """
-    return _strip_to_main_text(copy.deepcopy(root))
-
-
-def _strip_to_main_text(root: etree._Element) -> str:
-    # Removes boilerplate from the tree in place: strip_elements and itertext
-    # run in C, ten times faster than walking a large page in Python.
-    body = root.find(".//body")
-    scope = body if body is not None else root
-    etree.strip_elements(
-        scope, *_BOILERPLATE, etree.Comment, etree.ProcessingInstruction, with_tail=False
-    )
-    return " ".join(" ".join(scope.itertext()).split()).lower()
-
-
-def _shingle_hash(shingle: str) -> int:
-    # blake2b, not hash(): str hashes are salted per process, and fingerprints
-    # are compared across runs.
-    return int.from_bytes(hashlib.blake2b(shingle.encode(), digest_size=8).digest(), "big")
-
-
-def simhash(words: list[str], shingle: int = SHINGLE_WORDS) -> int:
-    """Return the 64-bit simhash of a word list over ``shingle``-word shingles.
-
-    Each bit is the majority vote of that bit over all shingle hashes. A small
-    edit changes a few shingles and so moves few votes across the middle.
-    """
-    if len(words) <= shingle:
-        shingles = [" ".join(words)]
-    else:
-        shingles = [" ".join(words[i : i + shingle]) for i in range(len(words) - shingle + 1)]
-    # Bit votes by column counting over a string of '0'/'1' digits: the slices
-    # and counts run in C, far faster than 64 Python additions per shingle.
-    bits = "".join(format(_shingle_hash(s), "064b") for s in shingles)
-    half = len(shingles) / 2
-    out = 0
-    for i in range(64):
-        if bits[i::64].count("1") > half:
-            out |= 1 << (63 - i)
-    return out
-
-
-def distance(a: int, b: int) -> int:
-    """Return the Hamming distance between two fingerprints (0-64 bits)."""
-    return (a ^ b).bit_count()
-
-
-def content_changed(old: int | None, new: int | None) -> bool | None:
-    """Tell whether the main text changed: distance above ``CHANGED_THRESHOLD``.
-
-    None when either side has no fingerprint (no text: nothing to compare).
-    """
-    if old is None or new is None:
-        return None
-    return distance(old, new) > CHANGED_THRESHOLD
-
-
-def compare(
-    sitemap_lastmod: datetime | None,
-    signals: PageSignals,
-    tolerance: timedelta = DEFAULT_AGREEMENT_TOLERANCE,
-    *,
-    sitemap_date_only: bool = False,
-) -> Comparison:
-    """Compare a sitemap lastmod with each page signal, and overall.
-
-    A signal agrees within ``tolerance``; when either side is date-only it
-    agrees when the UTC days are at most one apart (the site's own time zone
-    may have put the day on either side). Overall: ``agree`` when any signal
-    agrees (page plugins differ in freshness; one matching field shows that
-    lastmod is the CMS's modification time), ``disagree`` when some signal
-    exists and none agrees, ``no_signal`` when there is none or no lastmod.
-    """
-    per: dict[str, Agreement] = {}
-    for name in SIGNAL_NAMES:
-        s: Signal | None = getattr(signals, name)
-        if s is None or sitemap_lastmod is None:
-            per[name] = Agreement.NO_SIGNAL
-        elif s.date_only or sitemap_date_only:
-            days = abs(s.value.toordinal() - sitemap_lastmod.astimezone(UTC).toordinal())
-            per[name] = Agreement.AGREE if days <= 1 else Agreement.DISAGREE
-        else:
-            ok = abs(s.value - sitemap_lastmod) <= tolerance
-            per[name] = Agreement.AGREE if ok else Agreement.DISAGREE
-    values = set(per.values())
-    if Agreement.AGREE in values:
-        overall = Agreement.AGREE
-    elif Agreement.DISAGREE in values:
-        overall = Agreement.DISAGREE
-    else:
-        overall = Agreement.NO_SIGNAL
-    return Comparison(overall, per)

@@ -1,7 +1,7 @@
 """Lastmod audit, part 3: the per-host audit report (issue 7).
 
 In: a list of ``HostAudit`` dicts, one per host, built with ``host_audit()``
-from ``harvester.audit.distribution`` results (``LastmodVerdict``, ``TrustScore``,
+from ``harvester.audit`` results (``verdict.LastmodVerdict``, ``trust.TrustScore``,
 ``LastmodDistribution.histogram()``) and the sample's ``SignalAgreement``.
 Out, all pure (strings/bytes; the caller writes them):
 
@@ -35,8 +35,8 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from datetime import datetime
 
-    from harvester.audit.distribution import LastmodVerdict
     from harvester.audit.trust import SignalAgreement, TrustScore
+    from harvester.audit.verdict import LastmodVerdict
 
 __all__ = ["SCHEMA", "HostAudit", "host_audit", "render_html", "render_json", "render_text"]
 

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
-from harvester.audit.distribution import Verdict
+from harvester.audit.verdict import Verdict
 
 if TYPE_CHECKING:
     from collections.abc import Iterable

@@ -17,9 +17,9 @@ Per host:
    from the host's remembered robots.txt (the discovery parser), and only the
    first ``audit.max_page_bytes`` of the body.
 3. **Compare**: the page's own dates (``pagedates``) against the sitemap
-   lastmod (agree / disagree / no signal), and, against the URL's previous
-   sample, whether the main text changed (simhash distance) and whether the
-   sitemap lastmod moved.
+   lastmod (``agreement``: agree / disagree / no signal), and, against the URL's
+   previous sample, whether the main text changed (``fingerprint``: simhash
+   distance) and whether the sitemap lastmod moved.
 4. **Score** (``audit.score_trust``): recall and precision of lastmod moves
    over the last audits' pairs, page-date agreement, and the host's last
    distribution verdict → ``trusted`` / ``untrusted`` / ``unknown``.
@@ -35,7 +35,9 @@ import logging
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from harvester.audit.pagedates import Agreement, compare, content_changed, extract_signals
+from harvester.audit.agreement import Agreement, compare
+from harvester.audit.content import content_changed
+from harvester.audit.pagedates import extract_signals
 from harvester.audit.trust import SignalAgreement, score_trust
 from harvester.crawl.fetch import Fetcher
 from harvester.crawl.robots import parse_robots

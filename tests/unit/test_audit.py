@@ -11,8 +11,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harvester.audit.distribution import LastmodDistribution, Verdict
+from harvester.audit.distribution import LastmodDistribution
 from harvester.audit.trust import SignalAgreement, TrustLevel, TrustThresholds, score_trust
+from harvester.audit.verdict import Verdict
 from harvester.reader.dates import format_utc, parse_lastmod
 
 if TYPE_CHECKING:
@@ -197,28 +198,6 @@ def test_honest_varied_dates_are_plausible() -> None:
     assert f.modal_share <= 1 / 2000
     assert f.generation_share == f.future_share == f.before_1995_share == 0.0
     assert f.date_only_share == 0.0
-
-
-def test_verdict_as_dict_is_json_ready_with_stable_names() -> None:
-    d = feed(LastmodDistribution(), honest_dates(50)).verdict().as_dict()
-    assert d["verdict"] == "plausible"
-    back = orjson.loads(orjson.dumps(d))
-    assert set(back["figures"]) == {
-        "total",
-        "dated",
-        "undated_share",
-        "modal_timestamp",
-        "modal_share",
-        "modal_cluster_share",
-        "modal_exact",
-        "distinct_timestamps",
-        "distinct_exact",
-        "generation_share",
-        "future_share",
-        "before_1995_share",
-        "date_only_share",
-        "tolerance_seconds",
-    }
 
 
 # --- histogram -----------------------------------------------------------------------------

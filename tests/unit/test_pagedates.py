@@ -1,4 +1,4 @@
-"""harvester.audit.pagedates: modification dates and a text fingerprint from real-looking pages."""
+"""harvester.audit.pagedates: modification dates (and a fingerprint) from real-looking pages."""
 
 from __future__ import annotations
 
@@ -7,21 +7,9 @@ from datetime import UTC, datetime, timedelta
 
 import orjson
 import pytest
-from lxml import etree
 
-from harvester.audit.pagedates import (
-    CHANGED_THRESHOLD,
-    Agreement,
-    PageSignals,
-    Signal,
-    compare,
-    content_changed,
-    distance,
-    extract_signals,
-    main_text,
-    parse_web_date,
-    simhash,
-)
+from harvester.audit.content import simhash
+from harvester.audit.pagedates import PageSignals, extract_signals, parse_web_date
 
 FETCHED = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 
@@ -109,16 +97,6 @@ def test_wordpress_page_gives_meta_signals_and_header() -> None:
         "og_updated_time",
         "http_last_modified",
     ]
-
-
-def test_wordpress_main_text_drops_boilerplate() -> None:
-    root = etree.fromstring(WORDPRESS, etree.HTMLParser())
-    text = main_text(root)
-    assert text.startswith("council approves transport budget the city council voted")
-    assert "residents said buses were often late & crowded." in text
-    for boilerplate in ("home", "popular", "other story", "city news", "datalayer"):
-        assert boilerplate not in text
-    assert root.find(".//nav") is not None  # main_text works on a copy
 
 
 def test_yoast_graph_takes_the_latest_page_entity_date() -> None:
@@ -236,140 +214,6 @@ def test_huge_page_is_capped() -> None:
     small = extract_signals(b"<html><body>" + article + late_date, max_bytes=100 * 1024 * 1024)
     assert not small.truncated
     assert small.article_modified_time is not None
-
-
-# --- fingerprint --------------------------------------------------------------------------
-
-TEXT = (
-    "the city council voted on tuesday to approve a new budget for public transport after "
-    "months of debate residents said buses were often late and crowded while officials "
-    "promised more frequent service on main routes the plan includes new electric vehicles "
-    "cycle lanes and repairs to stations which critics called overdue mayor said funding "
-    "would come from regional grants and a small increase in parking fees opposition members "
-    "argued that the costs were underestimated and asked for an independent review"
-)
-VOCAB = TEXT.split()
-
-
-def paragraphs(seed: int, n: int = 8, words: int = 60) -> list[str]:
-    rng = random.Random(seed)
-    return [" ".join(rng.choice(VOCAB) for _ in range(words)) for _ in range(n)]
-
-
-def article_page(paras: list[str], *, views: int = 1234, nav: str = "Home News Sport") -> bytes:
-    body = "".join(f"<p>{p}.</p>" for p in paras)
-    return (
-        f"<html><body><nav>{nav}</nav><article><h1>Council approves budget</h1>{body}"
-        f"<p>{views} views, {views // 100} comments</p></article>"
-        f"<script>track({views})</script><footer>{nav}</footer></body></html>"
-    ).encode()
-
-
-def fp(page: bytes) -> int:
-    f = extract_signals(page).fingerprint
-    assert f is not None
-    return f
-
-
-SEEDS = range(30)
-
-
-def test_counters_and_boilerplate_do_not_change_the_fingerprint() -> None:
-    for seed in SEEDS:
-        paras = paragraphs(seed)
-        base = fp(article_page(paras))
-        assert fp(article_page(paras, views=98_765)) == base
-        assert fp(article_page(paras, nav="Home World Weather Login")) == base
-        shouted = [p.upper().replace(" ", "  \n ") for p in paras]
-        assert fp(article_page(shouted)) == base
-
-
-def test_a_one_word_edit_is_not_a_content_change() -> None:
-    for seed in SEEDS:
-        paras = paragraphs(seed)
-        edited = list(paras)
-        words = edited[2].split()
-        words[10] = "zebra"
-        edited[2] = " ".join(words)
-        assert not content_changed(fp(article_page(paras)), fp(article_page(edited))), seed
-
-
-def test_real_edits_are_content_changes() -> None:
-    changed_one = 0
-    for seed in SEEDS:
-        paras, other = paragraphs(seed), paragraphs(seed + 100)
-        base = fp(article_page(paras))
-        # A quarter of the text rewritten: always a change.
-        assert content_changed(base, fp(article_page(paras[:3] + other[3:5] + paras[5:]))), seed
-        # An eighth (one paragraph of eight): nearly always.
-        changed_one += bool(
-            content_changed(base, fp(article_page(paras[:3] + other[3:4] + paras[4:])))
-        )
-        # A different article entirely: far apart.
-        assert distance(base, fp(article_page(other))) > 3 * CHANGED_THRESHOLD
-    assert changed_one >= 0.8 * len(SEEDS)
-
-
-def test_fingerprint_is_stable_across_processes() -> None:
-    # blake2b-based, not hash(): the value is fixed, so runs can be compared.
-    # Pinned: a change here invalidates every fingerprint kept in state files.
-    assert simhash(["hello", "world", "again", "and", "again"]) == 0xECAC308A4D80BD83
-    assert extract_signals(b"<p>Hello world</p>").fingerprint == simhash(["hello", "world"])
-
-
-def test_distance_and_content_changed_helpers() -> None:
-    assert distance(0, 0) == 0
-    assert distance(0, (1 << 64) - 1) == 64
-    assert content_changed(0, 0b111111) is False  # 6 bits: at the threshold
-    assert content_changed(0, 0b1111111) is True
-    assert content_changed(None, 5) is None
-    assert extract_signals(b"<script>only code</script>").fingerprint is None
-
-
-# --- compare ------------------------------------------------------------------------------
-
-LASTMOD = datetime(2024, 3, 5, 14, 22, 10, tzinfo=UTC)
-
-
-def test_compare_agrees_within_tolerance_and_reports_each_signal() -> None:
-    s = extract_signals(WORDPRESS, {"Last-Modified": "Tue, 05 Mar 2024 18:00:00 GMT"})
-    c = compare(LASTMOD + timedelta(minutes=1), s)
-    assert c.overall is Agreement.AGREE
-    assert c.per_signal == {
-        "json_ld": Agreement.NO_SIGNAL,
-        "itemprop": Agreement.NO_SIGNAL,
-        "article_modified_time": Agreement.AGREE,
-        "og_updated_time": Agreement.AGREE,
-        "http_last_modified": Agreement.DISAGREE,
-    }
-
-
-def test_compare_generation_time_lastmod_disagrees() -> None:
-    s = extract_signals(WORDPRESS)
-    c = compare(FETCHED, s)
-    assert c.overall is Agreement.DISAGREE
-    assert compare(LASTMOD + timedelta(minutes=30), s).overall is Agreement.DISAGREE
-    assert compare(LASTMOD + timedelta(minutes=30), s, timedelta(hours=1)).overall is (
-        Agreement.AGREE
-    )
-
-
-def test_compare_date_only_uses_days() -> None:
-    day = Signal(datetime(2024, 3, 5, tzinfo=UTC), "2024-03-05", "itemprop", date_only=True)
-    s = PageSignals(itemprop=day)
-    assert compare(LASTMOD, s).overall is Agreement.AGREE
-    assert compare(LASTMOD + timedelta(days=1), s).overall is Agreement.AGREE  # time zones
-    assert compare(LASTMOD + timedelta(days=3), s).overall is Agreement.DISAGREE
-    instant = PageSignals(json_ld=Signal(LASTMOD + timedelta(hours=5), "x", "json_ld"))
-    assert compare(datetime(2024, 3, 5, tzinfo=UTC), instant).overall is Agreement.DISAGREE
-    assert compare(datetime(2024, 3, 5, tzinfo=UTC), instant, sitemap_date_only=True).overall is (
-        Agreement.AGREE
-    )
-
-
-def test_compare_without_signal_or_lastmod() -> None:
-    assert compare(LASTMOD, PageSignals()).overall is Agreement.NO_SIGNAL
-    assert compare(None, extract_signals(WORDPRESS)).overall is Agreement.NO_SIGNAL
 
 
 def test_signals_as_dict_is_json_ready() -> None:
