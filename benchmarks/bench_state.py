@@ -46,7 +46,8 @@ from typing import Any
 
 from aiohttp import web
 
-from harvester.state.ledger import LedgerReader, LedgerRow, LedgerRows, signed
+from harvester.state.ledger import LedgerReader
+from harvester.state.rows import LedgerRow, LedgerRows, signed
 from harvester.state.store import StateStore
 
 PER_HOST = 10_000

@@ -36,7 +36,8 @@ import time
 from array import array
 
 from benchmarks.bench_chunks import CHUNK, urls_of
-from harvester.state.ledger import HostState, LedgerRows, SitemapState
+from harvester.state.memory import HostState, SitemapState
+from harvester.state.rows import LedgerRows
 from harvester.state.store import PAGE_SIZE, StateStore
 from harvester.urls import dedupe
 from harvester.urls.crosshost import CrossHostTracker

@@ -24,7 +24,7 @@ Per host:
    over the last audits' pairs, page-date agreement, and the host's last
    distribution verdict → ``trusted`` / ``untrusted`` / ``unknown``.
 
-The next run reads the trust level (``ledger.HostMemory.trust``): lastmod then
+The next run reads the trust level (``memory.HostMemory.trust``): lastmod then
 filters URLs (``--since``, ``--emit changed|delta``) only where it is trusted.
 """
 
@@ -44,7 +44,8 @@ from harvester.crawl.robots import parse_robots
 from harvester.crawl.scheduler import Scheduler, host_key
 from harvester.errors import FetchError
 from harvester.run.admission import host_limit
-from harvester.state.ledger import now, signed
+from harvester.state.codec import now
+from harvester.state.rows import signed
 from harvester.state.samples import (
     audited_hosts,
     history,

@@ -34,7 +34,7 @@ from harvester.errors import (
     HTTPStatusError,
 )
 from harvester.reader.sitemap import SitemapReader
-from harvester.state.ledger import iso
+from harvester.state.codec import iso
 
 if TYPE_CHECKING:
     import xxhash

@@ -41,7 +41,8 @@ from harvester.crawl.filters import compile_filters
 from harvester.crawl.selection import Selection
 from harvester.models import UrlEntry
 from harvester.run.sink import encode_records
-from harvester.state.ledger import EMIT_EVENTS, NO_LASTMOD, HostMemory, LedgerRows
+from harvester.state.chunks import NO_LASTMOD
+from harvester.state.ledger import EMIT_EVENTS
 from harvester.urls.dedupe import SeenSet, fingerprint
 from harvester.urls.records import record
 
@@ -52,6 +53,8 @@ if TYPE_CHECKING:
     from harvester.crawl.selection import Ledger
     from harvester.models import Entry
     from harvester.run.report import HostReport
+    from harvester.state.memory import HostMemory
+    from harvester.state.rows import LedgerRows
     from harvester.urls.normalize import Rules
 
 __all__ = [

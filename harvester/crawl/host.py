@@ -49,7 +49,7 @@ from harvester.crawl.sitemaps import SitemapLog
 from harvester.errors import FetchError, NotASitemap
 from harvester.models import SitemapChild
 from harvester.run.report import HostReport
-from harvester.state.ledger import iso
+from harvester.state.codec import iso
 from harvester.urls.normalize import Normalizer, host_of
 
 if TYPE_CHECKING:
@@ -63,7 +63,9 @@ if TYPE_CHECKING:
     from harvester.crawl.scheduler import HostSlot, Scheduler
     from harvester.models import Entry, ReadResult
     from harvester.run.seeds import Seed
-    from harvester.state.ledger import HostState, LedgerReader, LedgerRows
+    from harvester.state.ledger import LedgerReader
+    from harvester.state.memory import HostState
+    from harvester.state.rows import LedgerRows
 
     # A batch of one host's records, their URL fingerprints and the rest: see
     # ``batch.Flushed``, whose fields these are, in order.

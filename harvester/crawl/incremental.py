@@ -28,7 +28,9 @@ import xxhash
 
 from harvester.crawl.frontier import SitemapRef
 from harvester.errors import NotASitemap
-from harvester.state.ledger import EMIT_EVENTS, HostMemory, HostState, SitemapState, now
+from harvester.state.codec import now
+from harvester.state.ledger import EMIT_EVENTS
+from harvester.state.memory import HostMemory, HostState, SitemapState
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -15,7 +15,10 @@ from itertools import chain, compress, groupby, repeat
 from typing import TYPE_CHECKING, Any, Protocol
 
 from harvester import compiled
-from harvester.state.ledger import EMIT_EVENTS, NO_LASTMOD, HostMemory, LedgerRows
+from harvester.state.chunks import NO_LASTMOD
+from harvester.state.ledger import EMIT_EVENTS
+from harvester.state.memory import HostMemory
+from harvester.state.rows import LedgerRows
 
 if TYPE_CHECKING:
     from collections.abc import Callable

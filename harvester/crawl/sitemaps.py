@@ -50,7 +50,7 @@ from harvester.crawl.attempt import (
 )
 from harvester.errors import NotASitemap
 from harvester.models import UrlEntry
-from harvester.state.ledger import iso
+from harvester.state.codec import iso
 
 if TYPE_CHECKING:
     from datetime import datetime

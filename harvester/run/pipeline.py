@@ -58,7 +58,8 @@ if TYPE_CHECKING:
 
     from harvester.crawl.host import Emit
     from harvester.run.loopadmission import LoopAdmission
-    from harvester.state.ledger import HostState, LedgerRows
+    from harvester.state.memory import HostState
+    from harvester.state.rows import LedgerRows
 
 __all__ = ["HostDone", "Incremental", "RecordBatch", "harvest", "run_shard"]
 

@@ -40,7 +40,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from harvester.state.ledger import HostState, LedgerRows
+    from harvester.state.memory import HostState
+    from harvester.state.rows import LedgerRows
 
 __all__ = [
     "BLOCK",

@@ -60,7 +60,8 @@ if TYPE_CHECKING:
     from harvester.config import Config
     from harvester.run.pipeline import OutputItem
     from harvester.run.seeds import Seed
-    from harvester.state.ledger import Incremental, LedgerRows
+    from harvester.state.ledger import Incremental
+    from harvester.state.rows import LedgerRows
 
 __all__ = ["WorkerProcess", "main"]
 

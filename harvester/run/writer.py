@@ -21,14 +21,16 @@ from harvester.run.formats import output_sink, resolve_format
 from harvester.run.parts import cut_back
 from harvester.run.sink import JsonlSink, encode_record, encode_records
 from harvester.state.ledger import EMIT_EVENTS, Incremental
-from harvester.state.store import StateStore, default_state_path
+from harvester.state.runs import default_state_path
+from harvester.state.store import StateStore
 
 if TYPE_CHECKING:
     from harvester.config import Config
     from harvester.run.formats import Sink
     from harvester.run.report import Progress, RunReport
-    from harvester.state.ledger import HostState, LedgerRows
-    from harvester.state.store import FinishedHosts
+    from harvester.state.memory import HostState
+    from harvester.state.rows import LedgerRows
+    from harvester.state.runs import FinishedHosts
     from harvester.urls.crosshost import CrossHostTracker
 
 __all__ = ["Writer", "open_output", "open_sink", "open_state"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from harvester.state.chunks import NO_LASTMOD, LedgerView, unpack_fps, unpack_urls
-from harvester.state.ledger import iso
+from harvester.state.codec import iso
 
 if TYPE_CHECKING:
     import sqlite3

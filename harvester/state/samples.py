@@ -12,7 +12,7 @@ import heapq
 from typing import TYPE_CHECKING, Any
 
 from harvester.state.chunks import NO_LASTMOD, unpack_fps, unpack_urls
-from harvester.state.ledger import dump_json, load_json, now
+from harvester.state.codec import dump_json, load_json, now
 
 if TYPE_CHECKING:
     from array import array

@@ -1,16 +1,18 @@
 """State stage (writer side): the SQLite file that makes cron runs incremental and resumable.
 
 In: the state path, the run's options, and from the workers ``LedgerRows``
-batches (packed chunks, ``chunks.py``) and finished hosts' ``HostState`` (see
-``ledger.py``). Out: the state file, the removed-URL records of each finished
-host, and the run to resume.
+batches (packed chunks, ``rows.py``) and finished hosts' ``HostState`` (see
+``memory.py``). Out: the state file, the removed-URL records of each finished
+host, and the run to resume (``runs.RunInfo``).
 
 One process writes it: the run's writer (``writer.Writer``), in batched
 transactions; workers read it through ``ledger.LedgerReader`` (WAL mode, so
 readers never block the writer). The tables and their migrations are in
 ``schema.py``: a file from a newer harvester is refused, a file that is not a
 harvester state file (``application_id``) or is corrupt is an error, never
-replaced. ``removals.py`` retires the ledger chunks a finished host replaced.
+replaced. ``removals.py`` retires the ledger chunks a finished host replaced;
+``ids.py`` finds or adds the host and sitemap rows; ``runs.py`` has the run's
+values and the resumed run's finished hosts.
 
 Exactly-once across a crash (``kill -9``) and its resume. The writer appends
 records to ``OUT.part``, and every ``commit``: flushes and fsyncs the output,
@@ -35,16 +37,17 @@ import contextlib
 import functools
 import os
 import sqlite3
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar, cast
 
 from harvester.errors import StateError
-from harvester.state.ledger import EMIT_EVENTS, dump_json, now
+from harvester.state.codec import dump_json, now
+from harvester.state.ids import RowIds
+from harvester.state.ledger import EMIT_EVENTS
 from harvester.state.removals import retire
+from harvester.state.runs import FinishedHosts, RunInfo
 from harvester.state.schema import (
     INSERT_CHUNK,
     PAGE_SIZE,
-    RETURNING,
     SCHEMA_VERSION,
     connect,
     lock,
@@ -54,15 +57,11 @@ from harvester.state.schema import (
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator
 
-    from harvester.state.ledger import HostState, LedgerRows
+    from harvester.state.memory import HostState
+    from harvester.state.rows import LedgerRows
 
-__all__ = [
-    "PAGE_SIZE",
-    "SCHEMA_VERSION",
-    "RunInfo",
-    "StateStore",
-    "default_state_path",
-]
+__all__ = ["PAGE_SIZE", "SCHEMA_VERSION", "StateStore"]
+
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -86,27 +85,6 @@ def _sql_errors(
             raise StateError(f"state file: {exc}", url=self.path) from exc
 
     return cast("Callable[Concatenate[StateStore, _P], _R]", translated)
-
-
-def default_state_path(output: str) -> str | None:
-    """The state file beside ``output``: ``OUTPUT.state.sqlite`` (None for stdout, ``-``).
-
-    Named like the report files (``OUTPUT.report.json``, ``OUTPUT.hosts.jsonl``).
-    """
-    if output == "-":
-        return None
-    return output + ".state.sqlite"
-
-
-@dataclass(frozen=True, slots=True)
-class RunInfo:
-    """The run this invocation works on; ``resumed`` when it continues an unfinished one."""
-
-    id: int
-    emit: str
-    resumed: bool
-    output: str | None  # output path of the run (of its first invocation when resumed)
-    output_bytes: int  # committed length of that output
 
 
 class StateStore:
@@ -137,8 +115,7 @@ class StateStore:
             os.close(self._lock_fd)
             raise
         self.run: RunInfo | None = None
-        self._host_ids: dict[str, int] = {}
-        self._sitemap_ids: dict[tuple[int, str], int] = {}
+        self._ids = RowIds(self._db)
         self._in_tx = False
         self.counts = {"new": 0, "changed": 0, "unchanged": 0, "removed": 0, "hosts": 0}
 
@@ -233,9 +210,9 @@ class StateStore:
         self._begin()
         values = []
         for host, rows in batches:
-            host_id = self._host_id(host)
+            host_id = self._ids.host(host)
             for (sitemap, n), blobs in zip(rows.sitemaps, rows.chunks, strict=True):
-                values.append((host_id, self._sitemap_id(host_id, sitemap), run_id, n, *blobs))
+                values.append((host_id, self._ids.sitemap(host_id, sitemap), run_id, n, *blobs))
         self._db.executemany(INSERT_CHUNK, values)
 
     @_sql_errors
@@ -255,10 +232,10 @@ class StateStore:
         """
         run = self._require_run()
         self._begin()
-        host_id = self._host_id(state.host)
+        host_id = self._ids.host(state.host)
         t = now()
         for s in state.sitemaps:
-            sid = self._sitemap_id(host_id, s.url)
+            sid = self._ids.sitemap(host_id, s.url)
             if s.complete and not s.carried:
                 self._db.execute(
                     "UPDATE sitemaps SET parent = ?, kind = ?, etag = ?, last_modified = ?, "
@@ -316,7 +293,7 @@ class StateStore:
         removed: list[dict[str, Any]] = []
         if not state.finished:
             return removed
-        scope = {self._sitemap_id(host_id, url) for url in state.removal_scope}
+        scope = {self._ids.sitemap(host_id, url) for url in state.removal_scope}
         removed = retire(self._db, host_id, state.host, scope, run.id)
         self._db.execute(
             "UPDATE hosts SET last_run = ?, last_finished = ? WHERE id = ?", (run.id, t, host_id)
@@ -395,63 +372,3 @@ class StateStore:
             raise
         self._db.execute("COMMIT")
         self._in_tx = False
-
-    def _host_id(self, host: str) -> int:
-        host_id = self._host_ids.get(host)
-        if host_id is None:
-            host_id = self._insert_id(
-                "INSERT OR IGNORE INTO hosts (name) VALUES (?)",
-                "SELECT id FROM hosts WHERE name = ?",
-                (host,),
-            )
-            if len(self._host_ids) > 10_000:  # bounded cache: hosts come and go
-                self._host_ids.clear()
-                self._sitemap_ids.clear()
-            self._host_ids[host] = host_id
-        return host_id
-
-    def _sitemap_id(self, host_id: int, url: str) -> int:
-        key = (host_id, url)
-        sid = self._sitemap_ids.get(key)
-        if sid is None:
-            sid = self._insert_id(
-                "INSERT OR IGNORE INTO sitemaps (host_id, url) VALUES (?, ?)",
-                "SELECT id FROM sitemaps WHERE host_id = ? AND url = ?",
-                (host_id, url),
-            )
-            self._sitemap_ids[key] = sid
-        return sid
-
-    def _insert_id(self, insert: str, select: str, params: tuple[object, ...]) -> int:
-        """The id of the row ``insert`` adds, or of the one ``select`` finds if it was there."""
-        if RETURNING:
-            # One statement for a new row (every host and sitemap of a first run).
-            row = self._db.execute(insert + " RETURNING id", params).fetchone()
-            if row is not None:
-                return int(row[0])
-        else:
-            self._db.execute(insert, params)
-        return int(self._db.execute(select, params).fetchone()[0])
-
-
-class FinishedHosts:
-    """``host in finished``: hosts the run being resumed already finished (own connection)."""
-
-    def __init__(self, path: str, run_id: int) -> None:
-        self._path = path
-        self._run_id = run_id
-        self._db: sqlite3.Connection | None = None
-
-    def __contains__(self, host: object) -> bool:
-        if self._db is None:  # opened in the thread that asks (the dispatcher)
-            self._db = sqlite3.connect(
-                f"file:{self._path}?mode=ro", uri=True, timeout=30.0, check_same_thread=False
-            )
-        row = self._db.execute("SELECT last_run FROM hosts WHERE name = ?", (host,)).fetchone()
-        return row is not None and row[0] == self._run_id
-
-    def close(self) -> None:
-        """Close the connection (if one was opened)."""
-        if self._db is not None:
-            self._db.close()
-            self._db = None

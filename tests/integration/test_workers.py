@@ -41,7 +41,7 @@ from harvester.run.workers import (
     WorkerProcess,
 )
 from harvester.state.chunks import NO_LASTMOD, unpack_urls
-from harvester.state.ledger import LedgerRows
+from harvester.state.rows import LedgerRows
 from tests.integration.conftest import Reply, fast_config
 from tests.integration.test_end_to_end import robots, urlset
 from tests.integration.test_shutdown import alive, shards_used, slow_host, workers_of

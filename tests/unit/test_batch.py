@@ -19,7 +19,8 @@ from harvester.crawl import batch as batchmod
 from harvester.crawl.batch import BATCH, UrlBatch
 from harvester.models import SitemapChild, UrlEntry
 from harvester.run.report import HostReport
-from harvester.state.ledger import NO_LASTMOD, HostMemory
+from harvester.state.chunks import NO_LASTMOD
+from harvester.state.memory import HostMemory
 from harvester.urls.normalize import Normalizer
 
 if TYPE_CHECKING:

@@ -31,7 +31,7 @@ from harvester.crawl.batch import Flushed, UrlBatch
 from harvester.models import Image, SitemapChild, UrlEntry
 from harvester.run.report import HostReport
 from harvester.run.sink import encode_records
-from harvester.state.ledger import HostMemory
+from harvester.state.memory import HostMemory
 from harvester.urls.dedupe import SMALL_LIMIT
 from harvester.urls.normalize import Normalizer
 from tests.compiled import compiled_module

@@ -20,7 +20,7 @@ from harvester.crawl.frontier import SitemapRef
 from harvester.crawl.host import HostWorker
 from harvester.errors import BadContentEncoding, ConnectError, FetchError, HTTPStatusError
 from harvester.run.seeds import Seed
-from harvester.state.ledger import HostMemory, SitemapMemory
+from harvester.state.memory import HostMemory, SitemapMemory
 
 if TYPE_CHECKING:
     from array import array

@@ -16,7 +16,8 @@ from harvester.errors import HarvesterError, NotASitemap
 from harvester.models import Kind, ReadResult, ReadStats, SitemapChild
 from harvester.run.report import HostReport
 from harvester.run.seeds import Seed
-from harvester.state.ledger import HostMemory, SitemapMemory, now
+from harvester.state.codec import now
+from harvester.state.memory import HostMemory, SitemapMemory
 
 HOST = "e.com"
 SEED = Seed(HOST, f"https://{HOST}", None, None, None, True)

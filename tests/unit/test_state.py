@@ -10,23 +10,12 @@ import pytest
 
 from harvester.errors import StateError, StateLocked
 from harvester.run.sink import JsonlSink
-from harvester.state import store as state
-from harvester.state.chunks import LedgerView, pack, unpack_fps, unpack_urls
-from harvester.state.ledger import (
-    NO_LASTMOD,
-    HostState,
-    LedgerReader,
-    LedgerRows,
-    SitemapState,
-    classify,
-    signed,
-)
-from harvester.state.store import (
-    PAGE_SIZE,
-    SCHEMA_VERSION,
-    StateStore,
-    default_state_path,
-)
+from harvester.state import ids
+from harvester.state.chunks import NO_LASTMOD, LedgerView, pack, unpack_fps, unpack_urls
+from harvester.state.ledger import LedgerReader, classify
+from harvester.state.memory import HostState, SitemapState
+from harvester.state.rows import LedgerRows, signed
+from harvester.state.store import PAGE_SIZE, SCHEMA_VERSION, StateStore
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -43,11 +32,6 @@ def rows(*names: str, lastmod: int | None = None) -> LedgerRows:
         (fp, f"https://a.example/{n}", SM, lastmod)
         for fp, n in zip(fps(*names), names, strict=True)
     )
-
-
-def test_default_path_sits_beside_the_output() -> None:
-    assert default_state_path("out/urls.jsonl") == "out/urls.jsonl.state.sqlite"
-    assert default_state_path("-") is None
 
 
 def test_a_new_file_gets_the_current_schema(tmp_path: Path) -> None:
@@ -156,7 +140,7 @@ def test_removed_only_from_sitemaps_in_the_removal_scope(
 ) -> None:
     # Both ways to learn a new row's id (INSERT ... RETURNING needs SQLite 3.35): the
     # hosts and sitemaps of later runs are found again, not added twice.
-    monkeypatch.setattr(state, "RETURNING", returning)
+    monkeypatch.setattr(ids, "RETURNING", returning)
     path = str(tmp_path / "s.sqlite")
     with StateStore(path) as store:
         store.start_run(emit="delta", output=None)
@@ -374,20 +358,6 @@ def test_url_text_is_lz4_and_zstd_and_zlib_chunks_still_read() -> None:
     # written by earlier versions: zstd (level 1), and zlib before that
     assert unpack_urls(zstandard.ZstdCompressor(level=1).compress(text)) == urls
     assert unpack_urls(zlib.compress(text, 1)) == urls
-
-
-def test_pack_text_makes_the_chunks_pack_makes() -> None:
-    urls = ["https://a.example/1", "https://a.example/é", "https://b.example/x"]
-    fps, lastmods = array("q", [1, 2, 3]), array("q", [10, NO_LASTMOD, 30])
-    text = bytearray("".join(u + "\n" for u in urls).encode())
-    ends = [len("".join(u + "\n" for u in urls[:2]).encode()), len(text)]
-    by_text = LedgerRows.pack_text(fps, text, ends, lastmods, [("s1", 2), ("s2", 1)])
-    by_list = LedgerRows.pack(fps, urls, lastmods, [("s1", 2), ("s2", 1)])
-    assert by_text.sitemaps == by_list.sitemaps
-    assert [(f, m, unpack_urls(u)) for f, m, u in by_text.chunks] == [
-        (f, m, unpack_urls(u)) for f, m, u in by_list.chunks
-    ]
-    assert unpack_urls(by_text.chunks[1][2]) == ["https://b.example/x"]
 
 
 def test_the_view_keeps_the_newest_lastmod_and_finds_each_fingerprint() -> None:
