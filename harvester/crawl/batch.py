@@ -42,7 +42,8 @@ from harvester.crawl.selection import Selection
 from harvester.models import UrlEntry
 from harvester.run.sink import encode_records
 from harvester.state.ledger import EMIT_EVENTS, NO_LASTMOD, HostMemory, LedgerRows
-from harvester.urls.dedupe import SeenSet, fingerprint
+from harvester.urls.dedupe import SeenSet
+from harvester.urls.fingerprint import fingerprint
 from harvester.urls.records import record
 
 if TYPE_CHECKING:

@@ -1,24 +1,13 @@
-"""Dedupe stage: 64-bit fingerprints of canonical URLs and a per-host seen-set.
+"""Dedupe stage: a per-host seen-set of URL fingerprints.
 
-In: canonical URLs (``harvester.urls.normalize``). Out: ``SeenSet.add(fp)`` says
-whether a fingerprint is new (emit the record) or already seen (count a
-duplicate). Usage::
+In: 64-bit fingerprints of canonical URLs (``harvester.urls.fingerprint``). Out:
+``SeenSet.add(fp)`` says whether a fingerprint is new (emit the record) or already
+seen (count a duplicate). Usage::
 
     seen = SeenSet(cfg.dedupe, spill_dir=tmpdir)
     if seen.add(fingerprint(url)):
         emit(record)
     seen.close()  # removes the spill file, if any
-
-**Fingerprints** are the first 8 bytes of BLAKE2b of the UTF-8 canonical URL
-(the same function as ``benchmarks/webgen.py``'s truth digest and ``seeds.py``'s
-host digests; the state file keys URLs by it, so it cannot change). Through
-hashlib it is mostly object overhead; the compiled ``harvester/urls/_cdedupe.pyx``
-computes the same value in about half the time. xxh3_64 would be faster still
-but would change every stored fingerprint. For ``n`` distinct URLs of one host the chance
-that any two share a fingerprint is about ``n² / 2**65``: 2.7e-6 at 10 million
-URLs, **2.7e-4 (1 in 3,700) at 100 million**; a collision wrongly drops one
-URL as a duplicate. Per-host sets keep ``n`` small; 128 bits would double the
-memory for odds nobody needs.
 
 **Exact mode** (default) keeps the fingerprints as sorted ``array('Q')``
 buckets keyed by their top bits: a lookup is a ``bisect`` in one bucket of a
@@ -72,7 +61,6 @@ import sys
 import tempfile
 from array import array
 from bisect import bisect_left
-from hashlib import blake2b
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from harvester import compiled
@@ -84,25 +72,13 @@ if TYPE_CHECKING:
 
     from harvester.urls._cdedupe import FpTable
 
-__all__ = ["SeenSet", "fingerprint"]
+__all__ = ["SeenSet"]
 
 _SPLIT_AT = 512  # average entries per bucket that triggers doubling the bucket count
 _MAX_BITS = 20  # at most 2**20 buckets (~0.5 million entries each beyond 2**29 URLs)
 
 
-def fingerprint_py(url: str) -> int:
-    """The 64-bit fingerprint of a canonical URL (unsigned, stable across runs and hosts).
-
-    >>> fingerprint("https://example.com/")  # doctest: +SKIP
-    1234567890123456789
-    """
-    return int.from_bytes(blake2b(url.encode(), digest_size=8).digest(), "big")
-
-
 _cdedupe = compiled.load("_cdedupe")
-# The same value from harvester/urls/_cdedupe.pyx (BLAKE2b in C over the str's cached
-# UTF-8); the Python one where it is not built.
-fingerprint: Callable[[str], int] = _cdedupe.fingerprint if _cdedupe is not None else fingerprint_py
 # Bulk inserts into the compact buckets (SeenSet.add_many); None: one add() at a time.
 _AddMany: TypeAlias = (
     "Callable[[list[array[int]], int, array[int], list[memoryview],"
