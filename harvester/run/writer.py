@@ -25,8 +25,9 @@ from harvester.state.store import StateStore, default_state_path
 
 if TYPE_CHECKING:
     from harvester.config import Config
+    from harvester.run.display import Progress
     from harvester.run.formats import Sink
-    from harvester.run.report import Progress, RunReport
+    from harvester.run.report import RunReport
     from harvester.state.ledger import HostState, LedgerRows
     from harvester.state.store import FinishedHosts
     from harvester.urls.crosshost import CrossHostTracker
