@@ -4,7 +4,7 @@ Every URL of a run goes through one ``CrossHostTracker`` in the writer (the pare
 process), which spills a sorted run to disk every 1.5 million URLs
 (``dedupe.cross_host_spill_threshold``). This feeds it random fingerprints in
 batches of 630 (a worker's message on the ``many`` benchmark) and prints, side by
-side, with the spilled runs merged as they spill (``SeenSet._merge``, the default),
+side, with the spilled runs merged as they spill (``SpilledRuns.merge``, the default),
 without (each spill its own run) and as before the merge (each spill its own run,
 filters only up to 8 bytes a fingerprint of the threshold, 12 MB, later runs
 unfiltered: a ``pread`` a URL each): the CPU ns a URL over each slice
@@ -28,7 +28,7 @@ import random
 import time
 from array import array
 
-from harvester.urls import dedupe
+from harvester.urls import spill
 from harvester.urls.crosshost import CrossHostTracker
 
 MESSAGE = 630  # fingerprints a cross-host add (a worker's message, on many)
@@ -37,13 +37,13 @@ MESSAGE = 630  # fingerprints a cross-host add (a worker's message, on many)
 def feed(millions: int, slice_m: int, way: str) -> list[dict[str, float]]:
     """Add ``millions`` million random fingerprints; one row per ``slice_m`` million:
     ns a URL over the slice, runs and bytes in memory at its end."""
-    saved = dedupe._merge_runs
+    saved = spill._merge_runs
     if way != "merged":
-        dedupe._merge_runs = None
+        spill._merge_runs = None
     rng = random.Random(5)
     tracker = CrossHostTracker()
     if way == "before":
-        tracker._seen._filter_budget = 8 * tracker._seen._threshold
+        tracker._seen._spilled.filter_budget = 8 * tracker._seen._threshold
     rows = []
     try:
         for start in range(0, millions, slice_m):
@@ -57,14 +57,14 @@ def feed(millions: int, slice_m: int, way: str) -> list[dict[str, float]]:
                 {
                     "urls_m": start + slice_m,
                     "ns_per_url": spent * 1e9 / len(fps),
-                    "runs": len(seen._runs),
-                    "unfiltered": sum(f is None for f in seen._filters),
+                    "runs": len(seen._spilled.runs),
+                    "unfiltered": sum(f is None for f in seen._spilled.filters),
                     "memory_mb": seen.memory_bytes / 2**20,
                 }
             )
     finally:
         tracker.close()
-        dedupe._merge_runs = saved
+        spill._merge_runs = saved
     return rows
 
 
@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--millions", type=int, default=24, help="URLs in the run, in millions")
     ap.add_argument("--slice", type=int, default=3, help="millions of URLs a row")
     args = ap.parse_args(argv)
-    assert dedupe._merge_runs is not None, "needs the compiled harvester.urls._cdedupe"
+    assert spill._merge_runs is not None, "needs the compiled harvester.urls._cdedupe"
     ways = ("merged", "unmerged", "before")
     table = {way: feed(args.millions, args.slice, way) for way in ways}
     for way, rows in table.items():

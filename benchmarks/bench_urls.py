@@ -45,7 +45,8 @@ import time
 from typing import TYPE_CHECKING
 
 from harvester.config import DedupeConfig
-from harvester.urls.dedupe import SeenSet, fingerprint
+from harvester.urls.dedupe import SeenSet
+from harvester.urls.fingerprint import fingerprint
 from harvester.urls.normalize import Normalizer
 
 if TYPE_CHECKING:

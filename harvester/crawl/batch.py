@@ -43,7 +43,8 @@ from harvester.models import UrlEntry
 from harvester.run.sink import encode_records
 from harvester.state.chunks import NO_LASTMOD
 from harvester.state.ledger import EMIT_EVENTS
-from harvester.urls.dedupe import SeenSet, fingerprint
+from harvester.urls.dedupe import SeenSet
+from harvester.urls.fingerprint import fingerprint
 from harvester.urls.records import record
 
 if TYPE_CHECKING:

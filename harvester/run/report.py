@@ -1,35 +1,30 @@
-"""Report stage: what happened per host and per run, and live progress on stderr.
+"""Report stage: what happened per host and per run.
 
 In: each host worker fills a ``HostReport`` (counts, failures as
 ``HarvesterError`` values, policy skips) and hands over ``as_dict()``, since
 reports cross process boundaries as plain dicts. The main process aggregates
 them into one ``RunReport``. Out: the run report as JSON (``write_report``),
 one JSON line per host in a separate file (written during the run, so millions
-of hosts are never held in memory), a progress line on a terminal
-(``Progress``) and a short summary at the end (``summary_table``).
+of hosts are never held in memory). What the run shows of it on stderr (a
+progress line, a summary at the end) is ``harvester.run.display``.
 
 Failure classes are the ``kind`` of the classes in ``harvester.errors``.
 
 Example::
 
     run = RunReport(workers=4)
-    progress = Progress()
     with JsonlSink("out.hosts.jsonl") as hosts:
         for host_dict in finished_hosts:
             hosts.write(encode_record(host_dict))
             run.add_host(host_dict)
-            progress.update(run)
         hosts.close(complete=True)
-    progress.close()
     run.finish(complete=True)
     write_report("out.report.json", run, "out.hosts.jsonl")
-    print(summary_table(run), file=sys.stderr)
 """
 
 from __future__ import annotations
 
 import contextlib
-import io
 import json
 import os
 import tempfile
@@ -38,18 +33,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-# rich is imported where it is used: worker processes import this module for the
-# report dataclasses and never draw anything (rich costs memory in every process).
 if TYPE_CHECKING:
     from collections.abc import Mapping
-
-    from rich.console import Console
-    from rich.progress import Progress as RichProgress
 
     from harvester.errors import HarvesterError
     from harvester.models import ReadStats
 
-__all__ = ["Failure", "HostReport", "Progress", "RunReport", "summary_table", "write_report"]
+__all__ = ["Failure", "HostReport", "RunReport", "write_report"]
 
 KEEP = 100  # failures and cross-host URLs kept per host; the totals count all of them
 _INVALID_EXAMPLES = 5  # dropped locs kept as examples per host
@@ -338,132 +328,3 @@ def write_report(path: str, run: RunReport, hosts_jsonl_path: str | None) -> Non
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temp)
         raise
-
-
-class Progress:
-    """A live progress line on stderr: hosts done/total, URLs, URLs/s, errors.
-
-    Shown only when stderr is a terminal (``enabled=None``) or when forced
-    (``enabled=True``); otherwise every method is a no-op and nothing is
-    written. ``update`` is cheap and throttled (``min_interval`` seconds), so it
-    may be called for every finished host. stdout is never touched (records
-    may be streaming there).
-    """
-
-    __slots__ = ("_last", "_progress", "_run", "_task", "enabled", "min_interval")
-
-    def __init__(
-        self,
-        *,
-        enabled: bool | None = None,
-        console: Console | None = None,
-        min_interval: float = 0.2,
-    ) -> None:
-        from rich.console import Console
-        from rich.progress import BarColumn, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
-        from rich.progress import Progress as RichProgress
-
-        if console is None:
-            console = Console(stderr=True, force_terminal=True if enabled else None)
-        self.enabled = console.is_terminal if enabled is None else enabled
-        self.min_interval = min_interval
-        self._last = float("-inf")  # monotonic time of the last refresh
-        self._run: RunReport | None = None  # the latest state, drawn once more on close()
-        self._progress: RichProgress | None = None
-        self._task = TaskID(0)
-        if self.enabled:
-            self._progress = RichProgress(
-                SpinnerColumn(),
-                TextColumn("hosts {task.completed:,.0f}/{task.fields[of]}"),
-                BarColumn(),
-                TextColumn("{task.fields[urls]:,} URLs  {task.fields[rate]:,.0f} URLs/s"),
-                TextColumn("{task.fields[errors]:,} errors"),
-                TimeElapsedColumn(),
-                console=console,
-                refresh_per_second=2,
-                # Records may stream to stdout: never wrap or redirect it.
-                redirect_stdout=False,
-                redirect_stderr=False,
-            )
-            self._task = self._progress.add_task("harvest", total=None, **_fields(None))
-            self._progress.start()
-
-    def update(self, run: RunReport, *, force: bool = False) -> None:
-        """Show the state of ``run`` (at most every ``min_interval`` seconds unless ``force``)."""
-        if self._progress is None:
-            return
-        self._run = run
-        now = time.monotonic()
-        if not force and now - self._last < self.min_interval:
-            return
-        self._last = now
-        total = None if run.hosts_total is None else float(run.hosts_total)
-        self._progress.update(
-            self._task, completed=run.hosts_done, total=total, **_fields(run), refresh=force
-        )
-
-    def close(self) -> None:
-        """Draw the last state and stop the live display."""
-        if self._progress is None:
-            return
-        if self._run is not None:
-            self.update(self._run, force=True)
-        self._progress.stop()
-        self._progress = None
-
-
-def _fields(run: RunReport | None) -> dict[str, Any]:
-    if run is None:
-        return {"of": "?", "urls": 0, "rate": 0.0, "errors": 0}
-    elapsed = run.elapsed()
-    return {
-        "of": "?" if run.hosts_total is None else f"{run.hosts_total:,}",
-        "urls": run.urls,
-        "rate": run.urls / elapsed if elapsed > 0 else 0.0,
-        "errors": run.errors,
-    }
-
-
-def summary_table(run: RunReport) -> str:
-    """Render a short human summary of ``run`` as plain text (for stderr at the end of a run)."""
-    seconds = run.seconds or run.elapsed()
-    status = "complete" if run.complete else "interrupted" if run.interrupted else "incomplete"
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title=f"harvester run: {status}", show_header=False, title_justify="left")
-    table.add_column("what", style="bold")
-    table.add_column("value")
-    total = "?" if run.hosts_total is None else f"{run.hosts_total:,}"
-    deferred = f", {run.hosts_deferred:,} deferred" if run.hosts_deferred else ""
-    table.add_row("hosts", f"{run.hosts_done:,} / {total} ({run.hosts_failed:,} failed{deferred})")
-    table.add_row("URLs", f"{run.urls:,}")
-    table.add_row("sitemaps", f"{run.sitemaps_fetched:,} fetched, {run.sitemaps_failed:,} failed")
-    table.add_row("downloaded", _human_bytes(run.bytes))
-    rate = f"{run.urls / seconds:,.0f} URLs/s, " if seconds >= 1 else ""  # noise below 1 s
-    table.add_row("time", f"{seconds:,.1f} s ({rate}{run.workers} workers)")
-    if run.input_invalid or run.input_duplicates:
-        table.add_row(
-            "input", f"{run.input_invalid:,} invalid, {run.input_duplicates:,} duplicate lines"
-        )
-    if run.filtered or run.sitemaps_filtered:
-        table.add_row(
-            "filtered", f"{run.filtered:,} URLs, {run.sitemaps_filtered:,} child sitemaps"
-        )
-    if run.hosts_tls_unverified:
-        table.add_row("TLS unverified", f"{run.hosts_tls_unverified:,} hosts (verify_tls = false)")
-    if run.failures_by_class:
-        ranked = sorted(run.failures_by_class.items(), key=lambda kv: (-kv[1], kv[0]))
-        table.add_row("failures", ", ".join(f"{kind} {count:,}" for kind, count in ranked))
-    buffer = io.StringIO()
-    Console(file=buffer, width=100, color_system=None, force_terminal=False).print(table)
-    return buffer.getvalue()
-
-
-def _human_bytes(n: int) -> str:
-    size = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if size < 1024 or unit == "TiB":
-            return f"{size:,.0f} {unit}" if unit == "B" else f"{size:,.1f} {unit}"
-        size /= 1024
-    return f"{n} B"  # pragma: no cover - the loop always returns

@@ -42,8 +42,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from harvester.errors import HarvesterError, RunFailed
+from harvester.run.display import Progress
 from harvester.run.formats import resolved
-from harvester.run.report import Progress, RunReport, write_report
+from harvester.run.report import RunReport, write_report
 from harvester.run.runtime import event_loop_runner
 from harvester.run.seeds import Seed, SeedReader
 from harvester.run.shutdown import POLL, SeedGate, Stop, run_until_stopped

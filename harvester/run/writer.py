@@ -26,8 +26,9 @@ from harvester.state.store import StateStore
 
 if TYPE_CHECKING:
     from harvester.config import Config
+    from harvester.run.display import Progress
     from harvester.run.formats import Sink
-    from harvester.run.report import Progress, RunReport
+    from harvester.run.report import RunReport
     from harvester.state.memory import HostState
     from harvester.state.rows import LedgerRows
     from harvester.state.runs import FinishedHosts

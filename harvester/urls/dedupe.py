@@ -1,24 +1,13 @@
-"""Dedupe stage: 64-bit fingerprints of canonical URLs and a per-host seen-set.
+"""Dedupe stage: a per-host seen-set of URL fingerprints.
 
-In: canonical URLs (``harvester.urls.normalize``). Out: ``SeenSet.add(fp)`` says
-whether a fingerprint is new (emit the record) or already seen (count a
-duplicate). Usage::
+In: 64-bit fingerprints of canonical URLs (``harvester.urls.fingerprint``). Out:
+``SeenSet.add(fp)`` says whether a fingerprint is new (emit the record) or already
+seen (count a duplicate). Usage::
 
     seen = SeenSet(cfg.dedupe, spill_dir=tmpdir)
     if seen.add(fingerprint(url)):
         emit(record)
     seen.close()  # removes the spill file, if any
-
-**Fingerprints** are the first 8 bytes of BLAKE2b of the UTF-8 canonical URL
-(the same function as ``benchmarks/webgen.py``'s truth digest and ``seeds.py``'s
-host digests; the state file keys URLs by it, so it cannot change). Through
-hashlib it is mostly object overhead; the compiled ``harvester/urls/_cdedupe.pyx``
-computes the same value in about half the time. xxh3_64 would be faster still
-but would change every stored fingerprint. For ``n`` distinct URLs of one host the chance
-that any two share a fingerprint is about ``n² / 2**65``: 2.7e-6 at 10 million
-URLs, **2.7e-4 (1 in 3,700) at 100 million**; a collision wrongly drops one
-URL as a duplicate. Per-host sets keep ``n`` small; 128 bits would double the
-memory for odds nobody needs.
 
 **Exact mode** (default) keeps the fingerprints as sorted ``array('Q')``
 buckets keyed by their top bits: a lookup is a ``bisect`` in one bucket of a
@@ -27,18 +16,8 @@ they average more than ``_SPLIT_AT`` entries, so a small host costs one bucket
 and a big one ~8.6 bytes a URL (8 for the fingerprint, ~6 % array
 over-allocation, one bucket header per few hundred URLs); no numpy needed.
 Past ``spill_threshold`` fingerprints in memory, the buckets (already one
-globally sorted run) are written to a temporary file in ``spill_dir`` and
-memory-mapped read-only; lookups then ``bisect`` each run through the page
-cache (with the compiled module: its Bloom filter first, then one page read
-with ``pread``). Runs are **merged** as they spill, like a binary counter:
-while the newest run is at least as long as the one before, the two become one
-(``_cdedupe.merge_runs``, a streaming merge that makes the new filter and fence
-as it writes). So ``k`` spills leave at most ``log2(k) + 1`` runs and each
-fingerprint is rewritten ``log2(k)`` times: without it a lookup checked one run
-per spill, and the writer's cross-host set, spilling every 1.5 million URLs,
-made the writer's CPU per URL grow with the run (realweb 100,000 domains: 16
-runs, half of them past the filter budget and read with a ``pread`` per URL;
-the writer went from 0.15 to 0.75 of a core). The files are deleted on
+globally sorted run) spill to disk: a file in ``spill_dir``, memory-mapped, the
+runs merged as they spill (``harvester.urls.spill``). The files are deleted on
 ``close()`` (or when the set is collected).
 
 **Table mode** (``SeenSet(table=True)``, with the compiled module): the
@@ -67,16 +46,14 @@ off by default.
 from __future__ import annotations
 
 import importlib
-import mmap
 import sys
-import tempfile
 from array import array
 from bisect import bisect_left
-from hashlib import blake2b
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from harvester import compiled
 from harvester.config import DedupeConfig
+from harvester.urls.spill import SpilledRuns
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -84,25 +61,13 @@ if TYPE_CHECKING:
 
     from harvester.urls._cdedupe import FpTable
 
-__all__ = ["SeenSet", "fingerprint"]
+__all__ = ["SeenSet"]
 
 _SPLIT_AT = 512  # average entries per bucket that triggers doubling the bucket count
 _MAX_BITS = 20  # at most 2**20 buckets (~0.5 million entries each beyond 2**29 URLs)
 
 
-def fingerprint_py(url: str) -> int:
-    """The 64-bit fingerprint of a canonical URL (unsigned, stable across runs and hosts).
-
-    >>> fingerprint("https://example.com/")  # doctest: +SKIP
-    1234567890123456789
-    """
-    return int.from_bytes(blake2b(url.encode(), digest_size=8).digest(), "big")
-
-
 _cdedupe = compiled.load("_cdedupe")
-# The same value from harvester/urls/_cdedupe.pyx (BLAKE2b in C over the str's cached
-# UTF-8); the Python one where it is not built.
-fingerprint: Callable[[str], int] = _cdedupe.fingerprint if _cdedupe is not None else fingerprint_py
 # Bulk inserts into the compact buckets (SeenSet.add_many); None: one add() at a time.
 _AddMany: TypeAlias = (
     "Callable[[list[array[int]], int, array[int], list[memoryview],"
@@ -111,39 +76,13 @@ _AddMany: TypeAlias = (
     " tuple[int, int]]"
 )
 _add_many: _AddMany | None = _cdedupe.add_many if _cdedupe is not None else None
-# A spilled run's fence: its first fingerprint of every page (FENCE of them). add_many
-# bisects the fence, then reads that one page of the run with pread, not through the
-# mapping: a page read through a mapping stays in the process's RSS until unmapped.
-_FENCE: int = _cdedupe.FENCE if _cdedupe is not None else 512
 # Table mode's in-memory set (see the module docstring); None: the buckets instead.
 _FpTable: type[FpTable] | None = _cdedupe.FpTable if _cdedupe is not None else None
-# A Bloom filter of each spilled run, which add_many tests before bisecting the run.
-_run_filter: Callable[[list[array[int]]], bytearray] | None = (
-    _cdedupe.run_filter if _cdedupe is not None else None
-)
-# Two spilled runs merged into one file (SeenSet._merge); None: runs are never merged.
-_merge_runs: Callable[..., tuple[int, bytearray | None, array[int]]] | None = (
-    _cdedupe.merge_runs if _cdedupe is not None else None
-)
-# Bytes of run filters a set may hold at least (beyond: 8 bytes a fingerprint up to its
-# threshold): the writer's cross-host set, at 1.5 million a spill, keeps every run
-# filtered up to ~40 million spilled URLs.
-_FILTER_FLOOR = 64 << 20
 
 
 # Fingerprints kept in the small set before the compact buckets take over: a table of
 # 16,384 takes 256 KiB at most, as the plain set of 4,096 ints it replaced did.
 SMALL_LIMIT = 16384 if _FpTable is not None else 4096
-
-
-def _fence(buckets: list[array[int]]) -> array[int]:
-    """The run the sorted ``buckets`` make, one fingerprint in ``_FENCE``: ``run[::_FENCE]``."""
-    fence: array[int] = array("Q")
-    start = 0  # the run's index of the bucket's first fingerprint
-    for bucket in buckets:
-        fence.extend(bucket[-start % _FENCE :: _FENCE])
-        start += len(bucket)
-    return fence
 
 
 class SeenSet:
@@ -156,16 +95,11 @@ class SeenSet:
         "_bits",
         "_bloom",
         "_buckets",
-        "_fences",
-        "_files",
-        "_filter_budget",
-        "_filters",
         "_in_memory",
-        "_runs",
         "_shift",
         "_small",
         "_small_limit",
-        "_spill_dir",
+        "_spilled",
         "_split_at",
         "_table",
         "_threshold",
@@ -184,19 +118,14 @@ class SeenSet:
         cfg = cfg if cfg is not None else DedupeConfig()
         self.count = 0  # distinct fingerprints added (for bloom: believed distinct)
         self._threshold = cfg.spill_threshold  # in-memory fingerprints before a spill
-        self._spill_dir = spill_dir  # where the spill file goes (None: the system temp dir)
         self._bits = 0  # log2 of the bucket count
         self._shift = 64  # fp >> shift is the bucket index
         self._split_at = _SPLIT_AT  # in-memory count that triggers the next split
         self._buckets: list[array[int]] = [array("Q")]  # sorted, partitioned by top bits
         self._in_memory = 0  # fingerprints in _buckets
-        self._files: list[Any] = []  # each run's spill file (a NamedTemporaryFile)
-        self._runs: list[tuple[mmap.mmap, memoryview]] = []  # spilled sorted runs, mapped
-        self._filters: list[bytearray | None] = []  # a Bloom filter per run, or None
-        self._fences: list[array[int] | None] = []  # a fence per run, or None
-        # Bytes the runs' filters may hold: 8 a fingerprint up to the threshold (what the
-        # buckets may take), at least _FILTER_FLOOR (the writer's cross-host set).
-        self._filter_budget = max(8 * self._threshold, _FILTER_FLOOR)
+        # The runs spilled to disk (spill.py), their files in spill_dir (None: the
+        # system temp dir).
+        self._spilled = SpilledRuns(self._threshold, spill_dir)
         self._bloom: Any = None  # rbloom.Bloom in bloom mode
         # Most hosts list a few thousand URLs: a hash set answers ~10x faster than
         # bisect + insert (module docstring, small sets). Past SMALL_LIMIT its
@@ -263,11 +192,12 @@ class SeenSet:
         """
         if _add_many is None or self._small is not None or self._bloom is not None:
             return sum(1 for fp in fps if not self.add(fp))
-        runs = [view for _, view in self._runs]
-        filters = self._filters if len(self._filters) == len(runs) else None
-        fences = self._fences if len(self._fences) == len(runs) else None
+        spilled = self._spilled
+        runs = [view for _, view in spilled.runs]
+        filters = spilled.filters if len(spilled.filters) == len(runs) else None
+        fences = spilled.fences if len(spilled.fences) == len(runs) else None
         # Each run is a whole file of its own (offset 0).
-        reads: list[tuple[int, int] | None] = [(fh.fileno(), 0) for fh in self._files]
+        reads: list[tuple[int, int] | None] = [(fh.fileno(), 0) for fh in spilled.files]
         if self._table is not None:
             added, repeated = self._table.add_many(fps, runs, filters, fences, reads)
         else:
@@ -302,7 +232,7 @@ class SeenSet:
         i = bisect_left(bucket, fp)
         if i < len(bucket) and bucket[i] == fp:
             return False
-        if self._runs and self._in_runs(fp):
+        if self._spilled.runs and fp in self._spilled:
             return False
         bucket.insert(i, fp)
         self._in_memory += 1
@@ -312,23 +242,16 @@ class SeenSet:
             self._spill()
         return True
 
-    def _in_runs(self, fp: int) -> bool:
-        for _, run in self._runs:
-            j = bisect_left(run, fp)
-            if j < len(run) and run[j] == fp:
-                return True
-        return False
-
     def __contains__(self, fp: int) -> bool:
         if self._small is not None:
             return fp in self._small
         if self._bloom is not None:
             return fp in self._bloom
         if self._table is not None:
-            return fp in self._table or self._in_runs(fp)
+            return fp in self._table or fp in self._spilled
         bucket = self._buckets[fp >> self._shift]
         i = bisect_left(bucket, fp)
-        return (i < len(bucket) and bucket[i] == fp) or self._in_runs(fp)
+        return (i < len(bucket) and bucket[i] == fp) or fp in self._spilled
 
     def __len__(self) -> int:
         return self.count
@@ -346,95 +269,21 @@ class SeenSet:
             new.append(bucket[mid:])
         self._buckets = new
 
-    def _new_file(self) -> Any:
-        return tempfile.NamedTemporaryFile(  # closed in close() or _merge
-            prefix="harvester-seen-", suffix=".u64", dir=self._spill_dir
-        )
-
     def _spill(self) -> None:
         """Write the in-memory fingerprints (one sorted run) to a file of its own and map
-        it; then merge runs (``_merge``)."""
+        it (``SpilledRuns.add``); then merge runs (``SpilledRuns.merge``)."""
         # Table mode: sorted once, here, in the table's own memory (cleared below).
         runs: list[Any] = [self._table.sort()] if self._table is not None else self._buckets
         try:
-            fh = self._new_file()
-            try:
-                for part in runs:
-                    fh.write(part)
-                fh.flush()
-                mapped = mmap.mmap(fh.fileno(), self._in_memory * 8, access=mmap.ACCESS_READ)
-            except BaseException:
-                fh.close()
-                raise
-            self._files.append(fh)
-            self._runs.append((mapped, memoryview(mapped).cast("Q")))
-            # The run's filter and fence are made from the run still in memory: read back
-            # through the mapping, every page of the run would count in this process's RSS
-            # (12 MB a run at the writer's threshold). add_many reads a run with pread.
-            # A filter costs 1-2 bytes a spilled fingerprint; _fit_filters keeps them within
-            # the budget, so memory stays bounded however much a long run spills.
-            made = _run_filter(runs) if _run_filter is not None else None
-            self._filters.append(made)
-            self._fences.append(_fence(runs) if _add_many is not None else None)
+            self._spilled.add(runs, self._in_memory, fenced=_add_many is not None)
         finally:
             if self._table is not None:  # (also if the write failed: the view must end)
                 runs[0].release()
                 self._table.clear()
         self._buckets = [array("Q")]
         self._bits, self._shift, self._split_at, self._in_memory = 0, 64, _SPLIT_AT, 0
-        self._merge()
-        self._fit_filters()
-
-    def _fit_filters(self) -> None:
-        """Drop the filters of the longest runs until the rest fit the budget.
-
-        An unfiltered run costs one ``pread`` a lookup whatever its length, and a filter
-        costs memory in proportion to it: within a budget, filtering the shortest runs
-        leaves the fewest runs unfiltered.
-        """
-        held = 0
-        for index in sorted(range(len(self._runs)), key=lambda i: len(self._runs[i][1])):
-            made = self._filters[index]
-            if made is None:
-                continue
-            if held + len(made) > self._filter_budget:
-                self._filters[index] = None
-            else:
-                held += len(made)
-
-    def _merge(self) -> None:
-        """While the newest run is at least as long as the one before, merge the two into
-        one (module docstring: a lookup checks a few runs, not one per spill)."""
-        while (
-            _merge_runs is not None
-            and len(self._runs) >= 2
-            and len(self._runs[-1][1]) >= len(self._runs[-2][1])
-        ):
-            older, newer = self._files[-2:]
-            n_a, n_b = len(self._runs[-2][1]), len(self._runs[-1][1])
-            # A filter takes at least a byte a fingerprint: none for a run that alone is
-            # surely over the budget (_fit_filters judges the others among the rest).
-            filtered = n_a + n_b <= self._filter_budget
-            fh = self._new_file()
-            try:
-                count, made, fence = _merge_runs(
-                    older.fileno(), 0, n_a, newer.fileno(), 0, n_b, fh.fileno(), filtered
-                )
-                mapped = mmap.mmap(fh.fileno(), count * 8, access=mmap.ACCESS_READ)
-            except BaseException:
-                fh.close()
-                raise
-            for old_mapped, old_view in self._runs[-2:]:
-                old_view.release()
-                old_mapped.close()
-            for old in self._files[-2:]:
-                old.close()  # NamedTemporaryFile deletes itself on close
-            for parts in (self._runs, self._files, self._filters, self._fences):
-                del parts[-2:]
-            self._files.append(fh)
-            self._runs.append((mapped, memoryview(mapped).cast("Q")))
-            self._filters.append(made)
-            self._fences.append(fence)
+        self._spilled.merge()
+        self._spilled.fit_filters()
 
     @property
     def memory_bytes(self) -> int:
@@ -447,7 +296,7 @@ class SeenSet:
         elif self._small is not None:
             small = self._small.nbytes
         table = self._table.nbytes if self._table is not None else 0
-        filters = sum(sys.getsizeof(f) for f in self._filters if f is not None)
+        filters = sum(sys.getsizeof(f) for f in self._spilled.filters if f is not None)
         return (
             small
             + table
@@ -459,19 +308,11 @@ class SeenSet:
     @property
     def spilled(self) -> int:
         """Fingerprints that live in spilled runs on disk."""
-        return sum(len(run) for _, run in self._runs)
+        return sum(len(run) for _, run in self._spilled.runs)
 
     def close(self) -> None:
         """Unmap and delete the spill file; the set is empty afterwards. Idempotent."""
-        for mapped, view in self._runs:
-            view.release()
-            mapped.close()
-        self._runs = []
-        self._filters = []
-        self._fences = []
-        for fh in self._files:
-            fh.close()  # NamedTemporaryFile deletes itself on close
-        self._files = []
+        self._spilled.close()
         self._buckets = [array("Q")]
         self._bits, self._shift, self._split_at, self._in_memory = 0, 64, _SPLIT_AT, 0
         if self._table is not None:

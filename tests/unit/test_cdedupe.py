@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from harvester.state import chunks
 from harvester.state.chunks import NO_LASTMOD, _find_many_py, _sort_unique_py
 from harvester.state.ledger import classify
-from harvester.urls.dedupe import fingerprint, fingerprint_py
+from harvester.urls.fingerprint import fingerprint, fingerprint_py
 from tests.compiled import compiled_module
 
 if TYPE_CHECKING:

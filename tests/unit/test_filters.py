@@ -143,7 +143,8 @@ def test_a_batch_filters_page_urls_and_passes_children() -> None:
 
 
 def test_the_run_report_totals_filters_and_unverified_hosts() -> None:
-    from harvester.run.report import RunReport, summary_table
+    from harvester.run.display import summary_table
+    from harvester.run.report import RunReport
 
     run = RunReport()
     run.add_host({"host": "a", "urls": 3, "filtered": 4, "sitemaps_filtered": 2})
