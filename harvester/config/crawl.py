@@ -35,9 +35,8 @@ __all__ = [
     "split_nameserver",
 ]
 
-PROTOCOL_MAX_BYTES = 52_428_800  # sitemaps.org: 50 MiB uncompressed
-PROTOCOL_MAX_ENTRIES = 50_000
-PROTOCOL_MAX_LOC = 2_048
+# sitemaps.org: 50 MiB uncompressed (its caps on entries and loc length: reader/entries.py)
+PROTOCOL_MAX_BYTES = 52_428_800
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,7 +1,7 @@
 """Ledger stage (worker side): what the state file remembers about a host, and the URL events.
 
 In: the state file (read-only; the parent process is its only writer, see
-``state.py``), a host name, and batches of URL fingerprints with their lastmod.
+``store.py``), a host name, and batches of URL fingerprints with their lastmod.
 Out: the host's memory (``memory.HostMemory``: discovery, per-sitemap validators and
 hashes) and, per URL, its event against the ledger: ``new``, ``changed``,
 ``unchanged``, or ``None`` for a URL this same run already recorded (a resumed
