@@ -1,12 +1,13 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True
 """Compiled half of the dedupe stage: URL fingerprints, and seen-set inserts in bulk.
 
-``fingerprint``. In: a canonical URL (``str``). Out: ``dedupe.fingerprint(url)``, the same int:
-the first 8 bytes of BLAKE2b (unkeyed, ``digest_size=8``) of its UTF-8, read
-big-endian. The value is a contract (the state file keys URLs by it, and the
-benchmark's ground truth uses it), so this computes exactly that hash, written
-from RFC 7693; tests/unit/test_cdedupe.py compares it with ``hashlib.blake2b``
-on thousands of generated strings, every length from 0 to 300 bytes among them.
+``fingerprint``. In: a canonical URL (``str``). Out: the same int as
+``fingerprint.fingerprint_py(url)``: the first 8 bytes of BLAKE2b (unkeyed,
+``digest_size=8``) of its UTF-8, read big-endian. The value is a contract (the
+state file keys URLs by it, and the benchmark's ground truth uses it), so this
+computes exactly that hash, written from RFC 7693; tests/unit/test_cdedupe.py
+compares it with ``hashlib.blake2b`` on thousands of generated strings, every length
+from 0 to 300 bytes among them.
 
 Why compiled: through hashlib each URL costs an encode, a hash object, a digest
 and an ``int.from_bytes``; here the UTF-8 CPython already caches for an ASCII
