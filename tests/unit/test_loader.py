@@ -66,6 +66,9 @@ def test_per_host_policy(tmp_path: Path) -> None:
         ("[fetch]\nnameservers = ['127.0.0.1', '10.0.0.1:99999']\n", "fetch.nameservers[1]"),
         ("[fetch]\ndns_cache_size = 0\n", "fetch.dns_cache_size"),
         ("[fetch]\ndns_timeout = 0\n", "fetch.dns_timeout"),
+        ("[dedupe]\nmode = 'fuzzy'\n", "dedupe.mode"),
+        ("[dedupe]\nspill_threshold = 0\n", "dedupe.spill_threshold"),
+        ("[dedupe]\nbloom_error_rate = 1.5\n", "dedupe.bloom_error_rate"),
     ],
 )
 def test_bad_values_name_the_key(tmp_path: Path, toml: str, key: str) -> None:
