@@ -17,6 +17,8 @@ per-host report) and, when known, the ``url`` it concerns::
     │   │   └── Blocked                    blocked             bot challenge (403 + cf-mitigated)
     │   ├── TooManyRedirects               redirects
     │   ├── ForbiddenAddress               forbidden_address   SSRF guard refused the peer
+    │   ├── InvalidURL                     invalid_url         a host no client can name (never
+    │   │                                                      requested, or a redirect to it)
     │   └── BodyTooLarge                   too_large           compressed body over the cap
     ├── DecodeError                        bad_gzip            zlib error, truncated gzip
     │   └── DecompressedTooLarge           too_large           decompressed over the cap (bomb)
@@ -57,6 +59,7 @@ __all__ = [
     "HTTPStatusError",
     "HarvesterError",
     "InputError",
+    "InvalidURL",
     "LimitExceeded",
     "NotASitemap",
     "ParseError",
@@ -187,6 +190,16 @@ class ForbiddenAddress(FetchError):
     """The SSRF guard refused to connect to the resolved address."""
 
     kind = "forbidden_address"
+
+
+class InvalidURL(FetchError):
+    """The URL's host can be no DNS name or IP literal (``xn--zz``, a zone id, a space...).
+
+    Raised before any request for a URL from a document (a robots.txt ``Sitemap:`` line,
+    a remembered sitemap), and for a redirect that points at such a host.
+    """
+
+    kind = "invalid_url"
 
 
 class BodyTooLarge(FetchError):

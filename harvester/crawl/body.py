@@ -27,6 +27,7 @@ from harvester.errors import (
     FetchTimeout,
     ForbiddenAddress,
     HTTPStatusError,
+    InvalidURL,
     TooManyRedirects,
     TooSlow,
 )
@@ -54,6 +55,8 @@ def map_error(exc: BaseException, url: str, cfg: FetchConfig) -> FetchError:
         return TooManyRedirects(f"more than {cfg.max_redirects} redirects", url=url)
     if isinstance(exc, aiohttp.NonHttpUrlRedirectClientError):
         return ForbiddenAddress(f"redirect to a URL that is not http(s): {detail}", url=url)
+    if isinstance(exc, aiohttp.InvalidURL):  # a Location that is no URL ("http://[fe80::1")
+        return InvalidURL(detail, url=url)
     if isinstance(exc, aiohttp.ClientResponseError):
         return HTTPStatusError(f"HTTP {exc.status} {exc.message}", url=url, status=exc.status)
     if isinstance(exc, aiohttp.ClientConnectorDNSError) or (
@@ -71,7 +74,7 @@ def map_error(exc: BaseException, url: str, cfg: FetchConfig) -> FetchError:
         return BadContentEncoding(msg, url=url)
     if isinstance(exc, aiohttp.ClientConnectionError | aiohttp.ClientPayloadError):
         return ConnectError(detail, url=url)
-    return FetchError(detail, url=url)  # InvalidURL and any other ClientError
+    return FetchError(detail, url=url)  # any other ClientError
 
 
 @dataclass(frozen=True, slots=True)

@@ -67,12 +67,16 @@ from harvester.errors import (
     FetchTimeout,
     ForbiddenAddress,
     HTTPStatusError,
+    InvalidURL,
 )
+from harvester.urls.validate import valid_authority
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
     from contextlib import AbstractAsyncContextManager
     from types import TracebackType
+
+    from aiohttp.client_middlewares import ClientHandlerType
 
     from harvester.config import FetchConfig, PolitenessConfig
     from harvester.crawl.resolver import CachingResolver
@@ -227,7 +231,7 @@ class Fetcher:
             connector=connector,
             # fetch.headers go to every host; a host's own (politeness.hosts) per hop.
             headers={**cfg.headers, "User-Agent": cfg.user_agent},
-            middlewares=(extra,) if extra else (),
+            middlewares=(_valid_hop, extra) if extra else (_valid_hop,),
             timeout=self._timeout,
             auto_decompress=True,
             trust_env=False,  # proxies come from config only, never from the environment
@@ -290,6 +294,9 @@ class Fetcher:
         if scheme not in ALLOWED_SCHEMES:
             # Before the slot: a refused URL costs the host no politeness time.
             raise ForbiddenAddress(f"scheme {scheme or '(none)'!r} is not http or https", url=url)
+        if not valid_authority(url):
+            # (aiohttp would raise a bare UnicodeError on an A-label that does not decode.)
+            raise InvalidURL("the URL's host can be no DNS name or IP address", url=url)
         loop = asyncio.get_running_loop()
         deadline: float | None = None  # loop time; fixed when the slot first admits us
         attempt = 0
@@ -337,6 +344,8 @@ class Fetcher:
                 except ForbiddenAddress as exc:
                     # Raised by GuardedConnector, which knows the peer but not the URL.
                     raise ForbiddenAddress(exc.message, url=url) from exc
+                except InvalidURL as exc:  # a redirect hop (_valid_hop)
+                    raise InvalidURL(exc.message, url=url) from exc
                 else:
                     assert deadline is not None  # set before the request was sent
                     outcome = self._check_response(response, url, cap)
@@ -434,6 +443,21 @@ class Fetcher:
         # Full jitter (AWS architecture blog): uniform over [0, capped exponential].
         ceiling = min(self._cfg.backoff_max, self._cfg.backoff_base * 2 ** min(attempt - 1, 62))
         return self._rng.uniform(0.0, ceiling)
+
+
+async def _valid_hop(
+    req: aiohttp.ClientRequest, handler: ClientHandlerType
+) -> aiohttp.ClientResponse:
+    """aiohttp client middleware: no request, redirect hops included, to a host no client
+    can name (``stream`` checks the first URL itself; aiohttp follows redirects).
+
+    Before the connection, so such a name is never looked up; and yarl would raise a bare
+    ``UnicodeError`` on an A-label that does not decode (``xn--zz``), which no caller
+    expects.
+    """
+    if not valid_authority(target := str(req.url)):
+        raise InvalidURL(f"redirect to a host that can be no DNS name or IP address: {target}")
+    return await handler(req)
 
 
 def _body(response: aiohttp.ClientResponse, attempts: int, stream: BodyStream) -> Body:

@@ -46,11 +46,12 @@ from harvester.crawl.incremental import HostIncremental
 from harvester.crawl.robots import RobotsTxt
 from harvester.crawl.scheduler import host_key
 from harvester.crawl.sitemaps import SitemapLog
-from harvester.errors import FetchError, NotASitemap
+from harvester.errors import FetchError, InvalidURL, NotASitemap
 from harvester.models import SitemapChild
 from harvester.run.report import HostReport
 from harvester.state.codec import iso
 from harvester.urls.normalize import Normalizer, host_of
+from harvester.urls.validate import valid_authority
 
 if TYPE_CHECKING:
     from array import array
@@ -237,6 +238,13 @@ class HostWorker:
             slot.slow_down(min(delay, self._cfg.politeness.max_crawl_delay))
 
     def _admit(self, ref: SitemapRef) -> None:
+        if not valid_authority(ref.url):
+            # A robots.txt Sitemap: line (or a remembered one) whose host no client can
+            # name; the reader already dropped such index children. Never requested.
+            message = "the sitemap's host can be no DNS name or IP address"
+            self.report.fail(InvalidURL(message, url=ref.url), attempts=0)
+            self.sitemaps.skipped(ref, "invalid_url")
+            return
         if (
             ref.source == "index"
             and self._filters is not None

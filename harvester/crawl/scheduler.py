@@ -60,7 +60,9 @@ def host_key(url: str) -> str:
     '127.0.0.2:8080'
     """
     parsed = URL(url)
-    if not parsed.host:
+    # raw_host, never host: yarl's host IDNA-decodes, and raises on a label that
+    # claims to be an A-label and is none (xn--zz), which a stranger's sitemap may list.
+    if not parsed.raw_host:
         raise ValueError(f"URL has no host: {url!r}")
     # yarl drops the port when it is the scheme's default and lower-cases the host.
     key = parsed.host_port_subcomponent

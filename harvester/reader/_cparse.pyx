@@ -150,10 +150,12 @@ cdef inline bint _dotted_quad(str loc, Py_ssize_t start, Py_ssize_t end) noexcep
 cdef inline bint _plain_authority(str loc) noexcept:
     """``urls.validate.valid_authority`` for the plain case, after ``_http_start`` said yes:
     a host of ASCII labels (``A-Z a-z 0-9 - _``, 1-63 each, at most 253 in all, no
-    trailing dot), its last label not all digits unless it is an IPv4 address, no userinfo, a port of 1-5 digits in 1-65535, then
+    trailing dot), its last label not all digits unless it is an IPv4 address, no label
+    starting "xn--", no userinfo, a port of 1-5 digits in 1-65535, then
     the end or '/', '?' or '#'. False for anything else, which Python then decides
     (``EntrySink.accept``): it may still be valid (an IPv4 or IPv6 address, userinfo, a
-    non-ASCII host, a tab or newline to remove), so this never says no for Python."""
+    non-ASCII host or an A-label, a tab or newline to remove), so this never says no for
+    Python."""
     cdef Py_ssize_t n = len(loc), i, label = 0, host = 0, digits
     cdef Py_UCS4 c
     cdef bint numeric = True  # the label so far is all digits
@@ -170,6 +172,11 @@ cdef inline bint _plain_authority(str loc) noexcept:
             (u"a" <= c <= u"z") or (u"A" <= c <= u"Z") or (u"0" <= c <= u"9")
             or c == u"-" or c == u"_"
         ):
+            if (
+                c == u"-" and label == 3 and loc[i - 1] == u"-"
+                and loc[i - 2] in u"nN" and loc[i - 3] in u"xX"
+            ):
+                return False  # an "xn--" label: Python checks that it decodes
             label += 1
             if label > 63:
                 return False

@@ -43,6 +43,7 @@ import idna
 
 from harvester.crawl.scheduler import host_key
 from harvester.errors import InputError
+from harvester.urls.validate import alabel_error
 
 if TYPE_CHECKING:
     from collections.abc import Container, Iterable, Iterator, Sequence
@@ -104,7 +105,7 @@ def parse_seed(text: str, line: int | None = None) -> Seed:
         raise _invalid("contains whitespace or control characters", text, line)
     if len(text) <= _MAX_HOST + 1 and _PLAIN_HOST(lowered := text.lower()):
         host = lowered.removesuffix(".")
-        if len(host) <= _MAX_HOST:
+        if len(host) <= _MAX_HOST and ("--" not in host or alabel_error(host) is None):
             # host_key() maps a plain lower-case name to itself (a test pins this); skipping
             # it here saves its URL parse on the common line.
             return Seed(host, "https://" + host, None, None, line, False)
@@ -149,6 +150,8 @@ def parse_seed(text: str, line: int | None = None) -> Seed:
 def _ascii_host(host: str, *, bracketed: bool) -> tuple[str, str]:
     """Return ``("", ascii_host)`` or ``(reason, "")`` for the hostname of a URL."""
     if bracketed:
+        if "%" in host:  # (ipaddress accepts a scope; no URL can carry one to a server)
+            return "an IPv6 zone id is no part of a URL's host", ""
         try:
             return "", f"[{ipaddress.IPv6Address(host).compressed}]"
         except ValueError:
@@ -175,6 +178,8 @@ def _ascii_host(host: str, *, bracketed: bool) -> tuple[str, str]:
             return f"host label longer than {_MAX_LABEL} characters", ""
         if not _LABEL(label):
             return "characters not allowed in a host name", ""
+    if (reason := alabel_error(host)) is not None:
+        return reason, ""
     if labels[-1].isdigit():  # all-numeric last label: only an IPv4 address may look like this
         try:
             return "", str(ipaddress.IPv4Address(host))

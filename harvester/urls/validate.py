@@ -15,7 +15,9 @@ The rules (WHATWG's URL parser, narrowed to what DNS and IP can name):
 - any other host: labels of ``A-Z a-z 0-9 - _`` (underscores are common in the
   wild and browsers accept them), 1-63 characters each, at most 253 in all, one
   trailing dot allowed; a non-ASCII host is checked in its IDNA (``xn--``) form and
-  must have one; a host whose last label is all digits must be a dotted-quad IPv4
+  must have one; a label that claims to be an IDNA A-label (``xn--...``) must decode
+  (``xn--zz`` does not: browsers refuse such a URL, and yarl, under aiohttp, raises
+  on it); a host whose last label is all digits must be a dotted-quad IPv4
   address (no top-level domain is numeric);
 - a port, when there is one, is ASCII digits and 1-65535 (an empty one means the
   default, as in the URL parser).
@@ -27,12 +29,13 @@ everything else to ``EntrySink.accept``, so both paths decide by this module.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 
 import idna
 
-__all__ = ["ascii_host", "valid_authority"]
+__all__ = ["alabel_error", "ascii_host", "valid_authority"]
 
 _NO_CONTROLS = str.maketrans("", "", "\t\r\n")
 _AUTHORITY = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://([^/?#]*)").match
@@ -79,6 +82,8 @@ def _dns_name(host: str) -> bool:
     name = host[:-1] if host.endswith(".") else host
     if not name or len(name) > _MAX_HOST or _HOST(name) is None:
         return False
+    if "--" in name and alabel_error(name) is not None:  # (every A-label has "--")
+        return False
     last = name.rpartition(".")[2]
     if last.isdigit():
         try:
@@ -103,6 +108,36 @@ def _port(port: str | None) -> bool:
         return True  # none, or empty (the default port)
     # (Length first: int() of thousands of digits is slow, and refused past 4,300.)
     return len(port) <= 10 and port.isascii() and port.isdigit() and 1 <= int(port) <= 65_535
+
+
+def alabel_error(host: str) -> str | None:
+    """Why the ``xn--`` labels of the ASCII host name ``host`` are no IDNA A-labels, or None.
+
+    A label is accepted when it decodes as IDNA 2008 (UTS 46) or, failing that, as
+    IDNA 2003: exactly the test yarl applies when aiohttp asks a URL for its host, so
+    every name this accepts can be requested, and every name it refuses would raise
+    there. Labels not starting with ``xn--`` (any case) are not looked at.
+
+    >>> alabel_error("xn--bcher-kva.de") is None, alabel_error("xn--zz.test")
+    (True, "invalid IDNA label 'xn--zz'")
+    """
+    for label in host.split("."):
+        if label[:4].lower() == "xn--" and not _alabel_decodes(label.lower()):
+            return f"invalid IDNA label {label!r}"
+    return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _alabel_decodes(label: str) -> bool:
+    # (Cached: a sitemap's locs share a handful of hosts.)
+    try:
+        idna.decode(label)
+    except (idna.IDNAError, UnicodeError):
+        try:
+            label.encode("ascii").decode("idna")
+        except UnicodeError:
+            return False
+    return True
 
 
 def ascii_host(host: str) -> str | None:

@@ -156,3 +156,45 @@ async def test_workers_start_only_for_shards_that_get_a_host(sites: Sites, tmp_p
     assert (report["workers"], report["workers_started"]) == (3, 1)
     assert report["urls"] == len(out.read_text().splitlines())
     assert report["urls"] > 0
+
+
+async def test_a_bad_host_name_in_a_document_stops_nothing(sites: Sites, tmp_path: Path) -> None:
+    """Issue 50: an index child or a robots.txt line naming ``xn--zz`` (an A-label that does
+    not decode) once made every host's run, and every resume of it, exit 1. Now the child is
+    a dropped loc, the line an ``invalid_url`` failure of that one sitemap; the other host,
+    the output's rename and a second (incremental) run are untouched."""
+    ns = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
+    first = await site_with_tree(sites, "127.0.0.61")
+    routes: dict[str, Any] = {}
+    second = await sites.start("127.0.0.62", routes)
+    bad = f"http://xn--zz.test:{second.port}"
+    routes.update(
+        {
+            "/robots.txt": f"Sitemap: {bad}/x.xml\nSitemap: {second.url('/idx.xml')}\n".encode(),
+            "/idx.xml": (
+                f"<sitemapindex {ns}><sitemap><loc>{bad}/child.xml</loc></sitemap>"
+                f"<sitemap><loc>{second.url('/a.xml')}</loc></sitemap></sitemapindex>"
+            ).encode(),
+            "/a.xml": urlset(second.url("/q/1"), f"{bad}/page", second.url("/q/2")),
+        }
+    )
+    config = tmp_path / "harvester.toml"
+    # No name is looked up but through a server on loopback that never answers.
+    config.write_text(CONFIG.replace("[fetch]\n", '[fetch]\nnameservers = ["127.0.0.1:9"]\n'))
+    out, state = tmp_path / "urls.jsonl", tmp_path / "state.sqlite"
+    args = ["-o", str(out), "--state", str(state), "--config", str(config)]
+    for run in (1, 2):
+        code, _, err = await run_cli(*args, first.origin, second.origin)
+        assert code == 0, err
+        records = [json.loads(line) for line in out.read_text().splitlines()]
+        if run == 1:
+            locs = {rec["loc"] for rec in records}
+            assert {second.url("/q/1"), second.url("/q/2"), first.url("/p/1")} <= locs
+            assert not any("xn--zz" in loc for loc in locs)
+        hosts = {
+            h["host"]: h
+            for h in map(json.loads, Path(f"{out}.hosts.jsonl").read_text().splitlines())  # noqa: ASYNC240
+        }
+        failures = hosts[f"127.0.0.62:{second.port}"]["failures"]
+        assert [(f["class"], f["url"]) for f in failures] == [("invalid_url", f"{bad}/x.xml")]
+    assert first.hits("/robots.txt") >= 1

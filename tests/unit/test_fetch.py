@@ -35,6 +35,7 @@ from harvester.errors import (
     FetchError,
     FetchTimeout,
     HTTPStatusError,
+    InvalidURL,
     TooManyRedirects,
 )
 
@@ -412,7 +413,7 @@ def _mapping_cases() -> list[Any]:
             aiohttp.ConnectionTimeoutError("connect timeout"), FetchTimeout, id="connect-timeout"
         ),
         pytest.param(aiohttp.TooManyRedirects(info, ()), TooManyRedirects, id="redirects"),
-        pytest.param(aiohttp.InvalidURL("http://[bad"), FetchError, id="invalid-url"),
+        pytest.param(aiohttp.InvalidURL("http://[bad"), InvalidURL, id="invalid-url"),
     ]
 
 
