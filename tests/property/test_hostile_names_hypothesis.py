@@ -98,7 +98,7 @@ def test_a_seed_line_is_refused_or_usable(host: str, shape: str) -> None:
         seed = parse_seed(shape.format(h=host), line=7)
     except InputError as exc:
         line = exc.line
-        assert line == 7  # noqa: PT017 - a value, not the test's expected raise
+        assert line == 7
         return
     assert isinstance(seed, Seed)
     assert valid_authority(seed.origin + "/")
