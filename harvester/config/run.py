@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from harvester.config.checks import reject_negative
+from harvester.config.checks import check_section
 from harvester.errors import ConfigError
 
 __all__ = ["AuditConfig", "DistributedConfig", "OutputConfig", "RunConfig", "StateConfig"]
@@ -38,7 +38,7 @@ class RunConfig:
     shutdown_grace: float = 10.0  # seconds in-flight hosts get to finish after SIGINT/SIGTERM
 
     def __post_init__(self) -> None:
-        reject_negative(self, "run")
+        check_section(self, "run")
         if self.max_cpu > 1:
             raise ConfigError("must be between 0 and 1 (a share of the CPU)", key="run.max_cpu")
 
@@ -59,6 +59,7 @@ class OutputConfig:
     row_group_rows: int = 65_536  # Parquet: rows per row group (memory: about one is buffered)
 
     def __post_init__(self) -> None:
+        check_section(self, "output")
         if self.row_group_rows < 1:
             raise ConfigError("must be >= 1", key="output.row_group_rows")
         if self.since and self.since_epoch is None:
@@ -88,6 +89,9 @@ class StateConfig:
     skip_unchanged_children: bool = False  # skip index children whose index lastmod is unchanged
     commit_interval: float = 2.0  # seconds between commits (each fsyncs the output)
 
+    def __post_init__(self) -> None:
+        check_section(self, "state")
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AuditConfig:
@@ -100,6 +104,9 @@ class AuditConfig:
     # filtered by lastmod (--since, --emit changed/delta); "hint" = use it anyway.
     untrusted: Literal["unverified", "hint"] = "unverified"
     require_trust: bool = False  # true: a host without enough evidence counts as untrusted
+
+    def __post_init__(self) -> None:
+        check_section(self, "audit")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -116,4 +123,4 @@ class DistributedConfig:
     dashboard_address: str = "127.0.0.1:8787"
 
     def __post_init__(self) -> None:
-        reject_negative(self, "distributed")
+        check_section(self, "distributed")

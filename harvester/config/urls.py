@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Literal
 
-from harvester.config.checks import reject_negative
+from harvester.config.checks import check_section
 from harvester.errors import ConfigError
 
 __all__ = ["DedupeConfig", "NormalizeConfig", "NormalizeOverride", "NormalizeRules"]
@@ -34,6 +34,7 @@ class NormalizeRules:
     strip_trailing_slash: bool = False  # '/a/' -> '/a' (off: it can change the page)
 
     def __post_init__(self) -> None:
+        check_section(self, "normalize")
         for name in ("tracking_params", "session_params"):
             for pattern in getattr(self, name):
                 if not pattern or "*" in pattern[:-1] or pattern == "*":
@@ -52,6 +53,9 @@ class NormalizeOverride:
     session_params: tuple[str, ...] | None = None
     keep_hashbang: bool | None = None
     strip_trailing_slash: bool | None = None
+
+    def __post_init__(self) -> None:
+        check_section(self, "normalize")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -88,7 +92,7 @@ class DedupeConfig:
     bloom_error_rate: float = 0.000001  # its false-positive rate at capacity
 
     def __post_init__(self) -> None:
-        reject_negative(self, "dedupe")
+        check_section(self, "dedupe")
         for name in ("spill_threshold", "cross_host_spill_threshold", "bloom_capacity"):
             if getattr(self, name) <= 0:
                 raise ConfigError("must be > 0", key=f"dedupe.{name}")
