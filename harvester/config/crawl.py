@@ -12,6 +12,7 @@ Its own module: the sections of the fetching side, apart from the URL and run on
 from __future__ import annotations
 
 import ipaddress
+import math
 import re
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -150,6 +151,12 @@ class HostPolicy:
         for name in ("concurrency", "rate", "burst"):
             if not getattr(self, name) > 0:
                 raise ConfigError("must be > 0", key=f"politeness.{name}")
+        if not math.isfinite(self.burst / self.rate):
+            # The limiter's period (burst / rate seconds) overflows: --rate 1e-320 divided
+            # by zero in a worker. No host is meant to wait 1e300 years anyway.
+            raise ConfigError(
+                "is too small (burst / rate seconds must be finite)", key="politeness.rate"
+            )
         check_request_options(self.headers, self.cookies, key="politeness")
 
     def __repr__(self) -> str:

@@ -17,14 +17,23 @@ from typing import Literal
 from harvester.config.checks import check_section
 from harvester.errors import ConfigError
 
-__all__ = ["AuditConfig", "DistributedConfig", "OutputConfig", "RunConfig", "StateConfig"]
+__all__ = [
+    "MAX_WORKERS",
+    "AuditConfig",
+    "DistributedConfig",
+    "OutputConfig",
+    "RunConfig",
+    "StateConfig",
+]
+
+MAX_WORKERS = 4096  # run.workers: worker processes on one machine at most
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RunConfig:
     """Process and concurrency shape of a run."""
 
-    workers: int = 0  # 0 = one per CPU
+    workers: int = 0  # 0 = one per CPU; at most MAX_WORKERS
     # Most hosts harvested at once per worker (0 = auto: what the descriptor limit allows
     # beside fetch.max_connections); fewer while memory or CPU say so (run.admission).
     hosts_in_flight: int = 0
@@ -39,6 +48,10 @@ class RunConfig:
 
     def __post_init__(self) -> None:
         check_section(self, "run")
+        if self.workers > MAX_WORKERS:
+            # The pool holds one object a worker before it starts any: 10 million took
+            # 2.4 GB and half a minute, 2**63 never ended.
+            raise ConfigError(f"must be at most {MAX_WORKERS} (processes)", key="run.workers")
         if self.max_cpu > 1:
             raise ConfigError("must be between 0 and 1 (a share of the CPU)", key="run.max_cpu")
 

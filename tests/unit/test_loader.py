@@ -233,6 +233,36 @@ def test_toml_nested_too_deeply_is_a_config_error(tmp_path: Path) -> None:
         load_config(path)
 
 
+@pytest.mark.parametrize(
+    ("toml", "key"),
+    [
+        ("[politeness.default]\nrate = 1e-320\n", "politeness.default.rate"),
+        ("[politeness.hosts.'a.com']\nrate = 1e-320\n", "politeness.hosts.'a.com'.rate"),
+    ],
+)
+def test_a_rate_whose_period_overflows_is_refused(tmp_path: Path, toml: str, key: str) -> None:
+    """1 / 1e-320 is inf: the limiter divided by zero in the worker (issue 50)."""
+    path = tmp_path / "c.toml"
+    path.write_text(toml)
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert f"{key}: is too small" in str(info.value)
+
+
+def test_a_bloom_filter_larger_than_the_machine_is_refused() -> None:
+    """rbloom allocates the whole filter as a host starts: 1e11 URLs at 1e-6 (335 GiB)
+    aborted the worker process (exit 134) instead of failing the config."""
+    with pytest.raises(ConfigError, match=r"^config: dedupe\.bloom_capacity: a Bloom filter"):
+        load_config(None, {"dedupe.mode": "bloom", "dedupe.bloom_capacity": 10**11})
+    load_config(None, {"dedupe.mode": "exact", "dedupe.bloom_capacity": 10**11})  # unused
+
+
+def test_more_worker_processes_than_one_machine_runs_are_refused() -> None:
+    """run.workers = 2**63 - 1 built a pool object a worker and never ended."""
+    with pytest.raises(ConfigError, match=r"^config: run\.workers: must be at most 4096"):
+        load_config(None, {"run.workers": 4097})
+
+
 @pytest.mark.parametrize("agent", ["bot\r\nX-Evil: 1", "bot\n", "bot\x00"])
 def test_a_user_agent_that_is_no_header_value_is_refused(agent: str) -> None:
     """It is sent as a header: a line break crashed the worker's first request."""
