@@ -9,6 +9,10 @@ outside ``LXML_TESTED`` (for ``_cpush``), or ``HARVESTER_PURE_PYTHON=1`` only
 costs speed. ``HARVESTER_COMPILED_OFF=_cpush,_cparse`` turns off the ones named
 (the benchmarks measure what each one is worth that way). The tests run both paths.
 
+``HARVESTER_PURE_PYTHON`` (``pure_python``): ``1``, ``true``, ``yes``, ``on`` (any
+case) ask for the Python path; unset, empty, ``0``, ``false``, ``no``, ``off`` for the
+compiled one; any other value gives a ``RuntimeWarning`` and the Python path.
+
 Usage::
 
     _cdates = compiled.load("_cdates")   # None: use the Python path
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import warnings
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -29,8 +34,10 @@ __all__ = [
     "MISSING",
     "NAMES",
     "PACKAGES",
+    "PURE_ENV",
     "load",
     "module_path",
+    "pure_python",
     "untested_lxml",
 ]
 
@@ -61,6 +68,34 @@ LIBXML_TESTED = frozenset({(2, 14)})
 _LXML_GATED = frozenset({"_clibxml", "_cpush"})  # the modules these releases apply to
 
 
+PURE_ENV = "HARVESTER_PURE_PYTHON"
+_PURE_YES = frozenset({"1", "true", "yes", "on"})
+_PURE_NO = frozenset({"", "0", "false", "no", "off"})
+
+
+def pure_python() -> bool:
+    """Whether ``HARVESTER_PURE_PYTHON`` asks for the Python path alone.
+
+    Yes for ``1``, ``true``, ``yes``, ``on``; no when unset, empty, ``0``, ``false``,
+    ``no`` or ``off`` (any case, blanks around ignored). Any other value: yes, with a
+    ``RuntimeWarning`` naming it. Yes rather than no because the variable is only ever
+    set to ask for the Python path, which is always correct (only slower): a typo
+    must not quietly measure or test the compiled path instead.
+    """
+    raw = os.environ.get(PURE_ENV, "")
+    value = raw.strip().lower()
+    if value in _PURE_NO:
+        return False
+    if value not in _PURE_YES:
+        warnings.warn(
+            f"{PURE_ENV}={raw!r} is neither 1/true/yes/on nor 0/false/no/off:"
+            " the Python path is used",
+            RuntimeWarning,
+            stacklevel=1,  # here, not the loading module's line: said once, not once a module
+        )
+    return True
+
+
 def untested_lxml() -> str | None:
     """Why ``_cpush`` must not drive this lxml's libxml2, or None when it is a tested pair."""
     from lxml import etree
@@ -84,8 +119,8 @@ def module_path(name: str) -> str:
 
 def load(name: str) -> ModuleType | None:
     """``harvester.<package>.<name>``, or None (and the reason in ``MISSING[name]``)."""
-    if os.environ.get("HARVESTER_PURE_PYTHON"):
-        MISSING[name] = "HARVESTER_PURE_PYTHON is set"
+    if pure_python():
+        MISSING[name] = f"{PURE_ENV}={os.environ.get(PURE_ENV)} asks for the Python path"
         return None
     if name in os.environ.get("HARVESTER_COMPILED_OFF", "").split(","):
         MISSING[name] = "HARVESTER_COMPILED_OFF names it"

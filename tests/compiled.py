@@ -7,7 +7,6 @@ Usage (at the top of a test module)::
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING
 
 import pytest
@@ -27,9 +26,9 @@ def compiled_module(name: str) -> ModuleType:
     not (not built, stale, an lxml outside ``compiled.LXML_TESTED``) the test module
     fails with the reason, rather than passing on the Python path alone.
     """
-    if os.environ.get("HARVESTER_PURE_PYTHON"):
+    if compiled.pure_python():
         pytest.skip(
-            f"HARVESTER_PURE_PYTHON is set: no {name} in use to compare with the Python path",
+            f"HARVESTER_PURE_PYTHON asks for the Python path: no {name} to compare it with",
             allow_module_level=True,
         )
     module = compiled.load(name)

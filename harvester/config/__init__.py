@@ -13,7 +13,7 @@ This package's names below are the public surface (import them from
   discovery, limits, filters) and ``split_nameserver``;
 - ``urls``: the URL stage's sections (normalize, dedupe);
 - ``run``: the run's sections (run, output, state, audit, distributed);
-- ``checks``: the non-negative check every section shares;
+- ``checks``: the checks every section shares (numbers finite, >= 0, 64-bit; no NUL);
 - ``loader``: the root ``Config`` and ``load_config``.
 
 Example::

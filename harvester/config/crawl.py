@@ -12,13 +12,14 @@ Its own module: the sections of the fetching side, apart from the URL and run on
 from __future__ import annotations
 
 import ipaddress
+import math
 import re
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Literal
 
 from harvester import __version__
-from harvester.config.checks import reject_negative
+from harvester.config.checks import check_section
 from harvester.crawl.guard import parse_allow
 from harvester.crawl.headers import check_proxy, check_request_options
 from harvester.errors import ConfigError
@@ -49,7 +50,7 @@ class ReaderConfig:
     extensions: bool = True  # read image/video/news/hreflang data (False: URLs and dates only)
 
     def __post_init__(self) -> None:
-        reject_negative(self, "reader")
+        check_section(self, "reader")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -95,7 +96,10 @@ class FetchConfig:
     headers: MappingProxyType[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
     def __post_init__(self) -> None:
-        reject_negative(self, "fetch")
+        check_section(self, "fetch")
+        if any(c in self.user_agent for c in "\r\n"):
+            # It is a header value: a line break would end the request's header there.
+            raise ConfigError("must be one line (it is sent as a header)", key="fetch.user_agent")
         check_request_options(self.headers, {}, key="fetch")
         if any(name.lower() == "user-agent" for name in self.headers):
             raise ConfigError("User-Agent: set it with fetch.user_agent", key="fetch.headers")
@@ -143,9 +147,16 @@ class HostPolicy:
     verify_tls: bool = True  # false: the host's certificate is not checked (reported loudly)
 
     def __post_init__(self) -> None:
+        check_section(self, "politeness")
         for name in ("concurrency", "rate", "burst"):
-            if getattr(self, name) <= 0:
+            if not getattr(self, name) > 0:
                 raise ConfigError("must be > 0", key=f"politeness.{name}")
+        if not math.isfinite(self.burst / self.rate):
+            # The limiter's period (burst / rate seconds) overflows: --rate 1e-320 divided
+            # by zero in a worker. No host is meant to wait 1e300 years anyway.
+            raise ConfigError(
+                "is too small (burst / rate seconds must be finite)", key="politeness.rate"
+            )
         check_request_options(self.headers, self.cookies, key="politeness")
 
     def __repr__(self) -> str:
@@ -168,7 +179,7 @@ class PolitenessConfig:
     max_crawl_delay: float = 60.0  # a larger robots.txt Crawl-delay is capped to this
 
     def __post_init__(self) -> None:
-        reject_negative(self, "politeness")
+        check_section(self, "politeness")
         if not self.default.verify_tls:
             raise ConfigError(
                 'verify_tls = false may only be set per host, under [politeness.hosts."NAME"]',
@@ -187,6 +198,9 @@ class DiscoveryConfig:
     fallback_paths: tuple[str, ...] = ("/sitemap.xml", "/sitemap_index.xml", "/sitemap.txt")
     cross_host: Literal["same-host", "same-site", "any"] = "same-site"
 
+    def __post_init__(self) -> None:
+        check_section(self, "discovery")
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LimitsConfig:
@@ -199,7 +213,7 @@ class LimitsConfig:
     max_children_per_index: int = 50_000  # the protocol's limit; further children are skipped
 
     def __post_init__(self) -> None:
-        reject_negative(self, "limits")
+        check_section(self, "limits")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -215,6 +229,7 @@ class FiltersConfig:
     skip_sitemap: tuple[str, ...] = ()  # ...and none of these
 
     def __post_init__(self) -> None:
+        check_section(self, "filters")
         for name in ("include", "exclude", "follow", "skip_sitemap"):
             for i, pattern in enumerate(getattr(self, name)):
                 try:

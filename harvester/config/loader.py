@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
+from harvester.config.checks import check_finite, check_int, check_text
 from harvester.config.crawl import (
     DiscoveryConfig,
     FetchConfig,
@@ -78,25 +79,79 @@ def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None
     ``overrides`` maps dotted keys (``"fetch.user_agent"``) to already-typed
     values, as the CLI produces them. Raises ``ConfigError`` naming the key.
     """
-    data: dict[str, Any] = {}
-    if path is not None:
-        try:
-            with open(path, "rb") as fh:
-                data = tomllib.load(fh)
-        except OSError as exc:
-            raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from exc
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"invalid TOML in {path}: {exc}") from exc
+    data = {} if path is None else _read_toml(path)
     for dotted, value in (overrides or {}).items():
         *parents, leaf = dotted.split(".")
         node = data
-        for part in parents:
+        for depth, part in enumerate(parents):
             node = node.setdefault(part, {})
+            if not isinstance(node, dict):  # the file's `fetch = 3` under a --rate flag
+                raise ConfigError("must be a table", key=".".join(parents[: depth + 1]))
         if isinstance(value, dict) and isinstance(node.get(leaf), dict):
             value = {**node[leaf], **value}  # a table flag (--header) adds to the file's table
         node[leaf] = value
     cfg: Config = _build(Config, data, "")
     return cfg
+
+
+def _read_toml(path: str | Path) -> dict[str, Any]:
+    """The TOML file at ``path`` as a dict; ``ConfigError`` for any file that is not one."""
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read()
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from exc
+    try:
+        text = raw.decode("utf-8")  # what tomllib.load does, but here we can say where
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise ConfigError(
+            f"{path} line {line}: byte {raw[exc.start]:#04x} is not UTF-8 (TOML is UTF-8 text)",
+            key=_key_of_bad_bytes(raw),
+        ) from exc
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"invalid TOML in {path}: {exc}") from exc
+    except RecursionError:  # tomllib recurses into nested arrays and inline tables
+        raise ConfigError(f"invalid TOML in {path}: nested too deeply") from None
+
+
+def _key_of_bad_bytes(raw: bytes) -> str | None:
+    """The dotted key whose value (or name) holds the first non-UTF-8 bytes, if any.
+
+    The bytes are read as lone surrogates (``surrogateescape``), which TOML strings
+    take, so the document can be parsed to find them; None when they sit in a comment
+    or the document does not parse that way either (the error then names the line).
+    """
+    try:
+        data = tomllib.loads(raw.decode("utf-8", "surrogateescape"))
+    except (tomllib.TOMLDecodeError, RecursionError):
+        return None
+
+    def bad(text: str) -> bool:
+        return any("\udc80" <= c <= "\udcff" for c in text)
+
+    def walk(node: Any, key: str) -> str | None:
+        if isinstance(node, str):
+            return key if bad(node) else None
+        if isinstance(node, list):
+            children = [(f"{key}[{i}]", child) for i, child in enumerate(node)]
+        elif isinstance(node, dict):
+            children = [(f"{key}.{name}" if key else name, child) for name, child in node.items()]
+        else:
+            return None
+        for child_key, child in children:
+            if bad(child_key):  # a key's own name (the error shows its bytes escaped)
+                return child_key.encode("utf-8", "surrogateescape").decode(
+                    "utf-8", "backslashreplace"
+                )
+            found = walk(child, child_key)
+            if found is not None:
+                return found
+        return None
+
+    return walk(data, "")
 
 
 def _build(cls: type[Any], data: Any, prefix: str) -> Any:
@@ -158,13 +213,18 @@ def _coerce(tp: Any, raw: Any, key: str) -> Any:
     if tp is int:
         if isinstance(raw, bool) or not isinstance(raw, int):
             raise ConfigError("must be an integer", key=key)
+        check_int(raw, key)
         return raw
     if tp is float:
         if isinstance(raw, bool) or not isinstance(raw, int | float):
             raise ConfigError("must be a number", key=key)
+        if isinstance(raw, int):
+            check_int(raw, key)  # (float() of a huge one would raise OverflowError)
+        check_finite(float(raw), key)
         return float(raw)
     if tp is str:
         if not isinstance(raw, str):
             raise ConfigError("must be a string", key=key)
+        check_text(raw, key)
         return raw
     raise ConfigError(f"unsupported type {tp!r}", key=key)  # pragma: no cover

@@ -14,17 +14,26 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from harvester.config.checks import reject_negative
+from harvester.config.checks import check_section
 from harvester.errors import ConfigError
 
-__all__ = ["AuditConfig", "DistributedConfig", "OutputConfig", "RunConfig", "StateConfig"]
+__all__ = [
+    "MAX_WORKERS",
+    "AuditConfig",
+    "DistributedConfig",
+    "OutputConfig",
+    "RunConfig",
+    "StateConfig",
+]
+
+MAX_WORKERS = 4096  # run.workers: worker processes on one machine at most
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RunConfig:
     """Process and concurrency shape of a run."""
 
-    workers: int = 0  # 0 = one per CPU
+    workers: int = 0  # 0 = one per CPU; at most MAX_WORKERS
     # Most hosts harvested at once per worker (0 = auto: what the descriptor limit allows
     # beside fetch.max_connections); fewer while memory or CPU say so (run.admission).
     hosts_in_flight: int = 0
@@ -38,7 +47,11 @@ class RunConfig:
     shutdown_grace: float = 10.0  # seconds in-flight hosts get to finish after SIGINT/SIGTERM
 
     def __post_init__(self) -> None:
-        reject_negative(self, "run")
+        check_section(self, "run")
+        if self.workers > MAX_WORKERS:
+            # The pool holds one object a worker before it starts any: 10 million took
+            # 2.4 GB and half a minute, 2**63 never ended.
+            raise ConfigError(f"must be at most {MAX_WORKERS} (processes)", key="run.workers")
         if self.max_cpu > 1:
             raise ConfigError("must be between 0 and 1 (a share of the CPU)", key="run.max_cpu")
 
@@ -59,6 +72,7 @@ class OutputConfig:
     row_group_rows: int = 65_536  # Parquet: rows per row group (memory: about one is buffered)
 
     def __post_init__(self) -> None:
+        check_section(self, "output")
         if self.row_group_rows < 1:
             raise ConfigError("must be >= 1", key="output.row_group_rows")
         if self.since and self.since_epoch is None:
@@ -88,6 +102,9 @@ class StateConfig:
     skip_unchanged_children: bool = False  # skip index children whose index lastmod is unchanged
     commit_interval: float = 2.0  # seconds between commits (each fsyncs the output)
 
+    def __post_init__(self) -> None:
+        check_section(self, "state")
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AuditConfig:
@@ -100,6 +117,9 @@ class AuditConfig:
     # filtered by lastmod (--since, --emit changed/delta); "hint" = use it anyway.
     untrusted: Literal["unverified", "hint"] = "unverified"
     require_trust: bool = False  # true: a host without enough evidence counts as untrusted
+
+    def __post_init__(self) -> None:
+        check_section(self, "audit")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -116,4 +136,4 @@ class DistributedConfig:
     dashboard_address: str = "127.0.0.1:8787"
 
     def __post_init__(self) -> None:
-        reject_negative(self, "distributed")
+        check_section(self, "distributed")

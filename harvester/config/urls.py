@@ -11,14 +11,22 @@ them from TOML and flags). Out: the frozen ``NormalizeRules``, ``NormalizeOverri
 from __future__ import annotations
 
 import dataclasses
+import math
+import os
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Literal
 
-from harvester.config.checks import reject_negative
+from harvester.config.checks import check_section
 from harvester.errors import ConfigError
 
-__all__ = ["DedupeConfig", "NormalizeConfig", "NormalizeOverride", "NormalizeRules"]
+__all__ = [
+    "DedupeConfig",
+    "NormalizeConfig",
+    "NormalizeOverride",
+    "NormalizeRules",
+    "bloom_bytes",
+]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -34,6 +42,7 @@ class NormalizeRules:
     strip_trailing_slash: bool = False  # '/a/' -> '/a' (off: it can change the page)
 
     def __post_init__(self) -> None:
+        check_section(self, "normalize")
         for name in ("tracking_params", "session_params"):
             for pattern in getattr(self, name):
                 if not pattern or "*" in pattern[:-1] or pattern == "*":
@@ -52,6 +61,9 @@ class NormalizeOverride:
     session_params: tuple[str, ...] | None = None
     keep_hashbang: bool | None = None
     strip_trailing_slash: bool | None = None
+
+    def __post_init__(self) -> None:
+        check_section(self, "normalize")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -88,9 +100,35 @@ class DedupeConfig:
     bloom_error_rate: float = 0.000001  # its false-positive rate at capacity
 
     def __post_init__(self) -> None:
-        reject_negative(self, "dedupe")
+        check_section(self, "dedupe")
         for name in ("spill_threshold", "cross_host_spill_threshold", "bloom_capacity"):
             if getattr(self, name) <= 0:
                 raise ConfigError("must be > 0", key=f"dedupe.{name}")
         if not 0 < self.bloom_error_rate < 1:
             raise ConfigError("must be between 0 and 1", key="dedupe.bloom_error_rate")
+        if self.mode == "bloom":
+            self._check_bloom_size()
+
+    def _check_bloom_size(self) -> None:
+        """A Bloom filter is allocated whole when a host starts: one larger than this
+        machine's memory aborted the worker (rbloom cannot allocate it, and says so by
+        ending the process). Refuse it here, naming the key."""
+        size = bloom_bytes(self.bloom_capacity, self.bloom_error_rate)
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        if size > memory:
+            raise ConfigError(
+                f"a Bloom filter for {self.bloom_capacity} URLs at {self.bloom_error_rate:g}"
+                f" takes {size / 2**30:.1f} GiB per host, more than this machine's"
+                f" {memory / 2**30:.1f} GiB (lower bloom_capacity or raise bloom_error_rate)",
+                key="dedupe.bloom_capacity",
+            )
+
+
+def bloom_bytes(capacity: int, error_rate: float) -> int:
+    """Bytes of a Bloom filter for ``capacity`` items at ``error_rate`` false positives
+    (``-n ln p / ln(2)**2`` bits, as rbloom sizes it).
+
+    >>> bloom_bytes(100_000_000, 1e-6) // 2**20
+    342
+    """
+    return math.ceil(-capacity * math.log(error_rate) / math.log(2) ** 2 / 8)

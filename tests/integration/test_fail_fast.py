@@ -7,7 +7,8 @@
 * A trickling aiohttp handler sends a body slower than ``fetch.min_speed``.
 
 Each rule is checked where its cost shows: the number of connections or
-requests the server saw, and the wall time the host took.
+requests the server saw, and the attempts the failure reports. Not by the wall
+time a host took: a loaded machine stretches it (issue 50).
 """
 
 from __future__ import annotations
@@ -33,7 +34,6 @@ if TYPE_CHECKING:
     from tests.integration.conftest import Sites
 
 TIMEOUT = 0.5  # connect / first-byte timeout of these tests
-BUDGET = 1.5 * TIMEOUT  # what one dead host may cost (issue 29's target)
 
 
 @contextlib.contextmanager
@@ -127,27 +127,21 @@ async def test_connect_timeout_on_first_contact_is_not_retried() -> None:
     with full_backlog("127.0.29.1") as port:
         url = f"http://127.0.29.1:{port}/robots.txt"
         async with fetcher() as f:
-            started = time.monotonic()
             with pytest.raises(FetchTimeout) as info:
                 await read(f, url, slot("127.0.29.1"))
-            elapsed = time.monotonic() - started
     assert info.value.message == f"connect timeout ({TIMEOUT:g}s) on first contact, not retried"
     assert info.value.url == url
     assert info.value.attempts == 1
-    assert elapsed < BUDGET
 
 
 async def test_no_first_byte_fails_at_once() -> None:
     async with Silent().serve("127.0.29.2") as silent, fetcher() as f:
         url = f"http://127.0.29.2:{silent.port}/robots.txt"
-        started = time.monotonic()
         with pytest.raises(FetchTimeout) as info:
             await read(f, url, slot("127.0.29.2"))
-        elapsed = time.monotonic() - started
     assert info.value.message == f"no response within {TIMEOUT:g}s on first contact, not retried"
     assert info.value.attempts == 1
     assert silent.connections == 1
-    assert elapsed < BUDGET
 
 
 async def test_a_host_that_answered_is_retried_with_the_read_timeout(sites: Sites) -> None:
@@ -191,21 +185,28 @@ async def test_first_contact_body_gets_the_read_timeout_back(sites: Sites) -> No
     assert release.is_set()
 
 
-def trickle(step: bytes, interval: float) -> Any:
+def trickle(step: bytes, interval: float, sent: list[int] | None = None) -> Any:
+    """200 ``step``s, ``interval`` apart; ``sent`` gets each step's number, -1 at the end."""
+
     async def handler(request: web.Request) -> web.StreamResponse:
         response = web.StreamResponse(headers={"Content-Type": "application/xml"})
         await response.prepare(request)
         with contextlib.suppress(ConnectionError):
-            for _ in range(200):
+            for n in range(200):
                 await response.write(step)
+                if sent is not None:
+                    sent.append(n)
                 await asyncio.sleep(interval)
+            if sent is not None:
+                sent.append(-1)
         return response
 
     return handler
 
 
 async def test_a_body_under_min_speed_is_too_slow(sites: Sites) -> None:
-    site = await sites.start("127.0.29.5", {"/s.xml": trickle(b" " * 20, 0.05)})  # ~400 B/s
+    sent: list[int] = []  # steps the server wrote, and the last one: -1 once the body ended
+    site = await sites.start("127.0.29.5", {"/s.xml": trickle(b" " * 20, 0.05, sent)})  # ~400 B/s
     async with fetcher(min_speed=2000, min_speed_window=0.4) as f:
         started = time.monotonic()
         with pytest.raises(TooSlow) as info:
@@ -214,7 +215,8 @@ async def test_a_body_under_min_speed_is_too_slow(sites: Sites) -> None:
     assert info.value.kind == "too_slow"
     assert info.value.url == site.url("/s.xml")
     assert "body slower than 2000 bytes/s over 0.4s" in info.value.message
-    assert 0.4 <= elapsed < 1.0
+    assert elapsed >= 0.4  # judged over the whole window, not before it
+    assert -1 not in sent  # ... and cut off mid-body, not read to its end
 
 
 async def test_a_paused_consumer_is_not_too_slow(sites: Sites) -> None:
@@ -237,11 +239,9 @@ async def test_a_paused_consumer_is_not_too_slow(sites: Sites) -> None:
 async def test_https_connect_timeout_makes_no_http_request() -> None:
     """A bare domain whose https never completes its handshake is not tried over http."""
     async with Silent().serve("127.0.29.7") as silent:
-        started = time.monotonic()
         records, hosts = await collect(
             [f"127.0.29.7:{silent.port}"], **fail_fast_config(**{"run.hosts_in_flight": 1})
         )
-        elapsed = time.monotonic() - started
     report = hosts[f"127.0.29.7:{silent.port}"]
     assert records == []
     assert report["discovery"] == "failed"
@@ -250,7 +250,6 @@ async def test_https_connect_timeout_makes_no_http_request() -> None:
     assert failure["url"] == f"https://127.0.29.7:{silent.port}/robots.txt"
     assert "connect timeout" in failure["message"]
     assert silent.connections == 1  # the https attempt only: no retry, no http fallback
-    assert elapsed < BUDGET + 0.5  # one timeout, plus the pipeline's start and stop
 
 
 async def test_tls_failure_falls_back_to_http(sites: Sites) -> None:
@@ -277,17 +276,14 @@ async def test_dead_hosts_cost_one_timeout_each(sites: Sites) -> None:
             await stack.enter_async_context(silent.serve(f"127.0.29.{20 + i}"))
         seeds = [f"127.0.29.{10 + i}:{port}" for i, port in enumerate(ports)]  # drop packets
         seeds += [f"http://127.0.29.{20 + i}:{s.port}" for i, s in enumerate(silents)]  # hang
-        started = time.monotonic()
         _, hosts = await collect(seeds, **fail_fast_config(**{"run.hosts_in_flight": 1}))
-        elapsed = time.monotonic() - started
     assert len(hosts) == 4
     for report in hosts.values():
-        [failure] = report["failures"]
+        [failure] = report["failures"]  # robots.txt only: no fallback path was asked
         assert failure["class"] == "timeout"
         assert failure["url"].endswith("/robots.txt")
         assert failure["message"].endswith("on first contact, not retried")
     assert [s.connections for s in silents] == [1, 1]
-    assert elapsed < 4 * BUDGET + 0.5
 
 
 async def test_too_slow_body_is_reported_and_not_fetched_again(sites: Sites) -> None:

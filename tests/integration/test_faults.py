@@ -286,11 +286,9 @@ async def test_one_byte_a_second_hits_the_stall_timeout(sites: Sites) -> None:
     release = asyncio.Event()
     site = await seed_site(sites, "127.0.0.78", trickler(1.0, release))
     try:
-        started = time.monotonic()
         records, hosts = await collect(
             [site.url("/sitemap.xml")], **{"fetch.read_timeout": 0.3, "fetch.retries": 1}
         )
-        elapsed = time.monotonic() - started
     finally:
         release.set()
     assert records == []
@@ -299,9 +297,8 @@ async def test_one_byte_a_second_hits_the_stall_timeout(sites: Sites) -> None:
     assert "no data for 0.3s" in failure["message"]
     assert failure["status"] == 200
     assert failure["attempts"] == 2  # a stalled body is fetched again once, then given up
-    assert failure["bytes_read"] == 60
+    assert failure["bytes_read"] == 60  # the stall ended each before the next byte (1 s)
     assert len(starts(site)) == 2
-    assert elapsed < 1.5
 
 
 async def test_trickle_faster_than_the_stall_timeout_hits_the_total_deadline(
@@ -310,12 +307,10 @@ async def test_trickle_faster_than_the_stall_timeout_hits_the_total_deadline(
     release = asyncio.Event()
     site = await seed_site(sites, "127.0.0.79", trickler(0.05, release))
     try:
-        started = time.monotonic()
         records, hosts = await collect(
             [site.url("/sitemap.xml")],
             **{"fetch.read_timeout": 0.3, "fetch.total_timeout": 0.6, "fetch.retries": 2},
         )
-        elapsed = time.monotonic() - started
     finally:
         release.set()
     assert records == []
@@ -325,7 +320,6 @@ async def test_trickle_faster_than_the_stall_timeout_hits_the_total_deadline(
     assert failure["bytes_read"] > 60  # it kept trickling: no stall, only the deadline
     assert failure["attempts"] == 1  # a body that used up its deadline is not fetched again
     assert len(starts(site)) == 1
-    assert elapsed < 2.0
 
 
 # -- answers that are not the sitemap ----------------------------------------------------

@@ -471,7 +471,9 @@ async def test_requests_waiting_for_a_free_connection_are_counted(
         )
         async with asyncio.timeout(5):
             await started.wait()  # the first holds the only connection
-        await asyncio.sleep(0.2)  # the second is on the loop's side: no server event
+            # The second queues on the loop's side (no server event to wait on): poll.
+            while not fetcher.queued:  # noqa: ASYNC110
+                await asyncio.sleep(0.01)
         assert fetcher.queued == 1
         release.set()
         for task in (first, second):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib
 import os
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -12,9 +14,7 @@ import pytest
 from harvester import compiled
 
 
-@pytest.mark.skipif(
-    bool(os.environ.get("HARVESTER_PURE_PYTHON")), reason="the pure-Python path was asked for"
-)
+@pytest.mark.skipif(compiled.pure_python(), reason="the pure-Python path was asked for")
 @pytest.mark.parametrize("name", compiled.NAMES)
 def test_each_compiled_module_is_built_and_fresh(name: str) -> None:
     # The install builds them wherever a C compiler is (every machine of this project);
@@ -107,3 +107,53 @@ def test_compiled_off_names_the_modules_to_leave_out(monkeypatch: pytest.MonkeyP
         "_cpush": "HARVESTER_COMPILED_OFF names it",
         "_cdates": "HARVESTER_COMPILED_OFF names it",
     }
+
+
+@pytest.mark.parametrize("value", ["", "0", "false", "False", "NO", "off", " 0 "])
+def test_pure_python_off_values_keep_the_compiled_path(
+    monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    """Issue 50: ``HARVESTER_PURE_PYTHON=0`` selected the Python path (any non-empty value did)."""
+    monkeypatch.setattr(compiled, "MISSING", {})
+    monkeypatch.setenv("HARVESTER_PURE_PYTHON", value)
+    assert compiled.pure_python() is False
+    assert compiled.load("_cdates") is not None, compiled.MISSING
+
+
+@pytest.mark.parametrize("value", ["1", "true", "TRUE", "yes", "On"])
+def test_pure_python_on_values_select_the_python_path(
+    monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    monkeypatch.setattr(compiled, "MISSING", {})
+    monkeypatch.setenv("HARVESTER_PURE_PYTHON", value)
+    assert compiled.pure_python() is True
+    assert compiled.load("_cdates") is None
+    assert compiled.MISSING["_cdates"] == f"HARVESTER_PURE_PYTHON={value} asks for the Python path"
+
+
+def test_pure_python_with_another_value_warns_and_takes_the_python_path(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(compiled, "MISSING", {})
+    monkeypatch.setenv("HARVESTER_PURE_PYTHON", "maybe")
+    with pytest.warns(RuntimeWarning, match=r"HARVESTER_PURE_PYTHON='maybe' is neither"):
+        assert compiled.load("_cdates") is None
+
+
+@pytest.mark.parametrize(("value", "in_use"), [("0", True), ("false", True), ("1", False)])
+def test_version_of_a_real_process_follows_the_variable(value: str, in_use: bool) -> None:
+    """What a user runs: ``HARVESTER_PURE_PYTHON=0 harvester --version`` says compiled: yes."""
+    env = {**os.environ, "HARVESTER_PURE_PYTHON": value}
+    proc = subprocess.run(
+        [sys.executable, "-m", "harvester", "--version"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=True,
+    )
+    assert proc.stderr == ""
+    if in_use:
+        assert "compiled: yes" in proc.stdout
+    else:
+        assert f"(HARVESTER_PURE_PYTHON={value} asks for the Python path)" in proc.stdout

@@ -41,14 +41,14 @@ def locs(entries: Sequence[object]) -> list[str]:
     ["xxe_file.xml", "xxe_http.xml", "billion_laughs.xml", "parameter_entity.xml"],
 )
 def test_entity_declarations_are_refused_before_parsing(name: str) -> None:
-    start = time.perf_counter()
+    start = time.process_time()  # CPU time: what the document costs, however loaded the machine
     entries, result = read_bytes((HOSTILE / name).read_bytes(), f"http://example.com/{name}")
     assert entries == []
     assert result.status == "error"
     assert result.error is not None
     assert result.error.kind == "forbidden_construct"
     assert result.error.url == f"http://example.com/{name}"
-    assert time.perf_counter() - start < 2
+    assert time.process_time() - start < 2  # never expanded (a billion laughs takes minutes)
 
 
 @pytest.mark.parametrize("name", ["doctype_plain.xml", "doctype_external_dtd.xml"])
@@ -181,7 +181,6 @@ def test_decompressed_cap_stops_a_bomb_quickly() -> None:
     payload = urlset(5)[:-9] + b" " * 200_000_000 + b"</urlset>"
     gz = gzip.compress(payload, compresslevel=1)
     cfg = ReaderConfig(max_decompressed_bytes=1_000_000)
-    start = time.perf_counter()
     reader = SitemapReader("http://e.com/bomb.xml.gz", cfg)
     entries = []
     for i in range(0, len(gz), 65536):
@@ -190,7 +189,7 @@ def test_decompressed_cap_stops_a_bomb_quickly() -> None:
             break
     entries += reader.finish()
     result = reader.result()
-    assert time.perf_counter() - start < 2
+    assert result.stats.bytes_in < len(gz)  # stopped in the first chunks, not at the end
     assert len(entries) == 5
     assert result.status == "partial"
     assert result.error is not None
@@ -344,9 +343,9 @@ def test_a_newline_or_tab_inside_a_loc_is_removed_as_the_url_parser_does() -> No
 
 def test_deep_nesting_is_an_error_not_a_crash() -> None:
     doc = f'<urlset xmlns="{NS}"><url><loc>https://e.com/a</loc></url>' + "<x>" * 100_000
-    start = time.perf_counter()
+    start = time.process_time()  # CPU time: what the document costs, however loaded
     entries, result = read_bytes(doc.encode())
-    assert time.perf_counter() - start < 2
+    assert time.process_time() - start < 2
     assert locs(entries) == ["https://e.com/a"]
     assert result.status == "partial"
 

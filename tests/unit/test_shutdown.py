@@ -73,8 +73,8 @@ async def test_run_until_stopped_cancels_at_the_end_of_the_grace() -> None:
     loop = asyncio.get_running_loop()
     start = loop.time()
     await run_until_stopped(shard(), stop.is_set, grace=0.1)
-    assert cancelled
-    assert loop.time() - start < 1.0
+    assert cancelled  # it did not run its 60 s out
+    assert loop.time() - start >= 0.1  # the grace was given first
 
 
 async def test_run_until_stopped_reraises_a_bug() -> None:
