@@ -259,6 +259,8 @@ class HostWorker:
         ):
             self.report.robots_disallowed += 1
             self.sitemaps.skipped(ref, "robots_disallowed")
+            if ref.source == "fallback":
+                self._next_location(ref)  # a guess it disallows is not there for us
             return
         admission = self._frontier.push(ref)
         if admission is Admission.QUEUED:
@@ -402,9 +404,14 @@ class HostWorker:
         if self.incremental is not None:
             self.incremental.missed(ref.url)  # not probed again until rediscovery
             self.incremental.gone()  # a remembered hit is gone: rediscover next run
+        self._next_location(ref)
+
+    def _next_location(self, ref: SitemapRef) -> None:
+        """Probe the fallback location after ``ref``, if any (through ``_admit``: the
+        robots.txt rules apply to each guess, and a disallowed one passes to the next)."""
         if ref.fallbacks:
             nxt, *rest = ref.fallbacks
-            self._frontier.push(SitemapRef(nxt, source="fallback", fallbacks=tuple(rest)))
+            self._admit(SitemapRef(nxt, source="fallback", fallbacks=tuple(rest)))
 
     async def entries(self, entries: list[Entry], ref: SitemapRef) -> None:
         """Turn reader entries into records (the batch) and index children (the frontier)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import pytest
 from aiohttp import web
 
 from tests.integration.test_end_to_end import collect, index, robots, urlset
@@ -78,3 +79,36 @@ async def test_robots_disallow_applies_to_guesses_and_index_children(sites: Site
     assert [r["loc"] for r in records] == [u("/page")]
     assert site.hits("/private/child.xml") == 0
     assert hosts[site.origin.removeprefix("http://")]["robots_disallowed"] == 1
+
+
+@pytest.mark.parametrize(
+    ("disallowed", "used"),
+    [
+        pytest.param("/sitemap.txt", None, id="the-last-location"),
+        pytest.param("/sitemap_index.xml", "/sitemap.txt", id="a-middle-location"),
+        pytest.param("/sitemap.xml", "/sitemap_index.xml", id="the-first-location"),
+    ],
+)
+async def test_a_disallowed_fallback_location_is_skipped_and_the_next_one_probed(
+    sites: Sites, disallowed: str, used: str | None
+) -> None:
+    # Issue 50 item 11: a disallowed probe was fetched and used (a later location), or
+    # ended all probing (the first one); it is to be skipped, counted, and the next tried.
+    routes: dict[str, Any] = {}
+    site = await sites.start("127.0.0.75", routes)
+    u = site.url
+    routes["/robots.txt"] = f"User-agent: *\nDisallow: {disallowed}\n".encode()
+    for path in ("/sitemap.xml", "/sitemap_index.xml", "/sitemap.txt"):
+        if path in (disallowed, used):
+            routes[path] = urlset(u(path + "/page"))
+    records, hosts = await collect([site.origin])
+    report = hosts[site.origin.removeprefix("http://")]
+    assert site.hits(disallowed) == 0
+    assert report["robots_disallowed"] == 1
+    assert report["failures"] == []
+    if used is None:
+        assert records == []
+        assert report["discovery"] == "none"
+    else:
+        assert [r["loc"] for r in records] == [u(used + "/page")]
+        assert report["discovery"] == f"fallback:{u(used)}"
