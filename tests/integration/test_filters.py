@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -14,6 +13,8 @@ from tests.integration.conftest import fast_config
 from tests.integration.test_end_to_end import collect, index, robots, urlset
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from tests.integration.conftest import Site, Sites
 
 
@@ -133,7 +134,7 @@ async def test_since_counts_the_urls_it_leaves_out_as_filtered(
     )
     records = [json.loads(line) for line in out.read_text().splitlines()]
     assert sorted(r["loc"] for r in records) == [u("/d1"), u("/n1")]
-    (report,) = map(json.loads, Path(f"{out}.hosts.jsonl").read_text().splitlines())
+    (report,) = map(json.loads, (tmp_path / "out.jsonl.hosts.jsonl").read_text().splitlines())
     # /o3?x and /n2?x by --exclude, /o1 and /o2 by --since.
     assert report["filtered"] == 4
     assert report["urls"] == 2
