@@ -9,6 +9,8 @@ per-host report) and, when known, the ``url`` it concerns::
     ├── FetchError                         fetch               failed to get a body (has url)
     │   ├── DNSError                       dns
     │   ├── ConnectError                   connect
+    │   │   └── TruncatedBody              truncated           the connection ended before the
+    │   │                                                      body's declared length
     │   ├── FetchTimeout (+TimeoutError)   timeout
     │   ├── TooSlow                        too_slow            body under fetch.min_speed
     │   ├── BadContentEncoding             bad_encoding        body does not decode as its
@@ -65,6 +67,7 @@ __all__ = [
     "StateLocked",
     "TooManyRedirects",
     "TooSlow",
+    "TruncatedBody",
     "TruncatedDocument",
     "XmlTooLarge",
 ]
@@ -127,6 +130,22 @@ class ConnectError(FetchError):
     """The TCP/TLS connection failed or was reset."""
 
     kind = "connect"
+
+
+class TruncatedBody(ConnectError):
+    """The connection ended (closed or reset) before the body's declared length (its
+    Content-Length, or a chunked body's last chunk): a truncated transfer, worth
+    fetching again.
+
+    ``status`` is the response's HTTP status (the server answered, 200 say): the
+    failure is the transfer, not the answer.
+    """
+
+    kind = "truncated"
+
+    def __init__(self, message: str, *, url: str | None = None, status: int | None = None) -> None:
+        super().__init__(message, url=url)
+        self.status = status
 
 
 class FetchTimeout(FetchError, TimeoutError):

@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 from harvester.crawl.frontier import SitemapRef
 from harvester.crawl.robots import RobotsTxt, parse_robots
 from harvester.crawl.scheduler import host_key
-from harvester.errors import ConnectError, HTTPStatusError
+from harvester.errors import ConnectError, HTTPStatusError, TruncatedBody
 
 if TYPE_CHECKING:
     from harvester.config import Config
@@ -135,10 +135,12 @@ async def discover(seed: Seed, fetcher: Fetcher, slot: HostSlot, cfg: Config) ->
     robots_url = seed.robots or f"{seed.origin}/robots.txt"
     try:
         found = await _fetch_robots(robots_url, fetcher, slot, cfg)
-    except ConnectError:
+    except ConnectError as exc:
         # Refused, reset or a failed TLS handshake; never a timeout (FetchTimeout):
-        # a host that does not answer on 443 rarely answers on 80.
-        if seed.explicit_scheme or not seed.origin.startswith("https://"):
+        # a host that does not answer on 443 rarely answers on 80. Nor a body cut
+        # short (TruncatedBody): the host did answer over https.
+        explicit = seed.explicit_scheme or not seed.origin.startswith("https://")
+        if explicit or isinstance(exc, TruncatedBody):
             raise
         # A bare domain: many small sites still serve only plain http.
         http_origin = "http://" + seed.origin.removeprefix("https://")

@@ -195,7 +195,8 @@ async def test_reset_on_every_attempt_keeps_entries_and_reports_attempts(sites: 
     assert got == [site.url(f"/p/{i}") for i in range(len(got))]  # a prefix, no repeats
     report = hosts[key(site)]
     failure = only_failure(report)
-    assert failure["class"] == "connect"
+    # A reset before the body's last chunk (aiohttp's StreamResponse is chunked).
+    assert failure["class"] == "truncated"
     assert failure["url"] == site.url("/sitemap.xml")
     assert failure["status"] == 200
     assert failure["attempts"] == 3  # the first fetch and two re-fetches
@@ -253,13 +254,55 @@ async def test_content_length_larger_than_the_body(sites: Sites) -> None:
         records, hosts = await collect([f"{raw.origin}/sitemap.xml"], **{"fetch.retries": 1})
     assert locs(records) == [f"{raw.origin}/p/{i}" for i in range(40)]  # kept, once each
     failure = only_failure(hosts[raw.origin.removeprefix("http://")])
-    assert failure["class"] == "connect"
-    assert "payload is not completed" in failure["message"]
+    # Issue 50 item 8: a truncated transfer, named so, with the status the server sent
+    # (aiohttp's text names its parser's code 400, which read as an HTTP status).
+    assert failure["class"] == "truncated"
+    declared = len(urlset(*(f"{raw.origin}/p/{i}" for i in range(100))))
+    assert failure["message"] == (
+        f"the connection ended before the {declared} bytes its Content-Length declared"
+    )
     assert failure["url"] == f"{raw.origin}/sitemap.xml"
     assert failure["status"] == 200
     assert failure["attempts"] == 2
     assert failure["bytes_read"] == len(lying(raw.origin).partition(b"\r\n\r\n")[2])
     assert raw.hits == 2
+
+
+async def test_a_chunked_body_without_its_last_chunk_is_truncated() -> None:
+    def cut(origin: str) -> bytes:
+        doc = urlset(*(f"{origin}/p/{i}" for i in range(100)))
+        sent = doc[: doc.index(b"/p/40</loc>")]
+        head = (
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/xml\r\n"
+            b"Transfer-Encoding: chunked\r\n\r\n"
+        )
+        return head + b"%x\r\n" % len(sent) + sent + b"\r\n"  # then FIN, no "0" chunk
+
+    async with raw_server("127.0.0.79", cut) as raw:
+        records, hosts = await collect([f"{raw.origin}/sitemap.xml"], **{"fetch.retries": 0})
+    assert locs(records) == [f"{raw.origin}/p/{i}" for i in range(40)]
+    failure = only_failure(hosts[raw.origin.removeprefix("http://")])
+    assert failure["class"] == "truncated"
+    assert failure["message"] == "the connection ended before the body's last chunk"
+    assert failure["status"] == 200
+
+
+async def test_a_truncated_robots_txt_fails_the_host_with_its_status() -> None:
+    def short(origin: str) -> bytes:
+        body = f"User-agent: *\nSitemap: {origin}/sitemap.xml\n".encode()
+        head = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n"
+        return head % (len(body) + 100) + body
+
+    async with raw_server("127.0.0.80", short) as raw:
+        records, hosts = await collect([raw.origin], **{"fetch.retries": 0})
+    assert records == []
+    report = hosts[raw.origin.removeprefix("http://")]
+    assert report["discovery"] == "failed"  # RFC 9309: robots.txt not read, nothing fetched
+    failure = only_failure(report)
+    assert failure["class"] == "truncated"
+    assert failure["url"] == f"{raw.origin}/robots.txt"
+    assert failure["status"] == 200
+    assert raw.hits == 1
 
 
 # -- slow servers -----------------------------------------------------------------------
