@@ -18,6 +18,8 @@ per-host report) and, when known, the ``url`` it concerns::
     │   ├── HTTPStatusError                http_status         (status, retry_after)
     │   │   └── Blocked                    blocked             bot challenge (403 + cf-mitigated)
     │   ├── TooManyRedirects               redirects
+    │   ├── MalformedResponse              bad_http            not valid HTTP (a chunk size, a
+    │   │                                                      header, the status line)
     │   ├── ForbiddenAddress               forbidden_address   SSRF guard refused the peer
     │   └── BodyTooLarge                   too_large           compressed body over the cap
     ├── DecodeError                        bad_gzip            zlib error, truncated gzip
@@ -60,6 +62,7 @@ __all__ = [
     "HarvesterError",
     "InputError",
     "LimitExceeded",
+    "MalformedResponse",
     "NotASitemap",
     "ParseError",
     "RunFailed",
@@ -200,6 +203,15 @@ class TooManyRedirects(FetchError):
     """More redirects than the configured maximum, or a redirect loop."""
 
     kind = "redirects"
+
+
+class MalformedResponse(FetchError):
+    """The response is not valid HTTP: aiohttp's parser refused its framing (a chunk
+    size, a header, the status line). Not an HTTP status (the parser's code 400 is
+    none the server sent), and not retried: the server would send the same again.
+    """
+
+    kind = "bad_http"
 
 
 class ForbiddenAddress(FetchError):

@@ -16,7 +16,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import aiohttp
-from aiohttp.http_exceptions import ContentEncodingError, ContentLengthError, TransferEncodingError
+from aiohttp.http_exceptions import (
+    ContentEncodingError,
+    ContentLengthError,
+    HttpProcessingError,
+    TransferEncodingError,
+)
 
 from harvester.errors import (
     BadContentEncoding,
@@ -27,6 +32,7 @@ from harvester.errors import (
     FetchTimeout,
     ForbiddenAddress,
     HTTPStatusError,
+    MalformedResponse,
     TooManyRedirects,
     TooSlow,
     TruncatedBody,
@@ -37,7 +43,7 @@ if TYPE_CHECKING:
 
     from harvester.config import FetchConfig
 
-__all__ = ["Body", "BodyStream", "map_error", "redact"]
+__all__ = ["Body", "BodyStream", "malformed", "map_error", "redact"]
 
 _USERINFO = re.compile(r"(?<=//)[^/@\s]*@")  # "user:pass@" right after a scheme's "//"
 
@@ -65,6 +71,10 @@ def map_error(
     if isinstance(exc, aiohttp.NonHttpUrlRedirectClientError):
         return ForbiddenAddress(f"redirect to a URL that is not http(s): {detail}", url=url)
     if isinstance(exc, aiohttp.ClientResponseError):
+        if isinstance(exc.__cause__, HttpProcessingError):
+            # aiohttp's parser refused the response before it was handed over; the
+            # status it gives (400) is the parser's, none the server sent.
+            return malformed(exc.__cause__, url)
         return HTTPStatusError(f"HTTP {exc.status} {exc.message}", url=url, status=exc.status)
     if isinstance(exc, aiohttp.ClientConnectorDNSError) or (
         isinstance(exc, aiohttp.ClientConnectorError) and isinstance(exc.os_error, socket.gaierror)
@@ -89,6 +99,12 @@ def map_error(
     if isinstance(exc, aiohttp.ClientConnectionError | aiohttp.ClientPayloadError):
         return ConnectError(detail, url=url)
     return FetchError(detail, url=url)  # InvalidURL and any other ClientError
+
+
+def malformed(cause: HttpProcessingError, url: str) -> MalformedResponse:
+    """The ``MalformedResponse`` of a response aiohttp's parser refused (``cause``)."""
+    detail = " ".join(cause.message.split()) or type(cause).__name__  # (its text has newlines)
+    return MalformedResponse(f"the response is not valid HTTP: {detail}", url=url)
 
 
 def _truncated(
@@ -250,6 +266,10 @@ class BodyStream:
             ) from exc
         except aiohttp.ClientError as exc:
             raise map_error(exc, url, cfg, self._response) from exc
+        except HttpProcessingError as exc:
+            # aiohttp's pure-Python parser puts its framing errors (a malformed chunk
+            # size) on the body stream as they are, not as a ClientError.
+            raise malformed(exc, url) from exc
         finally:
             self._end_wait(since)
         if not chunk:

@@ -268,43 +268,6 @@ async def test_content_length_larger_than_the_body(sites: Sites) -> None:
     assert raw.hits == 2
 
 
-async def test_a_chunked_body_without_its_last_chunk_is_truncated() -> None:
-    def cut(origin: str) -> bytes:
-        doc = urlset(*(f"{origin}/p/{i}" for i in range(100)))
-        sent = doc[: doc.index(b"/p/40</loc>")]
-        head = (
-            b"HTTP/1.1 200 OK\r\nContent-Type: application/xml\r\n"
-            b"Transfer-Encoding: chunked\r\n\r\n"
-        )
-        return head + b"%x\r\n" % len(sent) + sent + b"\r\n"  # then FIN, no "0" chunk
-
-    async with raw_server("127.0.0.79", cut) as raw:
-        records, hosts = await collect([f"{raw.origin}/sitemap.xml"], **{"fetch.retries": 0})
-    assert locs(records) == [f"{raw.origin}/p/{i}" for i in range(40)]
-    failure = only_failure(hosts[raw.origin.removeprefix("http://")])
-    assert failure["class"] == "truncated"
-    assert failure["message"] == "the connection ended before the body's last chunk"
-    assert failure["status"] == 200
-
-
-async def test_a_truncated_robots_txt_fails_the_host_with_its_status() -> None:
-    def short(origin: str) -> bytes:
-        body = f"User-agent: *\nSitemap: {origin}/sitemap.xml\n".encode()
-        head = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n"
-        return head % (len(body) + 100) + body
-
-    async with raw_server("127.0.0.80", short) as raw:
-        records, hosts = await collect([raw.origin], **{"fetch.retries": 0})
-    assert records == []
-    report = hosts[raw.origin.removeprefix("http://")]
-    assert report["discovery"] == "failed"  # RFC 9309: robots.txt not read, nothing fetched
-    failure = only_failure(report)
-    assert failure["class"] == "truncated"
-    assert failure["url"] == f"{raw.origin}/robots.txt"
-    assert failure["status"] == 200
-    assert raw.hits == 1
-
-
 # -- slow servers -----------------------------------------------------------------------
 
 

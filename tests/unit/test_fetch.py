@@ -35,6 +35,7 @@ from harvester.errors import (
     FetchError,
     FetchTimeout,
     HTTPStatusError,
+    MalformedResponse,
     TooManyRedirects,
     TruncatedBody,
 )
@@ -393,6 +394,14 @@ def _cut_short(cause: Exception) -> aiohttp.ClientPayloadError:
     return exc
 
 
+def _refused_by_the_parser() -> aiohttp.ClientResponseError:
+    """What aiohttp raises when its parser refuses a response before handing it over."""
+    cause = TransferEncodingError("Invalid character in chunk size")
+    exc = aiohttp.ClientResponseError(request_info(), (), status=cause.code, message=cause.message)
+    exc.__cause__ = cause
+    return exc
+
+
 def _mapping_cases() -> list[Any]:
     key = connection_key()
     info = request_info()
@@ -420,6 +429,7 @@ def _mapping_cases() -> list[Any]:
         pytest.param(
             _cut_short(TransferEncodingError("Not enough data")), TruncatedBody, id="last-chunk"
         ),
+        pytest.param(_refused_by_the_parser(), MalformedResponse, id="not-http"),
         pytest.param(TimeoutError(), FetchTimeout, id="asyncio-timeout"),
         pytest.param(aiohttp.ServerTimeoutError("read timeout"), FetchTimeout, id="server-timeout"),
         pytest.param(
