@@ -46,6 +46,7 @@ if TYPE_CHECKING:
 __all__ = ["Body", "BodyStream", "malformed", "map_error", "redact"]
 
 _USERINFO = re.compile(r"(?<=//)[^/@\s]*@")  # "user:pass@" right after a scheme's "//"
+_DETAIL = 200  # characters of aiohttp's text kept in a MalformedResponse
 
 
 def redact(text: str) -> str:
@@ -104,6 +105,8 @@ def map_error(
 def malformed(cause: HttpProcessingError, url: str) -> MalformedResponse:
     """The ``MalformedResponse`` of a response aiohttp's parser refused (``cause``)."""
     detail = " ".join(cause.message.split()) or type(cause).__name__  # (its text has newlines)
+    if len(detail) > _DETAIL:  # it quotes the bytes it refused: a line, maybe a whole body
+        detail = detail[:_DETAIL] + "..."
     return MalformedResponse(f"the response is not valid HTTP: {detail}", url=url)
 
 

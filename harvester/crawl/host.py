@@ -202,6 +202,8 @@ class HostWorker:
         if memory is not None:
             self.report.discovery = f"memory:{found.source}"
         self.report.robots_status = found.robots_status
+        if found.warning is not None:
+            self.report.warnings.append(found.warning)
         self.sitemaps.robots(found.robots_url, found.robots_status)
         if found.robots_truncated:
             self.report.limit("max_robots_bytes")

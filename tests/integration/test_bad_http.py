@@ -149,3 +149,50 @@ async def test_a_malformed_chunk_mid_body_with_the_pure_parser_fails_the_file_on
     failure = only_failure(report)
     assert failure["class"] == "bad_http"
     assert failure["status"] == 200
+
+
+@contextlib.asynccontextmanager
+async def _keep_alive(routes: dict[str, tuple[bytes, int]]) -> AsyncIterator[str]:
+    """A keep-alive server: path -> (body, how many bytes its Content-Length leaves out)."""
+    handlers: set[asyncio.Task[None]] = set()
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        handlers.add(task)
+        with contextlib.suppress(ConnectionError, asyncio.IncompleteReadError):
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                body, short = routes.get(head.split(b" ")[1].decode(), (b"", 0))
+                status = b"200 OK" if body else b"404 Not Found"
+                length = b"Content-Length: %d\r\n" % (len(body) - short)
+                writer.write(b"HTTP/1.1 " + status + b"\r\n" + length + b"\r\n" + body)
+                await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.83", 0)
+    try:
+        yield f"http://127.0.0.83:{server.sockets[0].getsockname()[1]}"
+    finally:
+        server.close()
+        await server.wait_closed()
+        for task in handlers:
+            task.cancel()
+        await asyncio.gather(*handlers, return_exceptions=True)
+
+
+async def test_a_robots_txt_longer_than_its_content_length_is_read_as_missing() -> None:
+    # A Content-Length in characters, not bytes: the rest of the body is read as the next
+    # response, which is not HTTP. robots.txt is then missing (as after a 4xx), not a
+    # failure of the host, and the host report says why; the sitemap is harvested.
+    robots = "User-agent: *\n# é à ü\nDisallow: /private\n".encode()
+    routes = {"/robots.txt": (robots, len(robots) - len(robots.decode()))}
+    async with _keep_alive(routes) as origin:
+        routes["/sitemap.xml"] = (urlset(f"{origin}/page"), 0)
+        records, hosts = await collect([origin], **{"fetch.retries": 0})
+    assert locs(records) == [f"{origin}/page"]
+    report = hosts[origin.removeprefix("http://")]
+    assert report["discovery"] == f"fallback:{origin}/sitemap.xml"
+    assert report["failures"] == []
+    (warning,) = report["warnings"]
+    assert warning.startswith("robots.txt read as missing: the response is not valid HTTP: ")
