@@ -9,6 +9,8 @@ per-host report) and, when known, the ``url`` it concerns::
     ├── FetchError                         fetch               failed to get a body (has url)
     │   ├── DNSError                       dns
     │   ├── ConnectError                   connect
+    │   │   └── TruncatedBody              truncated           the connection ended before the
+    │   │                                                      body's declared length
     │   ├── FetchTimeout (+TimeoutError)   timeout
     │   ├── TooSlow                        too_slow            body under fetch.min_speed
     │   ├── BadContentEncoding             bad_encoding        body does not decode as its
@@ -16,6 +18,8 @@ per-host report) and, when known, the ``url`` it concerns::
     │   ├── HTTPStatusError                http_status         (status, retry_after)
     │   │   └── Blocked                    blocked             bot challenge (403 + cf-mitigated)
     │   ├── TooManyRedirects               redirects
+    │   ├── MalformedResponse              bad_http            not valid HTTP (a chunk size, a
+    │   │                                                      header, the status line)
     │   ├── ForbiddenAddress               forbidden_address   SSRF guard refused the peer
     │   ├── InvalidURL                     invalid_url         a host no client can name (never
     │   │                                                      requested, or a redirect to it)
@@ -61,6 +65,7 @@ __all__ = [
     "InputError",
     "InvalidURL",
     "LimitExceeded",
+    "MalformedResponse",
     "NotASitemap",
     "ParseError",
     "RunFailed",
@@ -68,6 +73,7 @@ __all__ = [
     "StateLocked",
     "TooManyRedirects",
     "TooSlow",
+    "TruncatedBody",
     "TruncatedDocument",
     "XmlTooLarge",
 ]
@@ -132,6 +138,22 @@ class ConnectError(FetchError):
     kind = "connect"
 
 
+class TruncatedBody(ConnectError):
+    """The connection ended (closed or reset) before the body's declared length (its
+    Content-Length, or a chunked body's last chunk): a truncated transfer, worth
+    fetching again.
+
+    ``status`` is the response's HTTP status (the server answered, 200 say): the
+    failure is the transfer, not the answer.
+    """
+
+    kind = "truncated"
+
+    def __init__(self, message: str, *, url: str | None = None, status: int | None = None) -> None:
+        super().__init__(message, url=url)
+        self.status = status
+
+
 class FetchTimeout(FetchError, TimeoutError):
     """Connect, read-stall or total-time limit exceeded."""
 
@@ -184,6 +206,15 @@ class TooManyRedirects(FetchError):
     """More redirects than the configured maximum, or a redirect loop."""
 
     kind = "redirects"
+
+
+class MalformedResponse(FetchError):
+    """The response is not valid HTTP: aiohttp's parser refused its framing (a chunk
+    size, a header, the status line). Not an HTTP status (the parser's code 400 is
+    none the server sent), and not retried: the server would send the same again.
+    """
+
+    kind = "bad_http"
 
 
 class ForbiddenAddress(FetchError):

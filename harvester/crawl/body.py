@@ -16,7 +16,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import aiohttp
-from aiohttp.http_exceptions import ContentEncodingError
+from aiohttp.http_exceptions import (
+    ContentEncodingError,
+    ContentLengthError,
+    HttpProcessingError,
+    TransferEncodingError,
+)
 
 from harvester.errors import (
     BadContentEncoding,
@@ -28,8 +33,10 @@ from harvester.errors import (
     ForbiddenAddress,
     HTTPStatusError,
     InvalidURL,
+    MalformedResponse,
     TooManyRedirects,
     TooSlow,
+    TruncatedBody,
 )
 
 if TYPE_CHECKING:
@@ -37,9 +44,10 @@ if TYPE_CHECKING:
 
     from harvester.config import FetchConfig
 
-__all__ = ["Body", "BodyStream", "map_error", "redact"]
+__all__ = ["Body", "BodyStream", "malformed", "map_error", "redact"]
 
 _USERINFO = re.compile(r"(?<=//)[^/@\s]*@")  # "user:pass@" right after a scheme's "//"
+_DETAIL = 200  # characters of aiohttp's text kept in a MalformedResponse
 
 
 def redact(text: str) -> str:
@@ -47,8 +55,17 @@ def redact(text: str) -> str:
     return _USERINFO.sub("***@", text)
 
 
-def map_error(exc: BaseException, url: str, cfg: FetchConfig) -> FetchError:
-    """Translate one aiohttp/asyncio exception into our tree; the only place that does."""
+def map_error(
+    exc: BaseException,
+    url: str,
+    cfg: FetchConfig,
+    response: aiohttp.ClientResponse | None = None,
+) -> FetchError:
+    """Translate one aiohttp/asyncio exception into our tree; the only place that does.
+
+    ``response``: the response whose body was being read, if any (its status and
+    declared length go into a ``TruncatedBody``).
+    """
     detail = redact(str(exc)) or type(exc).__name__
     # Order matters: several aiohttp classes subclass each other (and TimeoutError).
     if isinstance(exc, aiohttp.TooManyRedirects):
@@ -58,6 +75,10 @@ def map_error(exc: BaseException, url: str, cfg: FetchConfig) -> FetchError:
     if isinstance(exc, aiohttp.InvalidURL):  # a Location that is no URL ("http://[fe80::1")
         return InvalidURL(detail, url=url)
     if isinstance(exc, aiohttp.ClientResponseError):
+        if isinstance(exc.__cause__, HttpProcessingError):
+            # aiohttp's parser refused the response before it was handed over; the
+            # status it gives (400) is the parser's, none the server sent.
+            return malformed(exc.__cause__, url)
         return HTTPStatusError(f"HTTP {exc.status} {exc.message}", url=url, status=exc.status)
     if isinstance(exc, aiohttp.ClientConnectorDNSError) or (
         isinstance(exc, aiohttp.ClientConnectorError) and isinstance(exc.os_error, socket.gaierror)
@@ -72,9 +93,39 @@ def map_error(exc: BaseException, url: str, cfg: FetchConfig) -> FetchError:
         # a plain body, say). The next request would get the same bytes: no connect error.
         msg = f"the body does not decode as its Content-Encoding says ({exc.__cause__.message})"
         return BadContentEncoding(msg, url=url)
+    if isinstance(exc, aiohttp.ClientPayloadError) and isinstance(
+        exc.__cause__, ContentLengthError | TransferEncodingError
+    ):
+        # Raised when the connection ends (closed or reset: aiohttp's feed_eof) short of the
+        # Content-Length, or before a chunked body's last chunk: a truncated transfer.
+        # aiohttp's text names its parser's code 400, no status of the response: not used.
+        return _truncated(exc.__cause__, url, response)
     if isinstance(exc, aiohttp.ClientConnectionError | aiohttp.ClientPayloadError):
         return ConnectError(detail, url=url)
     return FetchError(detail, url=url)  # any other ClientError
+
+
+def malformed(cause: HttpProcessingError, url: str) -> MalformedResponse:
+    """The ``MalformedResponse`` of a response aiohttp's parser refused (``cause``)."""
+    detail = " ".join(cause.message.split()) or type(cause).__name__  # (its text has newlines)
+    if len(detail) > _DETAIL:  # it quotes the bytes it refused: a line, maybe a whole body
+        detail = detail[:_DETAIL] + "..."
+    return MalformedResponse(f"the response is not valid HTTP: {detail}", url=url)
+
+
+def _truncated(
+    cause: BaseException, url: str, response: aiohttp.ClientResponse | None
+) -> TruncatedBody:
+    """The ``TruncatedBody`` of a body that ended before its declared length."""
+    if isinstance(cause, TransferEncodingError):
+        what = "before the body's last chunk"
+    elif response is not None and response.content_length is not None:
+        what = f"before the {response.content_length} bytes its Content-Length declared"
+    else:
+        what = "before the length its Content-Length declared"
+    status = response.status if response is not None else None
+    msg = f"the connection ended {what}"
+    return TruncatedBody(msg, url=url, status=status)
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +151,8 @@ class Body:
         Raises ``BodyTooLarge`` *before* yielding the chunk that would cross
         the cap, so everything yielded fits; ``FetchTimeout`` when the server
         stalls longer than ``read_timeout`` or the file's total deadline
-        passes; ``ConnectError`` when the connection breaks mid-body;
+        passes; ``ConnectError`` when the connection breaks mid-body (``TruncatedBody``
+        when it ends before the body's declared length);
         ``BadContentEncoding`` when the body does not decode as its
         Content-Encoding says (ask again with ``decompress=False``).
         """
@@ -219,7 +271,11 @@ class BodyStream:
                 f"no data for {cfg.read_timeout:g}s while reading the body", url=url
             ) from exc
         except aiohttp.ClientError as exc:
-            raise map_error(exc, url, cfg) from exc
+            raise map_error(exc, url, cfg, self._response) from exc
+        except HttpProcessingError as exc:
+            # aiohttp's pure-Python parser puts its framing errors (a malformed chunk
+            # size) on the body stream as they are, not as a ClientError.
+            raise malformed(exc, url) from exc
         finally:
             self._end_wait(since)
         if not chunk:

@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 from harvester.crawl.frontier import SitemapRef
 from harvester.crawl.robots import RobotsTxt, parse_robots
 from harvester.crawl.scheduler import host_key
-from harvester.errors import ConnectError, HTTPStatusError
+from harvester.errors import ConnectError, HTTPStatusError, MalformedResponse, TruncatedBody
 
 if TYPE_CHECKING:
     from harvester.config import Config
@@ -77,6 +77,7 @@ class Discovered:
     robots_url: str | None = None  # where robots.txt was finally read from (after redirects)
     robots_text: bytes = b""  # its first max_robots_bytes (kept for the state's memory)
     redirects: tuple[str, ...] = ()  # URLs that redirected on the way to it
+    warning: str | None = None  # robots.txt was read as missing despite a fault (why)
 
 
 def registrable_domain(host: str) -> str:
@@ -135,10 +136,12 @@ async def discover(seed: Seed, fetcher: Fetcher, slot: HostSlot, cfg: Config) ->
     robots_url = seed.robots or f"{seed.origin}/robots.txt"
     try:
         found = await _fetch_robots(robots_url, fetcher, slot, cfg)
-    except ConnectError:
+    except ConnectError as exc:
         # Refused, reset or a failed TLS handshake; never a timeout (FetchTimeout):
-        # a host that does not answer on 443 rarely answers on 80.
-        if seed.explicit_scheme or not seed.origin.startswith("https://"):
+        # a host that does not answer on 443 rarely answers on 80. Nor a body cut
+        # short (TruncatedBody): the host did answer over https.
+        explicit = seed.explicit_scheme or not seed.origin.startswith("https://")
+        if explicit or isinstance(exc, TruncatedBody):
             raise
         # A bare domain: many small sites still serve only plain http.
         http_origin = "http://" + seed.origin.removeprefix("https://")
@@ -203,6 +206,12 @@ async def _fetch_robots(url: str, fetcher: Fetcher, slot: HostSlot, cfg: Config)
             # No robots.txt: everything allowed.
             return Discovered([], origin=_origin(url), robots_status=exc.status, robots_url=url)
         raise
+    except MalformedResponse as exc:
+        # Not valid HTTP (a Content-Length shorter than the body spills into the next
+        # message, say): no robots.txt to read, as a 4xx. The sitemaps may be served
+        # well; the host report says why robots.txt was not read.
+        why = f"robots.txt read as missing: {exc.message}"
+        return Discovered([], origin=_origin(url), robots_url=url, warning=why)
     text = b"".join(parts)[:cap]
     robots = parse_robots(text, final, cfg.fetch.user_agent)
     return Discovered(

@@ -38,9 +38,10 @@ from harvester.crawl.attempt import (
     http_date,
 )
 from harvester.crawl.batch import UrlBatch
+from harvester.crawl.choice import Choice
 from harvester.crawl.discovery import child_allowed, discover, home_hosts, recall
 from harvester.crawl.filters import compile_filters
-from harvester.crawl.frontier import Admission, Frontier, SitemapRef
+from harvester.crawl.frontier import Frontier, SitemapRef
 from harvester.crawl.home import HomeHosts
 from harvester.crawl.incremental import HostIncremental
 from harvester.crawl.robots import RobotsTxt
@@ -144,6 +145,7 @@ class HostWorker:
         self.state: HostState | None = self.incremental.state if self.incremental else None
         # Each sitemap's counts and failure for the report (issue 32; a no-op unless asked for).
         self.sitemaps = SitemapLog(enabled=cfg.output.sitemap_log)
+        self._choice = Choice(self._frontier, self.report, self.sitemaps)  # the caps, reported
 
     async def run(self) -> HostReport:
         """Harvest the host; return its report (never raises for host-level failures)."""
@@ -201,6 +203,8 @@ class HostWorker:
         if memory is not None:
             self.report.discovery = f"memory:{found.source}"
         self.report.robots_status = found.robots_status
+        if found.warning is not None:
+            self.report.warnings.append(found.warning)
         self.sitemaps.robots(found.robots_url, found.robots_status)
         if found.robots_truncated:
             self.report.limit("max_robots_bytes")
@@ -214,6 +218,7 @@ class HostWorker:
             self._admit(ref)
         while (nxt := self._frontier.pop()) is not None and not self.batch.cap_hit:
             await self._sitemap(nxt)
+            self._choice.children(nxt, self._homes)  # the newest of its children, if an index
             # Its records go out before the host waits for the next fetch (its rate limit,
             # the network): a waiting host holds no batch (issue 29; the outbox joins them).
             await self._flush()
@@ -238,25 +243,48 @@ class HostWorker:
             slot.slow_down(min(delay, self._cfg.politeness.max_crawl_delay))
 
     def _admit(self, ref: SitemapRef) -> None:
+        """A sitemap from discovery (robots.txt, a fallback location, a seed): queued
+        unless a policy or cap says no (each reported)."""
+        key = self._frontier.key(ref.url)
+        if ref.source != "fallback" and not self._frontier.knows(key):
+            self.report.sitemaps_listed += 1  # (a fallback location: when it hits)
+        if self._permitted(ref):
+            self._choice.push(ref, key)
+
+    def _offer(self, ref: SitemapRef, *, read: bool = False) -> None:
+        """A child of the index being read (``read``), or carried from the state file:
+        among the newest it lists (``Frontier.offer``) unless a policy says no. The
+        chosen ones are queued once the index is done (``Choice.children``)."""
+        frontier = self._frontier
+        key = frontier.key(ref.url)
+        known = frontier.knows(key)
+        if not known:
+            self.report.sitemaps_listed += 1
+        if self._filters is not None and not self._filters.follow(ref.url):
+            self.report.sitemaps_filtered += 1  # --follow/--skip-sitemap: not fetched
+            return
+        if read and self.incremental is not None:
+            self.incremental.child(ref.url, ref.lastmod)
+        if not known:
+            if self._permitted(ref):
+                self._choice.offer(ref, key)
+        elif ref.parent is not None:
+            self._homes.child(ref.parent, ref.url)  # (queued by another index, say)
+
+    def _permitted(self, ref: SitemapRef) -> bool:
+        """Whether the cross-host policy and robots.txt let ``ref`` be fetched (a refusal
+        is reported; a disallowed fallback location passes to the next one)."""
         if not valid_authority(ref.url):
             # A robots.txt Sitemap: line (or a remembered one) whose host no client can
             # name; the reader already dropped such index children. Never requested.
             message = "the sitemap's host can be no DNS name or IP address"
             self.report.fail(InvalidURL(message, url=ref.url), attempts=0)
             self.sitemaps.skipped(ref, "invalid_url")
-            return
-        if (
-            ref.source == "index"
-            and self._filters is not None
-            and not self._filters.follow(ref.url)
-        ):
-            # (children carried from the state file: those read now are filtered in entries())
-            self.report.sitemaps_filtered += 1
-            return
+            return False
         if not self._allowed(ref.url):
             self.report.skip_cross_host(ref.url)
             self.sitemaps.skipped(ref, "cross_host")
-            return
+            return False
         # Sitemaps the site itself lists in robots.txt are meant to be fetched; guesses and
         # index children on this host honour its Disallow rules, as do those on the host
         # robots.txt was served from (the rules are its own); other hosts' rules are unknown.
@@ -267,14 +295,10 @@ class HostWorker:
         ):
             self.report.robots_disallowed += 1
             self.sitemaps.skipped(ref, "robots_disallowed")
-            return
-        admission = self._frontier.push(ref)
-        if admission is Admission.QUEUED:
-            if ref.source != "fallback":
-                self.report.sitemaps_found += 1
-        elif admission is not Admission.SEEN:
-            self.report.limit(admission.value)
-            self.sitemaps.skipped(ref, admission.value)
+            if ref.source == "fallback":
+                self._next_location(ref)  # a guess it disallows is not there for us
+            return False
+        return True
 
     def _allowed(self, url: str) -> bool:
         """The cross-host policy (``discovery.cross_host``) for a sitemap at ``url``."""
@@ -334,7 +358,7 @@ class HostWorker:
                         return
                     case NotModified(status) if inc is not None:
                         for child in inc.carry(ref, "not_modified", status):
-                            self._admit(child)
+                            self._offer(child)
                         return
                     case Missed():
                         self._next_probe(ref)
@@ -362,7 +386,7 @@ class HostWorker:
         self._frontier.new_file()
         if self.incremental is None:
             return ref.url, {}
-        return self.incremental.start(ref, self._admit)
+        return self.incremental.start(ref, self._offer)
 
     # -- the attempt's hooks (``attempt.Hooks``) -----------------------------------------
 
@@ -402,6 +426,7 @@ class HostWorker:
                 return
             report.discovery = f"fallback:{ref.url}"
             report.sitemaps_found += 1
+            report.sitemaps_listed += 1
         report.sitemap_read(result.stats, result.error)
 
     def _next_probe(self, ref: SitemapRef) -> None:
@@ -410,9 +435,14 @@ class HostWorker:
         if self.incremental is not None:
             self.incremental.missed(ref.url)  # not probed again until rediscovery
             self.incremental.gone()  # a remembered hit is gone: rediscover next run
+        self._next_location(ref)
+
+    def _next_location(self, ref: SitemapRef) -> None:
+        """Probe the fallback location after ``ref``, if any (through ``_admit``: the
+        robots.txt rules apply to each guess, and a disallowed one passes to the next)."""
         if ref.fallbacks:
             nxt, *rest = ref.fallbacks
-            self._frontier.push(SitemapRef(nxt, source="fallback", fallbacks=tuple(rest)))
+            self._admit(SitemapRef(nxt, source="fallback", fallbacks=tuple(rest)))
 
     async def entries(self, entries: list[Entry], ref: SitemapRef) -> None:
         """Turn reader entries into records (the batch) and index children (the frontier)."""
@@ -425,17 +455,9 @@ class HostWorker:
         del entries
         for entry in others:
             if isinstance(entry, SitemapChild):
-                if self._filters is not None and not self._filters.follow(entry.loc):
-                    self.report.sitemaps_filtered += 1  # --follow/--skip-sitemap: not fetched
-                    continue
-                if not self._frontier.child_of_index():
-                    self.report.limit("max_children_per_index")
-                    continue  # (a capped index is never complete: limits_hit is set)
-                if self.incremental is not None:
-                    self.incremental.child(entry)
-                self._homes.child(ref.url, entry.loc)
                 when = entry.lastmod
-                self._admit(SitemapRef(entry.loc, ref.depth + 1, "index", when, parent=ref.url))
+                child = SitemapRef(entry.loc, ref.depth + 1, "index", when, parent=ref.url)
+                self._offer(child, read=True)
         if self.batch.full:
             await self._flush()
 

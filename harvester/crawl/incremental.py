@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import xxhash
 
-from harvester.crawl.frontier import SitemapRef
+from harvester.crawl.frontier import Newest, SitemapRef
 from harvester.errors import NotASitemap
 from harvester.state.codec import now
 from harvester.state.ledger import EMIT_EVENTS
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from harvester.config import Config
     from harvester.crawl.discovery import Discovered
     from harvester.crawl.frontier import Frontier
-    from harvester.models import ReadResult, SitemapChild
+    from harvester.models import ReadResult
     from harvester.run.report import HostReport
     from harvester.run.seeds import Seed
     from harvester.state.ledger import LedgerReader
@@ -72,7 +72,8 @@ class HostIncremental:
         self._missing: list[str] = []  # fallback locations that missed
         self._final_url: str | None = None  # where the sitemap being read redirected to
         self._direct: set[str] = set()  # sitemaps whose remembered redirect went stale
-        self._children: list[tuple[str, int | None]] = []  # the index being read
+        # The children of the index being read, the newest max_children_per_index.
+        self._children: Newest[tuple[str, int | None]] = self._new_children()
 
     def load(self, seed: Seed) -> dict[str, Any] | None:
         """Read the host's memory from the state file; decide whether its lastmod is trusted.
@@ -230,13 +231,17 @@ class HostIncremental:
         (``sitemaps_unchanged``); a site that wanted to fool it could just serve what
         it likes, so a cryptographic hash (several times slower) buys nothing here.
         """
-        self._children = []
+        self._children = self._new_children()
         return xxhash.xxh3_128()
 
-    def child(self, entry: SitemapChild) -> None:
-        """An index child of the sitemap being read (remembered with the index)."""
-        when = entry.lastmod
-        self._children.append((entry.loc, None if when is None else int(when.timestamp())))
+    def _new_children(self) -> Newest[tuple[str, int | None]]:
+        return Newest(self._cfg.limits.max_children_per_index)
+
+    def child(self, url: str, lastmod: datetime | None) -> None:
+        """An index child of the sitemap being read (remembered with the index: the
+        ``limits.max_children_per_index`` newest, the ones a full read would follow)."""
+        stamp = None if lastmod is None else int(lastmod.timestamp())
+        self._children.offer((url, stamp), stamp)
 
     def read(
         self,
@@ -268,7 +273,7 @@ class HostIncremental:
                 last_modified=validators[1],
                 content_hash=content_hash,
                 urls=result.stats.entries,
-                children=list(self._children) if is_index else None,
+                children=self._children.best_first() if is_index else None,
                 index_lastmod=int(ref.lastmod.timestamp()) if ref.lastmod is not None else None,
                 final_url=self._final_url,
             )

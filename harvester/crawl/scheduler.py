@@ -114,7 +114,7 @@ class HostSlot:
         # aiolimiter reads loop.time() itself; it binds to a loop lazily, so a
         # slot may be built outside the loop that later uses it.
         self._limiter = AsyncLimiter(policy.burst, policy.burst / policy.rate)
-        self._min_interval = 0.0  # crawl delay: least seconds between two starts
+        self._min_interval = 0.0  # with a crawl delay: least seconds between two starts
         self._last_start = -math.inf  # clock time of the latest admitted request
         self._backoff_until = -math.inf  # clock time before which nothing may start
         self._holding = 0  # concurrency slots taken (started + waiting for a token)
@@ -174,12 +174,11 @@ class HostSlot:
                 if delay > 0:
                     await asyncio.sleep(delay)
                     continue
-                limiter = self._limiter
-                await limiter.acquire()
+                await self._limiter.acquire()
                 # A back_off() or slow_down() may have run while we waited for
                 # the token: _try_start re-checks and, if so, we take a fresh
                 # token later (the spent one only makes us slower, never faster).
-                started = self._try_start(limiter)
+                started = self._try_start()
             yield
         finally:
             if started:
@@ -192,20 +191,21 @@ class HostSlot:
     def slow_down(self, min_interval: float) -> None:
         """Start requests at least ``min_interval`` seconds apart (robots.txt Crawl-delay).
 
-        Only ever slows down: an interval no longer than the current one changes
-        nothing, and the rate never rises above ``policy.rate`` (an interval
-        shorter than ``1 / policy.rate`` keeps that rate, minus its bursts).
+        Only ever slows down, on every gap: an interval no longer than the current
+        one changes nothing, and the rate never rises above ``policy.rate`` (an
+        interval shorter than ``1 / policy.rate`` keeps that rate, minus its bursts).
         Non-positive and non-finite values are ignored.
         """
         # `not >` also rejects NaN; inf would stop the host forever.
-        if not min_interval > self._min_interval or not math.isfinite(min_interval):
+        if not min_interval > 0 or not math.isfinite(min_interval):
             return
-        self._min_interval = min_interval
-        rate = min(self.policy.rate, 1.0 / min_interval)
-        # Burst 1: "at least this far apart" rules out bursts. Waiters on the
-        # old limiter notice the swap in _try_start; the fresh limiter starts
-        # empty, so the _last_start spacing in _start_delay covers the switch.
-        self._limiter = AsyncLimiter(1, 1.0 / rate)
+        # Burst 1: "at least this far apart" rules out bursts, so the spacing alone
+        # says when the next start may come, counted from the last one (_start_delay).
+        # The limiter stays as it is: swapping in a fresh one forgot the token just
+        # spent and let the next request in after the delay alone, faster than the rate.
+        spacing = max(min_interval, 1.0 / self.policy.rate)
+        if spacing > self._min_interval:
+            self._min_interval = spacing
 
     def back_off(self, seconds: float) -> None:
         """Start no new request before ``clock() + seconds`` (429/503 Retry-After).
@@ -242,9 +242,9 @@ class HostSlot:
         not_before = max(self._backoff_until, self._last_start + self._min_interval)
         return not_before - self._now()
 
-    def _try_start(self, limiter: AsyncLimiter) -> bool:
-        """Admit the caller that just got a token from ``limiter``, if still allowed."""
-        if limiter is not self._limiter or self._start_delay() > 0:
+    def _try_start(self) -> bool:
+        """Admit the caller that just got a token from the limiter, if still allowed."""
+        if self._start_delay() > 0:
             return False
         self._waiting -= 1
         self._active += 1

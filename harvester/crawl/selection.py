@@ -248,9 +248,11 @@ class Selection:
     def _keep(
         self, report: HostReport, lastmods: array[int], events: list[str | None]
     ) -> list[tuple[int, str | None, str | None]]:
-        """``(index, event, since)`` of each record to write; the rest leave ``report.urls``."""
+        """``(index, event, since)`` of each record to write; the rest leave ``report.urls``,
+        and those ``--since`` leaves out are counted as ``filtered`` (as ``[filters]``' are)."""
         wanted, since, unverified = self.wanted, self.since, self.unverified
         out: list[tuple[int, str | None, str | None]] = []
+        before = 0  # left out by --since
         for i, lastmod in enumerate(lastmods):
             event: str | None = None
             label: str | None = None
@@ -268,9 +270,11 @@ class Selection:
                 elif lastmod == NO_LASTMOD:
                     label = "undated"  # may have changed: the caller decides
                 elif lastmod <= since:
+                    before += 1
                     continue
                 else:
                     label = "after"
             out.append((i, event, label))
         report.urls -= len(lastmods) - len(out)
+        report.filtered += before
         return out

@@ -81,9 +81,14 @@ class HostReport:
     """
 
     host: str
-    sitemaps_found: int = 0  # discovered: robots lines, fallback hits, index children accepted
+    sitemaps_found: int = 0  # queued to fetch: robots lines, fallback hits, index children
     sitemaps_fetched: int = 0
     sitemaps_failed: int = 0
+    # Issue 50: the sitemaps the host named (robots.txt lines, index children, a fallback
+    # location that hit; one already queued or fetched is not counted again), and those
+    # the caps left out for newer ones (max_sitemaps_per_host, max_children_per_index).
+    sitemaps_listed: int = 0
+    sitemaps_left_out: int = 0
     urls: int = 0  # records emitted
     duplicates: int = 0  # URLs already emitted for this host
     dropped: int = 0  # invalid/relative/too long locs (reader stats)

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import TYPE_CHECKING, Any
 
+import pytest
+
+from harvester.run.shards import run_job
+from tests.integration.conftest import fast_config
 from tests.integration.test_end_to_end import collect, index, robots, urlset
 
 if TYPE_CHECKING:
@@ -97,3 +102,40 @@ async def test_a_child_skipped_in_a_later_run_is_not_fetched_from_the_state(
     assert site.bodies["/b.xml"] + site.not_modified["/b.xml"] == 1  # run one's request only
     (report,) = map(json.loads, (tmp_path / "two.jsonl.hosts.jsonl").read_text().splitlines())
     assert report["sitemaps_filtered"] == 1
+
+
+@pytest.mark.parametrize("state", [False, True], ids=["no-state", "state"])
+async def test_since_counts_the_urls_it_leaves_out_as_filtered(
+    sites: Sites, tmp_path: Path, state: bool
+) -> None:
+    # Issue 50 item 11: --exclude counted the URLs it left out, --since did not (the
+    # filters table promises both), in the host report and the run's.
+    routes: dict[str, Any] = {}
+    site = await sites.start("127.0.0.2", routes)
+    u = site.url
+    routes["/robots.txt"] = robots(u("/old.xml"), u("/new.xml"), u("/undated.xml"))
+    routes["/old.xml"] = urlset(u("/o1"), u("/o2"), u("/o3?x"), lastmod="2020-05-01")
+    routes["/new.xml"] = urlset(u("/n1"), u("/n2?x"), lastmod="2024-05-01")
+    routes["/undated.xml"] = urlset(u("/d1"))
+    out = tmp_path / "out.jsonl"
+    opts: dict[str, Any] = {
+        "output.since": "2022-01-01",
+        "filters.exclude": (r"\?",),
+        "state.enabled": state,
+        "state.path": str(tmp_path / "state.sqlite"),
+    }
+    run = await asyncio.to_thread(
+        run_job,
+        fast_config(**opts),
+        [site.origin],
+        str(out),
+        progress=False,
+        hosts_path=f"{out}.hosts.jsonl",
+    )
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert sorted(r["loc"] for r in records) == [u("/d1"), u("/n1")]
+    (report,) = map(json.loads, (tmp_path / "out.jsonl.hosts.jsonl").read_text().splitlines())
+    # /o3?x and /n2?x by --exclude, /o1 and /o2 by --since.
+    assert report["filtered"] == 4
+    assert report["urls"] == 2
+    assert run.filtered == 4

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import pytest
 from aiohttp import web
 
 from tests.integration.test_end_to_end import collect, index, robots, urlset
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from tests.integration.conftest import Sites
 
 
@@ -78,3 +81,134 @@ async def test_robots_disallow_applies_to_guesses_and_index_children(sites: Site
     assert [r["loc"] for r in records] == [u("/page")]
     assert site.hits("/private/child.xml") == 0
     assert hosts[site.origin.removeprefix("http://")]["robots_disallowed"] == 1
+
+
+@pytest.mark.parametrize(
+    ("disallowed", "used"),
+    [
+        pytest.param("/sitemap.txt", None, id="the-last-location"),
+        pytest.param("/sitemap_index.xml", "/sitemap.txt", id="a-middle-location"),
+        pytest.param("/sitemap.xml", "/sitemap_index.xml", id="the-first-location"),
+    ],
+)
+async def test_a_disallowed_fallback_location_is_skipped_and_the_next_one_probed(
+    sites: Sites, disallowed: str, used: str | None
+) -> None:
+    # Issue 50 item 11: a disallowed probe was fetched and used (a later location), or
+    # ended all probing (the first one); it is to be skipped, counted, and the next tried.
+    routes: dict[str, Any] = {}
+    site = await sites.start("127.0.0.75", routes)
+    u = site.url
+    routes["/robots.txt"] = f"User-agent: *\nDisallow: {disallowed}\n".encode()
+    for path in ("/sitemap.xml", "/sitemap_index.xml", "/sitemap.txt"):
+        if path in (disallowed, used):
+            routes[path] = urlset(u(path + "/page"))
+    records, hosts = await collect([site.origin])
+    report = hosts[site.origin.removeprefix("http://")]
+    assert site.hits(disallowed) == 0
+    assert report["robots_disallowed"] == 1
+    assert report["failures"] == []
+    if used is None:
+        assert records == []
+        assert report["discovery"] == "none"
+    else:
+        assert [r["loc"] for r in records] == [u(used + "/page")]
+        assert report["discovery"] == f"fallback:{u(used)}"
+
+
+# -- the caps choose the newest (issue 50 item 10) ---------------------------------------
+
+# An index's children, in document order: (name, lastmod).
+FIVE = [("c2021", "2021-06-01"), ("c2024", "2024-06-01"), ("c2019", "2019-06-01")]
+FIVE += [("c2025", "2025-06-01"), ("c2023", "2023-06-01")]
+
+
+async def _index_site(sites: Sites, host: str, children: Sequence[tuple[str, str | None]]) -> Any:
+    routes: dict[str, Any] = {}
+    site = await sites.start(host, routes)
+    u = site.url
+    routes["/robots.txt"] = robots(u("/index.xml"))
+    routes["/index.xml"] = index(
+        *((u(f"/{n}.xml"), mod) if mod else u(f"/{n}.xml") for n, mod in children)
+    )
+    for name, _ in children:
+        routes[f"/{name}.xml"] = urlset(u(f"/{name}/page"))
+    return site
+
+
+def _children_read(site: Any) -> list[str]:
+    """The children fetched, in the order they were asked for (one host: one at a time)."""
+    paths = [h.path for h in sorted(site.log, key=lambda h: h.start)]
+    return [p.strip("/").removesuffix(".xml") for p in paths if p.startswith("/c")]
+
+
+@pytest.mark.parametrize(
+    ("limits", "read", "limit"),
+    [
+        pytest.param({}, ["c2025", "c2024", "c2023", "c2021", "c2019"], None, id="no-cap"),
+        # The index itself is one of the files of max_sitemaps_per_host.
+        pytest.param(
+            {"limits.max_sitemaps_per_host": 3},
+            ["c2025", "c2024"],
+            "max_sitemaps_per_host",
+            id="max-sitemaps-3",
+        ),
+        pytest.param(
+            {"limits.max_sitemaps_per_host": 4},
+            ["c2025", "c2024", "c2023"],
+            "max_sitemaps_per_host",
+            id="max-sitemaps-4",
+        ),
+        pytest.param(
+            {"limits.max_children_per_index": 2},
+            ["c2025", "c2024"],
+            "max_children_per_index",
+            id="children-per-index-2",
+        ),
+    ],
+)
+async def test_a_capped_index_reads_its_newest_children(
+    sites: Sites, limits: dict[str, Any], read: list[str], limit: str | None
+) -> None:
+    site = await _index_site(sites, "127.0.0.76", FIVE)
+    records, hosts = await collect([site.origin], **limits)
+    assert _children_read(site) == read
+    assert sorted(r["loc"] for r in records) == sorted(site.url(f"/{n}/page") for n in read)
+    report = hosts[site.origin.removeprefix("http://")]
+    assert report["sitemaps_listed"] == 6  # the index and its five children
+    assert report["sitemaps_left_out"] == 5 - len(read)
+    assert report["sitemaps_found"] == 1 + len(read)
+    assert report["limits_hit"] == ([limit] if limit else [])
+
+
+async def test_undated_children_come_after_dated_ones_under_the_cap(sites: Sites) -> None:
+    children = [("cu1", None), ("c2021", "2021-06-01"), ("cu2", None), ("c2024", "2024-06-01")]
+    site = await _index_site(sites, "127.0.0.77", children)
+    _, hosts = await collect([site.origin], **{"limits.max_sitemaps_per_host": 4})
+    assert _children_read(site) == ["c2024", "c2021", "cu1"]
+    assert hosts[site.origin.removeprefix("http://")]["sitemaps_left_out"] == 1
+
+
+async def test_children_of_a_later_index_take_the_place_of_older_queued_ones(
+    sites: Sites,
+) -> None:
+    # root → a (2020) and b (2022); b → b1 (2023), b2 (2019); a → a1 (2026), a2 (2018).
+    # Five files: root, b, b1 (the newest queued), a; then a1 is newer than b2, still
+    # queued, and takes its place; a2 is older than anything left.
+    routes: dict[str, Any] = {}
+    site = await sites.start("127.0.0.78", routes)
+    u = site.url
+    routes["/robots.txt"] = robots(u("/root.xml"))
+    routes["/root.xml"] = index((u("/a.xml"), "2020-01-01"), (u("/b.xml"), "2022-01-01"))
+    routes["/b.xml"] = index((u("/b1.xml"), "2023-01-01"), (u("/b2.xml"), "2019-01-01"))
+    routes["/a.xml"] = index((u("/a1.xml"), "2026-01-01"), (u("/a2.xml"), "2018-01-01"))
+    for name in ("a1", "a2", "b1", "b2"):
+        routes[f"/{name}.xml"] = urlset(u(f"/{name}/page"))
+    _, hosts = await collect([site.origin], **{"limits.max_sitemaps_per_host": 5})
+    paths = [h.path for h in sorted(site.log, key=lambda h: h.start)]
+    assert paths == ["/robots.txt", "/root.xml", "/b.xml", "/b1.xml", "/a.xml", "/a1.xml"]
+    report = hosts[site.origin.removeprefix("http://")]
+    assert report["sitemaps_listed"] == 7
+    assert report["sitemaps_left_out"] == 2  # b2 (taken out of the queue) and a2
+    assert report["sitemaps_found"] == 5
+    assert report["limits_hit"] == ["max_sitemaps_per_host"]

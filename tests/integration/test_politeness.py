@@ -43,6 +43,28 @@ async def test_crawl_delay_slows_a_host_down(sites: Sites) -> None:
     assert starts[2] - starts[1] >= 0.28
 
 
+async def test_a_short_crawl_delay_never_speeds_a_host_up(sites: Sites) -> None:
+    # Issue 50: a Crawl-delay shorter than 1 / rate let the request after robots.txt in
+    # after the delay alone (0.1 s here, where the rate asks for 0.5 s).
+    routes: dict[str, Any] = {}
+    site = await sites.start("127.0.0.24", routes)
+    u = site.url
+    routes["/robots.txt"] = b"User-agent: *\nCrawl-delay: 0.1\nSitemap: " + u("/a.xml").encode()
+    routes["/a.xml"] = index(u("/b.xml"))
+    routes["/b.xml"] = urlset(u("/x"))
+    await collect([site.origin], **{"politeness.default.rate": 2.0})
+    starts = sorted(h.start for h in site.log)
+    assert [h.path for h in sorted(site.log, key=lambda h: h.start)] == [
+        "/robots.txt",
+        "/a.xml",
+        "/b.xml",
+    ]
+    gaps = [b - a for a, b in itertools.pairwise(starts)]
+    # Lower bounds only (a loaded machine makes gaps longer). Measured at the server, the
+    # first gap loses the client's connect time (robots.txt opened the connection).
+    assert all(gap >= 0.5 - 0.1 for gap in gaps), gaps
+
+
 async def test_per_host_concurrency_cap(sites: Sites) -> None:
     routes: dict[str, Any] = {}
     site = await sites.start("127.0.0.22", routes)

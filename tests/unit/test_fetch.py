@@ -18,7 +18,7 @@ from typing import Any
 import aiohttp
 import pytest
 from aiohttp.client_reqrep import ConnectionKey
-from aiohttp.http_exceptions import ContentEncodingError
+from aiohttp.http_exceptions import ContentEncodingError, ContentLengthError, TransferEncodingError
 from aioresponses import aioresponses
 from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
@@ -36,7 +36,9 @@ from harvester.errors import (
     FetchTimeout,
     HTTPStatusError,
     InvalidURL,
+    MalformedResponse,
     TooManyRedirects,
+    TruncatedBody,
 )
 
 URL_A = "http://site-a.test/sitemap.xml"
@@ -386,6 +388,21 @@ def _undecodable() -> aiohttp.ClientPayloadError:
     return exc
 
 
+def _cut_short(cause: Exception) -> aiohttp.ClientPayloadError:
+    """What aiohttp raises when the connection ends before the body's declared length."""
+    exc = aiohttp.ClientPayloadError(f"Response payload is not completed: {cause!r}")
+    exc.__cause__ = cause
+    return exc
+
+
+def _refused_by_the_parser() -> aiohttp.ClientResponseError:
+    """What aiohttp raises when its parser refuses a response before handing it over."""
+    cause = TransferEncodingError("Invalid character in chunk size")
+    exc = aiohttp.ClientResponseError(request_info(), (), status=cause.code, message=cause.message)
+    exc.__cause__ = cause
+    return exc
+
+
 def _mapping_cases() -> list[Any]:
     key = connection_key()
     info = request_info()
@@ -407,6 +424,13 @@ def _mapping_cases() -> list[Any]:
         pytest.param(aiohttp.ClientOSError(104, "reset by peer"), ConnectError, id="reset"),
         pytest.param(aiohttp.ClientPayloadError("truncated"), ConnectError, id="payload"),
         pytest.param(_undecodable(), BadContentEncoding, id="content-encoding"),
+        pytest.param(
+            _cut_short(ContentLengthError("Not enough data")), TruncatedBody, id="content-length"
+        ),
+        pytest.param(
+            _cut_short(TransferEncodingError("Not enough data")), TruncatedBody, id="last-chunk"
+        ),
+        pytest.param(_refused_by_the_parser(), MalformedResponse, id="not-http"),
         pytest.param(TimeoutError(), FetchTimeout, id="asyncio-timeout"),
         pytest.param(aiohttp.ServerTimeoutError("read timeout"), FetchTimeout, id="server-timeout"),
         pytest.param(

@@ -13,7 +13,7 @@ from harvester.crawl.discovery import Discovered
 from harvester.crawl.frontier import Frontier, SitemapRef
 from harvester.crawl.incremental import HostIncremental
 from harvester.errors import HarvesterError, NotASitemap
-from harvester.models import Kind, ReadResult, ReadStats, SitemapChild
+from harvester.models import Kind, ReadResult, ReadStats
 from harvester.run.report import HostReport
 from harvester.run.seeds import Seed
 from harvester.state.codec import now
@@ -120,7 +120,7 @@ def test_a_complete_read_is_remembered_with_its_children_and_hash() -> None:
     inc = make()
     digest = inc.new_read()
     digest.update(b"<sitemapindex/>")
-    inc.child(SitemapChild(CHILD, T0))
+    inc.child(CHILD, T0)
     inc.redirected("https://cdn.e.com/sitemap.xml")
     inc.read(SitemapRef(ROOT), result("sitemapindex"), 200, ('"e"', None), digest, False)
     (state,) = inc.state.sitemaps

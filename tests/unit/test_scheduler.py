@@ -197,20 +197,23 @@ def test_slow_down_spaces_requests() -> None:
 def test_slow_down_never_speeds_up() -> None:
     slot = HostSlot("a.test", policy(rate=2.0))
     slot.slow_down(0.1)  # 10/s would be faster than the policy's 2/s
-    starts = run(lambda: starts_of(slot, 5))
-    assert all(g >= 0.5 - EPS for g in gaps(starts))
 
-    slot.slow_down(3.0)
-    slot.slow_down(1.0)  # smaller than the current delay: ignored
-    slot.slow_down(float("nan"))
-    slot.slow_down(float("inf"))
-    slot.slow_down(-1.0)
-    starts = run(lambda: starts_of(slot, 3))
-    assert all(g >= 3.0 - EPS for g in gaps(starts))
+    async def main() -> tuple[list[float], list[float]]:
+        fast = await starts_of(slot, 5)
+        slot.slow_down(3.0)
+        slot.slow_down(1.0)  # smaller than the current delay: ignored
+        slot.slow_down(float("nan"))
+        slot.slow_down(float("inf"))
+        slot.slow_down(-1.0)
+        return fast, await starts_of(slot, 3)
+
+    fast, slow = run(main)
+    assert all(g >= 0.5 - EPS for g in gaps(fast))
+    assert all(g >= 3.0 - EPS for g in gaps(slow))
 
 
 def test_slow_down_counts_from_the_last_start() -> None:
-    """Swapping in a fresh limiter must not let a request slip in early."""
+    """A crawl delay applied between two requests must not let the next slip in early."""
     slot = HostSlot("a.test", policy(rate=1000.0))
 
     async def main() -> list[float]:
@@ -221,6 +224,40 @@ def test_slow_down_counts_from_the_last_start() -> None:
         return await starts_of(slot, 2)
 
     assert run(main) == approx([2.0, 4.0])
+
+
+@pytest.mark.parametrize(
+    ("rate", "delay", "expected"),
+    [
+        pytest.param(1.0, 0.1, [1.0, 1.0, 1.0, 1.0], id="rate-1-delay-0.1"),
+        pytest.param(0.5, 0.2, [2.0, 2.0], id="rate-0.5-delay-0.2"),
+    ],
+)
+def test_a_crawl_delay_shorter_than_the_rate_never_shortens_a_gap(
+    rate: float, delay: float, expected: list[float]
+) -> None:
+    """Issue 50: robots.txt is fetched at the policy's rate, its Crawl-delay applied, then
+    the sitemaps. The gap after robots.txt was the delay (a fresh limiter forgot the
+    token robots.txt spent): every gap must be at least 1 / rate."""
+    slot = HostSlot("a.test", policy(rate=rate))
+
+    async def main() -> list[float]:
+        async with slot.request():  # robots.txt
+            first = now()
+        slot.slow_down(delay)
+        return [first, *await starts_of_one_by_one(slot, len(expected))]
+
+    starts = run(main)
+    assert gaps(starts) == approx(expected)
+
+
+async def starts_of_one_by_one(slot: HostSlot, n: int) -> list[float]:
+    """Start times of ``n`` requests made one after the other (a host worker's sitemaps)."""
+    starts = []
+    for _ in range(n):
+        async with slot.request():
+            starts.append(now())
+    return starts
 
 
 def test_slow_down_applies_to_requests_already_waiting() -> None:
