@@ -3,7 +3,8 @@ are no longer listed anywhere.
 
 In: the writer's connection, a finished host and the sitemaps this run read in full
 (or found no longer listed). Out: the retired chunks deleted (in the caller's
-transaction) and the removed URLs as ``event: removed`` records.
+transaction; kept in the undo journal until the run completes, ``undo.py``) and
+the removed URLs as ``event: removed`` records.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from harvester.state.chunks import NO_LASTMOD, LedgerView, unpack_fps, unpack_urls
 from harvester.state.codec import iso
+from harvester.state.undo import journal_chunks
 
 if TYPE_CHECKING:
     import sqlite3
@@ -60,6 +62,7 @@ def retire(
         if lost:
             reported.update(fps[i] for i in lost)
             removed += _records(db, cid, host, lost, unpack_fps(lastmods_blob))
+    journal_chunks(db, drop)  # until the run's output is safe (undo.py)
     for start in range(0, len(drop), _DELETE_BATCH):
         part = drop[start : start + _DELETE_BATCH]
         marks = ",".join("?" * len(part))
