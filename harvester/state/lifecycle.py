@@ -43,7 +43,8 @@ def begin(
 
     With ``resume=False`` an unfinished run is marked ``abandoned`` (its committed
     records stay recorded; its undo journal is dropped, its changes stand).
-    Resuming a run that writes another format than ``fmt`` raises ``ConfigError``.
+    Resuming a run into the output it writes in another format than ``fmt`` raises
+    ``ConfigError`` (into another output, any format: no file mixes two).
     """
     row = db.execute(
         "SELECT id, status, emit, output, output_bytes, format, hosts_before, sitemaps_before "
@@ -52,11 +53,11 @@ def begin(
     if row is not None and row[1] in UNFINISHED:
         run_id, status, old_emit, old_output, committed, old_fmt, *before = row
         if resume:
-            if fmt is not None and old_fmt is not None and fmt != old_fmt:
+            if output == old_output and None not in (fmt, old_fmt) and fmt != old_fmt:
                 raise ConfigError(
-                    f"the run to resume (run {run_id}, output {old_output}) writes {old_fmt}, not"
-                    f" {fmt}: give --format {old_fmt} (one file must not mix two formats), or"
-                    " --no-resume to start a new run",
+                    f"the run to resume (run {run_id}) writes {old_output} as {old_fmt}, not"
+                    f" {fmt}: give --format {old_fmt} (one file must not mix two formats),"
+                    " another -o, or --no-resume to start a new run",
                     key="output.format",
                 )
             # A run stopped while publishing stays so: all its records are written.

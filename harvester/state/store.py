@@ -152,9 +152,9 @@ class StateStore:
         ``failed`` or ``publishing`` (stopped while its output was being published) is
         resumed with its own ``emit`` mode; with ``resume=False`` it is marked
         ``abandoned`` instead (``lifecycle.py``). ``fmt``: the output format, stored
-        with a new run; resuming a run of another format raises ``ConfigError`` (one
-        output must not mix two). Raises ``StateError`` when the file cannot be
-        written or turns out to be corrupt.
+        with a new run; resuming a run into its output in another format raises
+        ``ConfigError`` (one file must not mix two). Raises ``StateError`` when the
+        file cannot be written or turns out to be corrupt.
         """
         try:
             with self._tx():
@@ -191,14 +191,16 @@ class StateStore:
         self.run = replace(run, output=output, output_bytes=0, status="running")
 
     @_sql_errors
-    def switch_output(self, output: str | None) -> None:
-        """Go on with the run in another output (its first one cut back to its commit)."""
+    def switch_output(self, output: str | None, fmt: str | None) -> None:
+        """Go on with the run in another output, of format ``fmt`` (the one it wrote was
+        cut back to its commit and stays as it is)."""
         run = self._require_run()
         with self._tx():
             self._db.execute(
-                "UPDATE runs SET output = ?, output_bytes = 0 WHERE id = ?", (output, run.id)
+                "UPDATE runs SET output = ?, format = ?, output_bytes = 0 WHERE id = ?",
+                (output, fmt, run.id),
             )
-        self.run = replace(run, output=output, output_bytes=0)
+        self.run = replace(run, output=output, format=fmt, output_bytes=0)
 
     @_sql_errors
     def finish_run(self, status: str) -> None:

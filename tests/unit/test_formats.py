@@ -201,7 +201,7 @@ def _unfinished_run(tmp_path: Path, output: str, mark: int) -> None:
 
 
 def _resume(tmp_path: Path, output: str, **cfg: Any) -> Any:
-    from harvester.run.writer import open_sink
+    from harvester.run.opening import open_sink
     from harvester.state.store import StateStore
 
     store = StateStore(str(tmp_path / "state.sqlite"))
