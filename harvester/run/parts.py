@@ -51,10 +51,13 @@ def list_parts(directory: str) -> list[tuple[int, str]]:
 
 
 def cut_parts(directory: str, keep: int) -> None:
-    """Delete the parts of ``directory`` numbered ``keep`` or more (never committed)."""
+    """Delete the parts of ``directory`` numbered ``keep`` or more (never committed), and
+    an assembled file a close left before it published (made of the parts again)."""
     for index, path in list_parts(directory):
         if index >= keep:
             os.remove(path)
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(os.path.join(directory, ASSEMBLED))
     fsync_dir(directory)
 
 

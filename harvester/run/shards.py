@@ -125,7 +125,7 @@ def run_job(
     sink, store, incremental, finished = open_output(cfg, output, run)
     if sink is None:  # a run stopped while publishing, published now: nothing to harvest
         assert store is not None
-        return finish_published(run, store, report_path, hosts_path)
+        return finish_published(run, store, output, report_path, hosts_path)
     seeds = SeedReader(lines, skip=finished)
     writer = Writer(
         sink,

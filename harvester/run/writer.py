@@ -316,10 +316,22 @@ def unless(failure: BaseException | None) -> Iterator[None]:
 
 
 def finish_published(
-    run: RunReport, store: StateStore, report_path: str | None, hosts_path: str | None
+    run: RunReport,
+    store: StateStore,
+    output: str,
+    report_path: str | None,
+    hosts_path: str | None,
 ) -> RunReport:
     """Finish a run that was stopped while publishing (its output is published now): its
-    host report published too, a run report written if it has none, the state complete."""
+    host report published too, a run report written if it has none, the state complete.
+
+    The reports are the run's, so they go beside its output: this invocation's paths
+    when it names the same output, else the default ones beside the run's own.
+    """
+    recorded = store.run.output if store.run is not None else None
+    if recorded not in (None, "-", output):
+        report_path = f"{recorded}.report.json" if report_path else None
+        hosts_path = f"{recorded}.hosts.jsonl" if hosts_path else None
     try:
         if hosts_path and os.path.isfile(hosts_path + ".part"):
             publish_file(hosts_path + ".part", hosts_path)
