@@ -38,6 +38,7 @@ import pyarrow.compute as pc
 import pyarrow.json as pj
 import pyarrow.parquet as pq
 
+from harvester.errors import RunFailed
 from harvester.run.parts import (
     ASSEMBLED,
     cut_parts,
@@ -203,7 +204,7 @@ class ParquetSink:
         self._file: io.BufferedWriter | None = None  # its file (fsynced when it is closed)
         self._closed = False
         self._prepared = False  # prepare() made the output final under its temporary name
-        self._failed = False  # a write failed: the part being written is torn
+        self._failed: BaseException | None = None  # a write failed: the part being written is torn
 
     def write(self, data: bytes | bytearray | memoryview, records: int | None = None) -> None:
         """Take a block of complete JSON lines (each ending in ``\\n``)."""
@@ -261,14 +262,17 @@ class ParquetSink:
 
     def _flush(self, rows: int) -> None:
         """Write the first ``rows`` buffered rows as one row group of the current part."""
-        if self._failed:
-            raise ValueError("write to a ParquetSink whose last write failed")
+        if self._failed is not None:
+            # (Another host's batch, taken before the run stopped on the first error.)
+            raise RunFailed(
+                f"the output cannot be written since an earlier write failed: {self._failed}"
+            )
         try:
             self._write_group(rows)
-        except BaseException:
+        except BaseException as exc:
             # (pyarrow re-raises the file's OSError, ENOSPC say: the first error, the one
             # to report.) Its writer is unusable now: closing it would only raise again.
-            self._failed = True
+            self._failed = exc
             raise
 
     def _write_group(self, rows: int) -> None:
@@ -294,8 +298,8 @@ class ParquetSink:
             self._writer.close()
             self._file.flush()
             os.fsync(self._file.fileno())
-        except BaseException:
-            self._failed = True
+        except BaseException as exc:
+            self._failed = exc
             self._abandon_part()
             raise
         self._file.close()
@@ -366,7 +370,7 @@ class ParquetSink:
         if self._closed:
             return
         self._closed = True
-        if self._failed:
+        if self._failed is not None:
             self._abandon_part()
         else:
             self._finish_part()

@@ -13,12 +13,13 @@ calls it from one thread.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import sqlite3
 import sys
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar, cast
 
 from harvester.errors import HarvesterError
 from harvester.run.faults import fault_point
@@ -28,7 +29,7 @@ from harvester.run.sink import JsonlSink, encode_record, encode_records
 from harvester.state.ledger import EMIT_EVENTS
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
     from types import TracebackType
 
     from harvester.run.display import Progress
@@ -50,6 +51,34 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _stops_on_error(
+    method: Callable[Concatenate[Writer, _P], _R],
+) -> Callable[Concatenate[Writer, _P], _R]:
+    """A ``Writer`` method that raises the writer's first error once there was one.
+
+    Why: after a disk fills up, the writer is called from several places (each host
+    task of a shard, the commit timer). The first failure is the cause; a later call
+    would fail otherwise (SQLite's "cannot commit - no transaction is active" after it
+    rolled back on its own), and whichever error reached the user first won.
+    """
+
+    @functools.wraps(method)
+    def guarded(self: Writer, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        if self.failure is not None:
+            raise self.failure
+        try:
+            return method(self, *args, **kwargs)
+        except Exception as exc:
+            self.failure = exc
+            raise
+
+    return cast("Callable[Concatenate[Writer, _P], _R]", guarded)
 
 
 class Writer:
@@ -82,7 +111,11 @@ class Writer:
         self._emit_removed = store is not None and "removed" in EMIT_EVENTS[store.run_emit]
         self._commit_interval = commit_interval
         self._last_commit = time.monotonic()
+        # The first error writing the output or the state: every later call raises it
+        # again (_stops_on_error), so whichever caller reports it reports the cause.
+        self.failure: Exception | None = None
 
+    @_stops_on_error
     def records(
         self,
         data: bytes | bytearray | memoryview,
@@ -107,6 +140,7 @@ class Writer:
         self.pending_urls += count
         self.tick()
 
+    @_stops_on_error
     def host(self, report: dict[str, Any], state: HostState | None = None) -> None:
         """Take a finished host: its report line, and with a state file its checkpoint
         (the removed URLs it yields are written as records with ``--emit`` asking)."""
@@ -126,6 +160,7 @@ class Writer:
         self.pending_urls -= report.get("urls", 0)
         self.tick()
 
+    @_stops_on_error
     def commit(self) -> None:
         """Make the output durable, then commit the state that describes it (in that order)."""
         if self.store is not None:

@@ -161,9 +161,12 @@ def state_error(exc: BaseException, path: str, doing: str = "") -> StateError:
     if primary in _CORRUPTED:
         return StateError(f"{prefix}corrupt state file: {detail}; {CORRUPT_ADVICE}", url=path)
     if primary == _FULL:
+        # (SQLite answers SQLITE_FULL when a write of the file fails with ENOSPC.)
+        if "ENOSPC" not in detail:
+            detail += " [errno 28 ENOSPC]"
         return StateError(
-            f"{prefix}no space left for the state file: {detail}; free some space and run"
-            " again (the run resumes)",
+            f"{prefix}no space left on the device of the state file: {detail}; free some"
+            " space and run again (the run resumes)",
             url=path,
         )
     return StateError(f"{prefix}state file: {detail}", url=path)

@@ -298,7 +298,8 @@ def migrate(db: sqlite3.Connection, path: str) -> None:
     try:
         _migrate(db, version)
     except sqlite3.Error as exc:
-        raise state_error(exc, path, f"migrating it from schema {version}") from exc
+        doing = f"migrating it from schema {version}" if version else "creating its tables"
+        raise state_error(exc, path, doing) from exc
 
 
 def _migrate(db: sqlite3.Connection, version: int) -> None:

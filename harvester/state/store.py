@@ -94,6 +94,8 @@ def _sql_errors(
         try:
             return method(self, *args, **kwargs)
         except sqlite3.Error as exc:
+            # SQLite may have rolled the transaction back itself (a disk full does).
+            self._in_tx = self._db.in_transaction
             raise state_error(exc, self.path) from exc
 
     return cast("Callable[Concatenate[StateStore, _P], _R]", translated)
