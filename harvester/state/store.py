@@ -50,7 +50,7 @@ import sqlite3
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar, cast
 
-from harvester.state.access import state_error
+from harvester.state.access import check_file, state_error
 from harvester.state.codec import dump_json, now
 from harvester.state.ids import RowIds
 from harvester.state.lifecycle import begin, load_counts, restart
@@ -94,8 +94,6 @@ def _sql_errors(
         try:
             return method(self, *args, **kwargs)
         except sqlite3.Error as exc:
-            # SQLite may have rolled the transaction back itself (a disk full does).
-            self._in_tx = self._db.in_transaction
             raise state_error(exc, self.path) from exc
 
     return cast("Callable[Concatenate[StateStore, _P], _R]", translated)
@@ -121,6 +119,8 @@ class StateStore:
         compare others); a file that exists keeps the one it was made with.
         """
         self.path = path
+        # Before the lock: another application's file is refused with nothing made beside it.
+        check_file(path, SCHEMA_VERSION)
         self._lock_fd = lock(path)
         try:
             self._db = connect(path, page_size)
@@ -135,7 +135,6 @@ class StateStore:
             raise
         self.run: RunInfo | None = None
         self._ids = RowIds(self._db)
-        self._in_tx = False
         self.counts = {"new": 0, "changed": 0, "unchanged": 0, "removed": 0, "hosts": 0}
 
     # -- runs ------------------------------------------------------------------
@@ -332,8 +331,7 @@ class StateStore:
     @_sql_errors
     def commit(self, output_bytes: int | None) -> None:
         """Commit everything staged, with the output's length (already flushed and fsynced)."""
-        if not self._in_tx:
-            self._begin()
+        self._begin()
         run = self.run
         if run is not None:
             c = self.counts
@@ -347,7 +345,6 @@ class StateStore:
                 (c["hosts"], c["new"], c["changed"], c["unchanged"], c["removed"], run.id),
             )
         self._db.execute("COMMIT")
-        self._in_tx = False
 
     @property
     def db(self) -> sqlite3.Connection:
@@ -387,9 +384,10 @@ class StateStore:
         return self.run
 
     def _begin(self) -> None:
-        if not self._in_tx:
+        # SQLite's own flag, not one of ours: it rolls a transaction back by itself on
+        # some errors (a disk full), and a COMMIT or ROLLBACK of none fails.
+        if not self._db.in_transaction:
             self._db.execute("BEGIN IMMEDIATE")
-            self._in_tx = True
 
     def _rollback(self) -> None:
         """Roll back the open transaction, if SQLite still has one (errors suppressed:
@@ -397,7 +395,6 @@ class StateStore:
         if self._db.in_transaction:
             with contextlib.suppress(sqlite3.Error):
                 self._db.execute("ROLLBACK")
-        self._in_tx = False
 
     @contextlib.contextmanager
     def _tx(self) -> Iterator[None]:
@@ -408,4 +405,3 @@ class StateStore:
             self._rollback()
             raise
         self._db.execute("COMMIT")
-        self._in_tx = False

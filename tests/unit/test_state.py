@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 from array import array
 from typing import TYPE_CHECKING
@@ -501,3 +502,72 @@ def test_audit_picks_go_round_the_sitemaps_and_take_the_newest_listing(tmp_path:
             (mid, "https://a.example/mid", 100),  # rank 1 of SM
         ]
         assert [p[0] for p in pick(store, host_id, 2)] == [low, high]
+
+
+@pytest.mark.parametrize("journal", ["delete", "wal"])
+def test_another_applications_database_is_left_byte_for_byte(tmp_path: Path, journal: str) -> None:
+    """Refused before any write (issue 50 item 7): a read-write open switched it to WAL."""
+    path = tmp_path / "app.sqlite"
+    db = sqlite3.connect(path)
+    db.execute(f"PRAGMA journal_mode = {journal}")
+    db.execute("CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT)")
+    db.executemany("INSERT INTO customers (name) VALUES (?)", [(f"c{i}",) for i in range(500)])
+    db.commit()
+    db.close()
+    before = hashlib.sha256(path.read_bytes()).hexdigest()
+    files = sorted(p.name for p in tmp_path.iterdir())
+    with pytest.raises(StateError, match="not a harvester state file") as info:
+        StateStore(str(path))
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == files  # no -wal, -shm, .lock
+    assert "--state" in str(info.value)  # the advice: a path of its own
+
+
+def test_a_store_whose_last_commit_failed_follows_sqlites_transaction(tmp_path: Path) -> None:
+    """After SQLite rolled a transaction back on its own, the store neither commits nor
+    rolls back one that is not there ("cannot commit/rollback - no transaction is active")."""
+    path = str(tmp_path / "s.sqlite")
+    store = StateStore(path)
+    store.start_run(emit="all", output=None)
+    store.add_urls("a.example", rows("p1"))
+    store.db.execute("ROLLBACK")  # as SQLite does itself on SQLITE_FULL
+    store.commit(None)  # a transaction of its own, committed
+    store.add_urls("a.example", rows("p2"))
+    store.db.execute("ROLLBACK")
+    store.close()  # no error: nothing to roll back
+    with StateStore(path) as again:
+        assert again.db.execute("SELECT count(*) FROM url_chunks").fetchone()[0] == 0
+
+
+@pytest.mark.parametrize(
+    ("code", "words", "not_words"),
+    [
+        (8, "cannot write the state file", "corrupt"),  # SQLITE_READONLY
+        (14, "cannot write the state file", "corrupt"),  # SQLITE_CANTOPEN
+        (26, "corrupt state file", "permissions"),  # SQLITE_NOTADB
+        (11, "corrupt state file", "permissions"),  # SQLITE_CORRUPT
+        (13, "errno 28 ENOSPC", "corrupt"),  # SQLITE_FULL
+    ],
+)
+def test_sqlite_errors_are_worded_by_what_they_mean(code: int, words: str, not_words: str) -> None:
+    from harvester.state.access import state_error
+
+    exc = sqlite3.OperationalError("what SQLite said")
+    exc.sqlite_errorcode = code  # type: ignore[attr-defined]
+    exc.sqlite_errorname = "SQLITE_X"  # type: ignore[attr-defined]
+    message = str(state_error(exc, "s.sqlite", "opening it"))
+    assert words in message
+    assert not_words not in message
+    assert "what SQLite said" in message
+
+
+def test_a_read_only_filesystem_is_worded_as_cannot_write() -> None:
+    import errno
+
+    from harvester.state.access import state_error
+
+    exc = OSError(errno.EROFS, "Read-only file system")
+    message = str(state_error(exc, "s.sqlite"))
+    assert "cannot write the state file" in message
+    assert "errno 30 EROFS" in message
+    assert "move it away to start afresh" not in message
