@@ -553,8 +553,8 @@ def test_sqlite_errors_are_worded_by_what_they_mean(code: int, words: str, not_w
     from harvester.state.access import state_error
 
     exc = sqlite3.OperationalError("what SQLite said")
-    exc.sqlite_errorcode = code  # type: ignore[attr-defined]
-    exc.sqlite_errorname = "SQLITE_X"  # type: ignore[attr-defined]
+    exc.sqlite_errorcode = code
+    exc.sqlite_errorname = "SQLITE_X"
     message = str(state_error(exc, "s.sqlite", "opening it"))
     assert words in message
     assert not_words not in message
