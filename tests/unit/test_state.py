@@ -571,3 +571,20 @@ def test_a_read_only_filesystem_is_worded_as_cannot_write() -> None:
     assert "cannot write the state file" in message
     assert "errno 30 EROFS" in message
     assert "move it away to start afresh" not in message
+
+
+def test_a_run_keeps_its_format_for_its_output_and_may_go_on_in_another(tmp_path: Path) -> None:
+    from harvester.errors import ConfigError
+
+    path = str(tmp_path / "s.sqlite")
+    with StateStore(path) as store:
+        run = store.start_run(emit="all", output="o.jsonl", fmt="jsonl")
+    with StateStore(path) as store, pytest.raises(ConfigError, match="as jsonl, not csv"):
+        store.start_run(emit="all", output="o.jsonl", fmt="csv")
+    with StateStore(path) as store:  # another output: no file would mix two formats
+        again = store.start_run(emit="all", output="o.csv", fmt="csv")
+        assert (again.id, again.format, again.output) == (run.id, "jsonl", "o.jsonl")
+        store.switch_output("o.csv", "csv")
+    with StateStore(path) as store:  # from now on the run writes o.csv, as CSV
+        last = store.start_run(emit="all", output="o.csv", fmt="csv")
+        assert (last.id, last.format, last.output, last.resumed) == (run.id, "csv", "o.csv", True)
