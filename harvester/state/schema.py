@@ -203,11 +203,7 @@ MIGRATIONS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
         http_status INTEGER, complete INTEGER, fetched_at REAL, last_complete REAL,
         final_url TEXT
     );
-    CREATE TABLE undo_chunks (
-        id INTEGER PRIMARY KEY, host_id INTEGER NOT NULL, sitemap_id INTEGER NOT NULL,
-        run INTEGER NOT NULL, n INTEGER NOT NULL, fps BLOB NOT NULL, lastmods BLOB NOT NULL,
-        urls BLOB NOT NULL
-    );
+    CREATE TABLE undo_retired (id INTEGER PRIMARY KEY);  -- url_chunks to delete on completion
     """,
 )
 

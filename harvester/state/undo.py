@@ -15,14 +15,17 @@ replaced (the next request would get a 304 and read nothing). So a finished
 host's rows are journaled before they change:
 
 * its ``hosts`` row and its ``sitemaps`` rows as they were (``journal_host``);
-* the ledger chunks it retires (``journal_chunks``, called by ``removals.retire``).
+* the ledger chunks it retires are not deleted but listed (``retire_later``,
+  called by ``removals.retire``): only ids, no copy of their blobs. Every reader of
+  the ledger leaves them out (``LIVE``), so they are gone for all but ``undo``.
 
 Rows added during the run (ids above those the run began with) need no copy:
-undoing them is making them new again. ``forget`` empties the journal when the
-run completes (its output is published) or is abandoned; only one run at a time
-is unfinished, so the journal never holds two. ``undo`` deletes the run's own
-chunks, restores the journaled rows and chunks and resets the run's new rows:
-redone, the run writes every URL of the lost output again, with the same events.
+undoing them is making them new again. ``forget`` deletes the retired chunks and
+empties the journal when the run completes (its output is published) or is
+abandoned; only one run at a time is unfinished, so the journal never holds two.
+``undo`` deletes the run's own chunks, keeps the ones it retired, restores the
+journaled rows and resets the run's new rows: redone, the run writes every URL
+of the lost output again, with the same events.
 """
 
 from __future__ import annotations
@@ -33,15 +36,17 @@ if TYPE_CHECKING:
     import sqlite3
     from collections.abc import Sequence
 
-__all__ = ["forget", "journal_chunks", "journal_host", "undo"]
+__all__ = ["LIVE", "forget", "journal_host", "retire_later", "undo"]
+
+# The condition on ``url_chunks`` (alias ``c``) that leaves out the chunks a run retired
+# and will delete when it completes: every reader of the ledger asks it.
+LIVE = "c.id NOT IN (SELECT id FROM undo_retired)"
 
 _HOST_COLUMNS = "discovery, discovered_at, audit, not_before, last_run, last_finished"
 _SITEMAP_COLUMNS = (
     "parent, kind, etag, last_modified, content_hash, urls, children, index_lastmod, status, "
     "http_status, complete, fetched_at, last_complete, final_url"
 )
-_CHUNK_COLUMNS = "id, host_id, sitemap_id, run, n, fps, lastmods, urls"
-_BATCH = 500  # ids per statement (SQLite's bound on host parameters is far above)
 
 
 def journal_host(
@@ -67,21 +72,16 @@ def journal_host(
     )
 
 
-def journal_chunks(db: sqlite3.Connection, ids: Sequence[int]) -> None:
-    """Keep the ledger chunks ``ids`` (about to be retired) until the run completes."""
-    for start in range(0, len(ids), _BATCH):
-        part = ids[start : start + _BATCH]
-        marks = ",".join("?" * len(part))
-        db.execute(
-            f"INSERT OR IGNORE INTO undo_chunks ({_CHUNK_COLUMNS}) "  # noqa: S608
-            f"SELECT {_CHUNK_COLUMNS} FROM url_chunks WHERE id IN ({marks})",
-            part,
-        )
+def retire_later(db: sqlite3.Connection, ids: Sequence[int]) -> None:
+    """Retire the ledger chunks ``ids`` when the run completes (``forget`` deletes them)."""
+    db.executemany("INSERT OR IGNORE INTO undo_retired (id) VALUES (?)", [(i,) for i in ids])
 
 
 def forget(db: sqlite3.Connection) -> None:
-    """Empty the journal: its run completed (or was abandoned), its changes stand."""
-    for table in ("undo_hosts", "undo_sitemaps", "undo_chunks"):
+    """The run completed (or was abandoned): its changes stand. The chunks it retired are
+    deleted, and the journal is emptied."""
+    db.execute("DELETE FROM url_chunks WHERE id IN (SELECT id FROM undo_retired)")
+    for table in ("undo_hosts", "undo_sitemaps", "undo_retired"):
         db.execute(f"DELETE FROM {table}")  # noqa: S608 - fixed names
 
 
@@ -90,15 +90,12 @@ def undo(
 ) -> None:
     """Put the state back as it was before run ``run_id`` began, its own rows kept as new.
 
-    Its ledger chunks are deleted and those it retired restored (with their ids, so
-    the ledger's order holds); journaled host and sitemap rows get their values
-    back, rows the run added are reset to a new row's. Then the journal is empty.
+    Its ledger chunks are deleted, those it retired stay; journaled host and sitemap
+    rows get their values back, rows the run added are reset to a new row's. Then
+    the journal is empty.
     """
-    # The run's chunks first: one of them may have taken the id of a chunk it retired.
     db.execute("DELETE FROM url_chunks WHERE run = ?", (run_id,))
-    db.execute(
-        f"INSERT INTO url_chunks ({_CHUNK_COLUMNS}) SELECT {_CHUNK_COLUMNS} FROM undo_chunks"  # noqa: S608
-    )
+    db.execute("DELETE FROM undo_retired")
     _restore(db, "hosts", "undo_hosts", _HOST_COLUMNS)
     _restore(db, "sitemaps", "undo_sitemaps", _SITEMAP_COLUMNS)
     if hosts_before is not None:
@@ -111,7 +108,8 @@ def undo(
         db.execute(f"UPDATE sitemaps SET {fresh} WHERE id > ?", (sitemaps_before,))  # noqa: S608
     # A host the run checkpointed is never skipped by its redo (whatever the journal held).
     db.execute("UPDATE hosts SET last_run = NULL WHERE last_run = ?", (run_id,))
-    forget(db)
+    for table in ("undo_hosts", "undo_sitemaps"):
+        db.execute(f"DELETE FROM {table}")  # noqa: S608 - fixed names
 
 
 def _restore(db: sqlite3.Connection, table: str, journal: str, columns: str) -> None:

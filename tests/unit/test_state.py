@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 from array import array
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -299,11 +299,17 @@ def test_a_file_corrupted_inside_is_a_state_error(tmp_path: Path) -> None:
 
 
 def stored_urls(db: sqlite3.Connection) -> list[tuple[int, str, str, int | None, int]]:
-    """Every URL of the ledger's chunks: (fp, url, sitemap, lastmod or None, run), by URL."""
+    """Every URL of the ledger's chunks: (fp, url, sitemap, lastmod or None, run), by URL.
+
+    Chunks a run retired are left out (until it completes they wait to be deleted).
+    """
     out = []
+    retiring = db.execute("SELECT 1 FROM sqlite_schema WHERE name = 'undo_retired'").fetchone()
     for sitemap, run, n, fp_blob, lm_blob, url_blob in db.execute(
         "SELECT s.url, c.run, c.n, c.fps, c.lastmods, c.urls FROM url_chunks c "
-        "JOIN sitemaps s ON s.id = c.sitemap_id ORDER BY c.id"
+        "JOIN sitemaps s ON s.id = c.sitemap_id "
+        + ("WHERE c.id NOT IN (SELECT id FROM undo_retired) " if retiring else "")
+        + "ORDER BY c.id"
     ):
         chunk = zip(unpack_fps(fp_blob), unpack_urls(url_blob), unpack_fps(lm_blob), strict=True)
         listed = [
@@ -588,3 +594,56 @@ def test_a_run_keeps_its_format_for_its_output_and_may_go_on_in_another(tmp_path
     with StateStore(path) as store:  # from now on the run writes o.csv, as CSV
         last = store.start_run(emit="all", output="o.csv", fmt="csv")
         assert (last.id, last.format, last.output, last.resumed) == (run.id, "csv", "o.csv", True)
+
+
+def test_a_redone_run_finds_the_state_the_last_complete_run_left(tmp_path: Path) -> None:
+    """``redo`` (its output lost, issue 50 item 2): validators, discovery, checkpoints and
+    the ledger as the last complete run left them, so the redone run has the same events."""
+    path = str(tmp_path / "s.sqlite")
+
+    def dump(db: sqlite3.Connection) -> tuple[list[Any], list[Any], list[Any]]:
+        hosts = db.execute("SELECT * FROM hosts WHERE name = 'a.example'").fetchall()
+        sitemaps = db.execute(
+            "SELECT s.* FROM sitemaps s JOIN hosts h ON h.id = s.host_id "
+            "WHERE h.name = 'a.example' ORDER BY s.id"
+        ).fetchall()
+        return hosts, sitemaps, [u for u in stored_urls(db) if "a.example" in u[1]]
+
+    def read(etag: str) -> HostState:
+        ok = SitemapState(SM, None, "ok", 200, True, etag=etag, urls=3)
+        return HostState("a.example", [ok], [SM], discovery={"source": etag})
+
+    with StateStore(path) as store:
+        store.start_run(emit="delta", output="o.jsonl")
+        store.add_urls("a.example", rows("p1", "p2", "p3"))
+        store.finish_host(read('"1"'))
+        store.finish_run("complete")
+        before = dump(store.db)
+    with StateStore(path) as store:
+        run = store.start_run(emit="delta", output="o.jsonl")
+        store.add_urls("a.example", rows("p1", "p4"))
+        removed = store.finish_host(read('"2"'))
+        store.add_urls("new.example", rows("q1"))
+        store.finish_host(HostState("new.example", discovery={"source": "x"}))
+        store.commit(5)
+        finished = store.finished_hosts()
+        assert "a.example" in finished
+        store.redo("again.jsonl")
+        assert "a.example" not in finished  # its redo harvests it again
+        finished.close()
+        assert dump(store.db) == before
+        row = store.db.execute("SELECT discovery, last_run FROM hosts WHERE name = 'new.example'")
+        assert row.fetchone() == (None, None)  # a host new in the run: new again
+        assert store.db.execute(
+            "SELECT output, output_bytes, hosts, new FROM runs WHERE id = ?", (run.id,)
+        ).fetchone() == ("again.jsonl", 0, 0, 0)
+        # Redone: the same removals, and the same events for the workers.
+        store.add_urls("a.example", rows("p1", "p4"))
+        assert store.finish_host(read('"2"')) == removed
+        assert [r["url"] for r in removed] == ["https://a.example/p2", "https://a.example/p3"]
+        store.finish_run("complete")
+        assert store.db.execute("SELECT count(*) FROM undo_retired").fetchone()[0] == 0
+    assert [u for _, u, _, _, _ in stored_urls(sqlite3.connect(path))] == [
+        "https://a.example/p1",
+        "https://a.example/p4",
+    ]
