@@ -87,8 +87,8 @@ def check_file(path: str, newest: int) -> None:
         return  # an empty file: SQLite makes it a database
     if len(header) < _HEADER or not header.startswith(_MAGIC):
         raise StateError(
-            f"not an SQLite file (its first bytes are not SQLite's): not a state file, or a"
-            f" corrupt one; {CORRUPT_ADVICE}",
+            f"not a harvester state file, or a corrupt one (its first bytes are not SQLite's);"
+            f" {CORRUPT_ADVICE}",
             url=path,
         )
     app_id = int.from_bytes(header[68:72], "big")
