@@ -43,6 +43,7 @@ from harvester.run.parts import (
     ASSEMBLED,
     cut_parts,
     fsync_dir,
+    fsync_file,
     list_parts,
     part_name,
     publish_file,
@@ -337,7 +338,7 @@ class ParquetSink:
             os.remove(final)  # an earlier invocation's, stopped before it published
         if not parts:  # no records at all: an empty file with the schema
             pq.write_table(SCHEMA.empty_table(), final, compression=_COMPRESSION)
-            _fsync_file(final)
+            fsync_file(final)
         elif len(parts) == 1:
             os.link(parts[0], final)
         else:
@@ -418,12 +419,3 @@ def _batches(parts: list[str], rows: int) -> Iterator[pa.Table]:
                 for i in _DICT_COLUMNS:
                     table = table.set_column(i, _READ_SCHEMA.field(i), table.column(i).cast(_STR))
                 yield table
-
-
-def _fsync_file(path: str) -> None:
-    """fsync the file at ``path``."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

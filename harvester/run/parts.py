@@ -23,6 +23,7 @@ __all__ = [
     "cut_parts",
     "discard",
     "fsync_dir",
+    "fsync_file",
     "holds",
     "list_parts",
     "part_name",
@@ -84,6 +85,15 @@ def fsync_dir(directory: str) -> None:
         os.fsync(fd)
     except OSError:
         pass  # some filesystems refuse fsync on a directory; the rename itself happened
+    finally:
+        os.close(fd)
+
+
+def fsync_file(path: str) -> None:
+    """fsync the file at ``path`` (one written by a library that closed it itself)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
     finally:
         os.close(fd)
 
