@@ -137,6 +137,14 @@ class CsvSink:
         """Flush and fsync what was written so far (stdout: flush only)."""
         self._out.sync()
 
+    def prepare(self) -> None:
+        """As ``JsonlSink.prepare``: the whole file durable under its temporary name."""
+        self._out.prepare()
+
+    def publish(self) -> None:
+        """As ``JsonlSink.publish``: the prepared file renamed over ``path``, durably."""
+        self._out.publish()
+
     def close(self, *, complete: bool) -> None:
         """As ``JsonlSink.close``: ``complete`` renames the ``.part`` file over ``path``."""
         self._out.close(complete=complete)

@@ -72,8 +72,17 @@ class Sink(Protocol):
         """Make everything written so far durable (before a state commit stores ``mark``)."""
         ...
 
+    def prepare(self) -> None:
+        """Make the whole output durable under its temporary name (no more writes)."""
+        ...
+
+    def publish(self) -> None:
+        """Rename the prepared output to its final name, durably (after ``prepare``)."""
+        ...
+
     def close(self, *, complete: bool) -> None:
-        """Finish; ``complete`` publishes the output under its final name."""
+        """Finish; ``complete`` publishes the output under its final name (``prepare``, then
+        ``publish``); otherwise the ``.part`` stays. A no-op once closed."""
         ...
 
 

@@ -38,7 +38,17 @@ import pyarrow.compute as pc
 import pyarrow.json as pj
 import pyarrow.parquet as pq
 
-from harvester.run.parts import cut_parts, fsync_dir, list_parts, part_name
+from harvester.errors import RunFailed
+from harvester.run.parts import (
+    ASSEMBLED,
+    cut_parts,
+    fsync_dir,
+    fsync_file,
+    list_parts,
+    part_name,
+    publish_file,
+    remove_parts,
+)
 
 if TYPE_CHECKING:
     import io
@@ -194,6 +204,8 @@ class ParquetSink:
         self._writer: pq.ParquetWriter | None = None  # the part being written, if any
         self._file: io.BufferedWriter | None = None  # its file (fsynced when it is closed)
         self._closed = False
+        self._prepared = False  # prepare() made the output final under its temporary name
+        self._failed: BaseException | None = None  # a write failed: the part being written is torn
 
     def write(self, data: bytes | bytearray | memoryview, records: int | None = None) -> None:
         """Take a block of complete JSON lines (each ending in ``\\n``)."""
@@ -251,6 +263,20 @@ class ParquetSink:
 
     def _flush(self, rows: int) -> None:
         """Write the first ``rows`` buffered rows as one row group of the current part."""
+        if self._failed is not None:
+            # (Another host's batch, taken before the run stopped on the first error.)
+            raise RunFailed(
+                f"the output cannot be written since an earlier write failed: {self._failed}"
+            )
+        try:
+            self._write_group(rows)
+        except BaseException as exc:
+            # (pyarrow re-raises the file's OSError, ENOSPC say: the first error, the one
+            # to report.) Its writer is unusable now: closing it would only raise again.
+            self._failed = exc
+            raise
+
+    def _write_group(self, rows: int) -> None:
         table = pa.concat_tables(self._buffer)
         head, rest = table.slice(0, rows), table.slice(rows)
         self._buffer = [rest] if rest.num_rows else []
@@ -269,48 +295,86 @@ class ParquetSink:
         if self._writer is None:
             return
         assert self._file is not None
-        self._writer.close()
-        self._file.flush()
-        os.fsync(self._file.fileno())
+        try:
+            self._writer.close()
+            self._file.flush()
+            os.fsync(self._file.fileno())
+        except BaseException as exc:
+            self._failed = exc
+            self._abandon_part()
+            raise
         self._file.close()
         self._writer = self._file = None
         fsync_dir(self.temp_path)  # the part's name is durable before a commit counts it
         self.mark += 1
+
+    def _abandon_part(self) -> None:
+        """Close the file of a part whose write failed, without its footer (errors of that
+        close are dropped: the write's own error is the one reported)."""
+        file, self._file, self._writer = self._file, None, None
+        if file is not None:
+            with contextlib.suppress(OSError):
+                file.close()
 
     def sync(self) -> None:
         """Make everything taken so far durable as complete parts (before a state commit)."""
         if not self._closed:
             self._finish_part()
 
-    def close(self, *, complete: bool) -> None:
-        """Finish the output.
+    def prepare(self) -> None:
+        """Make the whole output durable under its temporary name, ``OUT.part/assembled.tmp``.
 
-        ``complete=True``: the parts become ``path`` (one part is renamed; several
-        are streamed into one file of ``row_group_rows`` row groups), and the
-        ``.part`` directory goes. ``complete=False``: the last part is closed, and
-        the directory stays for a resume or a look.
+        The last part is closed; one part is linked to that name (the part stays, so
+        a resume still finds every committed part), several are streamed into it.
+        The first half of ``close(complete=True)``; ``publish`` is the second.
         """
         if self._closed:
             return
         self._closed = True
         self._finish_part()
-        if not complete:
-            return
         parts = [p for _, p in list_parts(self.temp_path)]
-        final = os.path.join(self.temp_path, "assembled.tmp")
+        final = os.path.join(self.temp_path, ASSEMBLED)
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(final)  # an earlier invocation's, stopped before it published
         if not parts:  # no records at all: an empty file with the schema
             pq.write_table(SCHEMA.empty_table(), final, compression=_COMPRESSION)
+            fsync_file(final)
         elif len(parts) == 1:
-            os.replace(parts[0], final)
+            os.link(parts[0], final)
         else:
             self._assemble(parts, final)
-        os.replace(final, self.path)
-        for part in parts:
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(part)
-        with contextlib.suppress(OSError):  # (not empty: files of the user's own in it)
-            os.rmdir(self.temp_path)
-        fsync_dir(os.path.dirname(os.path.abspath(self.path)))
+        fsync_dir(self.temp_path)
+        self._prepared = True
+
+    def publish(self) -> None:
+        """Rename the prepared file over ``path`` (durably), then remove the parts."""
+        if not self._prepared:
+            raise ValueError("ParquetSink.publish() needs a prepare() first")
+        publish_file(os.path.join(self.temp_path, ASSEMBLED), self.path)
+        self._prepared = False
+        remove_parts(self.temp_path)
+
+    def close(self, *, complete: bool) -> None:
+        """Finish the output.
+
+        ``complete=True``: the parts become ``path`` (``prepare``, then ``publish``),
+        and the ``.part`` directory goes. ``complete=False``: the last part is
+        closed, and the directory stays for a resume or a look; after a failed
+        write (a full disk) the part being written is only closed, without a
+        footer: torn, uncommitted, deleted by the resume.
+        """
+        if complete:
+            self.prepare()
+            if self._prepared:
+                self.publish()
+            return
+        if self._closed:
+            return
+        self._closed = True
+        if self._failed is not None:
+            self._abandon_part()
+        else:
+            self._finish_part()
 
     def _assemble(self, parts: list[str], final: str) -> None:
         """Stream the rows of ``parts`` into ``final``, in order, in whole row groups."""

@@ -256,6 +256,8 @@ class RunReport:
     filtered: int = 0
     sitemaps_filtered: int = 0
     hosts_tls_unverified: int = 0
+    # Issue 50: every host failed and the earlier output was kept (writer.keep_previous).
+    output_kept: bool = False
     seconds: float = 0.0
     _t0: float = field(default_factory=time.monotonic, init=False, repr=False, compare=False)
 

@@ -44,11 +44,12 @@ from typing import TYPE_CHECKING, Any
 from harvester.errors import HarvesterError, RunFailed
 from harvester.run.display import Progress
 from harvester.run.formats import resolved
-from harvester.run.report import RunReport, write_report
+from harvester.run.opening import open_output
+from harvester.run.report import RunReport
 from harvester.run.runtime import event_loop_runner
 from harvester.run.seeds import Seed, SeedReader
 from harvester.run.shutdown import POLL, SeedGate, Stop, run_until_stopped
-from harvester.run.writer import Writer, open_output
+from harvester.run.writer import Writer, close_run, finish_published, unless, writer_error
 from harvester.urls.crosshost import CrossHostTracker
 
 if TYPE_CHECKING:
@@ -122,6 +123,9 @@ def run_job(
     if hosts_path is None and report_path:
         hosts_path = report_path.removesuffix(".json").removesuffix(".report") + ".hosts.jsonl"
     sink, store, incremental, finished = open_output(cfg, output, run)
+    if sink is None:  # a run stopped while publishing, published now: nothing to harvest
+        assert store is not None
+        return finish_published(run, store, output, report_path, hosts_path)
     seeds = SeedReader(lines, skip=finished)
     writer = Writer(
         sink,
@@ -133,6 +137,7 @@ def run_job(
         cfg.state.commit_interval,
     )
     complete = interrupted = False
+    failure: BaseException | None = None  # what ended the run, the error to report
     try:
         if workers == 1:
             run.workers_started = 1
@@ -141,8 +146,9 @@ def run_job(
             _run_processes(cfg, seeds, writer, workers, stop, incremental)
         interrupted = stop.is_set()
         complete = not interrupted
-    except KeyboardInterrupt:
-        interrupted = True
+    except BaseException as exc:
+        failure = exc
+        interrupted = isinstance(exc, KeyboardInterrupt)
         raise
     finally:
         if finished is not None:
@@ -156,14 +162,10 @@ def run_job(
         # shutdown grace): they are in the output, so they count (0 on a complete run).
         run.urls += writer.pending_urls
         run.finish(complete=complete, interrupted=interrupted)
-        try:
-            writer.close(complete=complete, interrupted=interrupted)
-        finally:
-            if store is not None:
-                run.events = dict(store.counts)
-                store.close()
-        if report_path:
-            write_report(report_path, run, hosts_path)
+        # A close that fails after the run failed (the disk that filled up fails every
+        # later write too) must not replace the run's error: the first one is the cause.
+        with unless(failure):
+            close_run(writer, store, run, report_path, hosts_path, complete, interrupted)
     return run
 
 
@@ -225,7 +227,16 @@ def _run_inline(
         )
 
     # No tune_gc() here: the CLI calls it; a library caller's process is not ours.
-    (beside.runner if beside else event_loop_runner(cfg))(main())
+    try:
+        (beside.runner if beside else event_loop_runner(cfg))(main())
+    except BaseExceptionGroup as group:
+        # The writer is called from the shard's host tasks: an error of its own (the
+        # output or the state file cannot be written) reaches here wrapped by the
+        # shard's TaskGroup. It is the run's failure, to be reported as itself.
+        error = writer_error(group)
+        if error is None:
+            raise
+        raise error from group
 
 
 async def _aiter(seeds: SeedReader) -> AsyncIterator[Seed]:

@@ -43,6 +43,8 @@ from typing import IO, TYPE_CHECKING, Any
 
 import orjson
 
+from harvester.run.parts import publish_file
+
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
     from types import TracebackType
@@ -124,7 +126,17 @@ class JsonlSink:
     so no early return or swallowed interrupt can publish a partial file.
     """
 
-    __slots__ = ("_behind", "_file", "_started", "bytes", "dropped", "path", "records", "temp_path")
+    __slots__ = (
+        "_behind",
+        "_file",
+        "_prepared",
+        "_started",
+        "bytes",
+        "dropped",
+        "path",
+        "records",
+        "temp_path",
+    )
 
     def __init__(self, path: str, *, resume_at: int | None = None) -> None:
         """``resume_at``: continue ``path + ".part"`` of an interrupted run, cut to that length.
@@ -137,6 +149,7 @@ class JsonlSink:
         self.bytes = 0
         self.temp_path: str | None  # where the data sits until close(complete=True)
         self._file: IO[bytes] | None  # None once closed
+        self._prepared = False  # prepare() made it final under temp_path; publish() next
         if path == "-":
             self.temp_path = None
             self._file = sys.stdout.buffer
@@ -217,13 +230,12 @@ class JsonlSink:
         if self.temp_path is not None:
             os.fsync(self._file.fileno())
 
-    def close(self, *, complete: bool) -> None:
-        """Finish the output.
+    def prepare(self) -> None:
+        """Make the whole output durable under its temporary name: flush, fsync, close.
 
-        ``complete=True``: flush, fsync and rename the ``.part`` file over
-        ``path``. ``complete=False``: flush and close, leaving ``path + ".part"``
-        (whole lines only) for inspection; ``path`` itself is not touched.
-        Stdout is only flushed, never closed.
+        The first half of ``close(complete=True)``; ``publish`` is the second. In
+        between, the run's writer tells the state file that the run is publishing
+        (``writer.Writer.close``). Stdout is only flushed.
         """
         file, self._file = self._file, None
         if file is None:
@@ -233,13 +245,46 @@ class JsonlSink:
             return
         try:
             file.flush()
-            if complete:
-                os.fsync(file.fileno())
+            os.fsync(file.fileno())
         finally:
             file.close()
+        self._prepared = True
+
+    def publish(self) -> None:
+        """Rename the prepared ``.part`` file over ``path`` and make the rename durable."""
+        if not self._prepared:
+            if self.temp_path is None:
+                return  # stdout: nothing to rename
+            raise ValueError("JsonlSink.publish() needs a prepare() first")
+        assert self.temp_path is not None
+        publish_file(self.temp_path, self.path)
+        self._prepared = False
+
+    def close(self, *, complete: bool) -> None:
+        """Finish the output.
+
+        ``complete=True``: flush, fsync and rename the ``.part`` file over
+        ``path`` (``prepare``, then ``publish``). ``complete=False``: flush and
+        close, leaving ``path + ".part"`` (whole lines only) for inspection;
+        ``path`` itself is not touched. Stdout is only flushed, never closed.
+        A no-op once closed (a failed flush still closes the file, then raises).
+        """
         if complete:
-            os.replace(self.temp_path, self.path)
-            _fsync_dir(os.path.dirname(os.path.abspath(self.path)))
+            if self._file is not None:
+                self.prepare()
+            if self._prepared:
+                self.publish()
+            return
+        file, self._file = self._file, None
+        if file is None:
+            return
+        if self.temp_path is None:
+            file.flush()
+            return
+        try:
+            file.flush()
+        finally:
+            file.close()
 
     @property
     def closed(self) -> bool:
@@ -273,17 +318,3 @@ def _write_all(fd: int, data: bytes | bytearray | memoryview) -> None:
         done = os.write(fd, view)
         while done < len(view):
             done += os.write(fd, view[done:])
-
-
-def _fsync_dir(directory: str) -> None:
-    """Make a rename in ``directory`` durable (a no-op where a directory cannot be opened)."""
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass  # some filesystems refuse fsync on a directory; the rename itself happened
-    finally:
-        os.close(fd)

@@ -3,38 +3,82 @@
 In: what the shards send (encoded record blocks with their fingerprints and
 ledger rows; finished hosts' reports and state). Out: ``OUT.part`` renamed to
 ``OUT`` when the run completes, ``OUT.hosts.jsonl``, the run report's counts and
-the state file's commits. ``open_state`` and ``open_sink`` set up a run's state
-file and output (resuming an interrupted run's); ``Writer`` takes what arrives.
+the state file's commits. ``opening.py`` sets up a run's state file and output
+(resuming an interrupted run's); ``Writer`` takes what arrives and closes it all
+in the order ``state/store.py`` explains (``faults.STEPS`` names the steps).
 Whoever runs the shards (``shards.py``: in this process or in worker processes)
 calls it from one thread.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import logging
 import os
+import sqlite3
 import sys
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar, cast
 
-from harvester.errors import ConfigError
-from harvester.run.formats import output_sink, resolve_format
-from harvester.run.parts import cut_back
+from harvester.errors import HarvesterError
+from harvester.run.faults import fault_point
+from harvester.run.parts import discard, publish_file
+from harvester.run.report import write_report
 from harvester.run.sink import JsonlSink, encode_record, encode_records
-from harvester.state.ledger import EMIT_EVENTS, Incremental
-from harvester.state.runs import default_state_path
-from harvester.state.store import StateStore
+from harvester.state.ledger import EMIT_EVENTS
 
 if TYPE_CHECKING:
-    from harvester.config import Config
+    from collections.abc import Callable, Iterator
+    from types import TracebackType
+
     from harvester.run.display import Progress
     from harvester.run.formats import Sink
     from harvester.run.report import RunReport
     from harvester.state.memory import HostState
     from harvester.state.rows import LedgerRows
-    from harvester.state.runs import FinishedHosts
+    from harvester.state.store import StateStore
     from harvester.urls.crosshost import CrossHostTracker
 
-__all__ = ["Writer", "open_output", "open_sink", "open_state"]
+__all__ = [
+    "FirstError",
+    "Writer",
+    "close_run",
+    "finish_published",
+    "keep_previous",
+    "unless",
+    "writer_error",
+]
+
+logger = logging.getLogger(__name__)
+
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _stops_on_error(
+    method: Callable[Concatenate[Writer, _P], _R],
+) -> Callable[Concatenate[Writer, _P], _R]:
+    """A ``Writer`` method that raises the writer's first error once there was one.
+
+    Why: after a disk fills up, the writer is called from several places (each host
+    task of a shard, the commit timer). The first failure is the cause; a later call
+    would fail otherwise (SQLite's "cannot commit - no transaction is active" after it
+    rolled back on its own), and whichever error reached the user first won.
+    """
+
+    @functools.wraps(method)
+    def guarded(self: Writer, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        if self.failure is not None:
+            raise self.failure
+        try:
+            return method(self, *args, **kwargs)
+        except Exception as exc:
+            self.failure = exc
+            raise
+
+    return cast("Callable[Concatenate[Writer, _P], _R]", guarded)
 
 
 class Writer:
@@ -67,7 +111,11 @@ class Writer:
         self._emit_removed = store is not None and "removed" in EMIT_EVENTS[store.run_emit]
         self._commit_interval = commit_interval
         self._last_commit = time.monotonic()
+        # The first error writing the output or the state: every later call raises it
+        # again (_stops_on_error), so whichever caller reports it reports the cause.
+        self.failure: Exception | None = None
 
+    @_stops_on_error
     def records(
         self,
         data: bytes | bytearray | memoryview,
@@ -92,6 +140,7 @@ class Writer:
         self.pending_urls += count
         self.tick()
 
+    @_stops_on_error
     def host(self, report: dict[str, Any], state: HostState | None = None) -> None:
         """Take a finished host: its report line, and with a state file its checkpoint
         (the removed URLs it yields are written as records with ``--emit`` asking)."""
@@ -111,6 +160,7 @@ class Writer:
         self.pending_urls -= report.get("urls", 0)
         self.tick()
 
+    @_stops_on_error
     def commit(self) -> None:
         """Make the output durable, then commit the state that describes it (in that order)."""
         if self.store is not None:
@@ -133,105 +183,214 @@ class Writer:
             self.progress.update(self.run)
 
     def close(self, *, complete: bool, interrupted: bool = False) -> None:
-        """Commit and close every file; ``complete`` renames the ``.part`` files."""
-        # The records of an interrupted run stay .part (they are not the whole result);
-        # its per-host report is final: every line is a host that finished, and the
-        # run report (marked interrupted) names the file.
+        """Commit and close every file; ``complete`` publishes the output and the host report.
+
+        A complete run's close, in this order (``state/store.py`` says why): commit;
+        the output made final under its temporary name; the state marked
+        ``publishing``; the rename (``faults.STEPS`` names each step). The state is
+        marked ``complete`` only by ``finish``, after the run report is written.
+        An incomplete run's records stay ``.part`` (not the whole result); its
+        per-host report is final: every line is a host that finished, and the run
+        report (marked interrupted) names the file. Every file is closed whatever
+        fails; the first error is the one raised.
+        """
+        errors = FirstError()
+        try:
+            if complete:
+                self._publish()
+            else:
+                with errors:
+                    self.commit()
+                if self.store is not None:
+                    with errors:
+                        self.store.finish_run("interrupted" if interrupted else "failed")
+        finally:
+            with errors:
+                self.sink.close(complete=False)  # (a no-op once published)
+            if self.hosts is not None:
+                with errors:
+                    self.hosts.close(complete=interrupted)
+            with errors:
+                self.progress.update(self.run)
+                self.progress.close()
+            with errors:
+                self.cross.close()
+        errors.raise_first()
+
+    def _publish(self) -> None:
+        """The output, then the host report, made final and renamed (state in between)."""
+        self.commit()
+        fault_point("committed")
+        self.sink.prepare()
+        fault_point("prepared")
         if self.store is not None:
-            self.commit()  # before the rename: a crash in between resumes, not repeats
-            self.store.finish_run(
-                "complete" if complete else "interrupted" if interrupted else "failed"
-            )
-        self.sink.close(complete=complete)
+            self.store.publishing()
+            fault_point("publishing")
+        if not (self._nothing_succeeded() and keep_previous(self.sink, self.store, self.run)):
+            self.sink.publish()
+        fault_point("published")
         if self.hosts is not None:
-            self.hosts.close(complete=complete or interrupted)
-        self.progress.update(self.run)
-        self.progress.close()
-        self.cross.close()
+            self.hosts.close(complete=True)
+        fault_point("hosts")
 
-
-def open_state(cfg: Config, output: str) -> StateStore | None:
-    """Open (lock, migrate) the state file and start or resume its run; None without state."""
-    emit = cfg.output.emit
-    path = cfg.state.path or default_state_path(output) if cfg.state.enabled else None
-    if path is None:
-        if emit != "all":
-            raise ConfigError(
-                f"--emit {emit} needs a state file: give --state PATH (or an output file)",
-                key="output.emit",
-            )
-        return None
-    store = StateStore(path)
-    try:
-        info = store.start_run(emit=emit, output=output, resume=cfg.state.resume)
-        if info.resumed and info.emit != emit:
-            print(
-                f"harvester: resuming run {info.id} with its own --emit {info.emit} (not {emit})",
-                file=sys.stderr,
-            )
-        elif info.resumed:
-            print(f"harvester: resuming unfinished run {info.id}", file=sys.stderr)
-    except BaseException:
-        store.close()
-        raise
-    return store
-
-
-def open_sink(output: str, store: StateStore | None, cfg: Config | None = None) -> Sink:
-    """The output sink (format from ``cfg.output``; JSON Lines without ``cfg``); a resumed
-    run continues (cut back to what the state committed: ``formats.py`` says how)."""
-    run = store.run if store is not None else None
-
-    def sink(resume_at: int | None = None) -> Sink:
+    def _nothing_succeeded(self) -> bool:
+        """Every host of this run failed and none wrote a record (nor did an earlier
+        invocation of it): the output holds nothing but the failures."""
+        run = self.run
         return (
-            output_sink(cfg, output, resume_at) if cfg else JsonlSink(output, resume_at=resume_at)
+            run.hosts_done > 0
+            and run.hosts_failed == run.hosts_done
+            and not run.resumed
+            and self.sink.records == 0
         )
 
-    if run is None or not run.resumed or run.output is None or run.output == "-":
-        return sink()
-    if run.output != output:
-        # Another output this time: cut the interrupted run's file (or Parquet parts) back
-        # to its committed records, so the two outputs together hold each URL once.
-        cut_back(run.output + ".part", run.output_bytes)
-        return sink()
-    part = output + ".part"
-    if (
-        cfg is not None
-        and os.path.exists(part)
-        and os.path.isdir(part) != (resolve_format(output, cfg.output.format) == "parquet")
-    ):
-        raise ConfigError(
-            f"the run to resume wrote {output}.part in another format: give its --format"
-            " again, or --no-resume",
-            key="output.format",
-        )
-    return sink(run.output_bytes)
+    def finish(self) -> None:
+        """Mark a complete run ``complete`` in the state: the last step of its close."""
+        if self.store is not None:
+            self.store.finish_run("complete")
+            fault_point("complete")
 
 
-def open_output(
-    cfg: Config, output: str, run: RunReport
-) -> tuple[Sink, StateStore | None, Incremental | None, FinishedHosts | None]:
-    """Open a run's state file and output; note the state's run in ``run``.
+class FirstError:
+    """Runs cleanup steps (``with errors:``) whatever each raises; ``raise_first`` raises
+    the first error, the others are only logged.
 
-    Returns the sink, the state store, the workers' read-only view of the state
-    (``Incremental``) and, for a resumed run, the hosts it already finished (the
-    last three None without a state file). Nothing is left open when it raises.
+    Why: when a disk fills up, every later write fails too, and a close that lets the
+    last failure replace the first reports the wrong thing (``ArrowInvalid: Operation
+    on closed file``, "cannot rollback - no transaction is active"). The first error is
+    the cause; the user sees it, with its errno. ``KeyboardInterrupt`` passes through.
     """
-    store = open_state(cfg, output)
-    incremental: Incremental | None = None
-    finished: FinishedHosts | None = None
+
+    def __init__(self) -> None:
+        self.first: Exception | None = None
+
+    def __enter__(self) -> FirstError:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool:
+        if not isinstance(exc, Exception):
+            return False
+        if self.first is None:
+            self.first = exc
+        else:
+            logger.debug("after %r, also: %r", self.first, exc)
+        return True
+
+    def raise_first(self) -> None:
+        """Raise the first error a step raised, if any."""
+        if self.first is not None:
+            raise self.first
+
+
+def keep_previous(sink: Sink, store: StateStore | None, run: RunReport) -> bool:
+    """A complete run whose every host failed: keep the previous output, or not; say so.
+
+    With ``--emit all`` the output is a listing of the hosts' URLs: one of nothing
+    would replace a good one, so an existing ``OUT`` is kept and this run's empty
+    output deleted (True). With ``--emit new``, ``changed`` or ``delta`` the output
+    is this run's events, and there are none: keeping the last run's file would
+    have its records read twice, so the empty output replaces it (False). Either
+    way stderr and the run report (``output_kept``) say so.
+    """
+    path = getattr(sink, "path", "-")
+    failed = f"every host failed ({run.hosts_failed} of {run.hosts_done})"
+    emit = store.run_emit if store is not None else "all"
+    if path == "-" or not os.path.isfile(path):
+        return False
+    if emit == "all":
+        discard(path + ".part")
+        run.output_kept = True
+        _say(f"WARNING: {failed}: {path} was kept as it was (an earlier run's); no record written")
+        return True
+    _say(
+        f"WARNING: {failed}: {path} now holds no record (--emit {emit}: this run's events,"
+        " none); the earlier run's file it replaces was not kept"
+    )
+    return False
+
+
+def close_run(
+    writer: Writer,
+    store: StateStore | None,
+    run: RunReport,
+    report_path: str | None,
+    hosts_path: str | None,
+    complete: bool,
+    interrupted: bool,
+) -> None:
+    """Close the output (published if ``complete``), write the run report, and only then
+    mark the run complete in the state (``faults.STEPS``); the state file is closed."""
     try:
-        sink = open_sink(output, store, cfg)
+        writer.close(complete=complete, interrupted=interrupted)
         if store is not None:
-            assert store.run is not None
-            incremental = Incremental(store.path, store.run.id, store.run.emit)
-            run.state = store.path
-            run.run_id = store.run.id
-            run.resumed = store.run.resumed
-            if store.run.resumed:
-                finished = store.finished_hosts()
-    except BaseException:
+            run.events = dict(store.counts)
+        if report_path:
+            write_report(report_path, run, hosts_path)
+        if complete:
+            fault_point("report")
+            writer.finish()
+    finally:
         if store is not None:
             store.close()
-        raise
-    return sink, store, incremental, finished
+
+
+@contextlib.contextmanager
+def unless(failure: BaseException | None) -> Iterator[None]:
+    """Errors of the block propagate, unless ``failure`` is already on its way up."""
+    try:
+        yield
+    except Exception as exc:
+        if failure is None:
+            raise
+        logger.debug("closing after %r also failed: %r", failure, exc)
+
+
+def finish_published(
+    run: RunReport,
+    store: StateStore,
+    output: str,
+    report_path: str | None,
+    hosts_path: str | None,
+) -> RunReport:
+    """Finish a run that was stopped while publishing (its output is published now): its
+    host report published too, a run report written if it has none, the state complete.
+
+    The reports are the run's, so they go beside its output: this invocation's paths
+    when it names the same output, else the default ones beside the run's own.
+    """
+    recorded = store.run.output if store.run is not None else None
+    if recorded not in (None, "-", output):
+        report_path = f"{recorded}.report.json" if report_path else None
+        hosts_path = f"{recorded}.hosts.jsonl" if hosts_path else None
+    try:
+        if hosts_path and os.path.isfile(hosts_path + ".part"):
+            publish_file(hosts_path + ".part", hosts_path)
+        run.finish(complete=True)
+        run.events = dict(store.counts)
+        if report_path and not os.path.exists(report_path):
+            write_report(report_path, run, hosts_path)
+        store.finish_run("complete")
+    finally:
+        store.close()
+    return run
+
+
+def writer_error(group: BaseExceptionGroup[BaseException]) -> BaseException | None:
+    """The first writer error (``OSError``, ``HarvesterError``, ``sqlite3.Error``) of a
+    group holding nothing else (anything else is a bug: its traceback is shown)."""
+    match, rest = group.split((OSError, HarvesterError, sqlite3.Error))
+    if match is None or rest is not None:
+        return None
+    first: BaseException = match
+    while isinstance(first, BaseExceptionGroup):
+        first = first.exceptions[0]
+    return first
+
+
+def _say(text: str) -> None:
+    print(f"harvester: {text}", file=sys.stderr)

@@ -2,8 +2,9 @@
 are no longer listed anywhere.
 
 In: the writer's connection, a finished host and the sitemaps this run read in full
-(or found no longer listed). Out: the retired chunks deleted (in the caller's
-transaction) and the removed URLs as ``event: removed`` records.
+(or found no longer listed). Out: the retired chunks marked for deletion when the
+run completes (``undo.retire_later``, in the caller's transaction) and the removed
+URLs as ``event: removed`` records.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from harvester.state.chunks import NO_LASTMOD, LedgerView, unpack_fps, unpack_urls
 from harvester.state.codec import iso
+from harvester.state.undo import LIVE, retire_later
 
 if TYPE_CHECKING:
     import sqlite3
@@ -19,13 +21,11 @@ if TYPE_CHECKING:
 
 __all__ = ["retire"]
 
-_DELETE_BATCH = 500  # ids per DELETE (SQLite's bound on host parameters is far above)
-
 
 def retire(
     db: sqlite3.Connection, host_id: int, host: str, scope: set[int], run_id: int
 ) -> list[dict[str, Any]]:
-    """Drop a finished host's chunks this run replaced; return its removed URLs as records.
+    """Retire a finished host's chunks this run replaced; return its removed URLs as records.
 
     Earlier chunks of a sitemap in ``scope`` (read in full this run, or no longer
     listed) are replaced by this run's: those of their URLs that nothing lists any
@@ -44,7 +44,7 @@ def retire(
     drop: list[int] = []
     # Newest first: a URL in two retired chunks is reported with its latest lastmod.
     for cid, fps_blob, lastmods_blob in db.execute(
-        "SELECT id, fps, lastmods FROM url_chunks WHERE host_id = ? AND run < ? "
+        f"SELECT id, fps, lastmods FROM url_chunks c WHERE host_id = ? AND run < ? AND {LIVE} "  # noqa: S608
         "ORDER BY run DESC, id DESC",
         (host_id, run_id),
     ):
@@ -60,10 +60,9 @@ def retire(
         if lost:
             reported.update(fps[i] for i in lost)
             removed += _records(db, cid, host, lost, unpack_fps(lastmods_blob))
-    for start in range(0, len(drop), _DELETE_BATCH):
-        part = drop[start : start + _DELETE_BATCH]
-        marks = ",".join("?" * len(part))
-        db.execute(f"DELETE FROM url_chunks WHERE id IN ({marks})", part)  # noqa: S608
+    # Deleted when the run completes, not now: should its output be lost before, the
+    # run is redone against the ledger as it was (undo.py).
+    retire_later(db, drop)
     return removed
 
 
@@ -73,7 +72,7 @@ def _replaced(
     """The earlier chunks this run replaces (``gone``) and those of sitemaps it read only in
     part (``partial``); None when there is nothing to retire."""
     earlier = db.execute(
-        "SELECT id, sitemap_id FROM url_chunks WHERE host_id = ? AND run < ?",
+        f"SELECT id, sitemap_id FROM url_chunks c WHERE host_id = ? AND run < ? AND {LIVE}",  # noqa: S608
         (host_id, run_id),
     ).fetchall()
     if not earlier:
@@ -99,7 +98,8 @@ def _listed(
     listed: list[tuple[bytes, bytes]] = []
     current: list[tuple[bytes, bytes]] = []
     for cid, run, fps, lastmods in db.execute(
-        "SELECT id, run, fps, lastmods FROM url_chunks WHERE host_id = ?", (host_id,)
+        f"SELECT id, run, fps, lastmods FROM url_chunks c WHERE host_id = ? AND {LIVE}",  # noqa: S608
+        (host_id,),
     ):
         if run == run_id:
             current.append((fps, lastmods))

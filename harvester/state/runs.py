@@ -36,8 +36,15 @@ class RunInfo:
     id: int
     emit: str
     resumed: bool
-    output: str | None  # output path of the run (of its first invocation when resumed)
-    output_bytes: int  # committed length of that output
+    output: str | None  # output path of the run (the one its commits describe)
+    output_bytes: int  # committed resume mark of that output (bytes, or Parquet parts)
+    format: str | None = None  # jsonl | csv | parquet (None: a run begun before schema 5)
+    # What the run was when this invocation found it (lifecycle.py): running,
+    # interrupted, failed or publishing; "running" for a new run.
+    status: str = "running"
+    # The highest host and sitemap row ids when the run began (undo.py; None: before schema 5).
+    hosts_before: int | None = None
+    sitemaps_before: int | None = None
 
 
 class FinishedHosts:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from harvester.state.chunks import NO_LASTMOD, unpack_fps, unpack_urls
 from harvester.state.codec import dump_json, load_json, now
+from harvester.state.undo import LIVE
 
 if TYPE_CHECKING:
     from array import array
@@ -61,7 +62,8 @@ def picks(store: StateStore, host_id: int, k: int) -> list[tuple[int, str, int |
     # sitemap -> (fp, -chunk id, index): for a URL in two chunks the newest sorts first.
     smallest: dict[int, list[tuple[int, int, int]]] = {}
     for cid, sid, blob in db.execute(
-        "SELECT id, sitemap_id, fps FROM url_chunks WHERE host_id = ?", (host_id,)
+        f"SELECT id, sitemap_id, fps FROM url_chunks c WHERE host_id = ? AND {LIVE}",  # noqa: S608
+        (host_id,),
     ):
         fps = unpack_fps(blob)
         best = smallest.get(sid, []) + [(fp, -cid, i) for i, fp in enumerate(fps)]

@@ -16,6 +16,14 @@ from itertools import groupby
 from typing import TYPE_CHECKING
 
 from harvester.errors import StateError, StateLocked
+from harvester.state.access import (
+    APPLICATION_ID,
+    check_file,
+    check_writable,
+    forget_created,
+    sidecars,
+    state_error,
+)
 from harvester.state.chunks import NO_LASTMOD, pack
 
 if TYPE_CHECKING:
@@ -33,8 +41,7 @@ __all__ = [
     "migrate",
 ]
 
-SCHEMA_VERSION = 4
-APPLICATION_ID = 0x48525653  # "HRVS": tells our state files from any other SQLite file
+SCHEMA_VERSION = 5
 
 _CHUNKS = """
 CREATE TABLE url_chunks (
@@ -178,16 +185,40 @@ MIGRATIONS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
     """
     ALTER TABLE hosts ADD COLUMN not_before REAL;
     """,
+    # 5: a run's output format, and its undo journal (issue 50 items 2 and 3). A run
+    # whose output is lost before it completes is redone from where the last complete
+    # run left the state (``undo.py``): the rows a finished host changed are kept
+    # here as they were, until the run completes or is abandoned.
+    """
+    ALTER TABLE runs ADD COLUMN format TEXT;          -- jsonl | csv | parquet
+    ALTER TABLE runs ADD COLUMN hosts_before INTEGER; -- max(hosts.id) when the run began
+    ALTER TABLE runs ADD COLUMN sitemaps_before INTEGER;
+    CREATE TABLE undo_hosts (
+        id INTEGER PRIMARY KEY, discovery BLOB, discovered_at REAL, audit BLOB,
+        not_before REAL, last_run INTEGER, last_finished REAL
+    );
+    CREATE TABLE undo_sitemaps (
+        id INTEGER PRIMARY KEY, parent TEXT, kind TEXT, etag TEXT, last_modified TEXT,
+        content_hash BLOB, urls INTEGER, children BLOB, index_lastmod INTEGER, status TEXT,
+        http_status INTEGER, complete INTEGER, fetched_at REAL, last_complete REAL,
+        final_url TEXT
+    );
+    CREATE TABLE undo_retired (id INTEGER PRIMARY KEY);  -- url_chunks to delete on completion
+    """,
 )
 
 
 def lock(path: str) -> int:
-    """Take the exclusive lock beside ``path``; raise ``StateLocked`` naming its holder."""
+    """Take the exclusive lock beside ``path``; raise ``StateLocked`` naming its holder.
+
+    A lock file that cannot be made (a read-only directory or filesystem) is a
+    ``StateError`` saying the state cannot be written, with advice that fits it.
+    """
     lock_path = path + ".lock"
     try:
         fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
     except OSError as exc:
-        raise StateError(f"cannot create the lock file: {exc.strerror}", url=lock_path) from exc
+        raise state_error(exc, path, "creating its lock file " + lock_path) from exc
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -205,8 +236,18 @@ def lock(path: str) -> int:
 
 
 def connect(path: str, page_size: int) -> sqlite3.Connection:
-    """Open the state file in WAL mode with the writer's settings (``StateError`` if it
-    is not an SQLite file)."""
+    """Open the state file in WAL mode with the writer's settings.
+
+    Before SQLite opens it for writing, the file is checked (``access.check_file``:
+    another application's file or a newer harvester's is refused untouched) and so
+    is whether it can be written (``access.check_writable``). Raises ``StateError``
+    worded by ``access.state_error``; ``-wal``/``-shm`` files this open created are
+    removed again when it fails.
+    """
+    check_file(path, SCHEMA_VERSION)
+    check_writable(path)
+    existed = tuple(os.path.exists(p) for p in sidecars(path))
+    db: sqlite3.Connection | None = None
     try:
         # Used by one thread at a time, not always the one that opened it: a distributed
         # shard opens it in its task's thread and writes from its process's shard loop
@@ -220,11 +261,11 @@ def connect(path: str, page_size: int) -> sqlite3.Connection:
         db.execute("PRAGMA synchronous = NORMAL")
         db.execute("PRAGMA cache_size = -2048")  # 2 MiB page cache, whatever the ledger size
         db.execute("PRAGMA temp_store = MEMORY")
-    except sqlite3.DatabaseError as exc:
-        raise StateError(
-            f"not a harvester state file, or a corrupt one ({exc}); move it away to start afresh",
-            url=path,
-        ) from exc
+    except sqlite3.Error as exc:
+        if db is not None:
+            db.close()
+        forget_created(path, (existed[0], existed[1]))
+        raise state_error(exc, path, "opening it") from exc
     return db
 
 
@@ -235,14 +276,14 @@ def migrate(db: sqlite3.Connection, path: str) -> None:
         app_id = db.execute("PRAGMA application_id").fetchone()[0]
         version = db.execute("PRAGMA user_version").fetchone()[0]
         empty = db.execute("SELECT count(*) FROM sqlite_schema").fetchone()[0] == 0
-    except sqlite3.DatabaseError as exc:
-        raise StateError(
-            f"not a harvester state file, or a corrupt one ({exc}); move it away to start afresh",
-            url=path,
-        ) from exc
+    except sqlite3.Error as exc:
+        raise state_error(exc, path, "reading its schema") from exc
+    # (check_file read the header; these read what SQLite sees, a -wal included.)
     if not empty and app_id != APPLICATION_ID:
         raise StateError(
-            "not a harvester state file (another application's SQLite database)", url=path
+            "not a harvester state file (another application's SQLite database); give"
+            " --state a path of its own",
+            url=path,
         )
     if version > SCHEMA_VERSION:
         raise StateError(
@@ -250,6 +291,14 @@ def migrate(db: sqlite3.Connection, path: str) -> None:
             f"{SCHEMA_VERSION}); upgrade harvester or use another state file",
             url=path,
         )
+    try:
+        _migrate(db, version)
+    except sqlite3.Error as exc:
+        doing = f"migrating it from schema {version}" if version else "creating its tables"
+        raise state_error(exc, path, doing) from exc
+
+
+def _migrate(db: sqlite3.Connection, version: int) -> None:
     for target in range(version, SCHEMA_VERSION):
         step = MIGRATIONS[target]
         bump = f"PRAGMA application_id = {APPLICATION_ID}; PRAGMA user_version = {target + 1};"
@@ -263,6 +312,7 @@ def migrate(db: sqlite3.Connection, path: str) -> None:
             for pragma in bump.split(";")[:2]:
                 db.execute(pragma)
         except BaseException:
-            db.execute("ROLLBACK")
+            if db.in_transaction:
+                db.execute("ROLLBACK")
             raise
         db.execute("COMMIT")

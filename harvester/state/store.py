@@ -12,7 +12,8 @@ readers never block the writer). The tables and their migrations are in
 harvester state file (``application_id``) or is corrupt is an error, never
 replaced. ``removals.py`` retires the ledger chunks a finished host replaced;
 ``ids.py`` finds or adds the host and sitemap rows; ``runs.py`` has the run's
-values and the resumed run's finished hosts.
+values and the resumed run's finished hosts; ``lifecycle.py`` the run's status
+from start to complete, ``undo.py`` what a run changed until its output is safe.
 
 Exactly-once across a crash (``kill -9``) and its resume. The writer appends
 records to ``OUT.part``, and every ``commit``: flushes and fsyncs the output,
@@ -26,6 +27,15 @@ recorded is skipped. Each URL of the run is therefore emitted exactly once
 over the interrupted and the resumed invocation (with a file output; standard
 output cannot be cut back, so the uncommitted tail may repeat there).
 
+The end of a run, in this order (``writer.Writer.close``): a last commit; the
+output made final under its temporary name (fsync); the run marked
+``publishing``; the rename (and an fsync of the directory); the run marked
+``complete``. So the state never says ``complete`` of an output that is not
+published; a run stopped while ``publishing`` is finished by the next
+invocation without harvesting again. Should a run's output be lost before it
+completes, the next invocation says so and redoes the run from the state the
+last complete run left (``redo``), writing every URL of the lost output again.
+
 A lock (``flock`` on ``STATE.lock``) keeps two runs off one state file; the
 kernel drops it when its process dies, so a lock left by a killed run is taken
 over by the next one.
@@ -37,12 +47,13 @@ import contextlib
 import functools
 import os
 import sqlite3
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar, cast
 
-from harvester.errors import StateError
+from harvester.state.access import check_file, state_error
 from harvester.state.codec import dump_json, now
 from harvester.state.ids import RowIds
-from harvester.state.ledger import EMIT_EVENTS
+from harvester.state.lifecycle import begin, load_counts, restart
 from harvester.state.removals import retire
 from harvester.state.runs import FinishedHosts, RunInfo
 from harvester.state.schema import (
@@ -53,6 +64,7 @@ from harvester.state.schema import (
     lock,
     migrate,
 )
+from harvester.state.undo import forget, journal_host
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator
@@ -82,7 +94,7 @@ def _sql_errors(
         try:
             return method(self, *args, **kwargs)
         except sqlite3.Error as exc:
-            raise StateError(f"state file: {exc}", url=self.path) from exc
+            raise state_error(exc, self.path) from exc
 
     return cast("Callable[Concatenate[StateStore, _P], _R]", translated)
 
@@ -107,16 +119,22 @@ class StateStore:
         compare others); a file that exists keeps the one it was made with.
         """
         self.path = path
+        # Before the lock: another application's file is refused with nothing made beside it.
+        check_file(path, SCHEMA_VERSION)
         self._lock_fd = lock(path)
         try:
             self._db = connect(path, page_size)
+        except BaseException:
+            os.close(self._lock_fd)
+            raise
+        try:
             migrate(self._db, path)
         except BaseException:
+            self._db.close()
             os.close(self._lock_fd)
             raise
         self.run: RunInfo | None = None
         self._ids = RowIds(self._db)
-        self._in_tx = False
         self.counts = {"new": 0, "changed": 0, "unchanged": 0, "removed": 0, "hosts": 0}
 
     # -- runs ------------------------------------------------------------------
@@ -126,59 +144,64 @@ class StateStore:
         """The ``--emit`` mode of the run (a resumed run keeps its own)."""
         return self._require_run().emit
 
-    def start_run(self, *, emit: str, output: str | None, resume: bool = True) -> RunInfo:
+    def start_run(
+        self, *, emit: str, output: str | None, resume: bool = True, fmt: str | None = None
+    ) -> RunInfo:
         """Resume the last run if it did not finish (and ``resume``), else start a new one.
 
-        A run left ``running`` (its process died: we hold the lock), ``interrupted``
-        or ``failed`` is resumed with its own ``emit`` mode; with ``resume=False``
-        it is marked ``abandoned`` instead (its committed records stay recorded).
-        Raises ``StateError`` when the file turns out to be corrupt.
+        A run left ``running`` (its process died: we hold the lock), ``interrupted``,
+        ``failed`` or ``publishing`` (stopped while its output was being published) is
+        resumed with its own ``emit`` mode; with ``resume=False`` it is marked
+        ``abandoned`` instead (``lifecycle.py``). ``fmt``: the output format, stored
+        with a new run; resuming a run into its output in another format raises
+        ``ConfigError`` (one file must not mix two). Raises ``StateError`` when the
+        file cannot be written or turns out to be corrupt.
         """
         try:
-            return self._start_run(emit, output, resume)
-        except sqlite3.DatabaseError as exc:
-            if self._in_tx:
-                with contextlib.suppress(sqlite3.Error):
-                    self._db.execute("ROLLBACK")
-                self._in_tx = False
-            raise StateError(
-                f"corrupt state file ({exc}); move it away to start afresh", url=self.path
-            ) from exc
-
-    def _start_run(self, emit: str, output: str | None, resume: bool) -> RunInfo:
-        row = self._db.execute(
-            "SELECT id, status, emit, output, output_bytes FROM runs ORDER BY id DESC LIMIT 1"
-        ).fetchone()
-        with self._tx():
-            if row is not None and row[1] in ("running", "interrupted", "failed"):
-                run_id, _status, old_emit, old_output, committed = row
-                if resume:
-                    self._db.execute(
-                        "UPDATE runs SET status = 'running', pid = ?, "
-                        "invocations = invocations + 1 WHERE id = ?",
-                        (os.getpid(), run_id),
-                    )
-                    self.run = RunInfo(run_id, old_emit, True, old_output, committed)
-                    for name in ("new", "changed", "unchanged", "removed", "hosts"):
-                        self.counts[name] = self._db.execute(
-                            f"SELECT {name} FROM runs WHERE id = ?",  # noqa: S608 - fixed names
-                            (run_id,),
-                        ).fetchone()[0]
-                    return self.run
-                self._db.execute(
-                    "UPDATE runs SET status = 'abandoned', finished = ? WHERE id = ?",
-                    (now(), run_id),
-                )
-            if emit not in EMIT_EVENTS:
-                raise StateError(f"unknown emit mode {emit!r}")
-            cur = self._db.execute(
-                "INSERT INTO runs (started, status, pid, emit, output) "
-                "VALUES (?, 'running', ?, ?, ?)",
-                (now(), os.getpid(), emit, output),
-            )
-            assert cur.lastrowid is not None
-            self.run = RunInfo(cur.lastrowid, emit, False, output, 0)
+            with self._tx():
+                self.run = begin(self._db, emit, output, resume, fmt)
+                if self.run.resumed:
+                    self.counts.update(load_counts(self._db, self.run.id))
+        except sqlite3.Error as exc:
+            self._rollback()
+            raise state_error(exc, self.path, "starting the run") from exc
         return self.run
+
+    @_sql_errors
+    def publishing(self) -> None:
+        """Mark the run ``publishing``: every record is written and committed, and the
+        output is about to be renamed (a run stopped now is finished, never redone)."""
+        run = self._require_run()
+        self.commit(None)
+        with self._tx():
+            self._db.execute("UPDATE runs SET status = 'publishing' WHERE id = ?", (run.id,))
+        self.run = replace(run, status="publishing")
+
+    @_sql_errors
+    def redo(self, output: str | None) -> None:
+        """Start the run over in ``output``: the output it wrote was lost before it completed.
+
+        The state goes back to what the last complete run left (``undo.py``), so
+        the redone run writes every URL the lost output held again, with the same
+        events. Its counts and committed length restart from zero.
+        """
+        run = self._require_run()
+        with self._tx():
+            restart(self._db, run, output)
+        self.counts = dict.fromkeys(self.counts, 0)
+        self.run = replace(run, output=output, output_bytes=0, status="running")
+
+    @_sql_errors
+    def switch_output(self, output: str | None, fmt: str | None) -> None:
+        """Go on with the run in another output, of format ``fmt`` (the one it wrote was
+        cut back to its commit and stays as it is)."""
+        run = self._require_run()
+        with self._tx():
+            self._db.execute(
+                "UPDATE runs SET output = ?, format = ?, output_bytes = 0 WHERE id = ?",
+                (output, fmt, run.id),
+            )
+        self.run = replace(run, output=output, format=fmt, output_bytes=0)
 
     @_sql_errors
     def finish_run(self, status: str) -> None:
@@ -186,6 +209,8 @@ class StateStore:
         run = self._require_run()
         self.commit(None)
         with self._tx():
+            if status == "complete":
+                forget(self._db)  # its output is published: nothing of it will be redone
             self._db.execute(
                 "UPDATE runs SET status = ?, finished = ? WHERE id = ?", (status, now(), run.id)
             )
@@ -233,6 +258,7 @@ class StateStore:
         run = self._require_run()
         self._begin()
         host_id = self._ids.host(state.host)
+        journal_host(self._db, host_id, run.hosts_before, run.sitemaps_before)
         t = now()
         for s in state.sitemaps:
             sid = self._ids.sitemap(host_id, s.url)
@@ -305,8 +331,7 @@ class StateStore:
     @_sql_errors
     def commit(self, output_bytes: int | None) -> None:
         """Commit everything staged, with the output's length (already flushed and fsynced)."""
-        if not self._in_tx:
-            self._begin()
+        self._begin()
         run = self.run
         if run is not None:
             c = self.counts
@@ -320,7 +345,6 @@ class StateStore:
                 (c["hosts"], c["new"], c["changed"], c["unchanged"], c["removed"], run.id),
             )
         self._db.execute("COMMIT")
-        self._in_tx = False
 
     @property
     def db(self) -> sqlite3.Connection:
@@ -333,11 +357,14 @@ class StateStore:
         self._begin()
 
     def close(self) -> None:
-        """Roll back anything uncommitted, close the database and release the lock."""
+        """Roll back anything uncommitted, close the database and release the lock.
+
+        Never raises for the rollback: ``close`` runs while another error propagates
+        (a disk full), and SQLite may have rolled back already; that first error is
+        the one to report, not "cannot rollback - no transaction is active".
+        """
         try:
-            if self._in_tx:
-                self._db.execute("ROLLBACK")
-                self._in_tx = False
+            self._rollback()
             self._db.close()
         finally:
             with contextlib.suppress(OSError):
@@ -357,9 +384,17 @@ class StateStore:
         return self.run
 
     def _begin(self) -> None:
-        if not self._in_tx:
+        # SQLite's own flag, not one of ours: it rolls a transaction back by itself on
+        # some errors (a disk full), and a COMMIT or ROLLBACK of none fails.
+        if not self._db.in_transaction:
             self._db.execute("BEGIN IMMEDIATE")
-            self._in_tx = True
+
+    def _rollback(self) -> None:
+        """Roll back the open transaction, if SQLite still has one (errors suppressed:
+        this runs on the way out of a failure, whose own error is the one to raise)."""
+        if self._db.in_transaction:
+            with contextlib.suppress(sqlite3.Error):
+                self._db.execute("ROLLBACK")
 
     @contextlib.contextmanager
     def _tx(self) -> Iterator[None]:
@@ -367,8 +402,6 @@ class StateStore:
         try:
             yield
         except BaseException:
-            self._db.execute("ROLLBACK")
-            self._in_tx = False
+            self._rollback()
             raise
         self._db.execute("COMMIT")
-        self._in_tx = False

@@ -270,3 +270,37 @@ async def test_a_parquet_run_resumed_into_another_file_splits_the_urls(
     ]
     assert len(urls) == len(set(urls))
     assert set(urls) == expected
+
+
+async def test_resuming_in_another_format_is_a_usage_error_naming_both(
+    sites: Sites, tmp_path: Path
+) -> None:
+    """Issue 50 item 3: a killed ``-o urls.jsonl`` run resumed with ``--format csv`` wrote
+    CSV rows after its JSON lines. The format is part of the run (in the state)."""
+    hosts, expected = await slow_sites(sites, 12, 300)
+    domains = tmp_path / "domains.txt"
+    domains.write_text("".join(f"{h.origin}\n" for h in hosts))
+    config = tmp_path / "harvester.toml"
+    config.write_text(KILL_CONFIG)
+    out = tmp_path / "urls.jsonl"
+    state = tmp_path / "urls.jsonl.state.sqlite"
+    args = ("-i", str(domains), "-o", str(out), "--config", str(config))
+    await kill_after_a_commit(args, state)
+    part = Path(f"{out}.part")
+    before = part.read_bytes()  # noqa: ASYNC240
+
+    proc = await _cli(*args, "--format", "csv")
+    _stdout, stderr = await asyncio.wait_for(proc.communicate(), timeout=60)
+    assert proc.returncode == 2, stderr.decode()
+    message = stderr.decode()
+    assert "jsonl" in message
+    assert "csv" in message
+    assert "--format jsonl" in message  # what to give instead
+    assert part.read_bytes() == before  # noqa: ASYNC240 (not cut, not appended to)
+
+    proc = await _cli(*args)  # its own format again: resumed, every URL once
+    _stdout, stderr = await asyncio.wait_for(proc.communicate(), timeout=60)
+    assert proc.returncode == 0, stderr.decode()
+    urls = [r["loc"] for r in read_jsonl(str(out))]
+    assert len(urls) == len(set(urls))
+    assert set(urls) == expected

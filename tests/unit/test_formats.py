@@ -201,7 +201,7 @@ def _unfinished_run(tmp_path: Path, output: str, mark: int) -> None:
 
 
 def _resume(tmp_path: Path, output: str, **cfg: Any) -> Any:
-    from harvester.run.writer import open_sink
+    from harvester.run.opening import open_sink
     from harvester.state.store import StateStore
 
     store = StateStore(str(tmp_path / "state.sqlite"))
@@ -269,3 +269,40 @@ def test_the_format_is_resolved_once_for_the_workers() -> None:
     assert resolved(cfg, "-").output.format == "jsonl"
     explicit = load_config(None, {"output.format": "parquet"})
     assert resolved(explicit, "urls.csv") is explicit
+
+
+def test_holds_says_whether_a_part_still_has_what_was_committed(tmp_path: Path) -> None:
+    from harvester.run.parts import holds
+
+    part = tmp_path / "urls.jsonl.part"
+    assert holds(str(part), 0, parquet=False)  # nothing committed: nothing to miss
+    assert not holds(str(part), 5, parquet=False)  # committed, and gone
+    part.write_bytes(b"0123")
+    assert not holds(str(part), 5, parquet=False)  # shorter than committed
+    assert holds(str(part), 4, parquet=False)
+    parts = tmp_path / "urls.parquet.part"
+    parts.mkdir()
+    for i in (0, 2):
+        (parts / part_name(i)).write_bytes(b"x")
+    assert holds(str(parts), 1, parquet=True)
+    assert not holds(str(parts), 2, parquet=True)  # part 1 is missing
+    assert not holds(str(part), 1, parquet=True)  # a file where parts belong
+
+
+def test_publish_leftover_renames_what_a_stopped_close_left(tmp_path: Path) -> None:
+    from harvester.run.parts import ASSEMBLED, publish_leftover
+
+    out = tmp_path / "urls.jsonl"
+    assert not publish_leftover(str(out), parquet=False)  # neither there: lost
+    (tmp_path / "urls.jsonl.part").write_bytes(b"x\n")
+    assert publish_leftover(str(out), parquet=False)  # renamed now
+    assert out.read_bytes() == b"x\n"
+    assert publish_leftover(str(out), parquet=False)  # renamed before: there it is
+    pq_out = tmp_path / "urls.parquet"
+    parts = tmp_path / "urls.parquet.part"
+    parts.mkdir()
+    (parts / part_name(0)).write_bytes(b"part")
+    (parts / ASSEMBLED).write_bytes(b"whole")
+    assert publish_leftover(str(pq_out), parquet=True)
+    assert pq_out.read_bytes() == b"whole"
+    assert not parts.exists()  # its parts went with it

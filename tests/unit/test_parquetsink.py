@@ -198,3 +198,44 @@ def test_duckdb_reads_it(tmp_path: Path) -> None:
     assert types[2].endswith(")[]")
     assert types[3] == "VARCHAR[]"
     assert con.execute(f"select count(*) from '{out}' where priority = 0.8").fetchone() == (2,)
+
+
+def test_prepare_keeps_every_committed_part_until_publish(tmp_path: Path) -> None:
+    """Issue 50 item 2: between ``prepare`` (the state then says "publishing") and
+    ``publish`` a kill must leave both the parts and the assembled file."""
+    for commits in (1, 3):  # one part (linked, not moved), several (assembled)
+        out = tmp_path / f"urls{commits}.parquet"
+        sink = ParquetSink(str(out), row_group_rows=4)
+        for i in range(commits):
+            sink.write(encode_records(records(5, 10 * i)))
+            sink.sync()
+        sink.prepare()
+        part = tmp_path / f"urls{commits}.parquet.part"
+        expected_files = sorted([*(part_name(i) for i in range(commits)), "assembled.tmp"])
+        assert sorted(os.listdir(part)) == expected_files
+        assert not out.exists()
+        sink.publish()
+        assert not part.exists()
+        expected = [r for i in range(commits) for r in records(5, 10 * i)]
+        assert read_parquet(str(out)) == expected
+
+
+def test_a_failed_write_is_the_error_and_closing_after_it_raises_nothing(tmp_path: Path) -> None:
+    """A full disk (the part is /dev/full): the write's OSError is raised; later writes
+    name it; the close that follows raises nothing of its own (it was ArrowInvalid)."""
+    import errno
+
+    import pytest
+
+    from harvester.errors import RunFailed
+
+    out = tmp_path / "urls.parquet"
+    sink = ParquetSink(str(out), row_group_rows=4)
+    (tmp_path / "urls.parquet.part" / part_name(0)).symlink_to("/dev/full")
+    with pytest.raises(OSError, match="No space left") as info:  # (past the file's buffer)
+        sink.write(encode_records(records(4000)))
+    assert info.value.errno == errno.ENOSPC
+    with pytest.raises(RunFailed, match="No space left"):
+        sink.write(encode_records(records(8)))
+    sink.close(complete=False)
+    assert sink.closed

@@ -325,3 +325,20 @@ def test_large_writes_bypass_the_buffer_and_keep_the_order(
     assert (tmp_path / "urls.jsonl").read_bytes() == b"".join(written)
     assert len(direct) == 6  # the big ones, and only they, went straight to the file
     assert sink.records == sum(w.count(b"\n") for w in written[1 if resume else 0 :])
+
+
+def test_prepare_then_publish_is_close_complete_in_two_steps(tmp_path: Path) -> None:
+    out = tmp_path / "urls.jsonl"
+    sink = JsonlSink(str(out))
+    with pytest.raises(ValueError, match="prepare"):
+        sink.publish()
+    sink.write(b'{"a":1}\n')
+    sink.prepare()  # durable and closed under its temporary name
+    assert sink.closed
+    assert (tmp_path / "urls.jsonl.part").read_bytes() == b'{"a":1}\n'
+    assert not out.exists()
+    sink.publish()
+    assert out.read_bytes() == b'{"a":1}\n'
+    assert not (tmp_path / "urls.jsonl.part").exists()
+    sink.close(complete=True)  # a no-op now
+    assert out.read_bytes() == b'{"a":1}\n'

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 from array import array
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -298,11 +299,17 @@ def test_a_file_corrupted_inside_is_a_state_error(tmp_path: Path) -> None:
 
 
 def stored_urls(db: sqlite3.Connection) -> list[tuple[int, str, str, int | None, int]]:
-    """Every URL of the ledger's chunks: (fp, url, sitemap, lastmod or None, run), by URL."""
+    """Every URL of the ledger's chunks: (fp, url, sitemap, lastmod or None, run), by URL.
+
+    Chunks a run retired are left out (until it completes they wait to be deleted).
+    """
     out = []
+    retiring = db.execute("SELECT 1 FROM sqlite_schema WHERE name = 'undo_retired'").fetchone()
     for sitemap, run, n, fp_blob, lm_blob, url_blob in db.execute(
         "SELECT s.url, c.run, c.n, c.fps, c.lastmods, c.urls FROM url_chunks c "
-        "JOIN sitemaps s ON s.id = c.sitemap_id ORDER BY c.id"
+        "JOIN sitemaps s ON s.id = c.sitemap_id "
+        + ("WHERE c.id NOT IN (SELECT id FROM undo_retired) " if retiring else "")
+        + "ORDER BY c.id"
     ):
         chunk = zip(unpack_fps(fp_blob), unpack_urls(url_blob), unpack_fps(lm_blob), strict=True)
         listed = [
@@ -501,3 +508,142 @@ def test_audit_picks_go_round_the_sitemaps_and_take_the_newest_listing(tmp_path:
             (mid, "https://a.example/mid", 100),  # rank 1 of SM
         ]
         assert [p[0] for p in pick(store, host_id, 2)] == [low, high]
+
+
+@pytest.mark.parametrize("journal", ["delete", "wal"])
+def test_another_applications_database_is_left_byte_for_byte(tmp_path: Path, journal: str) -> None:
+    """Refused before any write (issue 50 item 7): a read-write open switched it to WAL."""
+    path = tmp_path / "app.sqlite"
+    db = sqlite3.connect(path)
+    db.execute(f"PRAGMA journal_mode = {journal}")
+    db.execute("CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT)")
+    db.executemany("INSERT INTO customers (name) VALUES (?)", [(f"c{i}",) for i in range(500)])
+    db.commit()
+    db.close()
+    before = hashlib.sha256(path.read_bytes()).hexdigest()
+    files = sorted(p.name for p in tmp_path.iterdir())
+    with pytest.raises(StateError, match="not a harvester state file") as info:
+        StateStore(str(path))
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == files  # no -wal, -shm, .lock
+    assert "--state" in str(info.value)  # the advice: a path of its own
+
+
+def test_a_store_whose_last_commit_failed_follows_sqlites_transaction(tmp_path: Path) -> None:
+    """After SQLite rolled a transaction back on its own, the store neither commits nor
+    rolls back one that is not there ("cannot commit/rollback - no transaction is active")."""
+    path = str(tmp_path / "s.sqlite")
+    store = StateStore(path)
+    store.start_run(emit="all", output=None)
+    store.add_urls("a.example", rows("p1"))
+    store.db.execute("ROLLBACK")  # as SQLite does itself on SQLITE_FULL
+    store.commit(None)  # a transaction of its own, committed
+    store.add_urls("a.example", rows("p2"))
+    store.db.execute("ROLLBACK")
+    store.close()  # no error: nothing to roll back
+    with StateStore(path) as again:
+        assert again.db.execute("SELECT count(*) FROM url_chunks").fetchone()[0] == 0
+
+
+@pytest.mark.parametrize(
+    ("code", "words", "not_words"),
+    [
+        (8, "cannot write the state file", "corrupt"),  # SQLITE_READONLY
+        (14, "cannot write the state file", "corrupt"),  # SQLITE_CANTOPEN
+        (26, "corrupt state file", "permissions"),  # SQLITE_NOTADB
+        (11, "corrupt state file", "permissions"),  # SQLITE_CORRUPT
+        (13, "errno 28 ENOSPC", "corrupt"),  # SQLITE_FULL
+    ],
+)
+def test_sqlite_errors_are_worded_by_what_they_mean(code: int, words: str, not_words: str) -> None:
+    from harvester.state.access import state_error
+
+    exc = sqlite3.OperationalError("what SQLite said")
+    exc.sqlite_errorcode = code
+    exc.sqlite_errorname = "SQLITE_X"
+    message = str(state_error(exc, "s.sqlite", "opening it"))
+    assert words in message
+    assert not_words not in message
+    assert "what SQLite said" in message
+
+
+def test_a_read_only_filesystem_is_worded_as_cannot_write() -> None:
+    import errno
+
+    from harvester.state.access import state_error
+
+    exc = OSError(errno.EROFS, "Read-only file system")
+    message = str(state_error(exc, "s.sqlite"))
+    assert "cannot write the state file" in message
+    assert "errno 30 EROFS" in message
+    assert "move it away to start afresh" not in message
+
+
+def test_a_run_keeps_its_format_for_its_output_and_may_go_on_in_another(tmp_path: Path) -> None:
+    from harvester.errors import ConfigError
+
+    path = str(tmp_path / "s.sqlite")
+    with StateStore(path) as store:
+        run = store.start_run(emit="all", output="o.jsonl", fmt="jsonl")
+    with StateStore(path) as store, pytest.raises(ConfigError, match="as jsonl, not csv"):
+        store.start_run(emit="all", output="o.jsonl", fmt="csv")
+    with StateStore(path) as store:  # another output: no file would mix two formats
+        again = store.start_run(emit="all", output="o.csv", fmt="csv")
+        assert (again.id, again.format, again.output) == (run.id, "jsonl", "o.jsonl")
+        store.switch_output("o.csv", "csv")
+    with StateStore(path) as store:  # from now on the run writes o.csv, as CSV
+        last = store.start_run(emit="all", output="o.csv", fmt="csv")
+        assert (last.id, last.format, last.output, last.resumed) == (run.id, "csv", "o.csv", True)
+
+
+def test_a_redone_run_finds_the_state_the_last_complete_run_left(tmp_path: Path) -> None:
+    """``redo`` (its output lost, issue 50 item 2): validators, discovery, checkpoints and
+    the ledger as the last complete run left them, so the redone run has the same events."""
+    path = str(tmp_path / "s.sqlite")
+
+    def dump(db: sqlite3.Connection) -> tuple[list[Any], list[Any], list[Any]]:
+        hosts = db.execute("SELECT * FROM hosts WHERE name = 'a.example'").fetchall()
+        sitemaps = db.execute(
+            "SELECT s.* FROM sitemaps s JOIN hosts h ON h.id = s.host_id "
+            "WHERE h.name = 'a.example' ORDER BY s.id"
+        ).fetchall()
+        return hosts, sitemaps, [u for u in stored_urls(db) if "a.example" in u[1]]
+
+    def read(etag: str) -> HostState:
+        ok = SitemapState(SM, None, "ok", 200, True, etag=etag, urls=3)
+        return HostState("a.example", [ok], [SM], discovery={"source": etag})
+
+    with StateStore(path) as store:
+        store.start_run(emit="delta", output="o.jsonl")
+        store.add_urls("a.example", rows("p1", "p2", "p3"))
+        store.finish_host(read('"1"'))
+        store.finish_run("complete")
+        before = dump(store.db)
+    with StateStore(path) as store:
+        run = store.start_run(emit="delta", output="o.jsonl")
+        store.add_urls("a.example", rows("p1", "p4"))
+        removed = store.finish_host(read('"2"'))
+        store.add_urls("new.example", rows("q1"))
+        store.finish_host(HostState("new.example", discovery={"source": "x"}))
+        store.commit(5)
+        finished = store.finished_hosts()
+        assert "a.example" in finished
+        store.redo("again.jsonl")
+        assert "a.example" not in finished  # its redo harvests it again
+        finished.close()
+        assert dump(store.db) == before
+        row = store.db.execute("SELECT discovery, last_run FROM hosts WHERE name = 'new.example'")
+        assert row.fetchone() == (None, None)  # a host new in the run: new again
+        assert store.db.execute(
+            "SELECT output, output_bytes, hosts, new FROM runs WHERE id = ?", (run.id,)
+        ).fetchone() == ("again.jsonl", 0, 0, 0)
+        # Redone: the same removals, and the same events for the workers.
+        store.add_urls("a.example", rows("p1", "p4"))
+        assert store.finish_host(read('"2"')) == removed
+        assert [r["url"] for r in removed] == ["https://a.example/p2", "https://a.example/p3"]
+        store.finish_run("complete")
+        assert store.db.execute("SELECT count(*) FROM undo_retired").fetchone()[0] == 0
+    assert [u for _, u, _, _, _ in stored_urls(sqlite3.connect(path))] == [
+        "https://a.example/p1",
+        "https://a.example/p4",
+    ]
