@@ -290,13 +290,7 @@ class Fetcher:
         decompress: bool,
     ) -> AsyncIterator[Body]:
         cfg = self._cfg
-        scheme = urlsplit(url).scheme.lower()
-        if scheme not in ALLOWED_SCHEMES:
-            # Before the slot: a refused URL costs the host no politeness time.
-            raise ForbiddenAddress(f"scheme {scheme or '(none)'!r} is not http or https", url=url)
-        if not valid_authority(url):
-            # (aiohttp would raise a bare UnicodeError on an A-label that does not decode.)
-            raise InvalidURL("the URL's host can be no DNS name or IP address", url=url)
+        _check_target(url)  # before the slot: a refused URL costs the host no politeness time
         loop = asyncio.get_running_loop()
         deadline: float | None = None  # loop time; fixed when the slot first admits us
         attempt = 0
@@ -443,6 +437,16 @@ class Fetcher:
         # Full jitter (AWS architecture blog): uniform over [0, capped exponential].
         ceiling = min(self._cfg.backoff_max, self._cfg.backoff_base * 2 ** min(attempt - 1, 62))
         return self._rng.uniform(0.0, ceiling)
+
+
+def _check_target(url: str) -> None:
+    """Raise ``ForbiddenAddress`` for a scheme other than http(s), ``InvalidURL`` for a host
+    no client can name (aiohttp would raise a bare ``UnicodeError`` on ``xn--zz``)."""
+    scheme = urlsplit(url).scheme.lower()
+    if scheme not in ALLOWED_SCHEMES:
+        raise ForbiddenAddress(f"scheme {scheme or '(none)'!r} is not http or https", url=url)
+    if not valid_authority(url):
+        raise InvalidURL("the URL's host can be no DNS name or IP address", url=url)
 
 
 async def _valid_hop(
