@@ -26,8 +26,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
-
 from harvester.config import Config, load_config
 from harvester.errors import (
     ConfigError,
@@ -47,6 +45,7 @@ from harvester.models import (
     SitemapChild,
     UrlEntry,
 )
+from harvester.version import __version__
 
 if TYPE_CHECKING:
     from harvester.distributed.client import run_distributed

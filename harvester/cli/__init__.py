@@ -20,7 +20,6 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from harvester import __version__
 from harvester.cli import audit, ledger, merge, parse, run
 from harvester.cli import report as report_verb
 from harvester.cli import tree as tree_verb
@@ -28,6 +27,7 @@ from harvester.cli.exits import EXIT_OK, EXIT_USAGE
 from harvester.cli.options import overrides
 from harvester.config import load_config
 from harvester.errors import ConfigError
+from harvester.version import __version__
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

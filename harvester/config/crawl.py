@@ -18,11 +18,10 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Literal
 
-from harvester import __version__
 from harvester.config.checks import check_section
-from harvester.crawl.guard import parse_allow
-from harvester.crawl.headers import check_proxy, check_request_options
+from harvester.config.requests import check_proxy, check_request_options, parse_allow
 from harvester.errors import ConfigError
+from harvester.version import __version__
 
 __all__ = [
     "PROTOCOL_MAX_BYTES",

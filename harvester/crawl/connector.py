@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any
 import aiohttp
 import yarl
 
+from harvester.config.requests import SOCKS_SCHEMES
 from harvester.crawl.guard import AddressPolicy
-from harvester.crawl.headers import SOCKS_SCHEMES
 from harvester.errors import ConfigError
 
 if TYPE_CHECKING:

@@ -46,21 +46,20 @@ Example::
 from __future__ import annotations
 
 import ipaddress
-import re
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from harvester.config.requests import parse_allow
 from harvester.errors import ForbiddenAddress
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
 
-__all__ = ["ALLOWED_SCHEMES", "AddressPolicy", "parse_allow", "refusal_reason"]
+__all__ = ["ALLOWED_SCHEMES", "AddressPolicy", "refusal_reason"]
 
 ALLOWED_SCHEMES = frozenset({"http", "https"})
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 _Answer = TypeVar("_Answer", bound="Mapping[str, Any]")  # a resolver answer (aiohttp's dict)
-IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 _V4 = ipaddress.IPv4Network
 _V6 = ipaddress.IPv6Network
@@ -106,10 +105,6 @@ _IPV6_REFUSED: tuple[tuple[ipaddress.IPv6Network, str], ...] = (
 )
 _GLOBAL_UNICAST = _V6("2000::/3")
 _NAT64 = _V6("64:ff9b::/96")
-_TEREDO = _V6("2001::/32")
-
-# A host name in the allowlist: dot-separated labels of letters, digits, '-', '_'.
-_HOST_NAME = re.compile(r"(?=.{1,253}\.?$)([a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?\.?)+").fullmatch
 
 
 def _embedded_ipv4(ip: ipaddress.IPv6Address) -> tuple[ipaddress.IPv4Address, str] | None:
@@ -153,38 +148,11 @@ def refusal_reason(ip: IPAddress) -> str | None:
     return None
 
 
-def parse_allow(entries: Iterable[str]) -> tuple[tuple[IPNetwork, ...], frozenset[str]]:
-    """Split allowlist entries into networks and lower-case host names.
-
-    An entry is an IP address, a CIDR network (host bits must be zero) or a
-    host name. Raises ``ValueError`` naming the bad entry; config validation
-    turns that into a ``ConfigError`` naming the key.
-
-    >>> parse_allow(["127.0.0.2/32", "Intranet.Example"])
-    ((IPv4Network('127.0.0.2/32'),), frozenset({'intranet.example'}))
-    """
-    networks: list[IPNetwork] = []
-    hosts: set[str] = set()
-    for entry in entries:
-        text = entry.strip()
-        if "/" in text or ":" in text or text.replace(".", "").isdigit():
-            try:
-                networks.append(ipaddress.ip_network(text, strict=True))
-            except ValueError as exc:
-                raise ValueError(f"{entry!r} is not an IP network: {exc}") from None
-            continue
-        name = text.lower().rstrip(".")
-        if not name or not _HOST_NAME(name):
-            raise ValueError(f"{entry!r} is neither an IP network (CIDR) nor a host name")
-        hosts.add(name)
-    return tuple(networks), frozenset(hosts)
-
-
 class AddressPolicy:
     """The address check of one fetcher: refuse non-public peers unless allowed.
 
     ``allow_private`` turns the check off; ``allow`` holds CIDR networks and
-    host names (see ``parse_allow``) that pass even when private.
+    host names (see ``config.requests.parse_allow``) that pass even when private.
 
     Example::
 

@@ -1,10 +1,10 @@
-"""Request options: extra headers, per-host headers and cookies, and the proxy URL.
+"""Request headers: extra headers, per-host headers and cookies.
 
 In: ``fetch.headers`` (every request), ``[politeness.hosts."NAME"]`` ``headers`` and
-``cookies`` (that host only), ``fetch.proxy``. Out: config checks (``check_*``, pure and
-stdlib-only, so ``harvester.config.crawl`` can call them; a bad value is a ``ConfigError``
-naming the key) and ``HostHeaders``, the aiohttp client middleware that adds a host's own
-headers and cookies to each request sent to that host.
+``cookies`` (that host only), checked when the config was loaded
+(``harvester.config.requests``). Out: ``HostHeaders``, the aiohttp client middleware
+that adds a host's own headers and cookies to each request sent to that host, and
+``parse_header`` for the ``--header`` flag.
 
 Why a middleware and not the ``headers=`` of the request: aiohttp sends a request's
 headers again on every redirect hop, to whatever host it goes to, so a login cookie
@@ -20,11 +20,7 @@ Example::
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit
-
-from harvester.errors import ConfigError
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -34,26 +30,7 @@ if TYPE_CHECKING:
 
     from harvester.config import PolitenessConfig
 
-__all__ = [
-    "PROXY_SCHEMES",
-    "SOCKS_SCHEMES",
-    "HostHeaders",
-    "check_proxy",
-    "check_request_options",
-    "parse_header",
-]
-
-PROXY_SCHEMES = frozenset({"http", "https", "socks5", "socks5h"})
-SOCKS_SCHEMES = frozenset({"socks5", "socks5h"})  # through aiohttp-socks (extra "socks")
-
-# RFC 9110 token (a header or cookie name) and field value (no CR, LF or NUL: a value
-# with a line break would smuggle a header of its own into the request).
-_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+").fullmatch
-_FIELD_VALUE = re.compile(r"[^\r\n\x00]*").fullmatch
-# RFC 6265 cookie-octet: printable ASCII but space, '"', ',', ';' and '\'.
-_COOKIE_VALUE = re.compile(r"[\x21\x23-\x2b\x2d-\x3a\x3c-\x5b\x5d-\x7e]*").fullmatch
-# Set by the HTTP layer itself: overriding them would break the request framing.
-_RESERVED = frozenset({"host", "content-length", "transfer-encoding", "connection"})
+__all__ = ["HostHeaders", "parse_header"]
 
 
 def parse_header(text: str) -> tuple[str, str]:
@@ -67,60 +44,6 @@ def parse_header(text: str) -> tuple[str, str]:
     if not sep or not name:
         raise ValueError(f"{text!r} is not 'Name: value'")
     return name, value.strip()
-
-
-def check_request_options(
-    headers: Mapping[str, str], cookies: Mapping[str, str], *, key: str
-) -> None:
-    """Reject header and cookie names or values that would not go on the wire as given.
-
-    ``key`` is the config section (``"fetch"``, ``"politeness"``); the error's key is
-    ``KEY.headers`` or ``KEY.cookies`` and its message names the entry.
-    """
-    for name, value in headers.items():
-        if not _TOKEN(name) or name.lower() in _RESERVED:
-            raise ConfigError(
-                f"{name!r} is not a header name that may be set", key=f"{key}.headers"
-            )
-        if not _FIELD_VALUE(value):
-            raise ConfigError(f"{name}: the value has a line break or NUL", key=f"{key}.headers")
-    for name, value in cookies.items():
-        if not _TOKEN(name):
-            raise ConfigError(f"{name!r} is not a cookie name", key=f"{key}.cookies")
-        if not _COOKIE_VALUE(value):
-            raise ConfigError(
-                f"{name}: a cookie value may not hold spaces, quotes, ',', ';' or '\\\\'",
-                key=f"{key}.cookies",
-            )
-
-
-def check_proxy(url: str, *, key: str) -> None:
-    """A proxy URL: http(s):// or socks5(h):// with a host and a port (socks needs the extra).
-
-    The message never repeats the URL: it may hold credentials.
-    """
-    try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError:
-        raise ConfigError("is not a URL (scheme://host:port)", key=key) from None
-    scheme = parts.scheme.lower()
-    if scheme not in PROXY_SCHEMES:
-        raise ConfigError(
-            f"scheme {scheme or '(none)'!r} is not one of {', '.join(sorted(PROXY_SCHEMES))}",
-            key=key,
-        )
-    if not parts.hostname:
-        raise ConfigError("has no host", key=key)
-    if scheme in SOCKS_SCHEMES:
-        if port is None:
-            raise ConfigError("a SOCKS proxy needs a port (socks5://host:1080)", key=key)
-        import importlib.util
-
-        if importlib.util.find_spec("aiohttp_socks") is None:
-            raise ConfigError(
-                "a SOCKS proxy needs aiohttp-socks: pip install 'harvester[socks]'", key=key
-            )
 
 
 class HostHeaders:

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING
 import pytest
 
 from harvester.config import FetchConfig, load_config
-from harvester.crawl.guard import AddressPolicy, parse_allow, refusal_reason
+from harvester.config.requests import parse_allow
+from harvester.crawl.guard import AddressPolicy, refusal_reason
 from harvester.errors import ConfigError, ForbiddenAddress
 
 if TYPE_CHECKING:
