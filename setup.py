@@ -9,7 +9,7 @@
 - ``harvester.reader._cpush``: libxml2's push parser driven without lxml for urlsets, its
   ``<url>`` nodes read by ``_cparse``; used only on the lxml releases it is tested with
   (``compiled.LXML_TESTED``).
-- ``harvester.reader._cdates``: the common lastmod shapes, parsed and formatted.
+- ``harvester._cdates``: the common lastmod shapes, parsed and formatted.
 - ``harvester.urls._cnormalize``: the canonical form of URLs without a query or with a plain one.
 - ``harvester.urls._cdedupe``: the URL fingerprint (BLAKE2b-64, the same value as hashlib's).
 - ``harvester.crawl._chost``: ``UrlBatch``'s loop over a batch of URL entries (records, or
@@ -55,7 +55,7 @@ extensions = [
         include_dirs=lxml.get_include(),
         optional=True,
     ),
-    Extension("harvester.reader._cdates", ["harvester/reader/_cdates.pyx"], optional=True),
+    Extension("harvester._cdates", ["harvester/_cdates.pyx"], optional=True),
     Extension("harvester.urls._cnormalize", ["harvester/urls/_cnormalize.pyx"], optional=True),
     Extension("harvester.urls._cdedupe", ["harvester/urls/_cdedupe.pyx"], optional=True),
     # Uses the two above at C level (their .pxd files).

@@ -42,13 +42,14 @@ __all__ = [
 ]
 
 # Every compiled module setup.py builds, by its own name, with the feature package it
-# sits in beside its Python half (``reader/_cparse.pyx`` beside ``reader/parse.py``).
+# sits in beside its Python half (``reader/_cparse.pyx`` beside ``reader/parse.py``;
+# "": the package's ground floor, ``_cdates.pyx`` beside ``dates.py``).
 PACKAGES = {
     "_cwalk": "reader",
     "_cparse": "reader",
     "_clibxml": "reader",
     "_cpush": "reader",
-    "_cdates": "reader",
+    "_cdates": "",
     "_cnormalize": "urls",
     "_cdedupe": "urls",
     "_chost": "crawl",
@@ -113,12 +114,13 @@ def untested_lxml() -> str | None:
 
 
 def module_path(name: str) -> str:
-    """The importable name of compiled module ``name``: ``harvester.<package>.<name>``."""
-    return f"harvester.{PACKAGES[name]}.{name}"
+    """The importable name of compiled module ``name``: ``harvester[.<package>].<name>``."""
+    package = PACKAGES[name]
+    return f"harvester.{package}.{name}" if package else f"harvester.{name}"
 
 
 def load(name: str) -> ModuleType | None:
-    """``harvester.<package>.<name>``, or None (and the reason in ``MISSING[name]``)."""
+    """``module_path(name)`` imported, or None (and the reason in ``MISSING[name]``)."""
     if pure_python():
         MISSING[name] = f"{PURE_ENV}={os.environ.get(PURE_ENV)} asks for the Python path"
         return None

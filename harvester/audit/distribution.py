@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 
 from harvester import compiled
 from harvester.audit.verdict import LastmodFigures, LastmodVerdict, Verdict, VerdictThresholds
-from harvester.reader.dates import format_utc
+from harvester.dates import format_utc
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING
 from lxml import etree
 
 from harvester.audit.content import MAX_FINGERPRINT_WORDS, main_words, simhash
-from harvester.reader.dates import format_utc, parse_lastmod
+from harvester.dates import format_utc, parse_lastmod
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping
@@ -156,7 +156,7 @@ SIGNAL_NAMES = (
 def parse_web_date(raw: str) -> tuple[datetime, bool] | None:
     """Parse a date as pages publish it: ``(UTC datetime, date_only)`` or None.
 
-    Takes what ``harvester.reader.dates.parse_lastmod`` takes (W3C, the usual ISO 8601
+    Takes what ``harvester.dates.parse_lastmod`` takes (W3C, the usual ISO 8601
     near-misses, RFC 822) plus an hour-only offset (``+01``).
 
     >>> parse_web_date("2024-03-05T10:00:00+01")

@@ -83,7 +83,7 @@ class OutputConfig:
     @property
     def since_epoch(self) -> int | None:
         """``since`` as UTC epoch seconds (None when unset or unparseable)."""
-        from harvester.reader.dates import parse_lastmod
+        from harvester.dates import parse_lastmod
 
         if not self.since:
             return None

@@ -71,7 +71,7 @@ from harvester.urls.normalize import Rules
 from harvester.urls.records import lastmod_iso, record
 from harvester.run.sink import encode_record
 
-from harvester.reader._cdates cimport _days_from_civil
+from harvester._cdates cimport _days_from_civil
 from harvester.urls._cdedupe cimport FpTable, _fingerprint
 from harvester.urls._cnormalize cimport _already_canonical, _canonical_query
 

@@ -32,7 +32,7 @@ from lxml.includes cimport tree
 
 from lxml import etree
 
-from harvester.reader._cdates cimport _w3c
+from harvester._cdates cimport _w3c
 from harvester.reader._cwalk cimport _url_values
 
 from harvester.models import UrlEntry

@@ -21,9 +21,9 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, TypeAlias
 
+from harvester.dates import DateQuality, parse_lastmod, w3c_common
 from harvester.errors import LimitExceeded
 from harvester.models import Image, Kind, UrlEntry
-from harvester.reader.dates import DateQuality, parse_lastmod, w3c_common
 from harvester.reader.extensions import parse_news, parse_video
 from harvester.urls.validate import valid_authority
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from harvester.dates import parse_lastmod
 from harvester.models import News, Video
-from harvester.reader.dates import parse_lastmod
 
 if TYPE_CHECKING:
     from lxml import etree

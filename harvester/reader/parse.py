@@ -29,9 +29,9 @@ from typing import TYPE_CHECKING
 from lxml import etree
 
 from harvester import compiled
+from harvester.dates import parse_lastmod, parse_rfc822, w3c_common
 from harvester.errors import ParseError, TruncatedDocument, XmlTooLarge
 from harvester.models import Kind, SitemapChild, UrlEntry
-from harvester.reader.dates import parse_lastmod, parse_rfc822, w3c_common
 from harvester.reader.entries import (
     DATE,
     LASTMOD,

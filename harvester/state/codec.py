@@ -19,7 +19,7 @@ from typing import Any
 
 import orjson
 
-from harvester.reader.dates import format_utc
+from harvester.dates import format_utc
 
 __all__ = ["dump_json", "iso", "load_json", "now"]
 

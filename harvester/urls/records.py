@@ -17,8 +17,8 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, Any
 
+from harvester.dates import format_utc, format_utc_py
 from harvester.models import SitemapChild, UrlEntry
-from harvester.reader.dates import format_utc, format_utc_py
 from harvester.urls.normalize import canonical, host_of
 
 if TYPE_CHECKING:

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from harvester.crawl.robots import parse_robots
+from harvester.dates import format_utc
 from harvester.models import SitemapChild, UrlEntry
-from harvester.reader.dates import format_utc
 from harvester.reader.sitemap import read_bytes
 
 DATA = Path(__file__).parent.parent / "data" / "conformance"

@@ -1,4 +1,4 @@
-"""harvester.reader.dates round trips: any W3C rendering of an instant parses back to that instant.
+"""harvester.dates round trips: any W3C rendering of an instant parses back to that instant.
 
 Datetimes span 1900-2100 with any offset within ±14:00 in whole minutes; the
 W3C string is drawn in every lossless shape (seconds and fraction optional when
@@ -12,7 +12,7 @@ from datetime import UTC, date, datetime, timedelta, timezone
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from harvester.reader.dates import DateQuality, format_utc, parse_lastmod
+from harvester.dates import DateQuality, format_utc, parse_lastmod
 
 OFFSETS = st.integers(min_value=-14 * 60, max_value=14 * 60).map(
     lambda minutes: timezone(timedelta(minutes=minutes))

@@ -26,9 +26,10 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from harvester import dates
 from harvester.config import ReaderConfig
 from harvester.models import Entry, Kind, ReadStats
-from harvester.reader import dates, entries, parse
+from harvester.reader import entries, parse
 from harvester.reader.sitemap import read_bytes
 from tests.compiled import compiled_module
 from tests.property.test_reader_fuzz import SNIPPETS

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from harvester.audit.distribution import LastmodDistribution
 from harvester.audit.trust import SignalAgreement, TrustLevel, TrustThresholds, score_trust
 from harvester.audit.verdict import Verdict
-from harvester.reader.dates import format_utc, parse_lastmod
+from harvester.dates import format_utc, parse_lastmod
 
 if TYPE_CHECKING:
     from collections.abc import Iterable

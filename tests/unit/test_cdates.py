@@ -1,4 +1,4 @@
-"""The compiled lastmod parse and format (harvester/reader/_cdates.pyx) agree with the Python path.
+"""The compiled lastmod parse and format (harvester/_cdates.pyx) agree with the Python path.
 
 ``w3c`` may decline any string (None: the Python path decides it), but where it
 answers, the answer must be the Python path's ``(datetime, W3C)``; and it must
@@ -14,8 +14,8 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from harvester.reader import dates
-from harvester.reader.dates import DateQuality, format_utc_py, parse_lastmod, parse_lastmod_py
+from harvester import dates
+from harvester.dates import DateQuality, format_utc_py, parse_lastmod, parse_lastmod_py
 from tests.compiled import compiled_module
 
 cdates = compiled_module("_cdates")

@@ -1,4 +1,4 @@
-"""harvester.reader.dates: every lastmod/pubDate form, valid and invalid, and the corpus values.
+"""harvester.dates: every lastmod/pubDate form, valid and invalid, and the corpus values.
 
 The corpus rows take their expected value from expected.json (primary
 expectation), so a change to the corpus shows up here as well as in the
@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from harvester.reader.dates import (
+from harvester.dates import (
     DateQuality,
     format_utc,
     parse_lastmod,

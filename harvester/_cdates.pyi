@@ -1,4 +1,4 @@
-"""Types of the compiled lastmod parse and format (harvester/reader/_cdates.pyx)."""
+"""Types of the compiled lastmod parse and format (harvester/_cdates.pyx)."""
 
 from datetime import datetime
 

@@ -1,7 +1,10 @@
-"""Timestamp parsing for the parse stage: ``<lastmod>``, Atom dates, RSS ``pubDate``.
+"""Timestamps, parsed and formatted: ``<lastmod>``, Atom dates, RSS ``pubDate``, ``--since``.
 
 In: the trimmed text of a date element. Out: a timezone-aware UTC ``datetime``
-(or ``None``) and, for lastmods, a ``DateQuality`` the reader counts in its stats.
+(or ``None``) and, for lastmods, a ``DateQuality`` the reader counts in its stats;
+``format_utc`` the other way. On the ground floor, beside ``models``: the reader
+parses with it, and the config (``output.since``), the records, the state file and
+the audit read and write the same form.
 
 Policy (conformance README, "Timestamps"):
 
@@ -15,7 +18,7 @@ Policy (conformance README, "Timestamps"):
   hour 24 or 25), ambiguous ones (``16/07/2005``, bare digits, ``20050716``), words.
 
 This runs once per sitemap entry. Where the compiled module
-``harvester/reader/_cdates.pyx`` is built, it parses the shapes sitemaps use almost
+``harvester/_cdates.pyx`` is built, it parses the shapes sitemaps use almost
 always (``YYYY-MM-DD``, and ``YYYY-MM-DDThh:mm[:ss]`` with ``Z`` or ``±hh:mm``)
 and formats every aware datetime. Everything else, and
 everything without it, takes the Python path: the strict form is one
