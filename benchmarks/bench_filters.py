@@ -42,8 +42,8 @@ from typing import Any
 from harvester import compiled
 from harvester.config import load_config
 from harvester.crawl.batch import UrlBatch
+from harvester.crawl.report import HostReport
 from harvester.reader.sitemap import SitemapReader
-from harvester.run.report import HostReport
 from harvester.urls.normalize import Normalizer
 
 HOST = "www.shop-example.com"

@@ -1,6 +1,6 @@
 """Output write benchmark: JsonlSink with drop-behind against plain buffered writes.
 
-Writes ``--gb`` of JSON lines through ``harvester.run.sink.JsonlSink`` (256 KiB
+Writes ``--gb`` of JSON lines through ``harvester.output.sink.JsonlSink`` (256 KiB
 batches, as the writer gets them) once per mode and round: plainly (drop-behind
 off) and with drop-behind at each step of ``--steps`` (MiB; the first is the sink's
 own), and prints each write's wall and CPU seconds and how much of the file is left
@@ -28,8 +28,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from harvester.run import sink as sink_module
-from harvester.run.sink import JsonlSink
+from harvester.output import sink as sink_module
+from harvester.output.sink import JsonlSink
 
 _LINE = (
     b'{"loc":"http://127.1.0.5:8765/store/new-arrivals/denim-604731.html","url":'

@@ -106,7 +106,7 @@ def command(ns: argparse.Namespace, cfg: Config, stop: Stop) -> int:
         )
         return EXIT_USAGE
     from harvester.distributed.layout import check_layout
-    from harvester.run.display import summary_table
+    from harvester.output.display import summary_table
     from harvester.run.seeds import open_lines
 
     seeds: Any = ns.input if ns.input not in (None, "-") and not ns.domains else None

@@ -41,7 +41,7 @@ def add_parser(sub: Any) -> None:
 def command(ns: argparse.Namespace) -> int:
     """``harvester ledger``: print the ledger's URLs; return the exit status."""
     from harvester.crawl.scheduler import host_key
-    from harvester.run.sink import encode_records
+    from harvester.output.sink import encode_records
     from harvester.state.ledger import LedgerReader
 
     if not os.path.exists(ns.state):

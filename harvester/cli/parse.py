@@ -99,7 +99,7 @@ def command(path: str, url: str | None, output: str, cfg: ReaderConfig) -> int:
 
 
 def _write(out: BinaryIO, entries: list[Entry], sitemap: str | None, host: str | None) -> None:
-    from harvester.run.sink import encode_records
+    from harvester.output.sink import encode_records
     from harvester.urls.records import record
 
     if entries:

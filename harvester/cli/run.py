@@ -166,7 +166,7 @@ def _incremental_arguments(incremental: argparse._ArgumentGroup) -> None:
 
 def command(ns: argparse.Namespace, cfg: Config) -> int:
     """``harvester run``: harvest, print the summary, return the exit status."""
-    from harvester.run.display import summary_table
+    from harvester.output.display import summary_table
     from harvester.run.runtime import tune_gc, tune_malloc
     from harvester.run.seeds import open_lines
     from harvester.run.shards import run_job

@@ -69,7 +69,7 @@ from harvester.state.chunks import NO_LASTMOD
 from harvester.models import UrlEntry
 from harvester.urls.normalize import Rules
 from harvester.urls.records import lastmod_iso, record
-from harvester.run.sink import encode_record
+from harvester.output.sink import encode_record
 
 from harvester._cdates cimport _days_from_civil
 from harvester.urls._cdedupe cimport FpTable, _fingerprint

@@ -43,9 +43,9 @@ if TYPE_CHECKING:
     from harvester.crawl.fetch import Fetcher
     from harvester.crawl.frontier import SitemapRef
     from harvester.crawl.incremental import HostIncremental
+    from harvester.crawl.report import HostReport
     from harvester.crawl.scheduler import HostSlot
     from harvester.models import Entry, ReadResult
-    from harvester.run.report import HostReport
 
 __all__ = [
     "BodyBroken",

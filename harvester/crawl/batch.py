@@ -40,7 +40,7 @@ from harvester.audit.distribution import LastmodDistribution
 from harvester.crawl.filters import compile_filters
 from harvester.crawl.selection import Selection
 from harvester.models import UrlEntry
-from harvester.run.sink import encode_records
+from harvester.output.sink import encode_records
 from harvester.state.chunks import NO_LASTMOD
 from harvester.state.ledger import EMIT_EVENTS
 from harvester.urls.dedupe import SeenSet
@@ -51,9 +51,9 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from harvester.config import Config
+    from harvester.crawl.report import HostReport
     from harvester.crawl.selection import Ledger
     from harvester.models import Entry
-    from harvester.run.report import HostReport
     from harvester.state.memory import HostMemory
     from harvester.state.rows import LedgerRows
     from harvester.urls.normalize import Rules

@@ -24,8 +24,8 @@ from harvester.crawl.frontier import Admission
 if TYPE_CHECKING:
     from harvester.crawl.frontier import Frontier, SitemapRef
     from harvester.crawl.home import HomeHosts
+    from harvester.crawl.report import HostReport
     from harvester.crawl.sitemaps import SitemapLog
-    from harvester.run.report import HostReport
 
 __all__ = ["Choice"]
 

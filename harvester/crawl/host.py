@@ -44,12 +44,12 @@ from harvester.crawl.filters import compile_filters
 from harvester.crawl.frontier import Frontier, SitemapRef
 from harvester.crawl.home import HomeHosts
 from harvester.crawl.incremental import HostIncremental
+from harvester.crawl.report import HostReport
 from harvester.crawl.robots import RobotsTxt
 from harvester.crawl.scheduler import host_key
 from harvester.crawl.sitemaps import SitemapLog
 from harvester.errors import FetchError, InvalidURL, NotASitemap
 from harvester.models import SitemapChild
-from harvester.run.report import HostReport
 from harvester.state.codec import iso
 from harvester.urls.normalize import Normalizer, host_of
 from harvester.urls.validate import valid_authority

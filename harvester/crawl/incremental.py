@@ -38,8 +38,8 @@ if TYPE_CHECKING:
     from harvester.config import Config
     from harvester.crawl.discovery import Discovered
     from harvester.crawl.frontier import Frontier
+    from harvester.crawl.report import HostReport
     from harvester.models import ReadResult
-    from harvester.run.report import HostReport
     from harvester.run.seeds import Seed
     from harvester.state.ledger import LedgerReader
 

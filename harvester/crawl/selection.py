@@ -23,7 +23,7 @@ from harvester.state.rows import LedgerRows
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from harvester.run.report import HostReport
+    from harvester.crawl.report import HostReport
 
 __all__ = ["Ledger", "Selection"]
 

@@ -33,7 +33,7 @@ from harvester.distributed.manifest import DISCARDED, read_manifest, sweep
 from harvester.distributed.merge import CrossHostCount, combine
 from harvester.distributed.task import ShardSpec, run_shard_task
 from harvester.errors import ConfigError
-from harvester.run.report import RunReport
+from harvester.output.report import RunReport
 from harvester.run.shutdown import POLL
 
 if TYPE_CHECKING:

@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING, Any
 from harvester.distributed.fingerprints import read_fingerprints
 from harvester.distributed.manifest import committed
 from harvester.errors import InputError
-from harvester.run.sink import JsonlSink
+from harvester.output.sink import JsonlSink
 from harvester.urls.crosshost import CrossHostTracker
 
 if TYPE_CHECKING:
     from harvester.config import DedupeConfig
     from harvester.distributed.layout import Layout
-    from harvester.run.report import RunReport
+    from harvester.output.report import RunReport
 
 __all__ = ["CrossHostCount", "combine", "committed_files", "merge"]
 

@@ -1,4 +1,4 @@
-"""Run: many hosts (shards, worker processes, the writer, output, reports).
+"""Run: many hosts (seeds, admission, shards, worker processes).
 
 The modules are imported by their full path; this package exports nothing.
 """

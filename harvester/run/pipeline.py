@@ -43,9 +43,9 @@ from harvester.crawl.fetch import Fetcher
 from harvester.crawl.host import HostWorker
 from harvester.crawl.scheduler import Scheduler
 from harvester.errors import InputError
+from harvester.output.sink import encode_records
 from harvester.run.admission import Admission, admitted, for_run, stop_watching, watch
 from harvester.run.seeds import Seed, iter_seeds
-from harvester.run.sink import encode_records
 from harvester.state.ledger import Incremental, LedgerReader
 from harvester.urls.crosshost import CrossHostTracker
 from harvester.urls.normalize import Normalizer

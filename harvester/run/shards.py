@@ -42,14 +42,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from harvester.errors import HarvesterError, RunFailed
-from harvester.run.display import Progress
-from harvester.run.formats import resolved
-from harvester.run.opening import open_output
-from harvester.run.report import RunReport
+from harvester.output.display import Progress
+from harvester.output.formats import resolved
+from harvester.output.opening import open_output
+from harvester.output.report import RunReport
+from harvester.output.writer import Writer, close_run, finish_published, unless, writer_error
 from harvester.run.runtime import event_loop_runner
 from harvester.run.seeds import Seed, SeedReader
 from harvester.run.shutdown import POLL, SeedGate, Stop, run_until_stopped
-from harvester.run.writer import Writer, close_run, finish_published, unless, writer_error
 from harvester.urls.crosshost import CrossHostTracker
 
 if TYPE_CHECKING:

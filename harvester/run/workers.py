@@ -42,7 +42,7 @@ import traceback
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING
 
-from harvester.run.formats import block_encoder
+from harvester.output.formats import block_encoder
 from harvester.run.runtime import event_loop_runner, tune_gc, tune_malloc
 from harvester.run.transport import (
     BLOCK,

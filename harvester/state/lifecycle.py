@@ -12,7 +12,7 @@ status as the run goes:
 ``publishing``: every record is written and committed, the output is being
 renamed. A run found ``running``, ``interrupted``, ``failed`` or ``publishing``
 is unfinished: the next invocation resumes it (or abandons it). The writer
-(``harvester.run.writer``) decides what a resumed run does with its output;
+(``harvester.output.writer``) decides what a resumed run does with its output;
 ``restart`` is its way back to an empty output when the one a run wrote is lost.
 """
 

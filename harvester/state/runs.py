@@ -7,7 +7,7 @@ and ``FinishedHosts``, a read-only membership test the seed reader
 (``harvester.run.seeds``) asks, so that a resumed run skips the hosts it
 checkpointed as finished.
 
-Its own module: values and a read-only view that ``harvester.run.writer`` hands
+Its own module: values and a read-only view that ``harvester.output.writer`` hands
 out; none of it writes the state file, which ``store.py`` alone does.
 """
 

@@ -3,7 +3,7 @@
 ``harvester run`` runs as cron runs it: a subprocess with a fixed ``--state`` and
 ``--emit new``, a new ``-o`` per invocation (the README's recipe). The first
 invocation kills itself with SIGKILL at one step of its close
-(``HARVESTER_TEST_FAULT``, ``harvester.run.faults.STEPS``); the next one must
+(``HARVESTER_TEST_FAULT``, ``harvester.output.faults.STEPS``); the next one must
 finish what it left, and a third one, after the sites listed more URLs, must
 write those only. Over every output that exists (published files, and the
 ``.part`` a resumed run leaves behind when it goes on in another output) each
@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from aiohttp import web
 
-from harvester.run.faults import FAULT_ENV, STEPS
+from harvester.output.faults import FAULT_ENV, STEPS
 from tests.roundtrip import read_csv, read_jsonl, read_parquet
 
 if TYPE_CHECKING:

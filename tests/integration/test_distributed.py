@@ -31,8 +31,8 @@ from harvester.distributed.client import run_distributed  # noqa: E402
 from harvester.distributed.layout import read_layout  # noqa: E402
 from harvester.distributed.merge import merge  # noqa: E402
 from harvester.distributed.occupancy import Occupancy  # noqa: E402
+from harvester.output.writer import Writer  # noqa: E402
 from harvester.run.shards import Beside, run_job  # noqa: E402
-from harvester.run.writer import Writer  # noqa: E402
 from tests.integration.chromium import open_page  # noqa: E402
 from tests.integration.conftest import fast_config, free_port  # noqa: E402
 from tests.integration.test_end_to_end import index, robots, urlset  # noqa: E402

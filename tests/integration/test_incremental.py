@@ -25,7 +25,7 @@ from harvester.run.shards import run_job
 from tests.integration.conftest import Reply, fast_config
 
 if TYPE_CHECKING:
-    from harvester.run.report import RunReport
+    from harvester.output.report import RunReport
     from tests.integration.conftest import Site, Sites
 
 BASE_TIME = 1_700_000_000

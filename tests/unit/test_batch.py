@@ -17,8 +17,8 @@ import pytest
 from harvester.config import Config
 from harvester.crawl import batch as batchmod
 from harvester.crawl.batch import BATCH, UrlBatch
+from harvester.crawl.report import HostReport
 from harvester.models import SitemapChild, UrlEntry
-from harvester.run.report import HostReport
 from harvester.state.chunks import NO_LASTMOD
 from harvester.state.memory import HostMemory
 from harvester.urls.normalize import Normalizer

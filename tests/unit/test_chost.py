@@ -28,9 +28,9 @@ from harvester.audit.distribution import DEFAULT_FUTURE_SKEW, LastmodDistributio
 from harvester.config import Config
 from harvester.crawl import batch as batchmod
 from harvester.crawl.batch import Flushed, UrlBatch
+from harvester.crawl.report import HostReport
 from harvester.models import Image, SitemapChild, UrlEntry
-from harvester.run.report import HostReport
-from harvester.run.sink import encode_records
+from harvester.output.sink import encode_records
 from harvester.state.memory import HostMemory
 from harvester.urls.dedupe import SMALL_LIMIT
 from harvester.urls.normalize import Normalizer

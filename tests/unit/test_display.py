@@ -1,4 +1,4 @@
-"""Report stage, on the terminal: Progress and summary_table (harvester/run/display.py)."""
+"""Report stage, on the terminal: Progress and summary_table (harvester/output/display.py)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 
-from harvester.run.display import Progress, summary_table
-from harvester.run.report import RunReport
+from harvester.output.display import Progress, summary_table
+from harvester.output.report import RunReport
 
 if TYPE_CHECKING:
     import pytest

@@ -123,8 +123,8 @@ def test_select_is_keep_applied_in_order(cfg: FiltersConfig) -> None:
 def test_a_batch_filters_page_urls_and_passes_children() -> None:
     from harvester.config import Config
     from harvester.crawl.batch import UrlBatch
+    from harvester.crawl.report import HostReport
     from harvester.models import Entry, SitemapChild, UrlEntry
-    from harvester.run.report import HostReport
     from harvester.urls.normalize import Normalizer
 
     cfg = Config(filters=FiltersConfig(exclude=("/tag/",)))
@@ -143,8 +143,8 @@ def test_a_batch_filters_page_urls_and_passes_children() -> None:
 
 
 def test_the_run_report_totals_filters_and_unverified_hosts() -> None:
-    from harvester.run.display import summary_table
-    from harvester.run.report import RunReport
+    from harvester.output.display import summary_table
+    from harvester.output.report import RunReport
 
     run = RunReport()
     run.add_host({"host": "a", "urls": 3, "filtered": 4, "sitemaps_filtered": 2})

@@ -11,10 +11,10 @@ import pytest
 
 from harvester.config import load_config
 from harvester.errors import ConfigError
-from harvester.run.csvsink import COLUMNS, CsvSink
-from harvester.run.formats import make_sink, output_sink, resolve_format
-from harvester.run.parts import cut_back, part_name
-from harvester.run.sink import JsonlSink, encode_records
+from harvester.output.csvsink import COLUMNS, CsvSink
+from harvester.output.formats import make_sink, output_sink, resolve_format
+from harvester.output.parts import cut_back, part_name
+from harvester.output.sink import JsonlSink, encode_records
 from tests.roundtrip import read_csv
 
 if TYPE_CHECKING:
@@ -97,7 +97,7 @@ def test_parquet_without_pyarrow_names_the_extra(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.setitem(sys.modules, "pyarrow", None)  # import pyarrow → ImportError
-    monkeypatch.delitem(sys.modules, "harvester.run.parquetsink", raising=False)
+    monkeypatch.delitem(sys.modules, "harvester.output.parquetsink", raising=False)
     with pytest.raises(ConfigError, match=r"harvester\[parquet\]") as info:
         make_sink(str(tmp_path / "u.parquet"), "parquet", resume_at=None, row_group_rows=10)
     assert info.value.key == "output.format"
@@ -201,7 +201,7 @@ def _unfinished_run(tmp_path: Path, output: str, mark: int) -> None:
 
 
 def _resume(tmp_path: Path, output: str, **cfg: Any) -> Any:
-    from harvester.run.opening import open_sink
+    from harvester.output.opening import open_sink
     from harvester.state.store import StateStore
 
     store = StateStore(str(tmp_path / "state.sqlite"))
@@ -243,8 +243,8 @@ def test_a_csv_run_resumed_into_another_output_is_cut_back(tmp_path: Path) -> No
 
 
 def test_rows_made_in_a_worker_are_the_rows_the_sink_makes(tmp_path: Path) -> None:
-    from harvester.run.csvsink import csv_rows
-    from harvester.run.formats import block_encoder
+    from harvester.output.csvsink import csv_rows
+    from harvester.output.formats import block_encoder
 
     encode = block_encoder("csv")
     assert encode is csv_rows
@@ -262,7 +262,7 @@ def test_rows_made_in_a_worker_are_the_rows_the_sink_makes(tmp_path: Path) -> No
 
 
 def test_the_format_is_resolved_once_for_the_workers() -> None:
-    from harvester.run.formats import resolved
+    from harvester.output.formats import resolved
 
     cfg = load_config(None, {})
     assert resolved(cfg, "out/urls.csv").output.format == "csv"
@@ -272,7 +272,7 @@ def test_the_format_is_resolved_once_for_the_workers() -> None:
 
 
 def test_holds_says_whether_a_part_still_has_what_was_committed(tmp_path: Path) -> None:
-    from harvester.run.parts import holds
+    from harvester.output.parts import holds
 
     part = tmp_path / "urls.jsonl.part"
     assert holds(str(part), 0, parquet=False)  # nothing committed: nothing to miss
@@ -290,7 +290,7 @@ def test_holds_says_whether_a_part_still_has_what_was_committed(tmp_path: Path) 
 
 
 def test_publish_leftover_renames_what_a_stopped_close_left(tmp_path: Path) -> None:
-    from harvester.run.parts import ASSEMBLED, publish_leftover
+    from harvester.output.parts import ASSEMBLED, publish_leftover
 
     out = tmp_path / "urls.jsonl"
     assert not publish_leftover(str(out), parquet=False)  # neither there: lost

@@ -12,9 +12,9 @@ from harvester.config import Config
 from harvester.crawl.discovery import Discovered
 from harvester.crawl.frontier import Frontier, SitemapRef
 from harvester.crawl.incremental import HostIncremental
+from harvester.crawl.report import HostReport
 from harvester.errors import HarvesterError, NotASitemap
 from harvester.models import Kind, ReadResult, ReadStats
-from harvester.run.report import HostReport
 from harvester.run.seeds import Seed
 from harvester.state.codec import now
 from harvester.state.memory import HostMemory, SitemapMemory

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from harvester.crawl.report import KEEP, Failure, HostReport
 from harvester.errors import (
     DNSError,
     FetchTimeout,
@@ -16,14 +17,8 @@ from harvester.errors import (
     ParseError,
 )
 from harvester.models import ReadStats
-from harvester.run.report import (
-    KEEP,
-    Failure,
-    HostReport,
-    RunReport,
-    write_report,
-)
-from harvester.run.sink import JsonlSink, encode_record
+from harvester.output.report import RunReport, write_report
+from harvester.output.sink import JsonlSink, encode_record
 
 if TYPE_CHECKING:
     from pathlib import Path

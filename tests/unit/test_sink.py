@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING
 import pytest
 
 from harvester.models import Image, UrlEntry
-from harvester.run import sink as sink_module
+from harvester.output import sink as sink_module
+from harvester.output.sink import JsonlSink, encode_record, encode_records
 from harvester.run.pipeline import RecordBatch
-from harvester.run.sink import JsonlSink, encode_record, encode_records
 from harvester.urls.records import record
 
 if TYPE_CHECKING:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from harvester.errors import StateError, StateLocked
-from harvester.run.sink import JsonlSink
+from harvester.output.sink import JsonlSink
 from harvester.state import ids
 from harvester.state.chunks import NO_LASTMOD, LedgerView, pack, unpack_fps, unpack_urls
 from harvester.state.ledger import LedgerReader, classify

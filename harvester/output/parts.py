@@ -15,7 +15,7 @@ import contextlib
 import os
 import re
 
-from harvester.run.faults import fault_point
+from harvester.output.faults import fault_point
 
 __all__ = [
     "ASSEMBLED",

@@ -22,7 +22,7 @@ import dataclasses
 from typing import TYPE_CHECKING, Literal, Protocol
 
 from harvester.errors import ConfigError
-from harvester.run.sink import JsonlSink
+from harvester.output.sink import JsonlSink
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -112,7 +112,7 @@ def make_sink(path: str, fmt: Format, *, resume_at: int | None, row_group_rows: 
     ``ConfigError`` (exit 2) for Parquet to stdout or without pyarrow installed.
     """
     if fmt == "csv":
-        from harvester.run.csvsink import CsvSink
+        from harvester.output.csvsink import CsvSink
 
         return CsvSink(path, resume_at=resume_at)
     if fmt == "parquet":
@@ -121,7 +121,7 @@ def make_sink(path: str, fmt: Format, *, resume_at: int | None, row_group_rows: 
                 "Parquet cannot go to standard output: give -o FILE.parquet", key="output.format"
             )
         try:
-            from harvester.run.parquetsink import ParquetSink
+            from harvester.output.parquetsink import ParquetSink
         except ImportError as exc:
             raise ConfigError(
                 f"--format parquet needs pyarrow ({exc}): pip install 'harvester[parquet]'",
@@ -140,7 +140,7 @@ def block_encoder(fmt: str) -> Callable[[bytes | bytearray], bytes] | None:
     converted by the writer (pyarrow's JSON reader, a few µs a record).
     """
     if fmt == "csv":
-        from harvester.run.csvsink import csv_rows
+        from harvester.output.csvsink import csv_rows
 
         return csv_rows
     return None

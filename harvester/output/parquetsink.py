@@ -39,7 +39,7 @@ import pyarrow.json as pj
 import pyarrow.parquet as pq
 
 from harvester.errors import RunFailed
-from harvester.run.parts import (
+from harvester.output.parts import (
     ASSEMBLED,
     cut_parts,
     fsync_dir,

@@ -22,19 +22,19 @@ import time
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar, cast
 
 from harvester.errors import HarvesterError
-from harvester.run.faults import fault_point
-from harvester.run.parts import discard, publish_file
-from harvester.run.report import write_report
-from harvester.run.sink import JsonlSink, encode_record, encode_records
+from harvester.output.faults import fault_point
+from harvester.output.parts import discard, publish_file
+from harvester.output.report import write_report
+from harvester.output.sink import JsonlSink, encode_record, encode_records
 from harvester.state.ledger import EMIT_EVENTS
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
     from types import TracebackType
 
-    from harvester.run.display import Progress
-    from harvester.run.formats import Sink
-    from harvester.run.report import RunReport
+    from harvester.output.display import Progress
+    from harvester.output.formats import Sink
+    from harvester.output.report import RunReport
     from harvester.state.memory import HostState
     from harvester.state.rows import LedgerRows
     from harvester.state.store import StateStore

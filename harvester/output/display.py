@@ -1,6 +1,6 @@
 """Report stage, on the terminal: the run's live progress line and its closing summary.
 
-In: the ``RunReport`` (``harvester.run.report``) as the main process aggregates it.
+In: the ``RunReport`` (``harvester.output.report``) as the main process aggregates it.
 Out: on stderr, a progress line while the run goes (``Progress``, only on a
 terminal) and a short summary at the end (``summary_table``, plain text); stdout
 is never touched (records may be streaming there). Its own module: drawing is
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.progress import Progress as RichProgress
 
-    from harvester.run.report import RunReport
+    from harvester.output.report import RunReport
 
 __all__ = ["Progress", "summary_table"]
 

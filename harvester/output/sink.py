@@ -43,7 +43,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 import orjson
 
-from harvester.run.parts import publish_file
+from harvester.output.parts import publish_file
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping

@@ -33,17 +33,17 @@ import sys
 from typing import TYPE_CHECKING
 
 from harvester.errors import ConfigError
-from harvester.run.formats import output_sink, resolve_format
-from harvester.run.parts import cut_back, discard, holds, publish_leftover
-from harvester.run.sink import JsonlSink
+from harvester.output.formats import output_sink, resolve_format
+from harvester.output.parts import cut_back, discard, holds, publish_leftover
+from harvester.output.sink import JsonlSink
 from harvester.state.ledger import Incremental
 from harvester.state.runs import default_state_path
 from harvester.state.store import StateStore
 
 if TYPE_CHECKING:
     from harvester.config import Config
-    from harvester.run.formats import Sink
-    from harvester.run.report import RunReport
+    from harvester.output.formats import Sink
+    from harvester.output.report import RunReport
     from harvester.state.runs import FinishedHosts, RunInfo
 
 __all__ = ["check_output", "open_output", "open_sink", "open_state"]

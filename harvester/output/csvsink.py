@@ -23,7 +23,7 @@ from typing import Any
 
 import orjson
 
-from harvester.run.sink import JsonlSink
+from harvester.output.sink import JsonlSink
 
 __all__ = ["COLUMNS", "CsvSink", "csv_rows"]
 
