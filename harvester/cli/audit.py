@@ -69,7 +69,8 @@ def command(ns: argparse.Namespace, cfg: Config) -> int:
         return EXIT_USAGE
     hosts: list[str] | None = None
     if ns.hosts or ns.input:
-        from harvester.run.seeds import Seed, SeedReader, open_lines
+        from harvester.crawl.seed import Seed
+        from harvester.run.seeds import SeedReader, open_lines
 
         hosts = [s.host for s in SeedReader(open_lines(ns.hosts, ns.input)) if isinstance(s, Seed)]
     try:

@@ -40,8 +40,8 @@ def add_parser(sub: Any) -> None:
 
 def command(ns: argparse.Namespace) -> int:
     """``harvester ledger``: print the ledger's URLs; return the exit status."""
+    from harvester.crawl.records import encode_records
     from harvester.crawl.scheduler import host_key
-    from harvester.output.sink import encode_records
     from harvester.state.ledger import LedgerReader
 
     if not os.path.exists(ns.state):

@@ -68,8 +68,7 @@ from datetime import UTC
 from harvester.state.chunks import NO_LASTMOD
 from harvester.models import UrlEntry
 from harvester.urls.normalize import Rules
-from harvester.urls.records import lastmod_iso, record
-from harvester.output.sink import encode_record
+from harvester.crawl.records import encode_record, lastmod_iso, record
 
 from harvester._cdates cimport _days_from_civil
 from harvester.urls._cdedupe cimport FpTable, _fingerprint
@@ -546,7 +545,7 @@ def url_entries(batch, list entries, str sitemap):
 
     ``batch``: the host's ``UrlBatch`` (the fields this module reads and writes are
     named in ``batch._LOOP_FIELDS``); with ``batch.encoded``, records go into it as the
-    JSON lines that ``sink.encode_records`` makes of them (``batch.records`` stays
+    JSON lines that ``records.encode_records`` makes of them (``batch.records`` stays
     empty); with ``batch.urls``, each record's canonical URL is appended to it too,
     as UTF-8 and a newline (``_append_line``): the state file's ledger chunks are made
     of that text (``LedgerRows.pack_text``), and it cannot be read back from an

@@ -38,14 +38,13 @@ from typing import TYPE_CHECKING, Any
 from harvester import compiled
 from harvester.audit.distribution import LastmodDistribution
 from harvester.crawl.filters import compile_filters
+from harvester.crawl.records import encode_records, record
 from harvester.crawl.selection import Selection
 from harvester.models import UrlEntry
-from harvester.output.sink import encode_records
 from harvester.state.chunks import NO_LASTMOD
 from harvester.state.ledger import EMIT_EVENTS
 from harvester.urls.dedupe import SeenSet
 from harvester.urls.fingerprint import fingerprint
-from harvester.urls.records import record
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -179,7 +178,7 @@ class UrlBatch:
         """``ledger`` (a state file) and ``cfg.output.since`` turn on selection.
 
         ``encoded``: the caller writes JSON Lines, so batches may come as their
-        encoded bytes (``sink.encode_records``' exact output) instead of dicts. The
+        encoded bytes (``records.encode_records``' exact output) instead of dicts. The
         compiled loop then writes each record's line itself; when filtering, a batch
         is encoded once selected; without the compiled loop, batches stay dicts.
         """

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from harvester.config import Config
     from harvester.crawl.fetch import Fetcher
     from harvester.crawl.scheduler import HostSlot
-    from harvester.run.seeds import Seed
+    from harvester.crawl.seed import Seed
 
 __all__ = [
     "Discovered",

@@ -63,8 +63,8 @@ if TYPE_CHECKING:
     from harvester.crawl.discovery import Discovered
     from harvester.crawl.fetch import Fetcher
     from harvester.crawl.scheduler import HostSlot, Scheduler
+    from harvester.crawl.seed import Seed
     from harvester.models import Entry, ReadResult
-    from harvester.run.seeds import Seed
     from harvester.state.ledger import LedgerReader
     from harvester.state.memory import HostState
     from harvester.state.rows import LedgerRows

@@ -39,8 +39,8 @@ if TYPE_CHECKING:
     from harvester.crawl.discovery import Discovered
     from harvester.crawl.frontier import Frontier
     from harvester.crawl.report import HostReport
+    from harvester.crawl.seed import Seed
     from harvester.models import ReadResult
-    from harvester.run.seeds import Seed
     from harvester.state.ledger import LedgerReader
 
 __all__ = ["HostIncremental"]

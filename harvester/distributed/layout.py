@@ -20,11 +20,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from harvester.errors import ConfigError, InputError
-from harvester.run.seeds import Seed, SeedReader
+from harvester.run.seeds import SeedReader
 from harvester.run.shards import shard_of
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
+
+    from harvester.crawl.seed import Seed
 
 __all__ = [
     "LAYOUT_FILE",

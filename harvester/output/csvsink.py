@@ -1,6 +1,6 @@
 """Sink stage, CSV: the run's records as RFC 4180 CSV with a header row.
 
-In: blocks of encoded JSON lines (what the workers send, ``sink.encode_records``).
+In: blocks of encoded JSON lines (what the workers send, ``records.encode_records``).
 Out: ``OUT.csv`` (via ``OUT.csv.part``, renamed when the run completes, as for
 JSON Lines; ``-`` is standard output), written by the stdlib ``csv`` module:
 UTF-8, CRLF line ends, a field quoted when it holds a comma, a quote or a line
@@ -52,7 +52,7 @@ def _json(value: Any) -> str:
     """A nested field as JSON text."""
     try:
         return orjson.dumps(value).decode()
-    except TypeError:  # a lone surrogate inside (see sink.encode_record)
+    except TypeError:  # a lone surrogate inside (see records.encode_record)
         return json.dumps(value, separators=(",", ":"))
 
 
@@ -67,7 +67,7 @@ def _encode(rows: list[list[Any]]) -> bytes:
 
 
 def csv_rows(data: bytes | bytearray | memoryview) -> bytes:
-    """JSON lines (whole ones, as ``sink.encode_records`` makes them) → their CSV rows.
+    """JSON lines (whole ones, as ``records.encode_records`` makes them) → their CSV rows.
 
     >>> csv_rows(b'{"loc":"https://example.com/a,b","url":"u","priority":0.5}\\n')
     b'"https://example.com/a,b",u,,,,,0.5,,,,,,\\r\\n'

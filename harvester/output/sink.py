@@ -1,7 +1,7 @@
 """Sink stage: one writer owns the output file.
 
-In: output records (dicts from ``records.record``) encoded to JSON lines by
-``encode_records`` (a batch) or ``encode_record`` (one), as bytes. Out: a JSON
+In: output records (dicts from ``crawl.records.record``) encoded to JSON lines by
+``crawl.records.encode_records`` (a batch) or ``encode_record`` (one), as bytes. Out: a JSON
 Lines file that appears under its final name only when the run completed; until then (and after a
 failed or interrupted run) the data sits in ``<path>.part`` beside it, so a
 file under the real name is never a partial result. ``-`` writes to stdout.
@@ -35,28 +35,24 @@ refused, the sink simply writes.
 from __future__ import annotations
 
 import ctypes
-import json
 import os
 import stat
 import sys
-from typing import IO, TYPE_CHECKING, Any
-
-import orjson
+from typing import IO, TYPE_CHECKING
 
 from harvester.output.parts import publish_file
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Mapping
+    from collections.abc import Callable
     from types import TracebackType
 
-__all__ = ["JsonlSink", "encode_record", "encode_records"]
+__all__ = ["JsonlSink"]
 
 _BUFFER_SIZE = 1 << 20
 # A write at least this long goes straight to the file (after what the buffer holds):
 # through the buffer, each worker block (~256 KiB) would be copied into it first, one
 # more copy of every output byte in the writer process.
 _DIRECT = 64 << 10
-_OPTIONS = orjson.OPT_APPEND_NEWLINE
 _DROP_STEP = 4 << 20  # output bytes between drop-behind steps (see the module docstring)
 _DROP_LAG = 4 << 20  # bytes behind a step left to the disk before they are waited for
 _SYNC_WRITE = 2  # SYNC_FILE_RANGE_WRITE: start writeback, do not wait
@@ -77,44 +73,6 @@ def _sync_file_range() -> Callable[[int, int, int, int], int] | None:
 
 
 _sync_range = _sync_file_range()
-
-
-def encode_record(record: Mapping[str, Any]) -> bytes:
-    """Encode one record as a JSON line: UTF-8 without ASCII escapes, fields in the given order.
-
-    orjson: an order of magnitude faster than ``json.dumps(...).encode()`` on our
-    records. It writes NaN as null. A string holding a
-    lone surrogate (which no UTF-8 can carry) falls back to ``json`` with
-    ``\\uXXXX`` escapes, so one odd value never loses its record.
-
-    >>> encode_record({"loc": "https://example.com/ü", "priority": 0.5})
-    b'{"loc":"https://example.com/\\xc3\\xbc","priority":0.5}\\n'
-    """
-    try:
-        return orjson.dumps(record, option=_OPTIONS)
-    except TypeError:  # orjson.JSONEncodeError: surrogates, ints over 64 bits, non-str keys
-        return json.dumps(record, separators=(",", ":")).encode("ascii") + b"\n"
-
-
-def encode_records(records: Iterable[Mapping[str, Any]]) -> bytes:
-    """Encode a batch of records as JSON lines, each as ``encode_record`` would.
-
-    Why not ``b"".join(map(encode_record, records))``: that keeps every line's
-    bytes object alive until the join, and orjson's output allocation is then
-    several times slower than when each result is released before the next call.
-
-    >>> encode_records([{"a": 1}, {"b": None}])
-    b'{"a":1}\\n{"b":null}\\n'
-    """
-    out = bytearray()
-    append = out.extend
-    dumps = orjson.dumps
-    for record in records:
-        try:
-            append(dumps(record, option=_OPTIONS))
-        except TypeError:  # as in encode_record
-            append(encode_record(record))
-    return bytes(out)
 
 
 class JsonlSink:

@@ -41,11 +41,11 @@ from typing import TYPE_CHECKING, Any
 from harvester.config import Config
 from harvester.crawl.fetch import Fetcher
 from harvester.crawl.host import HostWorker
+from harvester.crawl.records import encode_records
 from harvester.crawl.scheduler import Scheduler
 from harvester.errors import InputError
-from harvester.output.sink import encode_records
 from harvester.run.admission import Admission, admitted, for_run, stop_watching, watch
-from harvester.run.seeds import Seed, iter_seeds
+from harvester.run.seeds import iter_seeds
 from harvester.state.ledger import Incremental, LedgerReader
 from harvester.urls.crosshost import CrossHostTracker
 from harvester.urls.normalize import Normalizer
@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     from aiohttp.abc import AbstractResolver
 
     from harvester.crawl.host import Emit
+    from harvester.crawl.seed import Seed
     from harvester.run.loopadmission import LoopAdmission
     from harvester.state.memory import HostState
     from harvester.state.rows import LedgerRows
@@ -84,7 +85,7 @@ class RecordBatch:
     lines: int | None = None  # how many lines ``data`` holds; None: one per fingerprint
 
     def encoded(self) -> bytes | bytearray:
-        """The batch's JSON lines: ``data``, or ``sink.encode_records`` of ``records``."""
+        """The batch's JSON lines: ``data``, or ``records.encode_records`` of ``records``."""
         return self.data if self.data is not None else encode_records(self.records)
 
     def size(self) -> int:

@@ -34,7 +34,6 @@ import ipaddress
 import re
 import sys
 from array import array
-from dataclasses import dataclass
 from itertools import chain
 from typing import TYPE_CHECKING, TextIO
 from urllib.parse import urlsplit
@@ -42,6 +41,7 @@ from urllib.parse import urlsplit
 import idna
 
 from harvester.crawl.scheduler import host_key
+from harvester.crawl.seed import Seed
 from harvester.errors import InputError
 from harvester.urls.validate import alabel_error
 
@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from collections.abc import Container, Iterable, Iterator, Sequence
     from types import TracebackType
 
-__all__ = ["LineSource", "Seed", "SeedReader", "iter_seeds", "open_lines", "parse_seed"]
+__all__ = ["LineSource", "SeedReader", "iter_seeds", "open_lines", "parse_seed"]
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _QUOTE_MAX = 200
@@ -66,27 +66,6 @@ _TRAILING_COMMENT = re.compile(r"\s#").search
 # The common line, a plain host name, skips urlsplit and host_key (several times
 # faster); anything else takes the long way.
 _PLAIN_HOST = re.compile(r"(?:[a-z0-9_-]{1,63}\.)*(?=[0-9]*[a-z_-])[a-z0-9_-]{1,63}\.?").fullmatch
-
-
-@dataclass(frozen=True, slots=True)
-class Seed:
-    """One unit of work for the host workers: a host, and where to start looking.
-
-    ``host`` is the per-host key, ``scheduler.host_key(origin)`` (lower-case
-    ASCII host, ``:port`` when not the scheme's default); ``origin`` is
-    ``scheme://host[:port]``. ``sitemap`` is set when the line was a sitemap
-    URL (discovery is skipped), ``robots`` when it was a robots.txt URL.
-    ``line`` is the 1-based line number in its source (None for CLI arguments).
-    ``explicit_scheme`` is False for a bare host, whose discovery may fall back
-    from https to http.
-    """
-
-    host: str
-    origin: str
-    sitemap: str | None
-    robots: str | None
-    line: int | None
-    explicit_scheme: bool
 
 
 def parse_seed(text: str, line: int | None = None) -> Seed:

@@ -41,6 +41,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from harvester.crawl.seed import Seed
 from harvester.errors import HarvesterError, RunFailed
 from harvester.output.display import Progress
 from harvester.output.formats import resolved
@@ -48,7 +49,7 @@ from harvester.output.opening import open_output
 from harvester.output.report import RunReport
 from harvester.output.writer import Writer, close_run, finish_published, unless, writer_error
 from harvester.run.runtime import event_loop_runner
-from harvester.run.seeds import Seed, SeedReader
+from harvester.run.seeds import SeedReader
 from harvester.run.shutdown import POLL, SeedGate, Stop, run_until_stopped
 from harvester.urls.crosshost import CrossHostTracker
 

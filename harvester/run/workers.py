@@ -58,8 +58,8 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable
 
     from harvester.config import Config
+    from harvester.crawl.seed import Seed
     from harvester.run.pipeline import OutputItem
-    from harvester.run.seeds import Seed
     from harvester.state.ledger import Incremental
     from harvester.state.rows import LedgerRows
 

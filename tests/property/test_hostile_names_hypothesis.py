@@ -25,8 +25,9 @@ from harvester import errors, harvest, read_bytes
 from harvester.crawl.discovery import child_allowed, home_hosts
 from harvester.crawl.robots import parse_robots
 from harvester.crawl.scheduler import host_key
+from harvester.crawl.seed import Seed
 from harvester.errors import InputError
-from harvester.run.seeds import Seed, parse_seed
+from harvester.run.seeds import parse_seed
 from harvester.urls.normalize import canonical
 from harvester.urls.validate import valid_authority
 from tests.integration.conftest import LoopbackResolver, Reply, Sites, fast_config

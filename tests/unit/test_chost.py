@@ -28,9 +28,9 @@ from harvester.audit.distribution import DEFAULT_FUTURE_SKEW, LastmodDistributio
 from harvester.config import Config
 from harvester.crawl import batch as batchmod
 from harvester.crawl.batch import Flushed, UrlBatch
+from harvester.crawl.records import encode_records
 from harvester.crawl.report import HostReport
 from harvester.models import Image, SitemapChild, UrlEntry
-from harvester.output.sink import encode_records
 from harvester.state.memory import HostMemory
 from harvester.urls.dedupe import SMALL_LIMIT
 from harvester.urls.normalize import Normalizer
@@ -384,7 +384,7 @@ def test_a_big_batch_with_the_audit_sample_and_the_small_set_promotion() -> None
 
 @pytest.mark.parametrize("sitemap", ["https://e.com/ü.xml", "https://e.com/\udcff.xml"])
 def test_a_sitemap_url_that_needs_escapes(sitemap: str) -> None:
-    # Non-ASCII, and a lone surrogate (orjson refuses it: encode_record's json fallback).
+    # Non-ASCII, and a lone surrogate (orjson refuses it: records.encode_record's json fallback).
     batch = [UrlEntry(f"https://e.com/{i}", T0, None, "daily", 0.5) for i in range(20)]
     run_both([batch], config(10**7, 10**7, True, False), 0, None, sitemap, emit_mode="all")
 

@@ -18,8 +18,8 @@ from harvester.config import Config
 from harvester.crawl.attempt import BodyBroken, Failed, Read, RetryListed, attempt
 from harvester.crawl.frontier import SitemapRef
 from harvester.crawl.host import HostWorker
+from harvester.crawl.seed import Seed
 from harvester.errors import BadContentEncoding, ConnectError, FetchError, HTTPStatusError
-from harvester.run.seeds import Seed
 from harvester.state.memory import HostMemory, SitemapMemory
 
 if TYPE_CHECKING:

@@ -13,9 +13,9 @@ from harvester.crawl.discovery import Discovered
 from harvester.crawl.frontier import Frontier, SitemapRef
 from harvester.crawl.incremental import HostIncremental
 from harvester.crawl.report import HostReport
+from harvester.crawl.seed import Seed
 from harvester.errors import HarvesterError, NotASitemap
 from harvester.models import Kind, ReadResult, ReadStats
-from harvester.run.seeds import Seed
 from harvester.state.codec import now
 from harvester.state.memory import HostMemory, SitemapMemory
 

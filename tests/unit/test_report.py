@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from harvester.crawl.records import encode_record
 from harvester.crawl.report import KEEP, Failure, HostReport
 from harvester.errors import (
     DNSError,
@@ -18,7 +19,7 @@ from harvester.errors import (
 )
 from harvester.models import ReadStats
 from harvester.output.report import RunReport, write_report
-from harvester.output.sink import JsonlSink, encode_record
+from harvester.output.sink import JsonlSink
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -11,8 +11,9 @@ import tracemalloc
 import pytest
 
 from harvester.crawl.scheduler import host_key
+from harvester.crawl.seed import Seed
 from harvester.errors import InputError
-from harvester.run.seeds import Seed, SeedReader, _DigestSet, iter_seeds, open_lines, parse_seed
+from harvester.run.seeds import SeedReader, _DigestSet, iter_seeds, open_lines, parse_seed
 
 
 def seed(

@@ -1,7 +1,9 @@
-"""Sink stage, shape: the output record of one URL (or one index child).
+"""The output record of one URL (or one index child), and its JSON line.
 
 In: an entry from the reader plus the sitemap it came from. Out: the JSON-ready
-dict whose field names are a contract (DESIGN.md, "Output record"):
+dict whose field names are a contract (DESIGN.md, "Output record"), and its
+encoding as one JSON line (``encode_record``; a batch: ``encode_records``), what
+the sinks and the writer take:
 
 ``loc`` exactly as published; ``url`` its canonical form (the dedup key);
 ``host`` the site being harvested (whose sitemaps listed the URL; it differs
@@ -15,16 +17,23 @@ changefreq/priority.
 from __future__ import annotations
 
 import functools
+import json
 from typing import TYPE_CHECKING, Any
+
+import orjson
 
 from harvester.dates import format_utc, format_utc_py
 from harvester.models import SitemapChild, UrlEntry
 from harvester.urls.normalize import canonical, host_of
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+
     from harvester.models import Entry, Image, News, Video
 
-__all__ = ["lastmod_iso", "record"]
+__all__ = ["encode_record", "encode_records", "lastmod_iso", "record"]
+
+_OPTIONS = orjson.OPT_APPEND_NEWLINE
 
 # The compiled formatter beats a cache lookup; the Python one is memoised,
 # for the sitemaps that repeat a handful of timestamps thousands of times.
@@ -72,6 +81,44 @@ def record(
     out["priority"] = entry.priority
     _extensions(out, entry)
     return out
+
+
+def encode_record(record: Mapping[str, Any]) -> bytes:
+    """Encode one record as a JSON line: UTF-8 without ASCII escapes, fields in the given order.
+
+    orjson: an order of magnitude faster than ``json.dumps(...).encode()`` on our
+    records. It writes NaN as null. A string holding a
+    lone surrogate (which no UTF-8 can carry) falls back to ``json`` with
+    ``\\uXXXX`` escapes, so one odd value never loses its record.
+
+    >>> encode_record({"loc": "https://example.com/ü", "priority": 0.5})
+    b'{"loc":"https://example.com/\\xc3\\xbc","priority":0.5}\\n'
+    """
+    try:
+        return orjson.dumps(record, option=_OPTIONS)
+    except TypeError:  # orjson.JSONEncodeError: surrogates, ints over 64 bits, non-str keys
+        return json.dumps(record, separators=(",", ":")).encode("ascii") + b"\n"
+
+
+def encode_records(records: Iterable[Mapping[str, Any]]) -> bytes:
+    """Encode a batch of records as JSON lines, each as ``encode_record`` would.
+
+    Why not ``b"".join(map(encode_record, records))``: that keeps every line's
+    bytes object alive until the join, and orjson's output allocation is then
+    several times slower than when each result is released before the next call.
+
+    >>> encode_records([{"a": 1}, {"b": None}])
+    b'{"a":1}\\n{"b":null}\\n'
+    """
+    out = bytearray()
+    append = out.extend
+    dumps = orjson.dumps
+    for record in records:
+        try:
+            append(dumps(record, option=_OPTIONS))
+        except TypeError:  # as in encode_record
+            append(encode_record(record))
+    return bytes(out)
 
 
 def _extensions(out: dict[str, Any], entry: UrlEntry) -> None:
