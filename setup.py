@@ -12,8 +12,9 @@
 - ``harvester._cdates``: the common lastmod shapes, parsed and formatted.
 - ``harvester.urls._cnormalize``: the canonical form of URLs without a query or with a plain one.
 - ``harvester.urls._cdedupe``: the URL fingerprint (BLAKE2b-64, the same value as hashlib's).
+- ``harvester.audit._cdistribution``: the lastmod distribution's count of a host's sample.
 - ``harvester.crawl._chost``: ``UrlBatch``'s loop over a batch of URL entries (records, or
-  their JSON lines, and the lastmod audit's count).
+  their JSON lines, and the lastmod audit's sample).
 
 Each extension is optional: where it cannot be built (no C compiler), the install goes
 on and the Python path does the same work, with the same results.
@@ -56,6 +57,10 @@ extensions = [
         optional=True,
     ),
     Extension("harvester._cdates", ["harvester/_cdates.pyx"], optional=True),
+    # Uses _cdates at C level (its .pxd).
+    Extension(
+        "harvester.audit._cdistribution", ["harvester/audit/_cdistribution.pyx"], optional=True
+    ),
     Extension("harvester.urls._cnormalize", ["harvester/urls/_cnormalize.pyx"], optional=True),
     Extension("harvester.urls._cdedupe", ["harvester/urls/_cdedupe.pyx"], optional=True),
     # Uses the two above at C level (their .pxd files).

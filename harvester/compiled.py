@@ -52,6 +52,7 @@ PACKAGES = {
     "_cdates": "",
     "_cnormalize": "urls",
     "_cdedupe": "urls",
+    "_cdistribution": "audit",
     "_chost": "crawl",
 }
 NAMES = tuple(PACKAGES)

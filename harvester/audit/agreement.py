@@ -3,7 +3,7 @@
 Pure. In: a sitemap entry's lastmod (aware, or None) and the ``PageSignals``
 that ``pagedates.extract_signals`` found on its page. Out: a ``Comparison``, an
 ``Agreement`` (``agree`` / ``disagree`` / ``no_signal``) per signal and
-overall, which the sampled verification (``verify.py``) counts per host for
+overall, which the sampled verification (``harvester.run.verify``) counts per host for
 the trust score.
 
 Its own module: the rule (a tolerance, date-only values by the day, any one

@@ -66,12 +66,12 @@ _DAY_US = timedelta(days=1) // _MICROSECOND
 _DATE_ONLY = re.compile(r"\s*\d{4}(?:-\d{2}(?:-\d{2})?)?\s*", re.ASCII).fullmatch
 _MASK64 = (1 << 64) - 1
 
-# The compiled counter (harvester/crawl/_chost.pyx, ``count_lastmods``): ``count_entries``
-# for the usual entries in C; None: ``count_entries`` counts them all.
-_chost = compiled.load("_chost")
+# The compiled counter (harvester/audit/_cdistribution.pyx, ``count_lastmods``):
+# ``count_entries`` for the usual entries in C; None: ``count_entries`` counts them all.
+_cdistribution = compiled.load("_cdistribution")
 _count_lastmods: (
     Callable[[LastmodDistribution, list[datetime | None], list[str | None]], None] | None
-) = _chost.count_lastmods if _chost is not None else None
+) = _cdistribution.count_lastmods if _cdistribution is not None else None
 
 
 def _mix64(x: int) -> int:
@@ -247,7 +247,7 @@ class LastmodDistribution:
             # What was counted stays counted even if an entry raised.
             self.add_counts(total, dated, generation, future, before, date_only)
 
-    # -- the compiled counter's surface (harvester/crawl/_chost.pyx, count_lastmods) -----------
+    # -- the compiled counter's surface (harvester/audit/_cdistribution.pyx, count_lastmods) --
     # It updates the containers ``counting_tables`` returns in place, exactly as
     # ``count_entries`` does, calls ``sketch``/``count_entries`` for the rare cases,
     # and adds its counters with ``add_counts``.

@@ -59,7 +59,7 @@ def add_parser(sub: Any) -> None:
 def command(ns: argparse.Namespace, cfg: Config) -> int:
     """``harvester audit``: audit the hosts of a state file; return the exit status."""
     from harvester.audit.report import render_text
-    from harvester.audit.verify import run_audit
+    from harvester.run.verify import run_audit
 
     if not os.path.exists(ns.state):
         print(f"harvester audit: no state file at {ns.state}", file=sys.stderr)

@@ -251,7 +251,7 @@ def _warn_unverified(cfg: Config) -> None:
 
 def _audit_after_run(cfg: Config, state: str, run_id: int | None, output: str) -> int:
     from harvester.audit.report import render_text
-    from harvester.audit.verify import run_audit
+    from harvester.run.verify import run_audit
 
     base = None if output == "-" else output
     try:

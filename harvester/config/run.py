@@ -108,7 +108,7 @@ class StateConfig:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AuditConfig:
-    """The lastmod audit (``harvester.audit.distribution``, ``harvester.audit.verify``)."""
+    """The lastmod audit (``harvester.audit.distribution``, ``harvester.run.verify``)."""
 
     distribution: bool = True  # per-host lastmod distribution verdict in every run's report
     sample: int = 0  # pages per host to verify after each run (0: only `harvester audit`)

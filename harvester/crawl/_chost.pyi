@@ -1,8 +1,5 @@
 """Types of the compiled half of the URL batch (harvester/crawl/_chost.pyx)."""
 
-from datetime import datetime
-
-from harvester.audit.distribution import LastmodDistribution
 from harvester.crawl.batch import UrlBatch
 from harvester.models import Entry
 
@@ -11,8 +8,3 @@ def url_entries(batch: UrlBatch, entries: list[Entry], sitemap: str) -> list[Ent
 
 def label_lines(data: bytearray, label: bytes) -> bytes:
     """``bytes(data.replace(b"}\\n", label + b"}\\n"))``, in one pass."""
-
-def count_lastmods(
-    dist: LastmodDistribution, lastmods: list[datetime | None], raws: list[str | None]
-) -> None:
-    """``LastmodDistribution.count_entries``, the usual entries in C."""

@@ -2,7 +2,7 @@
 
 In: the state store (its writer: an audit holds the lock) and a host. Out: the hosts to
 audit, a host's row (discovery memory, distribution verdict), the pages to sample,
-the samples of earlier audits, and the stored samples and trust. ``verify.py`` does
+the samples of earlier audits, and the stored samples and trust. ``run/verify.py`` does
 the fetching and the scoring; every SQL statement it needs is here.
 """
 

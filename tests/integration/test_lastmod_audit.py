@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from harvester.audit.verify import run_audit
 from harvester.run.shards import run_job
+from harvester.run.verify import run_audit
 from harvester.state.chunks import NO_LASTMOD, pack
 from tests.integration.conftest import fast_config
 

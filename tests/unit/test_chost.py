@@ -37,6 +37,7 @@ from harvester.urls.normalize import Normalizer
 from tests.compiled import compiled_module
 
 chost = compiled_module("_chost")
+cdistribution = compiled_module("_cdistribution")
 
 HOST = "e.com"
 T0 = datetime(2024, 5, 1, tzinfo=UTC)
@@ -322,8 +323,8 @@ def test_the_compiled_count_is_count_entries(
 ) -> None:
     # LastmodDistribution.add_many's compiled path against its Python loop, with caps
     # small enough for the sketch's replacements and the modal counter's evictions.
-    assert auditmod._count_lastmods is chost.count_lastmods
-    compiled = counted(pairs, modified, chost.count_lastmods, distinct_cap, modal_cap)
+    assert auditmod._count_lastmods is cdistribution.count_lastmods
+    compiled = counted(pairs, modified, cdistribution.count_lastmods, distinct_cap, modal_cap)
     assert compiled == counted(pairs, modified, None, distinct_cap, modal_cap)
 
 
@@ -332,7 +333,7 @@ def test_the_compiled_count_past_the_caps_with_distinct_timestamps() -> None:
         (T0 + timedelta(seconds=37 * i, microseconds=i % 3), None) for i in range(6000)
     ]
     pairs += [(None, None), (datetime(1990, 1, 1, tzinfo=UTC), "1990-01-01")] * 50
-    compiled = counted(pairs, None, chost.count_lastmods, 1024, 256)
+    compiled = counted(pairs, None, cdistribution.count_lastmods, 1024, 256)
     assert compiled["evicted"]
     assert compiled == counted(pairs, None, None, 1024, 256)
 
