@@ -4,6 +4,10 @@ In: argv. Out: records on stdout (or a file), diagnostics on stderr, and an exit
 status cron users rely on (``exits.py`` has the numbers and the one table that maps
 an exception to them).
 
+May import: every layer (``distributed``, ``view``, ``run``, ``output``, ``crawl``,
+``state``, ``audit``, ``reader``, ``urls``) and the ground floor. It sits beside the
+package's public API (``harvester/__init__.py``), and only ``__main__`` is above it.
+
 Verbs, one module each:
   run [DOMAIN ...] [-i FILE|-]   harvest every URL the hosts' sitemaps publish (run.py)
   audit --state PATH [DOMAIN ...] verify lastmod against the pages; score trust (audit.py)

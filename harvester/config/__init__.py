@@ -6,6 +6,13 @@ defaults in the code base; ``config.example.toml`` mirrors them (a test keeps th
 two equal). Unknown keys and ill-typed values raise ``ConfigError`` naming the
 dotted key.
 
+On the ground floor, beside errors, models, dates, compiled and version: every layer
+may import it.
+
+May import: nothing but the other modules of the ground floor. It checks request
+options and parses dates with what the ground floor has (``requests.py``,
+``harvester.dates``) rather than reaching up into the layers that use them.
+
 This package's names below are the public surface (import them from
 ``harvester.config``); the modules behind them:
 
@@ -14,6 +21,7 @@ This package's names below are the public surface (import them from
 - ``urls``: the URL stage's sections (normalize, dedupe);
 - ``run``: the run's sections (run, output, state, audit, distributed);
 - ``checks``: the checks every section shares (numbers finite, >= 0, 64-bit; no NUL);
+- ``requests``: the request options' checks (headers, cookies, proxy) and the allowlist;
 - ``loader``: the root ``Config`` and ``load_config``.
 
 Example::

@@ -1,5 +1,8 @@
 """Shards on Dask distributed: a run over many machines, each shard committed exactly once.
 
+May import: ``run`` (a shard is a one-worker run), ``output``, ``crawl``, ``state``,
+``audit``, ``reader``, ``urls`` and the ground floor. It sits beside ``view/``.
+
 In: a Dask ``Client``, the seeds (a file on storage every worker reads, or lines the
 client writes there), an output directory on that shared storage and the config.
 Out: per shard, the committed files its ``MANIFEST`` names; ``out/_SUCCESS`` and
