@@ -109,13 +109,13 @@ def one_pass(files: list[bytes], overrides: dict[str, Any]) -> tuple[float, int,
             if batch.full:
                 out = batch.flush()
                 if out is not None:
-                    written += out.lines if out.lines is not None else len(out.fps)
+                    written += out.lines if out.lines is not None else len(out.fingerprints)
         tail = reader.finish()
         read += len(tail)
         batch.take(list(tail), url)
     out = batch.flush()
     if out is not None:
-        written += out.lines if out.lines is not None else len(out.fps)
+        written += out.lines if out.lines is not None else len(out.fingerprints)
     seconds = time.process_time() - started
     batch.close()
     assert written == report.urls, (written, report.urls)

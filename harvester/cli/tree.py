@@ -68,19 +68,14 @@ async def host_tree(
 
     Raises ``InputError`` when ``target`` is no valid input entry.
     """
-    from harvester.run.pipeline import HostDone, aiter_seeds, run_shard
+    from harvester.run.pipeline import Kept, aiter_seeds, run_shard
     from harvester.run.seeds import parse_seed
 
     parse_seed(target)  # raises a clear InputError before anything is fetched
     cfg = dataclasses.replace(cfg, output=dataclasses.replace(cfg.output, sitemap_log=True))
-    reports: list[dict[str, Any]] = []
-
-    async def send(item: object) -> None:
-        if isinstance(item, HostDone):
-            reports.append(item.report)
-
-    await run_shard(aiter_seeds([target]), cfg, send, resolver=resolver)
-    return reports[0]
+    out = Kept()
+    await run_shard(aiter_seeds([target]), cfg, out, resolver=resolver)
+    return out.hosts[0].report
 
 
 def command(ns: argparse.Namespace, cfg: Config) -> int:

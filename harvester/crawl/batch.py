@@ -3,8 +3,8 @@
 In: lists of reader entries (``UrlEntry`` and ``SitemapChild``) and the sitemap
 that listed them. Out: ``take`` keeps the URLs' records in the batch and
 returns the other entries (index children, for the crawl); ``flush`` hands
-over the batch as a ``Flushed`` (records or their JSON lines, fingerprints,
-ledger rows) once ``full``, or at the host's end.
+over the batch as a ``RecordBatch`` (records or their JSON lines, fingerprints,
+ledger rows) once ``full``, or at the host's end; the run's output takes it as it is.
 
 Sync and I/O-free: the host worker (``host.py``) awaits the output; this
 module decides what goes into it. Per URL: the canonical form (the host's
@@ -24,7 +24,7 @@ Usage::
     batch = UrlBatch(host, cfg, rules, report)
     children = batch.take(entries, sitemap_url)
     if batch.full:
-        out = batch.flush()  # then emit out.records / out.data ...
+        out = batch.flush()  # a RecordBatch, for the run's output
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ __all__ = [
     "AUDIT_ALL",
     "BATCH",
     "FOREIGN_EXAMPLES",
-    "Flushed",
+    "RecordBatch",
     "UrlBatch",
     "authority",
 ]
@@ -86,19 +86,34 @@ FOREIGN_EXAMPLES = 5
 
 
 @dataclass(frozen=True, slots=True)
-class Flushed:
-    """A batch to emit: records (dicts) or ``data`` (their JSON lines), and the rest.
+class RecordBatch:
+    """A batch of one host's records on its way out, in emission order: what
+    ``UrlBatch.flush`` makes and the run's output takes, as it is.
 
-    ``fps``: the URL fingerprints, in order; ``rows``: with a state file, the ledger
-    rows of every URL listed (emitted or not); ``lines``: how many lines ``data``
-    holds when a filter made it fewer than the fingerprints (else None).
+    ``records``: the records (dicts), or empty when ``data`` holds them as JSON lines
+    (a bytearray when the compiled loop wrote them, never changed once handed over);
+    ``fingerprints``: the URL fingerprints, in order (of every URL listed, with a
+    filter); ``rows``: with a state file, the ledger rows of every URL listed (records
+    filtered out by ``--emit`` or ``--since`` included); ``lines``: how many lines
+    ``data`` holds when a filter made it fewer than the fingerprints (else None).
     """
 
+    host: str
     records: list[dict[str, Any]]
-    fps: array[int]
-    rows: LedgerRows | None
-    data: bytes | bytearray | None
-    lines: int | None
+    fingerprints: array[int]
+    rows: LedgerRows | None = None
+    data: bytes | bytearray | None = None
+    lines: int | None = None
+
+    def encoded(self) -> bytes | bytearray:
+        """The batch's JSON lines: ``data``, or ``records.encode_records`` of ``records``."""
+        return self.data if self.data is not None else encode_records(self.records)
+
+    def size(self) -> int:
+        """How many records the batch holds (``fingerprints`` also counts filtered ones)."""
+        if self.data is None:
+            return len(self.records)
+        return len(self.fingerprints) if self.lines is None else self.lines
 
 
 # The fields of ``UrlBatch`` that its compiled loop (harvester/crawl/_chost.pyx, ``url_entries``)
@@ -372,7 +387,7 @@ class UrlBatch:
             lastmods.clear()
             raws.clear()
 
-    def flush(self) -> Flushed | None:
+    def flush(self) -> RecordBatch | None:
         """Hand over the batch (selected and labelled when filtering); None when empty."""
         if not self.fps:
             return None
@@ -404,7 +419,7 @@ class UrlBatch:
             # Handed on as it is, and the next batch gets a new buffer: a copy
             # (bytes(encoded)) would move every output byte once more in the workers.
             data, self.encoded = encoded, bytearray()
-        return Flushed(records, fps, rows, data, lines)
+        return RecordBatch(self.host, records, fps, rows, data, lines)
 
     def audit(self) -> dict[str, Any] | None:
         """The host's lastmod distribution verdict (also into the report); None: nothing read.

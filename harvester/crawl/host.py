@@ -55,11 +55,10 @@ from harvester.urls.normalize import Normalizer, host_of
 from harvester.urls.validate import valid_authority
 
 if TYPE_CHECKING:
-    from array import array
     from collections.abc import Awaitable, Callable
-    from typing import Any
 
     from harvester.config import Config
+    from harvester.crawl.batch import RecordBatch
     from harvester.crawl.discovery import Discovered
     from harvester.crawl.fetch import Fetcher
     from harvester.crawl.scheduler import HostSlot, Scheduler
@@ -67,14 +66,9 @@ if TYPE_CHECKING:
     from harvester.models import Entry, ReadResult
     from harvester.state.ledger import LedgerReader
     from harvester.state.memory import HostState
-    from harvester.state.rows import LedgerRows
 
-    # A batch of one host's records, their URL fingerprints and the rest: see
-    # ``batch.Flushed``, whose fields these are, in order.
-    Emit = Callable[
-        [list[dict[str, Any]], array[int], LedgerRows | None, bytes | bytearray | None, int | None],
-        Awaitable[None],
-    ]
+    # Where the host's record batches go: the run's output (the host waits while it does).
+    Emit = Callable[[RecordBatch], Awaitable[None]]
 
 __all__ = ["HostWorker"]
 
@@ -464,4 +458,4 @@ class HostWorker:
     async def _flush(self) -> None:
         out = self.batch.flush()
         if out is not None:
-            await self._emit(out.records, out.fps, out.rows, out.data, out.lines)
+            await self._emit(out)

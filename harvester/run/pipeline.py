@@ -12,8 +12,9 @@ Data flow (one shard = one process = one loop; ``shards.py`` runs N of them):
    ``Scheduler``) → decompress → sniff → parse → normalize → per-host dedupe →
    records; then it releases its admission.
 3. Record batches (``RecordBatch``, up to 512 records, flushed at each
-   sitemap's end) and finished hosts' reports (``HostDone``) go to ``send``, the
-   shard's only way out: the CLI encodes and writes them, the Python API yields them.
+   sitemap's end, as ``UrlBatch.flush`` made them) and finished hosts (``HostDone``)
+   go to the shard's ``ShardOutput``, its only way out: the writer (in this process,
+   or through a worker's pipe) writes them, the Python API yields them.
 
 Bounds: hosts in flight (``Admission``: at most ``run.hosts_in_flight``, 0 =
 what the descriptor limit allows, fewer while RSS is over ``run.memory_budget``,
@@ -26,7 +27,7 @@ Why it cannot deadlock: a host's frontier is its own (index children never go
 back through a shared queue); the feeder waits only on the admission, which
 every host task releases in ``finally`` and which always admits a host when
 none is in flight, and on the seed source; host tasks wait only on the network,
-their politeness and ``send``, whose consumer never waits on hosts. The first
+their politeness and the output, whose consumer never waits on hosts. The first
 unexpected exception (a bug, not a ``HarvesterError``) cancels the whole TaskGroup.
 """
 
@@ -36,12 +37,12 @@ import asyncio
 import contextlib
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from harvester.config import Config
+from harvester.crawl.batch import RecordBatch
 from harvester.crawl.fetch import Fetcher
 from harvester.crawl.host import HostWorker
-from harvester.crawl.records import encode_records
 from harvester.crawl.scheduler import Scheduler
 from harvester.errors import InputError
 from harvester.run.admission import Admission, admitted, for_run, stop_watching, watch
@@ -51,48 +52,17 @@ from harvester.urls.crosshost import CrossHostTracker
 from harvester.urls.normalize import Normalizer
 
 if TYPE_CHECKING:
-    from array import array
     from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 
     from aiohttp.abc import AbstractResolver
 
-    from harvester.crawl.host import Emit
     from harvester.crawl.seed import Seed
     from harvester.run.loopadmission import LoopAdmission
     from harvester.state.memory import HostState
-    from harvester.state.rows import LedgerRows
 
-__all__ = ["HostDone", "Incremental", "RecordBatch", "harvest", "run_shard"]
+__all__ = ["HostDone", "Incremental", "Kept", "ShardOutput", "harvest", "run_shard"]
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class RecordBatch:
-    """Output records of one host, in emission order, with their URL fingerprints.
-
-    ``rows``: with a state file, the ledger rows of every URL listed in the batch
-    (records filtered out by ``--emit`` or ``--since`` included).
-    """
-
-    host: str
-    records: list[dict[str, Any]]
-    fingerprints: array[int]
-    rows: LedgerRows | None = None
-    # The records as JSON lines (``records`` then empty), from ``run_shard(encoded=True)``:
-    # a bytearray when the compiled loop wrote them (never changed once emitted).
-    data: bytes | bytearray | None = None
-    lines: int | None = None  # how many lines ``data`` holds; None: one per fingerprint
-
-    def encoded(self) -> bytes | bytearray:
-        """The batch's JSON lines: ``data``, or ``records.encode_records`` of ``records``."""
-        return self.data if self.data is not None else encode_records(self.records)
-
-    def size(self) -> int:
-        """How many records the batch holds (``fingerprints`` also counts filtered ones)."""
-        if self.data is None:
-            return len(self.records)
-        return len(self.fingerprints) if self.lines is None else self.lines
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,13 +73,41 @@ class HostDone:
     state: HostState | None = None
 
 
-OutputItem = RecordBatch | HostDone
+class ShardOutput(Protocol):
+    """Where a shard's results go, in the order its hosts produce them.
+
+    Implemented by the writer of a one-worker run (``shards``), a worker process's
+    outbox (``workers``), ``harvest``'s queue and ``Kept``. A host waits while
+    ``records`` does: that is the shard's backpressure.
+    """
+
+    async def records(self, batch: RecordBatch) -> None:
+        """A batch of a host's records (as ``UrlBatch.flush`` made it)."""
+
+    async def host_done(self, done: HostDone) -> None:
+        """A host finished; every batch of its records came before."""
+
+
+class Kept:
+    """A ``ShardOutput`` that keeps everything, in lists (``harvester tree``, tests)."""
+
+    def __init__(self) -> None:
+        self.batches: list[RecordBatch] = []
+        self.hosts: list[HostDone] = []
+
+    async def records(self, batch: RecordBatch) -> None:
+        """Keep the batch."""
+        self.batches.append(batch)
+
+    async def host_done(self, done: HostDone) -> None:
+        """Keep the finished host."""
+        self.hosts.append(done)
 
 
 async def run_shard(
     seeds: AsyncIterator[Seed],
     cfg: Config,
-    send: Callable[[OutputItem], Awaitable[None]],
+    out: ShardOutput,
     *,
     resolver: AbstractResolver | None = None,
     incremental: Incremental | None = None,
@@ -118,9 +116,9 @@ async def run_shard(
     blocked: Callable[[], float] | None = None,
     shared: LoopAdmission | None = None,
 ) -> None:
-    """Harvest every seed of ``seeds``; deliver records and host reports through ``send``.
+    """Harvest every seed of ``seeds``; deliver record batches and finished hosts to ``out``.
 
-    ``encoded``: ``send`` writes JSON Lines, so a ``RecordBatch`` may carry its
+    ``encoded``: ``out`` writes JSON Lines, so a ``RecordBatch`` may carry its
     records already encoded (``data``); read them with ``RecordBatch.encoded()``.
     ``ready``: awaited before each body chunk is parsed; it returns when the output
     can take more (so a slow consumer holds the hosts before parsing, not after).
@@ -136,18 +134,6 @@ async def run_shard(
     scheduler = Scheduler(cfg.politeness)
     normalizer = Normalizer(cfg.normalize)  # compiled once, shared by the shard's workers
 
-    def emitter(host: str) -> Emit:
-        async def emit(
-            batch: list[dict[str, Any]],
-            fps: array[int],
-            rows: LedgerRows | None,
-            data: bytes | bytearray | None = None,
-            lines: int | None = None,
-        ) -> None:
-            await send(RecordBatch(host, batch, fps, rows, data, lines))
-
-        return emit
-
     async def harvest_host(seed: Seed, fetcher: Fetcher) -> None:
         try:
             host = HostWorker(
@@ -155,7 +141,7 @@ async def run_shard(
                 cfg,
                 fetcher,
                 scheduler,
-                emitter(seed.host),
+                out.records,
                 normalizer,
                 ledger=ledger,
                 emit_mode=emit_mode,
@@ -163,7 +149,7 @@ async def run_shard(
                 ready=ready,
             )
             report = await host.run()
-            await send(HostDone(report.as_dict(), host.state))
+            await out.host_done(HostDone(report.as_dict(), host.state))
         finally:
             admission.released()
             changed.set()
@@ -217,6 +203,16 @@ async def aiter_seeds(
         await asyncio.sleep(0)  # a long run of seeds must not starve the workers
 
 
+class _Queued(asyncio.Queue["RecordBatch | HostDone | None"]):
+    """``harvest``'s ``ShardOutput``: a bounded queue its consumer drains (None: the end)."""
+
+    async def records(self, batch: RecordBatch) -> None:
+        await self.put(batch)
+
+    async def host_done(self, done: HostDone) -> None:
+        await self.put(done)
+
+
 async def harvest(
     domains: Iterable[str],
     config: Config | None = None,
@@ -236,20 +232,20 @@ async def harvest(
             print(record["loc"], record["lastmod"])
     """
     cfg = config or Config()
-    out: asyncio.Queue[OutputItem | None] = asyncio.Queue(maxsize=max(1, cfg.run.queue_size))
+    queue = _Queued(max(1, cfg.run.queue_size))
 
     async def produce() -> None:
         try:
-            await run_shard(aiter_seeds(domains, on_invalid), cfg, out.put, resolver=resolver)
+            await run_shard(aiter_seeds(domains, on_invalid), cfg, queue, resolver=resolver)
         except Exception:
-            await out.put(None)  # wake the consumer; it re-raises via `await task`
+            await queue.put(None)  # wake the consumer; it re-raises via `await task`
             raise
-        await out.put(None)
+        await queue.put(None)
 
     task = asyncio.create_task(produce())
     cross = CrossHostTracker(cfg.dedupe)
     try:
-        while (item := await out.get()) is not None:
+        while (item := await queue.get()) is not None:
             if isinstance(item, RecordBatch):
                 cross.add(item.host, item.fingerprints)
                 for rec in item.records:

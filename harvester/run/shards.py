@@ -59,8 +59,9 @@ if TYPE_CHECKING:
     from aiohttp.abc import AbstractResolver
 
     from harvester.config import Config
+    from harvester.crawl.batch import RecordBatch
     from harvester.run.loopadmission import LoopAdmission
-    from harvester.run.pipeline import OutputItem
+    from harvester.run.pipeline import HostDone
     from harvester.run.workers import WorkerProcess
     from harvester.state.ledger import Incremental
 
@@ -182,21 +183,10 @@ def _run_inline(
     incremental: Incremental | None = None,
     beside: Beside | None = None,
 ) -> None:
-    from harvester.run.pipeline import RecordBatch, run_shard
+    from harvester.run.pipeline import run_shard
 
     gate = SeedGate(cfg.run.hosts_in_flight)
-
-    async def send(item: OutputItem) -> None:
-        if isinstance(item, RecordBatch):
-            writer.records(
-                item.encoded(),
-                item.size(),
-                [(item.host, item.fingerprints.tobytes())],
-                None if item.rows is None else [(item.host, item.rows)],
-            )
-        else:
-            gate.done()
-            writer.host(item.report, item.state)
+    out = _Inline(writer, gate)
 
     async def commits() -> None:
         while True:  # (cancelled when the shard ends)
@@ -217,7 +207,7 @@ def _run_inline(
             run_shard(
                 gate.seeds(_aiter(seeds), stop),
                 cfg,
-                send,
+                out,
                 resolver=resolver,
                 incremental=incremental,
                 encoded=True,
@@ -238,6 +228,23 @@ def _run_inline(
         if error is None:
             raise
         raise error from group
+
+
+class _Inline:
+    """A one-worker run's ``ShardOutput``: the shard's results straight to the writer."""
+
+    def __init__(self, writer: Writer, gate: SeedGate) -> None:
+        self._writer = writer
+        self._gate = gate
+
+    async def records(self, batch: RecordBatch) -> None:
+        rows = None if batch.rows is None else [(batch.host, batch.rows)]
+        fingerprints = [(batch.host, batch.fingerprints.tobytes())]
+        self._writer.records(batch.encoded(), batch.size(), fingerprints, rows)
+
+    async def host_done(self, done: HostDone) -> None:
+        self._gate.done()
+        self._writer.host(done.report, done.state)
 
 
 async def _aiter(seeds: SeedReader) -> AsyncIterator[Seed]:

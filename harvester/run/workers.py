@@ -58,8 +58,10 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable
 
     from harvester.config import Config
+    from harvester.crawl.batch import RecordBatch
     from harvester.crawl.seed import Seed
-    from harvester.run.pipeline import OutputItem
+    from harvester.run.pipeline import HostDone
+    from harvester.run.shutdown import SeedGate
     from harvester.state.ledger import Incremental
     from harvester.state.rows import LedgerRows
 
@@ -316,32 +318,40 @@ def _done(future: asyncio.Future[None]) -> None:
 
 
 class _Outbox:
-    """A worker's records on their way out: batches gathered into messages of about
-    ``BLOCK`` bytes (fewer, larger frames), sent through ``results`` in order.
+    """A worker's ``ShardOutput``: its record batches gathered into messages of about
+    ``BLOCK`` bytes (fewer, larger frames), and its finished hosts, sent through
+    ``results`` in order (a host's records before its report).
     """
 
-    def __init__(self, results: Results, *, ledger: bool) -> None:
+    def __init__(self, results: Results, gate: SeedGate, *, ledger: bool, fmt: str) -> None:
         self._results = results
+        self._gate = gate
         self._ledger = ledger  # a state file: the messages carry ledger rows
+        self._encode = block_encoder(fmt)  # CSV: rows made here, not by the writer
         self._buffer: list[bytes | bytearray] = []
         self._fingerprints: list[tuple[str, bytes]] = []  # (host, fps) of what is buffered
         self._rows: list[tuple[str, LedgerRows]] = []  # (host, ledger rows) of the same
         self._size = 0  # bytes buffered, lines and ledger blobs
         self._count = 0  # records buffered
 
-    async def add(
-        self, host: str, data: bytes | bytearray, count: int, fps: bytes, rows: LedgerRows | None
-    ) -> None:
+    async def records(self, batch: RecordBatch) -> None:
         """Buffer one host's batch; send a message once the buffer holds ``BLOCK``."""
+        data = batch.encoded() if self._encode is None else self._encode(batch.encoded())
         self._buffer.append(data)
-        self._fingerprints.append((host, fps))
+        self._fingerprints.append((batch.host, batch.fingerprints.tobytes()))
         self._size += len(data)
-        self._count += count
-        if rows:
-            self._rows.append((host, rows))
-            self._size += rows.nbytes  # ledger chunks weigh on the message too
+        self._count += batch.size()
+        if batch.rows:
+            self._rows.append((batch.host, batch.rows))
+            self._size += batch.rows.nbytes  # ledger chunks weigh on the message too
         if self._size >= BLOCK:
             await self.flush()
+
+    async def host_done(self, done: HostDone) -> None:
+        """Send what is buffered, then the host's report and state."""
+        self._gate.done()
+        await self.flush()  # a host's records reach the writer before its report
+        await self._results.put(HostMessage(done.report, done.state))
 
     async def flush(self) -> None:
         """Send what is buffered (nothing: no message)."""
@@ -367,7 +377,7 @@ async def _serve(
     """The worker's loop: seeds from the pipe through ``run_shard``; records, host reports
     and a last ``DoneMessage`` (or ``ErrorMessage``) out through ``results``.
     """
-    from harvester.run.pipeline import HostDone, RecordBatch, run_shard
+    from harvester.run.pipeline import run_shard
     from harvester.run.shutdown import SeedGate, run_until_stopped
 
     loop = asyncio.get_running_loop()
@@ -377,17 +387,8 @@ async def _serve(
     seeds = SeedPipe(seeds_fd, stop)
     await results.open()
     gate = SeedGate(cfg.run.hosts_in_flight)
-    outbox = _Outbox(results, ledger=incremental is not None)
-    encode = block_encoder(cfg.output.format)  # CSV: rows made here, not by the writer
-
-    async def send(item: OutputItem) -> None:
-        if isinstance(item, RecordBatch):
-            data = item.encoded() if encode is None else encode(item.encoded())
-            await outbox.add(item.host, data, item.size(), item.fingerprints.tobytes(), item.rows)
-        elif isinstance(item, HostDone):
-            gate.done()
-            await outbox.flush()  # a host's records reach the writer before its report
-            await results.put(HostMessage(item.report, item.state))
+    fmt = cfg.output.format
+    outbox = _Outbox(results, gate, ledger=incremental is not None, fmt=fmt)
 
     async def from_pipe() -> AsyncIterator[Seed]:
         while (seed := await seeds.get()) is not None:
@@ -401,7 +402,7 @@ async def _serve(
             run_shard(
                 gate.seeds(from_pipe(), stop),
                 cfg,
-                send,
+                outbox,
                 incremental=incremental,
                 encoded=True,
                 ready=results.ready.wait,

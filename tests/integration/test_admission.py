@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from harvester.run.pipeline import HostDone, OutputItem, aiter_seeds, run_shard
+from harvester.run.pipeline import HostDone, Kept, aiter_seeds, run_shard
 from tests.integration.conftest import LoopbackResolver, fast_config
 from tests.integration.test_end_to_end import urlset
 
@@ -51,17 +51,14 @@ async def test_a_host_waiting_on_its_rate_limit_holds_under_20_kb(sites: Sites) 
         }
     )
     lines = [f"http://{name}:{site.port}" for name in names]
-    sent: list[OutputItem] = []
-
-    async def send(item: OutputItem) -> None:
-        sent.append(item)
+    sent = Kept()
 
     gc.collect()
     tracemalloc.start()
     try:
         before = tracemalloc.get_traced_memory()[0]
         shard = asyncio.create_task(
-            run_shard(aiter_seeds(lines), cfg, send, resolver=LoopbackResolver(names))
+            run_shard(aiter_seeds(lines), cfg, sent, resolver=LoopbackResolver(names))
         )
         async with asyncio.timeout(30):
             await all_read.wait()
@@ -80,7 +77,7 @@ async def test_a_host_waiting_on_its_rate_limit_holds_under_20_kb(sites: Sites) 
         tracemalloc.stop()
     shard.cancel()
     await asyncio.gather(shard, return_exceptions=True)
-    assert not sent  # every host was still waiting
+    assert (sent.batches, sent.hosts) == ([], [])  # every host was still waiting
     assert per_host < PER_HOST_BUDGET, f"{per_host:.0f} bytes per waiting host"
 
 
@@ -146,10 +143,10 @@ async def test_slow_hosts_do_not_starve_fast_ones(sites: Sites) -> None:
         }
     )
 
-    async def send(item: OutputItem) -> None:
-        nonlocal fast_done
-        if isinstance(item, HostDone):
-            host = item.report["host"]
+    class Events(Kept):
+        async def host_done(self, done: HostDone) -> None:
+            nonlocal fast_done
+            host = done.report["host"]
             events.append("fast done" if host.startswith("fast") else "slow done")
             if host.startswith("fast"):
                 fast_done += 1
@@ -163,7 +160,7 @@ async def test_slow_hosts_do_not_starve_fast_ones(sites: Sites) -> None:
     starved: list[str] = []  # what the guard saw, if it had to release the slow hosts
     guarding = asyncio.create_task(guard())
     try:
-        await run_shard(aiter_seeds(lines), cfg, send, resolver=LoopbackResolver(names))
+        await run_shard(aiter_seeds(lines), cfg, Events(), resolver=LoopbackResolver(names))
     finally:
         guarding.cancel()
     assert not starved, starved  # the fast hosts could not get in

@@ -6,7 +6,7 @@ import asyncio
 import gzip
 from typing import TYPE_CHECKING, Any
 
-from harvester.run.pipeline import OutputItem, RecordBatch, aiter_seeds, harvest, run_shard
+from harvester.run.pipeline import Kept, aiter_seeds, harvest, run_shard
 from tests.integration.conftest import LoopbackResolver, Reply, fast_config, free_port
 
 if TYPE_CHECKING:
@@ -309,29 +309,21 @@ async def test_hosts_wait_unparsed_while_the_output_is_behind(sites: Sites) -> N
         reached.set()
         await gate.wait()
 
-    records: list[dict[str, Any]] = []
-    reports: list[dict[str, Any]] = []
-
-    async def send(item: OutputItem) -> None:
-        if isinstance(item, RecordBatch):
-            records.extend(item.records)
-        else:
-            reports.append(item.report)
-
+    out = Kept()
     task = asyncio.create_task(
-        run_shard(aiter_seeds([site.origin]), fast_config(), send, ready=ready)
+        run_shard(aiter_seeds([site.origin]), fast_config(), out, ready=ready)
     )
     await asyncio.wait_for(reached.wait(), 10)
     for _ in range(50):  # loop turns, no wall clock: the body may arrive, not be parsed
         await asyncio.sleep(0)
-    assert records == []
+    assert out.batches == []
     assert waits == 1
     gate.set()
     await asyncio.wait_for(task, 30)
-    assert [r["loc"] for r in records] == locs
+    assert [r["loc"] for b in out.batches for r in b.records] == locs
     assert waits > 1  # once per chunk, not once per file
-    assert reports[0]["urls"] == 3000
-    assert reports[0]["failures"] == []
+    assert out.hosts[0].report["urls"] == 3000
+    assert out.hosts[0].report["failures"] == []
 
 
 async def test_page_locs_on_another_host_are_emitted_and_counted(sites: Sites) -> None:

@@ -166,7 +166,7 @@ def test_a_batch_is_full_at_batch_size_and_flushes_once() -> None:
     assert (full_before, b.full) == (False, True)
     out = b.flush()
     assert out is not None
-    assert len(out.fps) == BATCH
+    assert len(out.fingerprints) == BATCH
     assert out.rows is None  # no state file
     assert b.flush() is None
     b.close()

@@ -27,7 +27,7 @@ from harvester.audit import distribution as auditmod
 from harvester.audit.distribution import DEFAULT_FUTURE_SKEW, LastmodDistribution
 from harvester.config import Config
 from harvester.crawl import batch as batchmod
-from harvester.crawl.batch import Flushed, UrlBatch
+from harvester.crawl.batch import RecordBatch, UrlBatch
 from harvester.crawl.records import encode_records
 from harvester.crawl.report import HostReport
 from harvester.models import Image, SitemapChild, UrlEntry
@@ -158,9 +158,11 @@ def url_batch(
     return b
 
 
-def feed(b: UrlBatch, batches: list[list[Any]], sitemap: str) -> tuple[list[Flushed], list[Any]]:
+def feed(
+    b: UrlBatch, batches: list[list[Any]], sitemap: str
+) -> tuple[list[RecordBatch], list[Any]]:
     """Each list as the host worker hands it over (flushed when full, and at the end)."""
-    emitted: list[Flushed] = []
+    emitted: list[RecordBatch] = []
     others: list[Any] = []
     for k, entries in enumerate(batches):
         others += b.take(entries, f"{sitemap}?{k}" if k else sitemap)
@@ -170,15 +172,15 @@ def feed(b: UrlBatch, batches: list[list[Any]], sitemap: str) -> tuple[list[Flus
     return emitted, others
 
 
-def flushed(b: UrlBatch) -> Flushed:
+def flushed(b: UrlBatch) -> RecordBatch:
     out = b.flush()
     if out is None:
-        return Flushed([], array("Q"), None, None, None)
+        return RecordBatch(b.host, [], array("Q"))
     assert out.lines is None or (out.data is not None and out.lines == out.data.count(b"\n"))
     return out
 
 
-def state(b: UrlBatch, emitted: list[Flushed], others: list[Any]) -> dict[str, Any]:
+def state(b: UrlBatch, emitted: list[RecordBatch], others: list[Any]) -> dict[str, Any]:
     """What the loop touched; records as the JSON lines the writer gets, and as dicts."""
     report = b.report.as_dict()
     report.pop("seconds", None)
@@ -186,7 +188,7 @@ def state(b: UrlBatch, emitted: list[Flushed], others: list[Any]) -> dict[str, A
     return {
         "dicts": [[list(r.items()) for r in f.records] for f in emitted],
         "lines": [
-            (encode_records(f.records) if f.data is None else bytes(f.data), list(f.fps))
+            (encode_records(f.records) if f.data is None else bytes(f.data), list(f.fingerprints))
             for f in emitted
         ],
         "filtering": b.selection is not None,

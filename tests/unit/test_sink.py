@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from harvester.crawl.batch import RecordBatch
 from harvester.crawl.records import encode_record, encode_records, record
 from harvester.models import Image, UrlEntry
 from harvester.output import sink as sink_module
 from harvester.output.sink import JsonlSink
-from harvester.run.pipeline import RecordBatch
 
 if TYPE_CHECKING:
     from pathlib import Path
