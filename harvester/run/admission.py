@@ -365,7 +365,7 @@ async def admitted(
     """Yield each seed of ``seeds`` once ``admission`` lets a host start, counted admitted.
 
     Order matters: the admission is asked first, then the next seed taken (a source
-    like ``SeedGate.seeds`` checks its stop flag then, right before the host starts).
+    like ``shutdown.seed_gate`` checks its stop flag then, right before the host starts).
     The caller starts a host for each seed yielded and calls ``released()`` (then
     ``changed.set()``) when it ends.
     """

@@ -5,7 +5,7 @@ Data flow (one shard = one process = one loop; ``shards.py`` runs N of them):
 1. seeds (an async iterator, read lazily) → the **feeder** asks the shard's
    ``Admission`` (admission.py) whether another host may start, waits until it
    may, and only then takes the next ``Seed`` and starts a host task for it. No
-   host queue: a seed taken is a host started (so a ``SeedGate``'s stop check
+   host queue: a seed taken is a host started (so ``seed_gate``'s stop check
    sits right before the start).
 2. Each host task runs ``HostWorker``: discovery (robots.txt) → per-host
    frontier → fetch (``Fetcher``, paced by the host's ``HostSlot`` from the

@@ -50,7 +50,7 @@ from harvester.output.report import RunReport
 from harvester.output.writer import Writer, close_run, finish_published, unless, writer_error
 from harvester.run.runtime import event_loop_runner
 from harvester.run.seeds import SeedReader
-from harvester.run.shutdown import POLL, SeedGate, Stop, run_until_stopped
+from harvester.run.shutdown import POLL, Stop, run_until_stopped, seed_gate
 from harvester.urls.crosshost import CrossHostTracker
 
 if TYPE_CHECKING:
@@ -185,8 +185,7 @@ def _run_inline(
 ) -> None:
     from harvester.run.pipeline import run_shard
 
-    gate = SeedGate(cfg.run.hosts_in_flight)
-    out = _Inline(writer, gate)
+    out = _Inline(writer)
 
     async def commits() -> None:
         while True:  # (cancelled when the shard ends)
@@ -205,7 +204,7 @@ def _run_inline(
     async def _shard() -> None:
         await run_until_stopped(
             run_shard(
-                gate.seeds(_aiter(seeds), stop),
+                seed_gate(_aiter(seeds), stop),
                 cfg,
                 out,
                 resolver=resolver,
@@ -233,9 +232,8 @@ def _run_inline(
 class _Inline:
     """A one-worker run's ``ShardOutput``: the shard's results straight to the writer."""
 
-    def __init__(self, writer: Writer, gate: SeedGate) -> None:
+    def __init__(self, writer: Writer) -> None:
         self._writer = writer
-        self._gate = gate
 
     async def records(self, batch: RecordBatch) -> None:
         rows = None if batch.rows is None else [(batch.host, batch.rows)]
@@ -243,7 +241,6 @@ class _Inline:
         self._writer.records(batch.encoded(), batch.size(), fingerprints, rows)
 
     async def host_done(self, done: HostDone) -> None:
-        self._gate.done()
         self._writer.host(done.report, done.state)
 
 

@@ -2,7 +2,7 @@
 
 In: a ``Stop`` that the CLI's SIGINT/SIGTERM handler sets (or, in a worker
 process, ``workers.PipeStop``, set by the parent through a pipe). Out: seeds stop flowing to the
-pipeline at once (``SeedGate``), and the shard is cancelled when the grace ends
+pipeline at once (``seed_gate``), and the shard is cancelled when the grace ends
 (``run_until_stopped``). Used by ``shards.py``; the pipeline itself knows
 nothing about signals.
 
@@ -10,9 +10,8 @@ Example::
 
     stop = Stop()
     signal.signal(signal.SIGTERM, lambda signum, frame: stop.set(signum))
-    gate = SeedGate(cfg.run.hosts_in_flight)  # 0: the shard's Admission alone bounds them
     await run_until_stopped(
-        run_shard(gate.seeds(seeds, stop), cfg, send_and_call_gate_done),
+        run_shard(seed_gate(seeds, stop), cfg, output),
         stop.is_set,
         cfg.run.shutdown_grace,
     )
@@ -21,17 +20,15 @@ Example::
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import signal
-import sys
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Awaitable, Callable
 
-__all__ = ["POLL", "SeedGate", "Stop", "StopFlag", "run_until_stopped"]
+__all__ = ["POLL", "Stop", "StopFlag", "run_until_stopped", "seed_gate"]
 
-T = TypeVar("T")  # the seed type (any: the gate only counts them)
+T = TypeVar("T")  # the seed type (any: the gate only passes them on)
 
 POLL = 0.1  # seconds between looks at a stop flag (a signal handler sets no asyncio event)
 
@@ -67,39 +64,18 @@ class Stop:
         return self.signum is not None
 
 
-class SeedGate:
-    """Hands seeds to ``run_shard`` while no stop was asked for, at most ``limit`` at a time.
+async def seed_gate(seeds: AsyncIterator[T], stop: StopFlag) -> AsyncIterator[T]:
+    """Yield from ``seeds`` while ``stop`` is not set; none once it is.
 
     So that a stop request leaves no host half-started: ``run_shard`` asks its
-    ``Admission`` (admission.py) whether a host may start *before* it takes the
-    next seed, and starts every seed it takes, so the check of the stop flag
-    here sits right before a host would start. ``limit`` (``run.hosts_in_flight``)
-    also caps the hosts handed over whose report has not come back; 0 (auto):
-    no cap here, the shard's admission resolves and applies it.
+    ``Admission`` (admission.py) whether a host may start *before* it takes the next
+    seed, and starts every seed it takes, so the check here sits right before a host
+    would start. How many hosts are in flight is the admission's alone.
     """
-
-    def __init__(self, limit: int) -> None:
-        self._limit = limit if limit > 0 else sys.maxsize
-        self._in_flight = 0  # seeds handed over whose host has not reported yet
-        self._free = asyncio.Event()  # set whenever a host reported
-
-    def done(self) -> None:
-        """A host reported (its ``HostDone`` was sent)."""
-        self._in_flight -= 1
-        self._free.set()
-
-    async def seeds(self, source: AsyncIterator[T], stop: StopFlag) -> AsyncIterator[T]:
-        """Yield from ``source`` while ``stop`` is not set, at most ``limit`` hosts at a time."""
-        async for seed in source:
-            while self._in_flight >= self._limit and not stop.is_set():
-                self._free.clear()
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(POLL):  # poll: a signal sets no asyncio event
-                        await self._free.wait()
-            if stop.is_set():
-                return
-            self._in_flight += 1
-            yield seed
+    async for seed in seeds:
+        if stop.is_set():
+            return
+        yield seed
 
 
 async def run_until_stopped(

@@ -61,7 +61,6 @@ if TYPE_CHECKING:
     from harvester.crawl.batch import RecordBatch
     from harvester.crawl.seed import Seed
     from harvester.run.pipeline import HostDone
-    from harvester.run.shutdown import SeedGate
     from harvester.state.ledger import Incremental
     from harvester.state.rows import LedgerRows
 
@@ -323,9 +322,8 @@ class _Outbox:
     ``results`` in order (a host's records before its report).
     """
 
-    def __init__(self, results: Results, gate: SeedGate, *, ledger: bool, fmt: str) -> None:
+    def __init__(self, results: Results, *, ledger: bool, fmt: str) -> None:
         self._results = results
-        self._gate = gate
         self._ledger = ledger  # a state file: the messages carry ledger rows
         self._encode = block_encoder(fmt)  # CSV: rows made here, not by the writer
         self._buffer: list[bytes | bytearray] = []
@@ -349,7 +347,6 @@ class _Outbox:
 
     async def host_done(self, done: HostDone) -> None:
         """Send what is buffered, then the host's report and state."""
-        self._gate.done()
         await self.flush()  # a host's records reach the writer before its report
         await self._results.put(HostMessage(done.report, done.state))
 
@@ -378,7 +375,7 @@ async def _serve(
     and a last ``DoneMessage`` (or ``ErrorMessage``) out through ``results``.
     """
     from harvester.run.pipeline import run_shard
-    from harvester.run.shutdown import SeedGate, run_until_stopped
+    from harvester.run.shutdown import run_until_stopped, seed_gate
 
     loop = asyncio.get_running_loop()
     stop = PipeStop(stop_fd)
@@ -386,9 +383,7 @@ async def _serve(
     os.set_blocking(seeds_fd, False)
     seeds = SeedPipe(seeds_fd, stop)
     await results.open()
-    gate = SeedGate(cfg.run.hosts_in_flight)
-    fmt = cfg.output.format
-    outbox = _Outbox(results, gate, ledger=incremental is not None, fmt=fmt)
+    outbox = _Outbox(results, ledger=incremental is not None, fmt=cfg.output.format)
 
     async def from_pipe() -> AsyncIterator[Seed]:
         while (seed := await seeds.get()) is not None:
@@ -400,7 +395,7 @@ async def _serve(
         # waiting to be sent (with a state file, ~390 bytes a URL with its ledger chunk).
         await run_until_stopped(
             run_shard(
-                gate.seeds(from_pipe(), stop),
+                seed_gate(from_pipe(), stop),
                 cfg,
                 outbox,
                 incremental=incremental,
