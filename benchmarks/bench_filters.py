@@ -41,7 +41,7 @@ from typing import Any
 
 from harvester import compiled
 from harvester.config import load_config
-from harvester.crawl.batch import UrlBatch
+from harvester.crawl.batch import BatchSettings, UrlBatch
 from harvester.crawl.report import HostReport
 from harvester.reader.sitemap import SitemapReader
 from harvester.urls.normalize import Normalizer
@@ -93,7 +93,7 @@ def one_pass(files: list[bytes], overrides: dict[str, Any]) -> tuple[float, int,
     cfg = load_config(None, {"audit.distribution": False, **overrides})
     report = HostReport(HOST)
     rules = Normalizer(cfg.normalize).rules_for(HOST)
-    batch = UrlBatch(HOST, cfg, rules, report, encoded=True)
+    batch = UrlBatch(HOST, BatchSettings.of(cfg), rules, report, encoded=True)
     written = 0
     read = 0
     started = time.process_time()

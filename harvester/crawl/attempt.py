@@ -1,16 +1,17 @@
 """One request for a sitemap, and what it came to (an ``Outcome``).
 
 In: the sitemap (``SitemapRef``), where to ask for it and with which headers,
-the host's slot, and the host worker's ``Hooks``: ``head`` (the response's
-status and final URL: stop here, or read on), ``chunk`` (each chunk of the
-body, before it is parsed) and ``entries`` (what the body parsed into).
-Out: one ``Outcome`` value. ``attempt`` never retries and never raises a
-``FetchError``: the host worker's ``_sitemap`` matches on the outcome, and its
-loop is the whole retry policy.
+the host's slot; once per host, the fetcher, its section and the reader's caps,
+and the host worker's ``Hooks``: ``head`` (the response's status and final URL:
+stop here, or read on), ``chunk`` (each chunk of the body, before it is parsed)
+and ``entries`` (what the body parsed into). Out: one ``Outcome`` value.
+``Attempts.attempt`` never retries and never raises a ``FetchError``: the host
+worker's ``_sitemap`` matches on the outcome, and its loop is the whole retry policy.
 
 Usage::
 
-    outcome = await attempt(fetcher, cfg, ref, target, slot, headers, hooks)
+    attempts = Attempts(fetcher, cfg.fetch, cfg.reader, hooks)
+    outcome = await attempts.attempt(ref, target, slot, headers)
     match outcome:
         case Read(result, ...): ...
         case BodyBroken() if refetches < retries: ...
@@ -19,7 +20,7 @@ Usage::
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Protocol
 
@@ -39,7 +40,7 @@ from harvester.state.codec import iso
 if TYPE_CHECKING:
     import xxhash
 
-    from harvester.config import Config
+    from harvester.config import FetchConfig, ReaderConfig
     from harvester.crawl.fetch import Fetcher
     from harvester.crawl.frontier import SitemapRef
     from harvester.crawl.incremental import HostIncremental
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
     from harvester.models import Entry, ReadResult
 
 __all__ = [
+    "Attempts",
     "BodyBroken",
     "Failed",
     "Hooks",
@@ -58,7 +60,6 @@ __all__ = [
     "Refused",
     "RetryListed",
     "Undecodable",
-    "attempt",
     "defer_if_not_today",
     "http_date",
 ]
@@ -151,41 +152,106 @@ class Hooks(Protocol):
         """Entries the body completed so far."""
 
 
-async def attempt(
-    fetcher: Fetcher,
-    cfg: Config,
-    ref: SitemapRef,
-    target: str,
-    slot: HostSlot,
-    headers: dict[str, str],
-    hooks: Hooks,
-    digest: xxhash.xxh3_128 | None = None,
-    *,
-    raw: bool = False,
-) -> Outcome:
-    """One request for ``ref`` (at ``target``), its body streamed through a fresh reader.
+@dataclass(slots=True)
+class _Progress:
+    """How far an attempt got: what its outcome, whichever it is, reports."""
 
-    ``digest`` (with a state file) is fed the body's bytes. ``raw``: the body as
-    sent, its Content-Encoding not undone (the reader sniffs gzip by magic bytes).
-    """
-    # The host dedupes by canonical URL; a second per-document set would be waste.
-    reader = SitemapReader(ref.url, cfg.reader, dedupe=False)
     status: int | None = None
-    validators: tuple[str | None, str | None] = (None, None)
-    received = requests = 0  # bytes of this attempt's body; its requests
-    streaming = False  # set once the body is handed over
-    started = time.monotonic()
-    try:
-        async with fetcher.stream(
-            target, slot, max_bytes=cfg.fetch.max_body_bytes, headers=headers, decompress=not raw
+    validators: tuple[str | None, str | None] = (None, None)  # ETag, Last-Modified
+    requests: int = 0  # the fetcher's requests for it (retries before the body included)
+    received: int = 0  # bytes of its body
+    streaming: bool = False  # set once the body is handed over
+    started: float = field(default_factory=time.monotonic)
+
+
+class Attempts:
+    """One host's requests for its sitemaps: ``await attempts.attempt(...)`` asks once.
+
+    ``fetch`` is the fetcher's section (the body's cap, the file's deadline, how long a
+    Retry-After a run waits); ``reader`` the reader's caps; ``hooks`` the host worker.
+    """
+
+    def __init__(
+        self, fetcher: Fetcher, fetch: FetchConfig, reader: ReaderConfig, hooks: Hooks
+    ) -> None:
+        self._fetcher = fetcher
+        self._fetch = fetch
+        self._reader = reader
+        self._hooks = hooks
+
+    async def attempt(
+        self,
+        ref: SitemapRef,
+        target: str,
+        slot: HostSlot,
+        headers: dict[str, str],
+        digest: xxhash.xxh3_128 | None = None,
+        *,
+        raw: bool = False,
+    ) -> Outcome:
+        """One request for ``ref`` (at ``target``), its body streamed through a fresh reader.
+
+        ``digest`` (with a state file) is fed the body's bytes. ``raw``: the body as
+        sent, its Content-Encoding not undone (the reader sniffs gzip by magic bytes).
+        """
+        got = _Progress()
+        try:
+            return await self._read(ref, target, slot, headers, digest, raw, got)
+        except HTTPStatusError as exc:
+            # A 429 that says "not today" is about the host, not about where the file is.
+            client_error = 400 <= exc.status < 500 and not_before(exc, self._fetch) is None
+            if target != ref.url and client_error:
+                return RetryListed()
+            # A guessed location that is not there (404, 410, a plain 403) is a miss, the
+            # last one too: a site without a sitemap is discovery "none", not a failed
+            # host, as when its guesses find HTML pages. A challenge (Blocked) is no
+            # answer about the file, and a 408/429 the fetcher gave up on says the host
+            # is busy, not empty: failures.
+            if (
+                ref.source == "fallback"
+                and client_error
+                and exc.status not in _BUSY
+                and not isinstance(exc, Blocked)
+            ):
+                return Missed()
+            return Failed(exc, exc.status, got.requests + (exc.attempts or 1), None)
+        except (ConnectError, FetchTimeout) as exc:
+            if got.streaming:
+                passed = time.monotonic() - got.started >= self._fetch.total_timeout
+                return BodyBroken(exc, got.status, got.requests, got.received, passed)
+            return Failed(exc, got.status, exc.attempts or 1, got.received)
+        except BadContentEncoding as exc:
+            requests = got.requests if got.streaming else exc.attempts or 1
+            return Undecodable(exc, got.status, requests, got.received)
+        except FetchError as exc:
+            requests = got.requests if got.streaming else exc.attempts or 1
+            return Failed(exc, got.status, requests, got.received)
+
+    async def _read(
+        self,
+        ref: SitemapRef,
+        target: str,
+        slot: HostSlot,
+        headers: dict[str, str],
+        digest: xxhash.xxh3_128 | None,
+        raw: bool,
+        got: _Progress,
+    ) -> Outcome:
+        """The request and its body to the end: ``Read``, or what ``hooks.head`` stopped at."""
+        # The host dedupes by canonical URL; a second per-document set would be waste.
+        reader = SitemapReader(ref.url, self._reader, dedupe=False)
+        hooks = self._hooks
+        cap = self._fetch.max_body_bytes
+        async with self._fetcher.stream(
+            target, slot, max_bytes=cap, headers=headers, decompress=not raw
         ) as body:
-            status, requests, streaming = body.status, body.attempts, True
-            validators = (body.headers.get("ETag"), body.headers.get("Last-Modified"))
-            stop = hooks.head(ref, body.url, status, validators)
+            got.status, got.requests, got.streaming = body.status, body.attempts, True
+            got.validators = (body.headers.get("ETag"), body.headers.get("Last-Modified"))
+            stop = hooks.head(ref, body.url, got.status, got.validators)
             if stop is not None:
                 return stop
             async for chunk in body.chunks():
-                received += len(chunk)
+                got.received += len(chunk)
                 if digest is not None:
                     digest.update(chunk)
                 await hooks.chunk(chunk)
@@ -195,33 +261,7 @@ async def attempt(
                 if reader.failed:
                     break
         await hooks.entries(reader.finish(), ref)
-    except HTTPStatusError as exc:
-        # A 429 that says "not today" is about the host, not about where the file is.
-        client_error = 400 <= exc.status < 500 and not_before(exc, cfg.fetch) is None
-        if target != ref.url and client_error:
-            return RetryListed()
-        # A guessed location that is not there (404, 410, a plain 403) is a miss, the last
-        # one too: a site without a sitemap is discovery "none", not a failed host, as when
-        # its guesses find HTML pages. A challenge (Blocked) is no answer about the file, and
-        # a 408/429 the fetcher gave up on says the host is busy, not empty: failures.
-        if (
-            ref.source == "fallback"
-            and client_error
-            and exc.status not in _BUSY
-            and not isinstance(exc, Blocked)
-        ):
-            return Missed()
-        return Failed(exc, exc.status, requests + (exc.attempts or 1), None)
-    except (ConnectError, FetchTimeout) as exc:
-        if streaming:
-            passed = time.monotonic() - started >= cfg.fetch.total_timeout
-            return BodyBroken(exc, status, requests, received, passed)
-        return Failed(exc, status, exc.attempts or 1, received)
-    except BadContentEncoding as exc:
-        return Undecodable(exc, status, requests if streaming else exc.attempts or 1, received)
-    except FetchError as exc:
-        return Failed(exc, status, requests if streaming else exc.attempts or 1, received)
-    return Read(reader.result(), status, validators)
+        return Read(reader.result(), got.status, got.validators)
 
 
 def http_date(value: str | None) -> datetime | None:
@@ -241,7 +281,7 @@ def defer_if_not_today(
     error: FetchError,
     homes: frozenset[str],
     origin: str,
-    cfg: Config,
+    fetch: FetchConfig,
     report: HostReport,
     incremental: HostIncremental | None,
 ) -> bool:
@@ -255,7 +295,7 @@ def defer_if_not_today(
     """
     if host_key(error.url or origin) not in homes:
         return False  # another host's answer (a child on a CDN): that file failed, no more
-    seconds = not_before(error, cfg.fetch)
+    seconds = not_before(error, fetch)
     if seconds is None:
         return False
     until = time.time() + seconds

@@ -21,7 +21,7 @@ compares the two.
 
 Usage::
 
-    batch = UrlBatch(host, cfg, rules, report)
+    batch = UrlBatch(host, BatchSettings.of(cfg), rules, report)
     children = batch.take(entries, sitemap_url)
     if batch.full:
         out = batch.flush()  # a RecordBatch, for the run's output
@@ -49,7 +49,8 @@ from harvester.urls.fingerprint import fingerprint
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from harvester.config import Config
+    from harvester.config import Config, DedupeConfig
+    from harvester.crawl.filters import Filters
     from harvester.crawl.report import HostReport
     from harvester.crawl.selection import Ledger
     from harvester.models import Entry
@@ -61,6 +62,7 @@ __all__ = [
     "AUDIT_ALL",
     "BATCH",
     "FOREIGN_EXAMPLES",
+    "BatchSettings",
     "RecordBatch",
     "UrlBatch",
     "authority",
@@ -83,6 +85,29 @@ AUDIT_ALL = 500
 # Locs on another host kept as examples in the host report (``foreign_loc_examples``);
 # the compiled loop keeps as many (its own constant: a change here is a change there).
 FOREIGN_EXAMPLES = 5
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BatchSettings:
+    """What a host's URL batch needs of the config (``of``), the same for every host."""
+
+    dedupe: DedupeConfig  # the seen-set's mode and sizes
+    max_urls: int  # limits.max_urls_per_host
+    since: int | None  # output.since as epoch seconds (None: no --since)
+    audit: bool  # audit.distribution: a sample of the lastmods for the distribution
+    pages: Filters | None  # [filters] include/exclude on the locs (None: none)
+
+    @classmethod
+    def of(cls, cfg: Config) -> BatchSettings:
+        """The settings in ``cfg`` (``output.since`` parsed, the filters compiled)."""
+        filters = compile_filters(cfg.filters)
+        return cls(
+            dedupe=cfg.dedupe,
+            max_urls=cfg.limits.max_urls_per_host,
+            since=cfg.output.since_epoch,
+            audit=cfg.audit.distribution,
+            pages=filters if filters is not None and filters.pages else None,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,7 +207,7 @@ class UrlBatch:
     def __init__(
         self,
         host: str,
-        cfg: Config,
+        settings: BatchSettings,
         rules: Rules,
         report: HostReport,
         *,
@@ -190,7 +215,7 @@ class UrlBatch:
         emit_mode: str = "all",
         encoded: bool = False,
     ) -> None:
-        """``ledger`` (a state file) and ``cfg.output.since`` turn on selection.
+        """``ledger`` (a state file) and ``settings.since`` turn on selection.
 
         ``encoded``: the caller writes JSON Lines, so batches may come as their
         encoded bytes (``records.encode_records``' exact output) instead of dicts. The
@@ -200,29 +225,25 @@ class UrlBatch:
         self.rules = rules
         # The seen-set and the audit's sketch are made at the first entries (``take``):
         # a host waiting on its robots.txt or rate limit holds neither (issue 29).
-        self._dedupe = cfg.dedupe
+        self._dedupe = settings.dedupe
         self.seen: SeenSet | None = None
         self.records: list[dict[str, Any]] = []
         self.fps: array[int] = array("Q")
         self.host = host
-        self.cap = cfg.limits.max_urls_per_host
+        self.cap = settings.max_urls
         self.audit_all = AUDIT_ALL
-        self.listed = 0
-        self.position = 0
-        self.replayed = 0
+        self.listed = self.position = self.replayed = 0
         self.cap_hit = False
         self.report = report
-        since = cfg.output.since_epoch
-        filtering = ledger is not None or since is not None
-        self.selection = Selection(ledger, EMIT_EVENTS[emit_mode], since) if filtering else None
+        filtering = ledger is not None or settings.since is not None
+        events = EMIT_EVENTS[emit_mode]
+        self.selection = Selection(ledger, events, settings.since) if filtering else None
         self.lastmods: array[int] | None = array("q") if filtering else None
-        # A filter labels the lines (``Selection.select_lines``): a line is a fraction of
-        # its record dict with its strings and datetime, and the writer would encode
-        # the dict anyway.
+        # A filter labels the lines (``Selection.select_lines``): a line is a fraction of its
+        # record dict with its strings and datetime, and the writer would encode it anyway.
         self.encoded = bytearray() if encoded and _url_entries is not None else None
-        # With a state file and lines, the ledger rows' URLs (as UTF-8 lines: see
-        # ``LedgerRows.pack_text``), sitemaps (runs of (sitemap, count)) and where each
-        # run ends in the text.
+        # With a state file and lines, the ledger rows' URLs (UTF-8 lines: ``LedgerRows.
+        # pack_text``), sitemaps (runs of (sitemap, count)) and where each run ends in them.
         lines_ledger = self.encoded is not None and ledger is not None
         self.urls = bytearray() if lines_ledger else None
         self._runs: list[tuple[str, int]] | None = [] if lines_ledger else None
@@ -230,10 +251,9 @@ class UrlBatch:
         self._encode_selected = encoded and filtering and self.encoded is None
         self.label: bytes | None = None
         self._label_decided = False  # label is decided at the first batch (ledger read)
-        # The lastmod audit's distribution checks (issue 7): sampled URLs with the
-        # Last-Modified header and fetch time of their sitemap. The sketch's 1,024
-        # hashes keep many hosts in flight in little memory.
-        self._audit = cfg.audit.distribution
+        # The lastmod audit's distribution checks (issue 7): sampled URLs with their sitemap's
+        # Last-Modified and fetch time; the sketch's 1,024 hashes cost a host little memory.
+        self._audit = settings.audit
         self.dist: LastmodDistribution | None = None
         self.sample_lastmods: list[datetime | None] | None = [] if self._audit else None
         self.sample_raws: list[str | None] | None = [] if self._audit else None
@@ -241,9 +261,7 @@ class UrlBatch:
         self.fetched_at = datetime.now(UTC)
         self.home: tuple[str, ...] | None = None
         self._home_prefixes: tuple[str, ...] = ()
-        # [filters] include/exclude on the locs (None: none, and no pass over the entries).
-        filters = compile_filters(cfg.filters)
-        self._filters = filters if filters is not None and filters.pages else None
+        self._filters = settings.pages  # [filters] on the locs (None: no pass over the entries)
 
     def at_home(self, authorities: tuple[str, ...]) -> None:
         """The URLs of the sitemap being read belong on these authorities (``authority``).

@@ -22,7 +22,7 @@ and where its robots.txt was finally served from).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
 from harvester.crawl.frontier import SitemapRef
@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Discovered",
+    "DiscoverySettings",
     "child_allowed",
     "discover",
     "home_hosts",
@@ -127,7 +128,40 @@ def home_hosts(host: str, origin: str) -> frozenset[str]:
     return frozenset({host, host_key(origin)} if origin else {host})
 
 
-async def discover(seed: Seed, fetcher: Fetcher, slot: HostSlot, cfg: Config) -> Discovered:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DiscoverySettings:
+    """What discovery needs of the config (``of``): where to look, how much robots.txt
+    to read, whose rules to follow, how far a Crawl-delay may slow a host, and which
+    hosts' children count as the host's own."""
+
+    fallback_paths: tuple[str, ...]  # discovery.fallback_paths
+    user_agent: str  # robots.txt's groups are matched against it (fetch.user_agent)
+    max_robots_bytes: int  # fetch.max_robots_bytes
+    # The longest Crawl-delay applied (politeness.max_crawl_delay); None: not respected.
+    max_crawl_delay: float | None
+    cross_host: Literal["same-host", "same-site", "any"]  # discovery.cross_host
+
+    @classmethod
+    def of(cls, cfg: Config) -> DiscoverySettings:
+        """The settings in ``cfg``."""
+        politeness = cfg.politeness
+        return cls(
+            fallback_paths=cfg.discovery.fallback_paths,
+            user_agent=cfg.fetch.user_agent,
+            max_robots_bytes=cfg.fetch.max_robots_bytes,
+            max_crawl_delay=politeness.max_crawl_delay if politeness.respect_crawl_delay else None,
+            cross_host=cfg.discovery.cross_host,
+        )
+
+    def pace(self, slot: HostSlot, robots: RobotsTxt) -> None:
+        """Slow ``slot`` down to robots.txt's Crawl-delay, if respected (capped)."""
+        if robots.crawl_delay and self.max_crawl_delay is not None:
+            slot.slow_down(min(robots.crawl_delay, self.max_crawl_delay))
+
+
+async def discover(
+    seed: Seed, fetcher: Fetcher, slot: HostSlot, settings: DiscoverySettings
+) -> Discovered:
     """Find the host's first sitemaps. Raises the classified ``FetchError`` that ended it."""
     if seed.sitemap is not None:
         return Discovered(
@@ -135,7 +169,7 @@ async def discover(seed: Seed, fetcher: Fetcher, slot: HostSlot, cfg: Config) ->
         )
     robots_url = seed.robots or f"{seed.origin}/robots.txt"
     try:
-        found = await _fetch_robots(robots_url, fetcher, slot, cfg)
+        found = await _fetch_robots(robots_url, fetcher, slot, settings)
     except ConnectError as exc:
         # Refused, reset or a failed TLS handshake; never a timeout (FetchTimeout):
         # a host that does not answer on 443 rarely answers on 80. Nor a body cut
@@ -145,22 +179,23 @@ async def discover(seed: Seed, fetcher: Fetcher, slot: HostSlot, cfg: Config) ->
             raise
         # A bare domain: many small sites still serve only plain http.
         http_origin = "http://" + seed.origin.removeprefix("https://")
-        found = await _fetch_robots(f"{http_origin}/robots.txt", fetcher, slot, cfg)
+        found = await _fetch_robots(f"{http_origin}/robots.txt", fetcher, slot, settings)
     robots = found.robots
-    if robots.crawl_delay and cfg.politeness.respect_crawl_delay:
-        slot.slow_down(min(robots.crawl_delay, cfg.politeness.max_crawl_delay))
+    settings.pace(slot, robots)
     if robots.sitemaps:
         found.refs = [SitemapRef(url, source="robots") for url in robots.sitemaps]
         found.source = "robots"
         return found
-    probes = [f"{found.origin}{path}" for path in cfg.discovery.fallback_paths]
+    probes = [f"{found.origin}{path}" for path in settings.fallback_paths]
     if probes:
         found.refs = [SitemapRef(probes[0], source="fallback", fallbacks=tuple(probes[1:]))]
         found.source = "fallback"
     return found
 
 
-def recall(memory: dict[str, Any], seed: Seed, cfg: Config, slot: HostSlot) -> Discovered:
+def recall(
+    memory: dict[str, Any], seed: Seed, settings: DiscoverySettings, slot: HostSlot
+) -> Discovered:
     """Discovery from the state's memory of an earlier run: no request at all.
 
     ``memory`` is what ``HostIncremental`` stored (``source``, ``refs``, ``origin``,
@@ -170,9 +205,8 @@ def recall(memory: dict[str, Any], seed: Seed, cfg: Config, slot: HostSlot) -> D
     """
     text: str = memory.get("robots") or ""
     robots_url = memory.get("robots_url") or f"{seed.origin}/robots.txt"
-    robots = parse_robots(text.encode(), robots_url, cfg.fetch.user_agent) if text else RobotsTxt()
-    if robots.crawl_delay and cfg.politeness.respect_crawl_delay:
-        slot.slow_down(min(robots.crawl_delay, cfg.politeness.max_crawl_delay))
+    robots = parse_robots(text.encode(), robots_url, settings.user_agent) if text else RobotsTxt()
+    settings.pace(slot, robots)
     source = memory.get("source", "none")
     kind = "robots" if source == "robots" else "fallback"
     return Discovered(
@@ -185,12 +219,14 @@ def recall(memory: dict[str, Any], seed: Seed, cfg: Config, slot: HostSlot) -> D
     )
 
 
-async def _fetch_robots(url: str, fetcher: Fetcher, slot: HostSlot, cfg: Config) -> Discovered:
+async def _fetch_robots(
+    url: str, fetcher: Fetcher, slot: HostSlot, settings: DiscoverySettings
+) -> Discovered:
     """Fetch and parse robots.txt: the rules, the origin it was finally served from, its status.
 
     Refs and source are left for ``discover`` to fill in.
     """
-    cap = cfg.fetch.max_robots_bytes
+    cap = settings.max_robots_bytes
     try:
         async with fetcher.stream(url, slot) as body:
             parts: list[bytes] = []
@@ -213,7 +249,7 @@ async def _fetch_robots(url: str, fetcher: Fetcher, slot: HostSlot, cfg: Config)
         why = f"robots.txt read as missing: {exc.message}"
         return Discovered([], origin=_origin(url), robots_url=url, warning=why)
     text = b"".join(parts)[:cap]
-    robots = parse_robots(text, final, cfg.fetch.user_agent)
+    robots = parse_robots(text, final, settings.user_agent)
     return Discovered(
         [],
         robots,

@@ -12,7 +12,7 @@ there is no ``HostIncremental`` at all (the host worker holds None).
 
 Usage::
 
-    inc = HostIncremental(host, cfg, ledger, report, emit_mode)
+    inc = HostIncremental(host, MemorySettings.of(cfg), ledger, report, emit_mode)
     memory = inc.load(seed)  # its discovery memory to recall, or None: discover
     plan = inc.plan(ref)  # (target, headers), or None: carried over unchanged
     ...
@@ -21,8 +21,9 @@ Usage::
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import xxhash
 
@@ -43,21 +44,49 @@ if TYPE_CHECKING:
     from harvester.models import ReadResult
     from harvester.state.ledger import LedgerReader
 
-__all__ = ["HostIncremental"]
+__all__ = ["HostIncremental", "MemorySettings"]
 
 # Distribution verdicts that prove a host's lastmod useless as a change hint.
 _USELESS = ("absent", "generation_time", "constant", "future")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemorySettings:
+    """What a host's memory of earlier runs needs of the config (``of``)."""
+
+    # audit.untrusted, audit.require_trust: whether an untrusted lastmod may filter URLs.
+    untrusted: Literal["unverified", "hint"]
+    require_trust: bool
+    rediscover_after: float  # state.rediscover_after: seconds a discovery memory holds
+    skip_unchanged_children: bool  # state.skip_unchanged_children
+    max_children: int  # limits.max_children_per_index
+
+    @classmethod
+    def of(cls, cfg: Config) -> MemorySettings:
+        """The settings in ``cfg``."""
+        return cls(
+            untrusted=cfg.audit.untrusted,
+            require_trust=cfg.audit.require_trust,
+            rediscover_after=cfg.state.rediscover_after,
+            skip_unchanged_children=cfg.state.skip_unchanged_children,
+            max_children=cfg.limits.max_children_per_index,
+        )
 
 
 class HostIncremental:
     """One host's state-file memory and state update; create one per host with a ledger."""
 
     def __init__(
-        self, host: str, cfg: Config, ledger: LedgerReader, report: HostReport, emit_mode: str
+        self,
+        host: str,
+        settings: MemorySettings,
+        ledger: LedgerReader,
+        report: HostReport,
+        emit_mode: str,
     ) -> None:
         """``emit_mode`` ``all`` must output every URL, so it downloads everything."""
         self.host = host
-        self._cfg = cfg
+        self._settings = settings
         self._ledger = ledger
         self._report = report
         self._events = EMIT_EVENTS[emit_mode]
@@ -111,13 +140,13 @@ class HostIncremental:
         would hide URLs whose pages changed behind an unchanged list).
         """
         memory = self.memory
-        audit = self._cfg.audit
-        if audit.untrusted == "hint":
+        settings = self._settings
+        if settings.untrusted == "hint":
             return
         self.unverified = (
             memory.trust == "untrusted"
             or memory.verdict in _USELESS
-            or (audit.require_trust and memory.host_id is not None and memory.trust != "trusted")
+            or (settings.require_trust and memory.host_id is not None and memory.trust != "trusted")
         )
         if self.unverified and self.conditional and "unverified" in self._events:
             self.conditional = False
@@ -131,7 +160,7 @@ class HostIncremental:
             memory is not None
             and memory.get("source") != "stale"
             and seed.sitemap is None
-            and now() - self.memory.discovered_at < self._cfg.state.rediscover_after
+            and now() - self.memory.discovered_at < self._settings.rediscover_after
         ):
             self.remembered = True
             return memory
@@ -183,7 +212,7 @@ class HostIncremental:
         if not self.conditional:
             return target, {}
         if (
-            self._cfg.state.skip_unchanged_children
+            self._settings.skip_unchanged_children
             and self.memory.trust == "trusted"  # only where lastmod earned it
             and ref.source == "index"
             and ref.lastmod is not None
@@ -235,7 +264,7 @@ class HostIncremental:
         return xxhash.xxh3_128()
 
     def _new_children(self) -> Newest[tuple[str, int | None]]:
-        return Newest(self._cfg.limits.max_children_per_index)
+        return Newest(self._settings.max_children)
 
     def child(self, url: str, lastmod: datetime | None) -> None:
         """An index child of the sitemap being read (remembered with the index: the

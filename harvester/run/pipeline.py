@@ -44,12 +44,12 @@ from harvester.crawl.batch import RecordBatch
 from harvester.crawl.fetch import Fetcher
 from harvester.crawl.host import HostWorker
 from harvester.crawl.scheduler import Scheduler
+from harvester.crawl.settings import HostSettings
 from harvester.errors import InputError
 from harvester.run.admission import Admission, admitted, for_run, stop_watching, watch
 from harvester.run.seeds import iter_seeds
 from harvester.state.ledger import Incremental, LedgerReader
 from harvester.urls.crosshost import CrossHostTracker
-from harvester.urls.normalize import Normalizer
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
@@ -132,17 +132,16 @@ async def run_shard(
     # Set when a host ends or a sample moves the ceiling.
     changed = shared.changed if shared is not None else asyncio.Event()
     scheduler = Scheduler(cfg.politeness)
-    normalizer = Normalizer(cfg.normalize)  # compiled once, shared by the shard's workers
+    settings = HostSettings.of(cfg)  # read (and compiled) once, shared by the shard's hosts
 
     async def harvest_host(seed: Seed, fetcher: Fetcher) -> None:
         try:
             host = HostWorker(
                 seed,
-                cfg,
+                settings,
                 fetcher,
                 scheduler,
                 out.records,
-                normalizer,
                 ledger=ledger,
                 emit_mode=emit_mode,
                 encoded=encoded,

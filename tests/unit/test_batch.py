@@ -16,7 +16,7 @@ import pytest
 
 from harvester.config import Config
 from harvester.crawl import batch as batchmod
-from harvester.crawl.batch import BATCH, UrlBatch
+from harvester.crawl.batch import BATCH, BatchSettings, UrlBatch
 from harvester.crawl.report import HostReport
 from harvester.models import SitemapChild, UrlEntry
 from harvester.state.chunks import NO_LASTMOD
@@ -82,7 +82,13 @@ def make(
     cfg = cfg or config()
     rules = Normalizer(cfg.normalize).rules_for(HOST)
     b = UrlBatch(
-        HOST, cfg, rules, HostReport(HOST), ledger=ledger, emit_mode=emit_mode, encoded=encoded
+        HOST,
+        BatchSettings.of(cfg),
+        rules,
+        HostReport(HOST),
+        ledger=ledger,
+        emit_mode=emit_mode,
+        encoded=encoded,
     )
     b.remember(HostMemory(), unverified)
     return b

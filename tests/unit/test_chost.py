@@ -27,7 +27,7 @@ from harvester.audit import distribution as auditmod
 from harvester.audit.distribution import DEFAULT_FUTURE_SKEW, LastmodDistribution
 from harvester.config import Config
 from harvester.crawl import batch as batchmod
-from harvester.crawl.batch import RecordBatch, UrlBatch
+from harvester.crawl.batch import BatchSettings, RecordBatch, UrlBatch
 from harvester.crawl.records import encode_records
 from harvester.crawl.report import HostReport
 from harvester.models import Image, SitemapChild, UrlEntry
@@ -146,7 +146,7 @@ def url_batch(
     rules = Normalizer(cfg.normalize).rules_for(HOST)
     b = UrlBatch(
         HOST,
-        cfg,
+        BatchSettings.of(cfg),
         rules,
         HostReport(HOST),
         ledger=None if emit_mode is None else Ledger(fresh),

@@ -122,14 +122,15 @@ def test_select_is_keep_applied_in_order(cfg: FiltersConfig) -> None:
 
 def test_a_batch_filters_page_urls_and_passes_children() -> None:
     from harvester.config import Config
-    from harvester.crawl.batch import UrlBatch
+    from harvester.crawl.batch import BatchSettings, UrlBatch
     from harvester.crawl.report import HostReport
     from harvester.models import Entry, SitemapChild, UrlEntry
     from harvester.urls.normalize import Normalizer
 
     cfg = Config(filters=FiltersConfig(exclude=("/tag/",)))
     report = HostReport("e.com")
-    batch = UrlBatch("e.com", cfg, Normalizer(cfg.normalize).rules_for("e.com"), report)
+    rules = Normalizer(cfg.normalize).rules_for("e.com")
+    batch = UrlBatch("e.com", BatchSettings.of(cfg), rules, report)
     urls: list[Entry] = [UrlEntry("https://e.com/a"), UrlEntry("https://e.com/tag/x")]
     assert batch.take(urls, "https://e.com/s.xml") == []
     child = SitemapChild("https://e.com/tag/s.xml")

@@ -15,11 +15,12 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from harvester.config import Config
-from harvester.crawl.attempt import BodyBroken, Failed, Read, RetryListed, attempt
+from harvester.crawl.attempt import Attempts, BodyBroken, Failed, Read, RetryListed
 from harvester.crawl.batch import RecordBatch
 from harvester.crawl.frontier import SitemapRef
 from harvester.crawl.host import HostWorker
 from harvester.crawl.seed import Seed
+from harvester.crawl.settings import HostSettings
 from harvester.errors import BadContentEncoding, ConnectError, FetchError, HTTPStatusError
 from harvester.state.memory import HostMemory, SitemapMemory
 
@@ -127,20 +128,28 @@ class Ledger:
 
 
 def make(
-    fetcher: Fetcher, retries: int = 3, ledger: Ledger | None = None, emit_mode: str = "all"
+    fetcher: Fetcher,
+    retries: int = 3,
+    ledger: Ledger | None = None,
+    emit_mode: str = "all",
+    total_timeout: float = 300.0,
+    batches: list[RecordBatch] | None = None,
 ) -> tuple[HostWorker, list[dict[str, Any]], Scheduler]:
     cfg = Config()
-    cfg = dataclasses.replace(cfg, fetch=dataclasses.replace(cfg.fetch, retries=retries))
+    fetch = dataclasses.replace(cfg.fetch, retries=retries, total_timeout=total_timeout)
+    cfg = dataclasses.replace(cfg, fetch=fetch)
     out: list[dict[str, Any]] = []
 
     async def emit(batch: RecordBatch) -> None:
         out.extend(batch.records)
+        if batches is not None:
+            batches.append(batch)
 
     scheduler = Scheduler()
     seed = Seed(HOST, f"https://{HOST}", None, None, None, True)
     w = HostWorker(
         seed,
-        cfg,
+        HostSettings.of(cfg),
         fetcher,  # type: ignore[arg-type]
         scheduler,  # type: ignore[arg-type]
         emit,
@@ -155,7 +164,7 @@ def make(
 def run(w: HostWorker, ref: SitemapRef) -> None:
     async def go() -> None:
         await w._sitemap(ref)
-        await w._flush()
+        await w._hooks.flush()
 
     asyncio.run(go())
 
@@ -164,12 +173,7 @@ def test_the_host_hands_up_the_record_batch_its_url_batch_flushed() -> None:
     # One record batch type from UrlBatch.flush() to the run's output (issue 46 item 2),
     # handed on as it is: not repacked into five arguments and built again.
     got: list[RecordBatch] = []
-
-    async def emit(batch: RecordBatch) -> None:
-        got.append(batch)
-
-    w, _, _ = make(Fetcher(Body()))
-    w._emit = emit
+    w, _, _ = make(Fetcher(Body()), batches=got)
     run(w, SitemapRef(ROOT, source="robots"))
     (batch,) = got
     assert type(batch) is RecordBatch
@@ -200,8 +204,7 @@ def test_when_the_retries_run_out_the_sitemap_fails_with_every_request_counted()
 
 def test_a_body_past_the_files_deadline_is_not_fetched_again() -> None:
     fetcher = Fetcher(broken(), Body())
-    w, out, _ = make(fetcher)
-    w._cfg = dataclasses.replace(w._cfg, fetch=dataclasses.replace(w._cfg.fetch, total_timeout=0))
+    w, out, _ = make(fetcher, total_timeout=0)
     run(w, SitemapRef(ROOT, source="robots"))
     assert [r["url"] for r in out] == URLS[:3]
     assert len(fetcher.requests) == 1
@@ -322,7 +325,8 @@ def one(answer: Body | FetchError, ref: SitemapRef, target: str = ROOT) -> Any:
     hooks = Hooks()
     fetcher = Fetcher(answer)
     cfg = Config()
-    return asyncio.run(attempt(fetcher, cfg, ref, target, None, {}, hooks))  # type: ignore[arg-type]
+    attempts = Attempts(fetcher, cfg.fetch, cfg.reader, hooks)  # type: ignore[arg-type]
+    return asyncio.run(attempts.attempt(ref, target, None, {}))  # type: ignore[arg-type]
 
 
 def test_one_attempt_is_one_outcome_value() -> None:

@@ -11,7 +11,7 @@ import pytest
 from harvester.config import Config
 from harvester.crawl.discovery import Discovered
 from harvester.crawl.frontier import Frontier, SitemapRef
-from harvester.crawl.incremental import HostIncremental
+from harvester.crawl.incremental import HostIncremental, MemorySettings
 from harvester.crawl.report import HostReport
 from harvester.crawl.seed import Seed
 from harvester.errors import HarvesterError, NotASitemap
@@ -45,7 +45,8 @@ def make(
         state=dataclasses.replace(cfg.state, skip_unchanged_children=True),
     )
     ledger = FakeLedger(memory or HostMemory())
-    inc = HostIncremental(HOST, cfg, ledger, HostReport(HOST), emit_mode)  # type: ignore[arg-type]
+    settings = MemorySettings.of(cfg)
+    inc = HostIncremental(HOST, settings, ledger, HostReport(HOST), emit_mode)  # type: ignore[arg-type]
     inc.load(SEED)
     return inc
 

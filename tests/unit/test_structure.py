@@ -318,6 +318,31 @@ def test_no_private_name_is_imported_from_another_module(name: str) -> None:
     assert not bad, "\n".join(bad)
 
 
+# Issue 46 item 5: below output/, no function takes the whole ``Config``, so that a
+# component's signature names what it reads; a settings object's ``of`` reads the config
+# (once per shard) and the components take the settings or a section.
+_CONFIG_FREE = frozenset({"audit", "crawl", "reader", "state", "urls"})
+
+
+def _takes_config(path: Path) -> list[str]:
+    out = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) or node.name == "of":
+            continue
+        args = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
+        for arg in args:
+            if arg.annotation is not None and "Config" in re.findall(
+                r"\w+", ast.unparse(arg.annotation)
+            ):
+                out.append(f"{path.name}:{node.lineno} {node.name}({arg.arg}: Config)")
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(n for n in PYTHON if folder(n) in _CONFIG_FREE))
+def test_no_component_below_the_output_takes_the_whole_config(name: str) -> None:
+    assert _takes_config(MODULES[name]) == []
+
+
 def _too_long(path: Path) -> list[str]:
     lines = path.read_text().splitlines()
     out = []
