@@ -33,7 +33,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from harvester import compiled
-from harvester.audit.verdict import LastmodFigures, LastmodVerdict, Verdict, VerdictThresholds
+from harvester.audit.verdict import LastmodFigures, LastmodVerdict, VerdictThresholds, judge
 from harvester.dates import format_utc
 
 if TYPE_CHECKING:
@@ -43,6 +43,8 @@ __all__ = [
     "DEFAULT_FUTURE_SKEW",
     "DEFAULT_TOLERANCE",
     "LastmodDistribution",
+    "count_python",
+    "month_buckets",
 ]
 
 # Generation-time tolerance. A generator that stamps "now" on every entry while
@@ -194,58 +196,12 @@ class LastmodDistribution:
     def count_entries(
         self, lastmods: Sequence[datetime | None], raws: Sequence[str | None]
     ) -> None:
-        """Count entries against the references ``add_many`` set (its loop, in Python).
+        """Count entries against the references ``add_many`` set (``count_python``).
 
         The compiled counter does the same for the usual entries (no lastmod, or a
         ``datetime`` in UTC) and hands every other one to this method.
         """
-        _, _, fetch_us, header_us, future_us = self._ref
-        tol = self._tol_us
-        months, modal, kmv = self._months, self._modal, self._kmv
-        modal_cap, distinct_cap = self.modal_cap, self.distinct_cap
-        total = dated = generation = future = before = date_only = 0
-        try:
-            for lastmod, raw in zip(lastmods, raws, strict=True):
-                total += 1
-                if lastmod is None:
-                    continue
-                dated += 1
-                # Whole microseconds since 1970: exact, hashable, and int comparisons
-                # are several times cheaper than datetime arithmetic on this path.
-                key = (lastmod - _UNIX_EPOCH) // _MICROSECOND
-                month = lastmod.year * 12 + lastmod.month - 1
-                if abs(key - fetch_us) <= tol or (
-                    header_us is not None and abs(key - header_us) <= tol
-                ):
-                    generation += 1
-                limit = future_us
-                # Parsed date-only forms (YYYY, YYYY-MM, YYYY-MM-DD) are the only ones
-                # this short.
-                if raw is not None and len(raw) <= 10 and _DATE_ONLY(raw) is not None:
-                    date_only += 1
-                    # A day, not an instant: "today" east of Greenwich is midnight UTC
-                    # of a day that has not begun there yet; only later days are future.
-                    limit += _DAY_US
-                if key > limit:
-                    future += 1
-                    month = -2
-                elif key < _WEB_EPOCH_US:
-                    before += 1
-                    month = -1
-                months[month] = months.get(month, 0) + 1
-                # The common cases of count_modal and sketch, inlined.
-                if key in modal:
-                    modal[key] += 1
-                elif len(modal) < modal_cap:
-                    modal[key] = 1
-                else:
-                    self.count_modal(key, 1)
-                h = _mix64(key)
-                if h not in kmv and (len(kmv) < distinct_cap or h < -self._kmv_heap[0]):
-                    self.sketch(h)
-        finally:
-            # What was counted stays counted even if an entry raised.
-            self.add_counts(total, dated, generation, future, before, date_only)
+        count_python(self, lastmods, raws)
 
     # -- the compiled counter's surface (harvester/audit/_cdistribution.pyx, count_lastmods) --
     # It updates the containers ``counting_tables`` returns in place, exactly as
@@ -384,24 +340,7 @@ class LastmodDistribution:
         and last when present. Empty months inside the range are included so a
         chart's x axis is linear.
         """
-        months = sorted(m for m in self._months if m >= 0)
-        out: list[tuple[str, int]] = []
-        if -1 in self._months:
-            out.append(("<1995", self._months[-1]))
-        if months:
-            if months[-1] - months[0] + 1 <= max_buckets:
-                out.extend(
-                    (f"{m // 12:04d}-{m % 12 + 1:02d}", self._months.get(m, 0))
-                    for m in range(months[0], months[-1] + 1)
-                )
-            else:
-                years: dict[int, int] = {}
-                for m in months:
-                    years[m // 12] = years.get(m // 12, 0) + self._months[m]
-                out.extend((f"{y:04d}", years.get(y, 0)) for y in range(min(years), max(years) + 1))
-        if -2 in self._months:
-            out.append(("future", self._months[-2]))
-        return out
+        return month_buckets(self._months, max_buckets)
 
     def figures(self) -> LastmodFigures:
         """Return the figures so far (cheap: O(modal_cap))."""
@@ -440,48 +379,85 @@ class LastmodDistribution:
         )
 
     def verdict(self, thresholds: VerdictThresholds | None = None) -> LastmodVerdict:
-        """Classify the distribution; rules are checked in ``Verdict`` order, first wins.
+        """Classify the distribution (``verdict.judge``: its rules, in ``Verdict`` order).
 
         Order matters: generation timestamps are also one constant value, so
         ``generation_time`` (the more specific diagnosis) is tried before
         ``constant``; an impossible ``future`` beats ``constant`` too.
         """
-        t = thresholds or VerdictThresholds()
-        f = self.figures()
-        if self.total == 0 or f.undated_share >= t.absent_undated_share:
-            reason = f"{f.undated_share:.0%} of {f.total} entries have no lastmod"
-            return LastmodVerdict(Verdict.ABSENT, reason, f)
-        if f.generation_share >= t.generation_share:
-            reason = (
-                f"{f.generation_share:.0%} of dated entries are within {f.tolerance_seconds:g} s "
-                "of the sitemap's Last-Modified or fetch time"
-            )
-            return LastmodVerdict(Verdict.GENERATION_TIME, reason, f)
-        if f.future_share >= t.future_share:
-            reason = f"{f.future_share:.0%} of dated entries are after the fetch"
-            return LastmodVerdict(Verdict.FUTURE, reason, f)
-        if f.dated >= t.constant_min_dated:
-            if f.modal_cluster_share >= t.constant_share:
-                if self._is_dated_today(f):
-                    reason = (
-                        f"{f.modal_cluster_share:.0%} of dated entries carry the date-only "
-                        f"value {f.modal_timestamp}, the day the sitemap was generated"
-                    )
-                    return LastmodVerdict(Verdict.GENERATION_TIME, reason, f)
-                reason = f"{f.modal_cluster_share:.0%} of dated entries carry {f.modal_timestamp}"
-                return LastmodVerdict(Verdict.CONSTANT, reason, f)
-            if f.before_1995_share >= t.placeholder_share:
-                reason = f"{f.before_1995_share:.0%} of dated entries are placeholders before 1995"
-                return LastmodVerdict(Verdict.CONSTANT, reason, f)
-        return LastmodVerdict(Verdict.PLAUSIBLE, "no pattern of a false lastmod", f)
+        return judge(self.figures(), thresholds or VerdictThresholds(), self._ref_days)
 
-    def _is_dated_today(self, f: LastmodFigures) -> bool:
-        # A date-only "lastmod = today" cannot match the 2 s tolerance, so it
-        # shows up as constant; it is generation time when that day is the day
-        # (±1 for the site's own time zone) of a fetch or Last-Modified.
-        if f.modal_timestamp is None or f.date_only_share < f.modal_cluster_share:
-            return False
-        day = datetime.fromisoformat(f.modal_timestamp)
-        if day.time() != datetime.min.time():
-            return False
-        return any(day.toordinal() + d in self._ref_days for d in (-1, 0, 1))
+
+def count_python(
+    dist: LastmodDistribution, lastmods: Sequence[datetime | None], raws: Sequence[str | None]
+) -> None:
+    """``LastmodDistribution.count_entries`` in Python, through the surface the compiled
+    counter uses too (``counting_tables``, ``count_modal``, ``sketch``, ``add_counts``)."""
+    months, modal, kmv, heap, fetch_us, header_us, future_us, tol = dist.counting_tables()
+    modal_cap, distinct_cap = dist.modal_cap, dist.distinct_cap
+    total = dated = generation = future = before = date_only = 0
+    try:
+        for lastmod, raw in zip(lastmods, raws, strict=True):
+            total += 1
+            if lastmod is None:
+                continue
+            dated += 1
+            # Whole microseconds since 1970: exact, hashable, and int comparisons
+            # are several times cheaper than datetime arithmetic on this path.
+            key = (lastmod - _UNIX_EPOCH) // _MICROSECOND
+            month = lastmod.year * 12 + lastmod.month - 1
+            if abs(key - fetch_us) <= tol or (
+                header_us is not None and abs(key - header_us) <= tol
+            ):
+                generation += 1
+            limit = future_us
+            # Parsed date-only forms (YYYY, YYYY-MM, YYYY-MM-DD) are the only ones
+            # this short.
+            if raw is not None and len(raw) <= 10 and _DATE_ONLY(raw) is not None:
+                date_only += 1
+                # A day, not an instant: "today" east of Greenwich is midnight UTC
+                # of a day that has not begun there yet; only later days are future.
+                limit += _DAY_US
+            if key > limit:
+                future += 1
+                month = -2
+            elif key < _WEB_EPOCH_US:
+                before += 1
+                month = -1
+            months[month] = months.get(month, 0) + 1
+            # The common cases of count_modal and sketch, inlined.
+            if key in modal:
+                modal[key] += 1
+            elif len(modal) < modal_cap:
+                modal[key] = 1
+            else:
+                dist.count_modal(key, 1)
+            h = _mix64(key)
+            if h not in kmv and (len(kmv) < distinct_cap or h < -heap[0]):
+                dist.sketch(h)
+    finally:
+        # What was counted stays counted even if an entry raised.
+        dist.add_counts(total, dated, generation, future, before, date_only)
+
+
+def month_buckets(months_in: dict[int, int], max_buckets: int) -> list[tuple[str, int]]:
+    """``LastmodDistribution.histogram`` of the month counts ``months_in`` (month index
+    ``year * 12 + month - 1``; -1: before 1995, -2: future)."""
+    months = sorted(m for m in months_in if m >= 0)
+    out: list[tuple[str, int]] = []
+    if -1 in months_in:
+        out.append(("<1995", months_in[-1]))
+    if months:
+        if months[-1] - months[0] + 1 <= max_buckets:
+            out.extend(
+                (f"{m // 12:04d}-{m % 12 + 1:02d}", months_in.get(m, 0))
+                for m in range(months[0], months[-1] + 1)
+            )
+        else:
+            years: dict[int, int] = {}
+            for m in months:
+                years[m // 12] = years.get(m // 12, 0) + months_in[m]
+            out.extend((f"{y:04d}", years.get(y, 0)) for y in range(min(years), max(years) + 1))
+    if -2 in months_in:
+        out.append(("future", months_in[-2]))
+    return out

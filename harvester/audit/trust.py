@@ -113,40 +113,20 @@ def score_trust(
     <TrustLevel.TRUSTED: 'trusted'>
     """
     t = thresholds or TrustThresholds()
-    counts = {(True, True): 0, (False, True): 0, (True, False): 0, (False, False): 0}
-    for lastmod_changed, content_changed in pairs:
-        counts[(bool(lastmod_changed), bool(content_changed))] += 1
-    tp, fn, fp = counts[(True, True)], counts[(False, True)], counts[(True, False)]
-    content_changes, lastmod_moves = tp + fn, tp + fp
+    tp, fn, fp, neither = _count(pairs)
     compared = agreement.agree + agreement.disagree
-    recall = round(tp / content_changes, 6) if content_changes else None
-    precision = round(tp / lastmod_moves, 6) if lastmod_moves else None
+    recall = round(tp / (tp + fn), 6) if tp + fn else None
+    precision = round(tp / (tp + fp), 6) if tp + fp else None
     agree_rate = round(agreement.agree / compared, 6) if compared else None
-
-    failures: list[str] = []
-    missing: list[str] = []
-    if str(verdict) != Verdict.PLAUSIBLE:
-        failures.append(f"distribution verdict is {verdict}")
-    if recall is not None and content_changes >= t.min_content_changes:
-        if recall < t.recall:
-            failures.append(f"recall {recall:.0%} < {t.recall:.0%}")
-    else:
-        missing.append(f"{content_changes}/{t.min_content_changes} content changes")
-    if precision is not None and lastmod_moves >= t.min_lastmod_moves:
-        if precision < t.precision:
-            failures.append(f"precision {precision:.0%} < {t.precision:.0%}")
-    else:
-        missing.append(f"{lastmod_moves}/{t.min_lastmod_moves} lastmod moves")
-    if agree_rate is not None and compared >= t.min_compared and agree_rate < t.agreement:
-        failures.append(f"page dates agree {agree_rate:.0%} < {t.agreement:.0%}")
-
+    failures, missing = _checks(
+        str(verdict), t, (recall, tp + fn), (precision, tp + fp), (agree_rate, compared)
+    )
     dates_suffice = (
         agree_rate is not None and compared >= t.min_compared and agree_rate >= t.dates_alone
     )
     if failures:
         level, reason = TrustLevel.UNTRUSTED, "; ".join(failures)
     elif dates_suffice and missing:
-        assert agree_rate is not None
         level = TrustLevel.TRUSTED
         reason = (
             f"page dates agree with lastmod on {agree_rate:.0%} of {compared} pages"
@@ -163,7 +143,7 @@ def score_trust(
         both_changed=tp,
         content_only=fn,
         lastmod_only=fp,
-        neither=counts[(False, False)],
+        neither=neither,
         recall=recall,
         precision=precision,
         agree=agreement.agree,
@@ -171,3 +151,47 @@ def score_trust(
         no_signal=agreement.no_signal,
         agreement_rate=agree_rate,
     )
+
+
+def _count(pairs: Iterable[tuple[bool, bool]]) -> tuple[int, int, int, int]:
+    """(both changed, content only, lastmod only, neither) of ``(lastmod, content)`` pairs."""
+    counts = {(True, True): 0, (False, True): 0, (True, False): 0, (False, False): 0}
+    for lastmod_changed, content_changed in pairs:
+        counts[(bool(lastmod_changed), bool(content_changed))] += 1
+    return (
+        counts[(True, True)],
+        counts[(False, True)],
+        counts[(True, False)],
+        counts[(False, False)],
+    )
+
+
+def _checks(
+    verdict: str,
+    t: TrustThresholds,
+    recall: tuple[float | None, int],
+    precision: tuple[float | None, int],
+    agreement: tuple[float | None, int],
+) -> tuple[list[str], list[str]]:
+    """What fails ``t`` and what is missing for a verdict: each rate with the number of
+    URLs (or pages) it was measured on (``(None, n)``: none)."""
+    failures: list[str] = []
+    missing: list[str] = []
+    if verdict != Verdict.PLAUSIBLE:
+        failures.append(f"distribution verdict is {verdict}")
+    rate, content_changes = recall
+    if rate is not None and content_changes >= t.min_content_changes:
+        if rate < t.recall:
+            failures.append(f"recall {rate:.0%} < {t.recall:.0%}")
+    else:
+        missing.append(f"{content_changes}/{t.min_content_changes} content changes")
+    rate, lastmod_moves = precision
+    if rate is not None and lastmod_moves >= t.min_lastmod_moves:
+        if rate < t.precision:
+            failures.append(f"precision {rate:.0%} < {t.precision:.0%}")
+    else:
+        missing.append(f"{lastmod_moves}/{t.min_lastmod_moves} lastmod moves")
+    rate, compared = agreement
+    if rate is not None and compared >= t.min_compared and rate < t.agreement:
+        failures.append(f"page dates agree {rate:.0%} < {t.agreement:.0%}")
+    return failures, missing

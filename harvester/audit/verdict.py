@@ -5,7 +5,8 @@ Pure values, no computation of figures. In: the figures
 ``VerdictThresholds`` a caller chose. Out: the verdict vocabulary its
 ``verdict()`` answers in: ``Verdict`` (``absent``, ``generation_time``,
 ``future``, ``constant``, ``plausible``), ``LastmodFigures`` and
-``LastmodVerdict``, each JSON-ready through ``as_dict()``.
+``LastmodVerdict``, each JSON-ready through ``as_dict()``; and ``judge``, the rules
+that turn the figures into a verdict.
 
 Its own module because its readers need only these types: the trust score
 (``audit/trust.py``) and the audit report (``audit/report.py``) read verdicts,
@@ -21,13 +22,19 @@ Example::
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from enum import StrEnum
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Collection
 
 __all__ = [
     "LastmodFigures",
     "LastmodVerdict",
     "Verdict",
     "VerdictThresholds",
+    "judge",
 ]
 
 
@@ -102,3 +109,54 @@ class LastmodVerdict:
             "reason": self.reason,
             "figures": self.figures.as_dict(),
         }
+
+
+def judge(
+    f: LastmodFigures, t: VerdictThresholds, generated_days: Collection[int]
+) -> LastmodVerdict:
+    """Classify figures; rules are checked in ``Verdict`` order, first wins.
+
+    Order matters: generation timestamps are also one constant value, so
+    ``generation_time`` (the more specific diagnosis) is tried before
+    ``constant``; an impossible ``future`` beats ``constant`` too.
+    ``generated_days``: the UTC days (ordinals) of the sitemaps' fetch times and
+    Last-Modified headers.
+    """
+    if f.total == 0 or f.undated_share >= t.absent_undated_share:
+        reason = f"{f.undated_share:.0%} of {f.total} entries have no lastmod"
+        return LastmodVerdict(Verdict.ABSENT, reason, f)
+    if f.generation_share >= t.generation_share:
+        reason = (
+            f"{f.generation_share:.0%} of dated entries are within {f.tolerance_seconds:g} s "
+            "of the sitemap's Last-Modified or fetch time"
+        )
+        return LastmodVerdict(Verdict.GENERATION_TIME, reason, f)
+    if f.future_share >= t.future_share:
+        reason = f"{f.future_share:.0%} of dated entries are after the fetch"
+        return LastmodVerdict(Verdict.FUTURE, reason, f)
+    if f.dated >= t.constant_min_dated:
+        if f.modal_cluster_share >= t.constant_share:
+            if _dated_today(f, generated_days):
+                reason = (
+                    f"{f.modal_cluster_share:.0%} of dated entries carry the date-only "
+                    f"value {f.modal_timestamp}, the day the sitemap was generated"
+                )
+                return LastmodVerdict(Verdict.GENERATION_TIME, reason, f)
+            reason = f"{f.modal_cluster_share:.0%} of dated entries carry {f.modal_timestamp}"
+            return LastmodVerdict(Verdict.CONSTANT, reason, f)
+        if f.before_1995_share >= t.placeholder_share:
+            reason = f"{f.before_1995_share:.0%} of dated entries are placeholders before 1995"
+            return LastmodVerdict(Verdict.CONSTANT, reason, f)
+    return LastmodVerdict(Verdict.PLAUSIBLE, "no pattern of a false lastmod", f)
+
+
+def _dated_today(f: LastmodFigures, generated_days: Collection[int]) -> bool:
+    # A date-only "lastmod = today" cannot match the 2 s tolerance, so it
+    # shows up as constant; it is generation time when that day is the day
+    # (±1 for the site's own time zone) of a fetch or Last-Modified.
+    if f.modal_timestamp is None or f.date_only_share < f.modal_cluster_share:
+        return False
+    day = datetime.fromisoformat(f.modal_timestamp)
+    if day.time() != datetime.min.time():
+        return False
+    return any(day.toordinal() + d in generated_days for d in (-1, 0, 1))

@@ -37,29 +37,33 @@ if TYPE_CHECKING:
 __all__ = ["add_parser", "command"]
 
 
+# The verb's --help text.
+_DESCRIPTION = (
+    "Harvest every URL the given hosts publish in their sitemaps. Each input entry is a"
+    " bare domain, an origin (https://example.com), a robots.txt URL, or a sitemap URL"
+    " (discovery is then skipped). robots.txt Sitemap: lines are used first, then"
+    " /sitemap.xml and the other discovery.fallback_paths. Records (JSON Lines, CSV or"
+    " Parquet: --format) go to --output; a per-host report and a run report go beside"
+    " it. Exit status: 0 all"
+    " hosts processed (per-host failures are in the report), 1 the run itself failed,"
+    " 2 usage or config error, 75 the state file is locked by another run still going,"
+    " 130 interrupted (SIGINT), 143 terminated (SIGTERM)."
+    " With a state file (default: OUTPUT.state.sqlite; --state PATH for cron) runs are"
+    " incremental: --emit new|changed|delta writes only what changed since the last run"
+    " and sends conditional GETs, and an unfinished run (crash, kill -9, Ctrl-C) is"
+    " resumed by the next one, every URL emitted exactly once."
+    " On SIGINT/SIGTERM no new host is started, hosts in flight get"
+    " run.shutdown_grace seconds to finish, then the output is flushed and left as"
+    " OUTPUT.part and the report is marked interrupted; a second signal stops at once."
+)
+
+
 def add_parser(sub: Any) -> None:
     """The ``run`` verb's arguments."""
     r = sub.add_parser(
         "run",
         help="harvest the sitemaps of a list of hosts",
-        description=(
-            "Harvest every URL the given hosts publish in their sitemaps. Each input entry is a"
-            " bare domain, an origin (https://example.com), a robots.txt URL, or a sitemap URL"
-            " (discovery is then skipped). robots.txt Sitemap: lines are used first, then"
-            " /sitemap.xml and the other discovery.fallback_paths. Records (JSON Lines, CSV or"
-            " Parquet: --format) go to --output; a per-host report and a run report go beside"
-            " it. Exit status: 0 all"
-            " hosts processed (per-host failures are in the report), 1 the run itself failed,"
-            " 2 usage or config error, 75 the state file is locked by another run still going,"
-            " 130 interrupted (SIGINT), 143 terminated (SIGTERM)."
-            " With a state file (default: OUTPUT.state.sqlite; --state PATH for cron) runs are"
-            " incremental: --emit new|changed|delta writes only what changed since the last run"
-            " and sends conditional GETs, and an unfinished run (crash, kill -9, Ctrl-C) is"
-            " resumed by the next one, every URL emitted exactly once."
-            " On SIGINT/SIGTERM no new host is started, hosts in flight get"
-            " run.shutdown_grace seconds to finish, then the output is flushed and left as"
-            " OUTPUT.part and the report is marked interrupted; a second signal stops at once."
-        ),
+        description=_DESCRIPTION,
     )
     r.add_argument("domains", nargs="*", metavar="DOMAIN", help="hosts or URLs to harvest")
     r.add_argument("-i", "--input", help="file with one entry a line ('-' = stdin); read lazily")

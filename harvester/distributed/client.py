@@ -108,15 +108,7 @@ def run_distributed(
         wanted = SHARDS_PER_WORKER * workers
     layout = open_layout(output, wanted, cfg.distributed.shard_by)
     _start(layout)
-    run = RunReport(workers=workers)
-    if isinstance(seeds, str):
-        with open(seeds, encoding="utf-8", errors="replace") as lines:
-            split = split_seeds(lines, layout)
-    else:
-        split = split_seeds(seeds, layout)
-    run.hosts_total = sum(split.per_shard)
-    run.input_invalid, run.input_duplicates = split.invalid, split.duplicates
-    result = DistributedRun(run, layout)
+    result = DistributedRun(_cut_seeds(seeds, layout, RunReport(workers=workers)), layout)
     event = Event(f"harvester-stop-{uuid.uuid4().hex}", client=client)
     prefix = hashlib.blake2b(os.path.abspath(output).encode(), digest_size=4).hexdigest()
     key = f"harvester-{prefix}-r{layout.run}-shard-"
@@ -144,6 +136,19 @@ def run_distributed(
         relay.join(timeout=1)
     _finish(result, outcomes, cross.finish(), interrupted=stop is not None and stop.is_set())
     return result
+
+
+def _cut_seeds(seeds: str | Iterable[str], layout: Layout, run: RunReport) -> RunReport:
+    """Cut ``seeds`` (a file's path, or lines) into the run's seed files; count them in
+    ``run``."""
+    if isinstance(seeds, str):
+        with open(seeds, encoding="utf-8", errors="replace") as lines:
+            split = split_seeds(lines, layout)
+    else:
+        split = split_seeds(seeds, layout)
+    run.hosts_total = sum(split.per_shard)
+    run.input_invalid, run.input_duplicates = split.invalid, split.duplicates
+    return run
 
 
 def _collect(

@@ -41,6 +41,7 @@ from harvester.run.shutdown import Stop
 
 if TYPE_CHECKING:
     from harvester.config import Config
+    from harvester.output.report import RunReport
 
 __all__ = ["TEST_KILL_ENV", "ShardSpec", "run_shard_task"]
 
@@ -79,34 +80,7 @@ def run_shard_task(spec: ShardSpec) -> dict[str, Any]:
     watchers = [_watch_stop(spec.stop_event, stop, done), _test_kill(spec, attempt, done)]
     try:
         state = _local_state(spec, local)
-        cfg = replace(
-            spec.cfg,
-            run=replace(spec.cfg.run, workers=1),
-            state=replace(spec.cfg.state, path=state or "", resume=False),
-        )
-        with (
-            open(spec.layout.seeds_path(spec.shard), encoding="utf-8") as lines,
-            OCCUPANCY.attempt(cfg, spec.alone) as occupant,
-        ):
-            cross = FingerprintLog(spec.cfg.dedupe, attempt.fingerprints)
-            try:
-                run = run_job(
-                    cfg,
-                    occupant.seeds(lines),
-                    attempt.records,
-                    report_path=attempt.report,
-                    hosts_path=attempt.hosts,
-                    progress=False,
-                    stop=stop,
-                    cross=cross,
-                    beside=Beside(occupant.run, occupant.admission),
-                )
-            except StateError as exc:  # name the shard's file, not the local copy
-                raise StateError(
-                    f"shard {spec.shard:05d}: {exc.message}", url=_committed_state(spec)
-                ) from exc
-            finally:  # a run that raised before its writer closed it leaves the file open
-                cross.close()
+        run = _run(spec, attempt, state, stop)
         done.set()
         manifest = _manifest(spec, attempt, run.as_dict(), state)
         status = "committed" if attempt.commit(manifest) else DISCARDED
@@ -147,6 +121,39 @@ def _committed_state(spec: ShardSpec) -> str | None:
     if previous is None or not previous.get("state"):
         return None
     return os.path.join(spec.layout.shard_dir(spec.shard), previous["state"])
+
+
+def _run(spec: ShardSpec, attempt: Attempt, state: str | None, stop: Stop) -> RunReport:
+    """The shard's one-worker run, into the attempt's files (``state``: its local copy of
+    the shard's state file, None without one)."""
+    cfg = replace(
+        spec.cfg,
+        run=replace(spec.cfg.run, workers=1),
+        state=replace(spec.cfg.state, path=state or "", resume=False),
+    )
+    with (
+        open(spec.layout.seeds_path(spec.shard), encoding="utf-8") as lines,
+        OCCUPANCY.attempt(cfg, spec.alone) as occupant,
+    ):
+        cross = FingerprintLog(spec.cfg.dedupe, attempt.fingerprints)
+        try:
+            return run_job(
+                cfg,
+                occupant.seeds(lines),
+                attempt.records,
+                report_path=attempt.report,
+                hosts_path=attempt.hosts,
+                progress=False,
+                stop=stop,
+                cross=cross,
+                beside=Beside(occupant.run, occupant.admission),
+            )
+        except StateError as exc:  # name the shard's file, not the local copy
+            raise StateError(
+                f"shard {spec.shard:05d}: {exc.message}", url=_committed_state(spec)
+            ) from exc
+        finally:  # a run that raised before its writer closed it leaves the file open
+            cross.close()
 
 
 def _local_state(spec: ShardSpec, local: str) -> str | None:

@@ -273,7 +273,9 @@ cdef void _on_end(
         try:
             if fast:
                 self.fast_urls += 1
-                found = self._fast_entry()
+                found = _fast_entry(
+                    self._caps, self._ncaps, self._text, self._ctx, self._out, &self._count
+                )
             else:
                 found = _url_entry(node, None, self._ctx, self._out, &self._count)
             if found is not None:
@@ -498,34 +500,6 @@ cdef class UrlsetPush:
         if close:
             self._end(<void*>ctxt, cap.localname, cap.prefix, cap.uri)
 
-    cdef object _fast_entry(self):
-        """``_cparse._url_entry`` of the fast <url> (no extensions can be in it): its values
-        as ``_url_values`` reads them, then the entry (None), or their tuple for the
-        Python path."""
-        cdef int i
-        cdef _Cap* cap
-        loc = lastmod = changefreq = priority = None
-        for i in range(self._ncaps):
-            cap = &self._caps[i]
-            if cap.code == LOC and loc is not None:
-                continue  # the first loc with text is the one (_url_values)
-            if cap.length < 0:
-                value = None
-            elif cap.code == LOC or cap.code == LASTMOD:
-                value = PyUnicode_DecodeUTF8(self._text + cap.start, cap.length, NULL)
-            else:
-                value = _short_bytes(self._text + cap.start, <size_t>cap.length)
-            if cap.code == LOC:
-                if loc is None:
-                    loc = value
-            elif cap.code == LASTMOD:
-                lastmod = value
-            elif cap.code == PRIORITY:
-                priority = value
-            else:
-                changefreq = value
-        return _values_entry(loc, lastmod, changefreq, priority, self._ctx, self._out, &self._count)
-
     cdef object _result(self, int status, bint end):
         """After a parse call: raise the Python exception raised in it, or return the
         first error (and read no more), or None.
@@ -604,16 +578,52 @@ cdef class UrlsetPush:
     def held(self):
         """How many nodes the root element holds now: what is read is freed, so at most
         the ``<url>`` still open (the tests check it)."""
-        cdef tree.xmlNode* node
-        cdef int count = 0
-        if self._ctxt is NULL or self._ctxt.myDoc is NULL:
-            return 0
-        node = self._ctxt.myDoc.children
-        while node is not NULL and node.type != tree.XML_ELEMENT_NODE:
-            node = node.next
-        if node is not NULL:
-            node = node.children
-        while node is not NULL:
-            count += 1
-            node = node.next
-        return count
+        return _held(self._ctxt)
+
+
+cdef object _fast_entry(
+    _Cap* caps, int ncaps, const char* text, EntryContext ctx, list out, Count* count
+):
+    """``_cparse._url_entry`` of a fast <url> (no extensions can be in it), from the
+    values its ``ncaps`` caps hold in ``text``: as ``_url_values`` reads them, then the
+    entry (None), or their tuple for the Python path."""
+    cdef int i
+    cdef _Cap* cap
+    loc = lastmod = changefreq = priority = None
+    for i in range(ncaps):
+        cap = &caps[i]
+        if cap.code == LOC and loc is not None:
+            continue  # the first loc with text is the one (_url_values)
+        if cap.length < 0:
+            value = None
+        elif cap.code == LOC or cap.code == LASTMOD:
+            value = PyUnicode_DecodeUTF8(text + cap.start, cap.length, NULL)
+        else:
+            value = _short_bytes(text + cap.start, <size_t>cap.length)
+        if cap.code == LOC:
+            if loc is None:
+                loc = value
+        elif cap.code == LASTMOD:
+            lastmod = value
+        elif cap.code == PRIORITY:
+            priority = value
+        else:
+            changefreq = value
+    return _values_entry(loc, lastmod, changefreq, priority, ctx, out, count)
+
+
+cdef int _held(xmlparser.xmlParserCtxt* ctxt) noexcept:
+    """The nodes the root element of ``ctxt``'s document holds (0: none yet)."""
+    cdef tree.xmlNode* node
+    cdef int count = 0
+    if ctxt is NULL or ctxt.myDoc is NULL:
+        return 0
+    node = ctxt.myDoc.children
+    while node is not NULL and node.type != tree.XML_ELEMENT_NODE:
+        node = node.next
+    if node is not NULL:
+        node = node.children
+    while node is not NULL:
+        count += 1
+        node = node.next
+    return count

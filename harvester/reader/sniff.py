@@ -179,35 +179,13 @@ def _scan_prolog(text: str, pos: int, *, final: bool) -> tuple[str, int, tuple[s
             if seen_markup:
                 warnings.append("content before the XML declaration was skipped")
             start = pos  # the declaration must be the first thing libxml2 sees
-            end = text.find("?>", pos)
-            if end < 0:
-                _need_more(final, "unterminated XML declaration")
-                return None
-            pos = end + 2
+            pos = _past(text, pos, "?>", final, "unterminated XML declaration")
         elif text.startswith("<?", pos):
-            end = text.find("?>", pos)
-            if end < 0:
-                _need_more(final, "unterminated processing instruction")
-                return None
-            pos = end + 2
+            pos = _past(text, pos, "?>", final, "unterminated processing instruction")
         elif text.startswith("<!--", pos):
-            end = text.find("-->", pos + 4)
-            if end < 0:
-                _need_more(final, "unterminated comment")
-                return None
-            pos = end + 3
+            pos = _past(text, pos + 4, "-->", final, "unterminated comment")
         elif text.startswith("<!DOCTYPE", pos) or text.startswith("<!doctype", pos):
-            end = _doctype_end(text, pos)
-            if end < 0:
-                _need_more(final, "unterminated DOCTYPE")
-                return None
-            doctype = text[pos:end]
-            if "<!ENTITY" in doctype:
-                raise ForbiddenConstruct("DOCTYPE declares entities (refused before parsing)")
-            if re.match(r"<!doctype\s+html", doctype, re.IGNORECASE):
-                raise NotASitemap("found an HTML page (<!DOCTYPE html>), not a sitemap")
-            warnings.append("DOCTYPE ignored (never loaded)")
-            pos = end
+            pos = _doctype(text, pos, final, warnings)
         elif text.startswith("<", pos) and len(text) > pos + 1 and text[pos + 1] == "!":
             if len(text) < pos + 9:
                 _need_more(final, "truncated markup declaration")
@@ -221,7 +199,35 @@ def _scan_prolog(text: str, pos: int, *, final: bool) -> tuple[str, int, tuple[s
             return text[pos + 1 : m.start()], start, tuple(warnings)
         else:
             raise NotASitemap(f"unexpected text {text[pos : pos + 20]!r} before the root element")
+        if pos < 0:
+            return None  # (more bytes are needed: _need_more said so)
         seen_markup = True
+
+
+def _past(text: str, pos: int, close: str, final: bool, unterminated: str) -> int:
+    """The offset after the first ``close`` from ``pos``; -1 when more bytes are needed
+    (``unterminated``, the verdict at the end of input)."""
+    end = text.find(close, pos)
+    if end < 0:
+        _need_more(final, unterminated)
+        return -1
+    return end + len(close)
+
+
+def _doctype(text: str, pos: int, final: bool, warnings: list[str]) -> int:
+    """The offset after the DOCTYPE at ``pos`` (ignored, and said in ``warnings``); -1
+    when more bytes are needed. One that declares entities, or an HTML page's, is refused."""
+    end = _doctype_end(text, pos)
+    if end < 0:
+        _need_more(final, "unterminated DOCTYPE")
+        return -1
+    doctype = text[pos:end]
+    if "<!ENTITY" in doctype:
+        raise ForbiddenConstruct("DOCTYPE declares entities (refused before parsing)")
+    if re.match(r"<!doctype\s+html", doctype, re.IGNORECASE):
+        raise NotASitemap("found an HTML page (<!DOCTYPE html>), not a sitemap")
+    warnings.append("DOCTYPE ignored (never loaded)")
+    return end
 
 
 def _need_more(final: bool, reason: str) -> None:

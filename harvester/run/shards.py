@@ -64,6 +64,7 @@ if TYPE_CHECKING:
     from harvester.run.pipeline import HostDone
     from harvester.run.workers import WorkerProcess
     from harvester.state.ledger import Incremental
+    from harvester.state.store import StateStore
 
 # harvester.run.pipeline (aiohttp, lxml) is imported inside the functions that run
 # shards, so the parent process, which only dispatches and writes, stays small.
@@ -129,20 +130,13 @@ def run_job(
         assert store is not None
         return finish_published(run, store, output, report_path, hosts_path)
     seeds = SeedReader(lines, skip=finished)
-    writer = Writer(
-        sink,
-        hosts_path,
-        run,
-        Progress(enabled=progress),
-        cross or CrossHostTracker(cfg.dedupe),
-        store,
-        cfg.state.commit_interval,
-    )
+    cross = cross or CrossHostTracker(cfg.dedupe)
+    interval = cfg.state.commit_interval
+    writer = Writer(sink, hosts_path, run, Progress(enabled=progress), cross, store, interval)
     complete = interrupted = False
     failure: BaseException | None = None  # what ended the run, the error to report
     try:
         if workers == 1:
-            run.workers_started = 1
             _run_inline(cfg, seeds, writer, resolver, stop, incremental, beside)
         else:
             _run_processes(cfg, seeds, writer, workers, stop, incremental)
@@ -155,20 +149,37 @@ def run_job(
     finally:
         if finished is not None:
             finished.close()
-        run.resumed_hosts_skipped = seeds.skipped
-        run.input_invalid = seeds.invalid
-        run.input_duplicates = seeds.duplicates
-        if seeds.exhausted:  # (an interrupted run may not have read all of its input)
-            run.hosts_total = seeds.seeds
-        # Records written for hosts that never reported (cancelled at the end of a
-        # shutdown grace): they are in the output, so they count (0 on a complete run).
-        run.urls += writer.pending_urls
-        run.finish(complete=complete, interrupted=interrupted)
-        # A close that fails after the run failed (the disk that filled up fails every
-        # later write too) must not replace the run's error: the first one is the cause.
-        with unless(failure):
-            close_run(writer, store, run, report_path, hosts_path, complete, interrupted)
+        paths = (report_path, hosts_path)
+        _close(writer, store, seeds, paths, failure, complete=complete, interrupted=interrupted)
     return run
+
+
+def _close(
+    writer: Writer,
+    store: StateStore | None,
+    seeds: SeedReader,
+    paths: tuple[str | None, str | None],
+    failure: BaseException | None,
+    *,
+    complete: bool,
+    interrupted: bool,
+) -> None:
+    """The run's end: its input counted, its report finished, its files closed in their
+    order (``writer.close_run``); ``paths``: the run report's and the host report's."""
+    run = writer.run
+    run.resumed_hosts_skipped = seeds.skipped
+    run.input_invalid = seeds.invalid
+    run.input_duplicates = seeds.duplicates
+    if seeds.exhausted:  # (an interrupted run may not have read all of its input)
+        run.hosts_total = seeds.seeds
+    # Records written for hosts that never reported (cancelled at the end of a
+    # shutdown grace): they are in the output, so they count (0 on a complete run).
+    run.urls += writer.pending_urls
+    run.finish(complete=complete, interrupted=interrupted)
+    # A close that fails after the run failed (the disk that filled up fails every
+    # later write too) must not replace the run's error: the first one is the cause.
+    with unless(failure):
+        close_run(writer, store, run, *paths, complete, interrupted)
 
 
 # -- one worker, in-process ---------------------------------------------------------
@@ -185,6 +196,7 @@ def _run_inline(
 ) -> None:
     from harvester.run.pipeline import run_shard
 
+    writer.run.workers_started = 1
     out = _Inline(writer)
 
     async def commits() -> None:
@@ -279,7 +291,6 @@ def _run_processes(
 ) -> None:
     from multiprocessing.connection import wait
 
-    from harvester.run.transport import DoneMessage, ErrorMessage, HostMessage, RecordsMessage
     from harvester.run.workers import WorkerProcess
 
     pool = _Pool([WorkerProcess(i, cfg, incremental) for i in range(workers)])
@@ -310,27 +321,7 @@ def _run_processes(
             ready = wait(list(live), timeout=POLL) if live else _idle()
             for fd in ready:
                 assert isinstance(fd, int)
-                worker = live[fd]
-                pipe = worker.results
-                assert pipe is not None
-                try:
-                    messages = pipe.messages()
-                except EOFError:
-                    # It exited (killed, or crashed before its loop ran) without "done".
-                    status = worker.exit_status()
-                    raise RunFailed(
-                        f"worker {worker.index} exited with status {status} before finishing"
-                    ) from None
-                for msg, data in messages:
-                    match msg:
-                        case RecordsMessage(count, fingerprints, rows):
-                            writer.records(data, count, fingerprints, rows, encoded=True)
-                        case HostMessage(report, state):
-                            writer.host(report, state)
-                        case DoneMessage(index):
-                            finished.add(index)
-                        case ErrorMessage(index, tb):
-                            raise RunFailed(f"worker {index} failed:\n{tb}")
+                _drain(live[fd], writer, finished)
             writer.tick()  # commits on time even while no worker sends anything
         _check_dispatch(pool)  # (it may have failed before any worker started)
     finally:
@@ -343,6 +334,32 @@ def _run_processes(
         if not dispatcher.is_alive():  # else it may still use a pipe: leave them open
             for w in started:
                 w.close()
+
+
+def _drain(worker: WorkerProcess, writer: Writer, finished: set[int]) -> None:
+    """Write what ``worker`` sent so far; note its end (``DoneMessage``) in ``finished``."""
+    from harvester.run.transport import DoneMessage, ErrorMessage, HostMessage, RecordsMessage
+
+    pipe = worker.results
+    assert pipe is not None
+    try:
+        messages = pipe.messages()
+    except EOFError:
+        # It exited (killed, or crashed before its loop ran) without "done".
+        status = worker.exit_status()
+        raise RunFailed(
+            f"worker {worker.index} exited with status {status} before finishing"
+        ) from None
+    for msg, data in messages:
+        match msg:
+            case RecordsMessage(count, fingerprints, rows):
+                writer.records(data, count, fingerprints, rows, encoded=True)
+            case HostMessage(report, state):
+                writer.host(report, state)
+            case DoneMessage(index):
+                finished.add(index)
+            case ErrorMessage(index, tb):
+                raise RunFailed(f"worker {index} failed:\n{tb}")
 
 
 def _check_dispatch(pool: _Pool) -> None:

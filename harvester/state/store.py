@@ -69,7 +69,7 @@ from harvester.state.undo import forget, journal_host
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator
 
-    from harvester.state.memory import HostState
+    from harvester.state.memory import HostState, SitemapState
     from harvester.state.rows import LedgerRows
 
 __all__ = ["PAGE_SIZE", "SCHEMA_VERSION", "StateStore"]
@@ -260,49 +260,8 @@ class StateStore:
         host_id = self._ids.host(state.host)
         journal_host(self._db, host_id, run.hosts_before, run.sitemaps_before)
         t = now()
-        for s in state.sitemaps:
-            sid = self._ids.sitemap(host_id, s.url)
-            if s.complete and not s.carried:
-                self._db.execute(
-                    "UPDATE sitemaps SET parent = ?, kind = ?, etag = ?, last_modified = ?, "
-                    "content_hash = ?, urls = ?, children = ?, index_lastmod = ?, status = ?, "
-                    "http_status = ?, complete = 1, fetched_at = ?, last_complete = ?, "
-                    "final_url = ? WHERE id = ?",
-                    (
-                        s.parent,
-                        s.kind,
-                        s.etag,
-                        s.last_modified,
-                        s.content_hash,
-                        s.urls,
-                        None if s.children is None else dump_json(s.children),
-                        s.index_lastmod,
-                        s.status,
-                        s.http_status,
-                        t,
-                        t,
-                        s.final_url,
-                        sid,
-                    ),
-                )
-            elif s.carried:
-                # Unchanged (304 or a skip by index lastmod): validators stay; its URLs
-                # are confirmed as still listed.
-                self._db.execute(
-                    "UPDATE sitemaps SET status = ?, http_status = ?, fetched_at = ?, "
-                    "last_complete = ? WHERE id = ?",
-                    (s.status, s.http_status, t, t, sid),
-                )
-                # Its ledger chunks stand as they are (rewriting them would rewrite the
-                # whole ledger of an unchanged site); the sitemap's last_complete says
-                # they were confirmed, and a carried sitemap is never in the removal scope.
-            else:
-                # A failed or partial read keeps the validators of the last full read
-                # (sending them next time must not make a 304 cover a file never read).
-                self._db.execute(
-                    "UPDATE sitemaps SET status = ?, http_status = ?, fetched_at = ? WHERE id = ?",
-                    (s.status, s.http_status, t, sid),
-                )
+        for sitemap in state.sitemaps:
+            _save_sitemap(self._db, self._ids.sitemap(host_id, sitemap.url), sitemap, t)
         if state.discovery is not None:
             self._db.execute(
                 "UPDATE hosts SET discovery = ?, discovered_at = ? WHERE id = ?",
@@ -405,3 +364,48 @@ class StateStore:
             self._rollback()
             raise
         self._db.execute("COMMIT")
+
+
+def _save_sitemap(db: sqlite3.Connection, sid: int, s: SitemapState, t: float) -> None:
+    """Write what a finished host's run learned of its sitemap ``sid`` (at time ``t``)."""
+    if s.complete and not s.carried:
+        db.execute(
+            "UPDATE sitemaps SET parent = ?, kind = ?, etag = ?, last_modified = ?, "
+            "content_hash = ?, urls = ?, children = ?, index_lastmod = ?, status = ?, "
+            "http_status = ?, complete = 1, fetched_at = ?, last_complete = ?, "
+            "final_url = ? WHERE id = ?",
+            (
+                s.parent,
+                s.kind,
+                s.etag,
+                s.last_modified,
+                s.content_hash,
+                s.urls,
+                None if s.children is None else dump_json(s.children),
+                s.index_lastmod,
+                s.status,
+                s.http_status,
+                t,
+                t,
+                s.final_url,
+                sid,
+            ),
+        )
+    elif s.carried:
+        # Unchanged (304 or a skip by index lastmod): validators stay; its URLs
+        # are confirmed as still listed.
+        db.execute(
+            "UPDATE sitemaps SET status = ?, http_status = ?, fetched_at = ?, "
+            "last_complete = ? WHERE id = ?",
+            (s.status, s.http_status, t, t, sid),
+        )
+        # Its ledger chunks stand as they are (rewriting them would rewrite the
+        # whole ledger of an unchanged site); the sitemap's last_complete says
+        # they were confirmed, and a carried sitemap is never in the removal scope.
+    else:
+        # A failed or partial read keeps the validators of the last full read
+        # (sending them next time must not make a 304 cover a file never read).
+        db.execute(
+            "UPDATE sitemaps SET status = ?, http_status = ?, fetched_at = ? WHERE id = ?",
+            (s.status, s.http_status, t, sid),
+        )

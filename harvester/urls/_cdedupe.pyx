@@ -168,6 +168,25 @@ cdef inline bint _filter_maybe(const unsigned char* bits, uint64_t mask, uint64_
     return True
 
 
+cdef inline void _filter_add(unsigned char* bits, uint64_t mask, uint64_t fp) noexcept:
+    """Set ``fp``'s bits in the Bloom filter ``bits`` (``mask + 1`` bits): the probes
+    ``_filter_maybe`` tests."""
+    cdef uint64_t h = fp, step = ((fp >> 32) | (fp << 32)) | 1, pos
+    cdef int i
+    for i in range(FILTER_PROBES):
+        pos = h & mask
+        bits[pos >> 3] |= <unsigned char>(1 << (pos & 7))
+        h += step
+
+
+cdef inline uint64_t _filter_bits(Py_ssize_t n) noexcept:
+    """The bits of a filter of ``n`` fingerprints: 8 each, rounded up to a power of two."""
+    cdef uint64_t size = 64
+    while size < <uint64_t>n * 8:
+        size <<= 1
+    return size
+
+
 def run_filter(run):
     """A Bloom filter of a spilled run: 8 bits a fingerprint (rounded up to a power of
     two), ``FILTER_PROBES`` probes; a ``bytearray`` for ``add_many``'s ``filters``.
@@ -183,24 +202,17 @@ def run_filter(run):
     cdef list parts = run if isinstance(run, list) else [run]
     cdef const unsigned long long[::1] part
     cdef Py_ssize_t n = 0, i
-    cdef uint64_t size = 64, h, step, pos
-    cdef int j
+    cdef uint64_t size
     for item in parts:
         part = item
         n += part.shape[0]
-    while size < <uint64_t>n * 8:
-        size <<= 1
+    size = _filter_bits(n)
     out = bytearray(size // 8)
     cdef unsigned char* bits = out
     for item in parts:
         part = item
         for i in range(part.shape[0]):
-            h = part[i]
-            step = ((h >> 32) | (h << 32)) | 1
-            for j in range(FILTER_PROBES):
-                pos = h & (size - 1)
-                bits[pos >> 3] |= <unsigned char>(1 << (pos & 7))
-                h += step
+            _filter_add(bits, size - 1, part[i])
     return out
 
 
@@ -236,6 +248,18 @@ cdef int _write_all(int fd, const unsigned long long* buf, Py_ssize_t count) exc
     return 0
 
 
+cdef inline Py_ssize_t _refill(
+    int fd, unsigned long long* buf, Py_ssize_t n, Py_ssize_t p, long long off
+) except -1:
+    """Read a run's next fingerprints (at most ``_MERGE_CHUNK``, from position ``p`` of
+    its ``n``, the run at byte ``off``) into ``buf``; how many."""
+    cdef Py_ssize_t count = min(_MERGE_CHUNK, n - p)
+    _read_all(fd, buf, count, off + <off_t>p * 8)
+    return count
+
+
+# Why merge: ``SeenSet`` merges its runs as they spill, so a lookup checks a few runs, not
+# one per spill (the writer's cross-host set spills every 1.5 million URLs).
 def merge_runs(int fd_a, long long off_a, Py_ssize_t n_a, int fd_b, long long off_b,
                Py_ssize_t n_b, int fd_out, bint filtered=True):
     """Merge two spilled sorted runs into one, written to ``fd_out`` at its position:
@@ -246,19 +270,13 @@ def merge_runs(int fd_a, long long off_a, Py_ssize_t n_a, int fd_b, long long of
     Out: the fingerprints written (a fingerprint in both runs is written once), the
     merged run's ``run_filter`` (None unless ``filtered``) and its fence
     (``run[::FENCE]`` as ``array('Q')``), both made while merging, not read back.
-    Why: ``SeenSet`` merges its runs as they spill, so a lookup checks a few runs, not
-    one per spill (the writer's cross-host set spills every 1.5 million URLs).
     """
-    cdef Py_ssize_t n = n_a + n_b, ia = 0, ib = 0, la = 0, lb = 0, pa = 0, pb = 0
-    cdef Py_ssize_t filled = 0, written = 0
-    cdef uint64_t size = 64, h, step, pos, v
-    cdef int j
+    cdef Py_ssize_t n = n_a + n_b, ia = 0, ib = 0, la = 0, lb = 0, pa = 0, pb = 0, filled = 0
+    cdef Py_ssize_t written = 0
+    cdef uint64_t size = _filter_bits(n), v
     cdef unsigned char* bits = NULL
-    bloom = None
+    bloom = bytearray(size // 8) if filtered else None
     if filtered:
-        while size < <uint64_t>n * 8:
-            size <<= 1
-        bloom = bytearray(size // 8)
         bits = bloom
     cdef array.array fence = array.clone(array.array("Q"), (n + _FENCE - 1) // _FENCE, zero=True)
     cdef unsigned long long* keys = fence.data.as_ulonglongs
@@ -270,13 +288,11 @@ def merge_runs(int fd_a, long long off_a, Py_ssize_t n_a, int fd_b, long long of
     try:
         while True:
             if ia == la and pa < n_a:  # refill a: la fingerprints from run position pa
-                la = min(_MERGE_CHUNK, n_a - pa)
-                _read_all(fd_a, a, la, off_a + <off_t>pa * 8)
+                la = _refill(fd_a, a, n_a, pa, off_a)
                 pa += la
                 ia = 0
             if ib == lb and pb < n_b:
-                lb = min(_MERGE_CHUNK, n_b - pb)
-                _read_all(fd_b, b, lb, off_b + <off_t>pb * 8)
+                lb = _refill(fd_b, b, n_b, pb, off_b)
                 pb += lb
                 ib = 0
             if ia < la and (ib == lb or a[ia] <= b[ib]):
@@ -292,12 +308,7 @@ def merge_runs(int fd_a, long long off_a, Py_ssize_t n_a, int fd_b, long long of
             if written % _FENCE == 0:
                 keys[written // _FENCE] = v
             if bits is not NULL:
-                h = v
-                step = ((h >> 32) | (h << 32)) | 1
-                for j in range(FILTER_PROBES):
-                    pos = h & (size - 1)
-                    bits[pos >> 3] |= <unsigned char>(1 << (pos & 7))
-                    h += step
+                _filter_add(bits, size - 1, v)
             out[filled] = v
             filled += 1
             written += 1
@@ -307,9 +318,8 @@ def merge_runs(int fd_a, long long off_a, Py_ssize_t n_a, int fd_b, long long of
         _write_all(fd_out, out, filled)
     finally:
         PyMem_Free(a)
-    if (written + _FENCE - 1) // _FENCE < len(fence):  # duplicates: a shorter fence
-        fence = fence[: (written + _FENCE - 1) // _FENCE]
-    return written, bloom, fence
+    # (Shorter than made when the runs shared fingerprints: a slice of n / FENCE keys.)
+    return written, bloom, fence[: (written + _FENCE - 1) // _FENCE]
 
 
 cdef struct Run:

@@ -100,12 +100,11 @@ def canonical_query(str loc, bint strip_slash, frozenset drop, tuple prefixes, b
 
 cdef object _canonical_query(str loc, bint strip_slash, frozenset drop, tuple prefixes, bint sort):
     # canonical_query, for _chost's loop to call without a Python call.
-    cdef Py_ssize_t n = len(loc), q = _base_end(loc, strip_slash), i, start, key_end, k, j
+    cdef Py_ssize_t n = len(loc), q = _base_end(loc, strip_slash), i, start, key_end
     cdef Py_ssize_t count = 0
     cdef Py_ssize_t starts[MAX_PAIRS]
     cdef Py_ssize_t keys[MAX_PAIRS]
     cdef Py_ssize_t ends[MAX_PAIRS]
-    cdef Py_ssize_t order[MAX_PAIRS]
     cdef const unsigned char* d
     cdef unsigned char c
     cdef bint in_order = True, dropping = bool(drop) or bool(prefixes)
@@ -155,7 +154,22 @@ cdef object _canonical_query(str loc, bint strip_slash, frozenset drop, tuple pr
             return None
     if in_order or not sort:
         return loc
-    # Stable insertion sort by key (pairs.sort(key=...) of the general route).
+    return _sorted_query(loc, d, q, count, starts, keys, ends)
+
+
+cdef object _sorted_query(
+    str loc,
+    const unsigned char* d,
+    Py_ssize_t q,
+    Py_ssize_t count,
+    Py_ssize_t* starts,
+    Py_ssize_t* keys,
+    Py_ssize_t* ends,
+):
+    """``loc`` with the ``count`` pairs of its query (from ``q``, its '?') sorted by key:
+    a stable insertion sort (``pairs.sort(key=...)`` of the general route)."""
+    cdef Py_ssize_t order[MAX_PAIRS]
+    cdef Py_ssize_t k, j
     for k in range(count):
         j = k
         while j > 0 and _key_cmp(
@@ -167,32 +181,14 @@ cdef object _canonical_query(str loc, bint strip_slash, frozenset drop, tuple pr
     return loc[: q + 1] + "&".join([loc[starts[order[k]] : ends[order[k]]] for k in range(count)])
 
 
-cdef Py_ssize_t _base_end(str loc, bint strip_slash):
-    """Where the query of a canonical ``http(s)://host[:port]/path`` begins (its '?').
-
-    ``len(loc)`` when it has none; -1 when the part before it is not canonical (also
-    for any non-ASCII character, which no canonical form the Python path makes keeps).
-    """
-    cdef Py_ssize_t n, i, start, path_start, end, k
-    cdef const unsigned char* d
-    cdef const unsigned char* found
-    cdef unsigned char c, prev, cls
-    cdef bint https
+cdef inline Py_ssize_t _authority_end(
+    const unsigned char* d, Py_ssize_t i, Py_ssize_t n, bint https
+) noexcept:
+    """Where the canonical ``host[:port]`` starting at ``i`` ends; -1: not canonical."""
+    cdef Py_ssize_t start = i
+    cdef unsigned char c, prev = b"."
     cdef long port = 0
-    if not PyUnicode_IS_COMPACT_ASCII(loc):
-        return -1
-    n = len(loc)
-    d = <const unsigned char*>PyUnicode_DATA(loc)
-    if n < 8 or d[0] != b"h" or d[1] != b"t" or d[2] != b"t" or d[3] != b"p":
-        return -1
-    https = d[4] == b"s"
-    i = 5 if https else 4
-    if n < i + 4 or d[i] != b":" or d[i + 1] != b"/" or d[i + 2] != b"/":
-        return -1
-    i += 3
     # Host: dot-separated non-empty labels of [a-z0-9-].
-    start = i
-    prev = b"."
     while i < n:
         c = d[i]
         if c == b".":
@@ -215,6 +211,33 @@ cdef Py_ssize_t _base_end(str loc, bint strip_slash):
             return -1
         if port == (443 if https else 80):
             return -1
+    return i
+
+
+cdef Py_ssize_t _base_end(str loc, bint strip_slash):
+    """Where the query of a canonical ``http(s)://host[:port]/path`` begins (its '?').
+
+    ``len(loc)`` when it has none; -1 when the part before it is not canonical (also
+    for any non-ASCII character, which no canonical form the Python path makes keeps).
+    """
+    cdef Py_ssize_t n, i, path_start, end, k
+    cdef const unsigned char* d
+    cdef const unsigned char* found
+    cdef unsigned char cls
+    cdef bint https
+    if not PyUnicode_IS_COMPACT_ASCII(loc):
+        return -1
+    n = len(loc)
+    d = <const unsigned char*>PyUnicode_DATA(loc)
+    if n < 8 or d[0] != b"h" or d[1] != b"t" or d[2] != b"t" or d[3] != b"p":
+        return -1
+    https = d[4] == b"s"
+    i = 5 if https else 4
+    if n < i + 4 or d[i] != b":" or d[i + 1] != b"/" or d[i + 2] != b"/":
+        return -1
+    i = _authority_end(d, i + 3, n, https)
+    if i < 0:
+        return -1
     # Path: required, every character allowed, no dot segment ('/.' anywhere).
     if i >= n or d[i] != b"/":
         return -1

@@ -20,8 +20,8 @@ import pytest
 from harvester import compiled
 
 ROOT = Path(__file__).resolve().parents[2] / "harvester"
-MAX_CLASS = 400
-MAX_FUNCTION = 80
+MAX_CLASS = 300
+MAX_FUNCTION = 60
 # A longer one must say why in a comment on its ``def`` line or the line above, with
 # "long:": an exception someone chose, for a table read top to bottom (a dispatch on
 # many cases, each a line or two) that splitting would only scatter.
@@ -362,7 +362,22 @@ def _too_long(path: Path) -> list[str]:
     return out
 
 
-@pytest.mark.parametrize("name", sorted(PYTHON))
+# Issue 46 left these to the changes that own them this round: each test fails (strict
+# xfail) once they are split, to be taken off this list.
+_PENDING = {
+    # fetch.Fetcher._stream: crawl/fetch.py is issue 46 item 6's (aiohttp's private methods).
+    "harvester.crawl.fetch": "crawl/fetch.py is item 6's this round",
+    # _chost._write_record: the compiled loop's state is item 4's (with the CPU work).
+    "_chost.pyx": "crawl/_chost.pyx is item 4's this round",
+}
+
+
+def _pending(name: str) -> object:
+    reason = _PENDING.get(name)
+    return pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=reason or ""))
+
+
+@pytest.mark.parametrize("name", [_pending(n) if n in _PENDING else n for n in sorted(PYTHON)])
 def test_no_class_or_function_is_too_long(name: str) -> None:
     assert not _too_long(MODULES[name])
 
@@ -399,12 +414,12 @@ def _too_long_pyx(path: Path) -> list[str]:
 
 def test_the_compiled_halves_are_read(tmp_path: Path) -> None:
     assert len(PYX) >= 9
-    sample = "def f(x):\n    y = 1\n\n    return y\ncdef int g(int a) nogil:\n" + "    a\n" * 81
+    sample = "def f(x):\n    y = 1\n\n    return y\ncdef int g(int a) nogil:\n" + "    a\n" * 61
     path = tmp_path / "_probe.pyx"
     path.write_text(sample)
-    assert _too_long_pyx(path) == ["_probe.pyx:5 g: 82 lines > 80"]
+    assert _too_long_pyx(path) == ["_probe.pyx:5 g: 62 lines > 60"]
 
 
-@pytest.mark.parametrize("path", PYX, ids=lambda p: p.name)
-def test_no_compiled_class_or_function_is_too_long(path: Path) -> None:
-    assert not _too_long_pyx(path)
+@pytest.mark.parametrize("path", [_pending(p.name) if p.name in _PENDING else p.name for p in PYX])
+def test_no_compiled_class_or_function_is_too_long(path: str) -> None:
+    assert not _too_long_pyx(next(p for p in PYX if p.name == path))
