@@ -28,11 +28,12 @@ from typing import TYPE_CHECKING, Any
 from distributed import Event, KilledWorker, as_completed
 
 from harvester.config import Config
-from harvester.distributed.layout import open_layout, read_layout, split_seeds, write_atomic
+from harvester.distributed.layout import open_layout, read_layout, split_seeds
 from harvester.distributed.manifest import DISCARDED, read_manifest, sweep
 from harvester.distributed.merge import CrossHostCount, combine
 from harvester.distributed.task import ShardSpec, run_shard_task
 from harvester.errors import ConfigError
+from harvester.output.parts import write_atomic
 from harvester.output.report import RunReport
 from harvester.run.shutdown import POLL
 

@@ -11,15 +11,14 @@ No Dask here: the client and the tasks both use it, and so does ``harvester merg
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import sys
-import tempfile
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from harvester.errors import ConfigError, InputError
+from harvester.output.parts import fsync_dir, write_atomic
 from harvester.run.seeds import SeedReader
 from harvester.run.shards import shard_of
 
@@ -38,7 +37,6 @@ __all__ = [
     "seed_line",
     "shard_key",
     "split_seeds",
-    "write_atomic",
 ]
 
 LAYOUT_FILE = "harvester.json"
@@ -132,32 +130,6 @@ def open_layout(root: str, shards: int, shard_by: str) -> Layout:
     data = {"shards": layout.shards, "shard_by": layout.shard_by, "run": layout.run}
     write_atomic(os.path.join(root, LAYOUT_FILE), json.dumps(data, indent=2) + "\n")
     return layout
-
-
-def write_atomic(path: str, text: str) -> None:
-    """Write ``text`` to ``path`` through a temp file: fsync, rename, fsync the directory."""
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, temp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".part")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temp)
-        raise
-    fsync_dir(directory)
-
-
-def fsync_dir(directory: str) -> None:
-    """Make the names in ``directory`` durable (a rename or link is a directory change)."""
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def shard_key(host: str, shard_by: str) -> str:

@@ -30,7 +30,7 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from harvester.distributed.layout import fsync_dir
+from harvester.output.parts import fsync_dir
 
 if TYPE_CHECKING:
     from harvester.distributed.layout import Layout

@@ -32,15 +32,16 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from harvester.distributed.fingerprints import FingerprintLog
-from harvester.distributed.layout import Layout, fsync_dir
 from harvester.distributed.manifest import DISCARDED, Attempt, latest_manifest
 from harvester.distributed.occupancy import OCCUPANCY
 from harvester.errors import StateError
+from harvester.output.parts import fsync_dir, fsync_file
 from harvester.run.shards import Beside, run_job
 from harvester.run.shutdown import Stop
 
 if TYPE_CHECKING:
     from harvester.config import Config
+    from harvester.distributed.layout import Layout
     from harvester.output.report import RunReport
 
 __all__ = ["TEST_KILL_ENV", "ShardSpec", "run_shard_task"]
@@ -176,8 +177,7 @@ def _manifest(
     if state is not None and os.path.exists(state):
         part = attempt.state + ".part"
         shutil.copyfile(state, part)
-        with open(part, "rb") as fh:
-            os.fsync(fh.fileno())
+        fsync_file(part)
         os.replace(part, attempt.state)
         fsync_dir(spec.layout.shard_dir(spec.shard))
         state_name = os.path.basename(attempt.state)

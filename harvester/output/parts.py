@@ -5,8 +5,10 @@ numbered Parquet files for Parquet) and a resume mark. Out: that ``.part`` cut
 back to the mark (``cut_back``), whether it still holds what the mark counts
 (``holds``), and its publication: the rename over the output and the fsync of
 the directory (``publish_file``), also of what a run stopped while publishing
-left (``publish_leftover``). Nothing here imports pyarrow, so a JSON Lines run
-resuming after a Parquet one (or the other way round) needs none.
+left (``publish_leftover``); and a small file written whole or not at all
+(``write_atomic``: the run report, a distributed run's layout and report). Nothing
+here imports pyarrow, so a JSON Lines run resuming after a Parquet one (or the other
+way round) needs none.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import tempfile
 
 from harvester.output.faults import fault_point
 
@@ -30,6 +33,7 @@ __all__ = [
     "publish_file",
     "publish_leftover",
     "remove_parts",
+    "write_atomic",
 ]
 
 _PART = re.compile(r"part-(\d{6})\.parquet")
@@ -108,6 +112,25 @@ def holds(part: str, mark: int, *, parquet: bool) -> bool:
             return False
         return sum(1 for index, _ in list_parts(part) if index < mark) == mark
     return os.path.isfile(part) and os.path.getsize(part) >= mark
+
+
+def write_atomic(path: str, text: str) -> None:
+    """Write ``text`` to ``path`` through a temp file beside it: fsync, rename, fsync the
+    directory. A reader sees the old file or the new one, never a part; the temp file
+    is removed when a step fails."""
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, temp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp)
+        raise
+    fsync_dir(directory)
 
 
 def publish_file(temp: str, path: str) -> None:

@@ -20,14 +20,13 @@ Example::
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import tempfile
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
+
+from harvester.output.parts import write_atomic
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -134,7 +133,7 @@ class RunReport:
 
 
 def write_report(path: str, run: RunReport, hosts_jsonl_path: str | None) -> None:
-    """Write the run report as JSON to ``path`` atomically (temp file, fsync, rename).
+    """Write the run report as JSON to ``path`` atomically (``parts.write_atomic``).
 
     The per-host reports are not in it: they go, one JSON line per finished
     host, to ``hosts_jsonl_path`` during the run (a ``JsonlSink`` fed
@@ -143,16 +142,4 @@ def write_report(path: str, run: RunReport, hosts_jsonl_path: str | None) -> Non
     """
     data = run.as_dict()
     data["hosts_report"] = hosts_jsonl_path
-    text = json.dumps(data, ensure_ascii=False, indent=2) + "\n"
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, temp = tempfile.mkstemp(dir=directory, prefix=os.path.basename(path) + ".", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temp)
-        raise
+    write_atomic(path, json.dumps(data, ensure_ascii=False, indent=2) + "\n")
