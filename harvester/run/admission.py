@@ -2,68 +2,47 @@
 
 In: the shard's live measures, sampled every ``POLL`` seconds by ``watch``: the
 process's resident memory (``/proc/self/statm``), the event loop's lag (how
-late a periodic timer fires) and how busy the loop's thread is (``CpuMeter``:
-the share of wall time it ran or waited for a core, and its moving average).
-Out: ``Admission.may_admit()``, which the shard's feeder (``pipeline.run_shard``)
-asks before it takes the next seed.
+late a periodic timer fires), how busy the loop's thread is (``CpuMeter``: the
+share of wall time it ran or waited for a core, and its moving average), how
+long the output was behind (``Results.blocked``) and how many requests wait for
+a connection (``Fetcher.queued``). Out: ``Admission.may_admit()``, which the
+shard's feeder (``pipeline.run_shard``) asks before it takes the next seed. It is
+the one bound on a shard's hosts in flight.
 
 Why not a fixed count: a host spends most of its life waiting (its politeness
 delay, the network), and a waiting host costs little memory and no CPU, so a
-fixed 64 hosts left the process idle while a fixed 512 could not protect a
-worker from a run of big hosts. ``run.hosts_in_flight`` is now an upper bound
-(0 = ``auto_limit``: what the file-descriptor limit allows), and within it the
-admission grows while memory and CPU allow:
+fixed count either leaves the process idle or cannot protect it from a run of
+big hosts. ``run.hosts_in_flight`` is an upper bound (0 = ``auto_limit``: what
+the file-descriptor limit allows), and within it:
 
 * **ceiling**: hosts admitted at most right now. Each sample: RSS over
   ``run.memory_budget`` and still growing → it shrinks to 7/8 of the hosts in
-  flight; the loop busy at ``run.max_cpu`` or more on average over the last few
-  samples → it shrinks by 1/16 of the hosts in flight, not below ``START``; the
-  output behind (the results pipe full, ``Results.blocked``) half the time on
-  average, or requests queued for a connection (``fetch.max_connections``
-  binding, ``Fetcher.queued``) in half the recent samples → the same; over
-  budget, the loop lagging more than ``run.max_loop_lag``, the loop busy in the
-  last interval, the output behind for a tenth of it, or any request queued for
-  a connection → it holds at the hosts in flight (finished hosts are replaced,
-  no more); else, when the ceiling is what holds the hosts back
-  (those in flight reach it) and ``SETTLE`` seconds have passed since it last
-  grew, it grows by half (at least 16), up to the bound.
+  flight; the loop busy at ``run.max_cpu`` or more on average, the output behind
+  half the time on average, or requests queued for a connection in half the
+  recent samples → it shrinks by 1/16, not below ``START``; over budget, the loop
+  lagging more than ``run.max_loop_lag``, busy in the last interval, the output
+  behind for a tenth of it, or any request queued → it holds at the hosts in
+  flight; else, when the ceiling is what holds the hosts back and ``SETTLE``
+  seconds passed since it last grew, it grows by half (at least 16), up to the bound.
 * **why it waits to grow again**: a host just admitted spends its first few
   hundred milliseconds on DNS, the connect, TLS and the server's latency, using
-  no CPU. Growing at every idle sample, the ceiling admitted half again every
-  ``POLL`` before the last hosts had shown what they cost: on the realweb's
-  100,000 domains a worker swung between 300 and 3,000 hosts in flight, each
-  swing paid in memory and in hosts waiting minutes for the loop. ``SETTLE``
-  lets the hosts of one growth reach the CPU before the next growth is
-  judged; and a ceiling that holds nobody back (too few seeds) does not grow.
-* **why the loop's busy share**: a host in flight helps only while the loop
-  waits on the network. Once the loop always has work (running, or queued for
-  a core behind other processes), another host adds no throughput, only its
-  memory (a CPU-bound run would otherwise grow until the memory budget), and
-  the hosts in flight only take longer each. So one busy interval stops the
-  growth at once (growing by half every ``POLL``, a ceiling would pass a
-  thousand hosts before a smoothed figure noticed), and a loop busy for a
-  while lets the hosts in flight drain slowly towards the fewest that keep it
-  busy. The floor (``START``, the old fixed count) keeps a loop slowed by
-  something else (a big document, a slow disk) from draining to nothing.
-* **why the output**: while the writer (the parent: the output file, the state
-  file, the cross-host set) is behind, the worker's hosts wait to send, and a
-  waiting loop looks idle: growing then admits hosts that only wait longer,
-  each holding its memory and its keep-alive connection past the server's idle
-  timeout. On the realweb's 100,000 domains a writer that fell behind late in the
-  run left ~1,500 hosts in flight a worker and hosts holding their slots for up
-  to 150 s. No more hosts help a writer that is the limit; fewer cost nothing.
-  The same for the connection limit: aiohttp takes a connection slot before it
-  resolves the name, so while the slots are all held (by hosts waiting on slow
-  or dead servers) every new host, even one whose name does not resolve, queues
-  with the loop idle; growing then made the queue longer (realweb 100,000:
-  episodes of slots held a median 28 s, up to 100 s, for every kind of host).
-* **between samples**, each host admitted beyond those in flight at the last
-  sample counts ``HOST_ESTIMATE`` bytes against the budget, so a burst of
-  admissions cannot overshoot it before the next sample sees them.
-* **start**: the ceiling starts at ``START`` (64, the old fixed count) and grows
-  from there, so a worker whose loop is busy from its start (a CPU-bound run)
-  does not take thousands of hosts before the first sample.
-* **progress**: with no host in flight one is always admitted.
+  no CPU; growing at every idle sample admitted hosts before the last ones had
+  shown what they cost, and the ceiling swung widely.
+* **why the loop's busy share**: a host in flight helps only while the loop waits
+  on the network. Once the loop always has work, another host adds only its
+  memory; so one busy interval stops the growth, and a loop busy for a while
+  drains the hosts in flight slowly towards the fewest that keep it busy. The
+  floor (``START``) keeps a loop slowed by something else from draining to nothing.
+* **why the output and the connections**: while the writer is behind, the hosts
+  wait to send and the loop looks idle; growing then admits hosts that only wait
+  longer, each holding its memory and its keep-alive connection. Likewise while
+  every connection slot is held (aiohttp takes one before it resolves the name),
+  new hosts only queue. (benchmarks/README.md, "Figures that were in
+  admission.py's docstring", has what the realweb showed of each.)
+* **between samples**, each host admitted beyond those at the last sample counts
+  ``HOST_ESTIMATE`` bytes against the budget, so a burst cannot overshoot it.
+* **start** at ``START`` and grow from there; **progress**: with no host in
+  flight one is always admitted.
 
 One owner (the shard's feeder); transitions are plain ``def``s without ``await``.
 
