@@ -59,7 +59,7 @@ NAMES = tuple(PACKAGES)
 MISSING: dict[str, str] = {}  # module name -> why it is not in use
 
 # The (major, minor) releases of lxml, and of the libxml2 it runs, that ``_cpush`` is
-# tested against (tests/unit/test_cpush.py, on every machine of the project). ``_cpush``
+# tested against (tests/unit/reader/test_cpush.py, on every machine of the project). ``_cpush``
 # drives libxml2 itself: it replaces the tree builder's SAX handlers and reads and sets
 # fields of libxml2's parser context that are no public API (the current node, the
 # input cursor). A release that changes them could crash the process rather than fail

@@ -8,7 +8,7 @@ set by ``add_many``), and a sample's lastmods and their texts, in order (what
 ``LastmodDistribution.count_entries`` makes of them, in the distribution's tables: an
 entry without a lastmod or with a ``datetime`` in UTC is counted here (its
 Misra-Gries eviction and the sketch below its cap too); any other goes to
-``count_entries`` itself. tests/unit/test_cdistribution.py compares the two.
+``count_entries`` itself. tests/unit/audit/test_cdistribution.py compares the two.
 
 Why compiled: the count runs for most URLs of a host, and in Python its datetime and
 64-bit arithmetic cost several times the rest of the URL's loop. Beside its Python

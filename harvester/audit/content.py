@@ -44,7 +44,7 @@ SHINGLE_WORDS = 3
 # Fingerprints further apart than this many bits (of 64) mean the content
 # changed. Replacing a fraction f of the shingles moves a 64-bit simhash by
 # about (64/pi) * arccos(1 - f) bits (Charikar), give or take 2. On 30
-# 480-word test articles (tests/unit/test_content.py): one word changed
+# 480-word test articles (tests/unit/audit/test_content.py): one word changed
 # (f = 0.6 %) moved 0-6 bits, one paragraph in eight 4-16, two in eight 9-23.
 # So "changed" means roughly 5 % of the main text or more: a typo fix is not a
 # change, a rewritten paragraph nearly always is, a rewritten quarter always.

@@ -18,7 +18,7 @@ entries that are not URLs (index children) are returned.
 Only the usual cases are done here; every other one calls the same Python the
 loop calls (``Rules.canonical`` for a URL the check says no to, ``SeenSet.add``
 past its small set, ``records.record`` for an entry with extensions).
-tests/unit/test_chost.py runs both loops on the same entries and compares the
+tests/unit/crawl/test_chost.py runs both loops on the same entries and compares the
 batches, fingerprints, counters, the seen-set and the audit.
 
 Why compiled: the loop in Python is mostly calls and attribute reads between

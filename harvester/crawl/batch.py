@@ -16,7 +16,7 @@ host (``at_home``; else a foreign loc, counted in the report). Per batch, with a
 
 The per-URL loop has a compiled half (harvester/crawl/_chost.pyx, ``url_entries``):
 it reads and writes the ``UrlBatch`` fields named in ``_LOOP_FIELDS``, and
-nothing else of it; ``_python_loop`` below does the same steps, and tests/unit/test_chost.py
+nothing else of it; ``_python_loop`` below does the same steps, and tests/unit/crawl/test_chost.py
 compares the two.
 
 Usage::

@@ -30,7 +30,7 @@ text dropped, CDATA as text, comments and PIs not built), the same 16 KiB
 slices, the first four bytes given at reset as lxml gives them, and its
 rule for errors (after each slice, the first error of level ERROR or above).
 The tests read every document both ways and compare, and with and without
-the fast path (tests/unit/test_cpush.py).
+the fast path (tests/unit/reader/test_cpush.py).
 
 libxml2 is lxml's own copy, the one its ``etree`` module is linked with: its
 functions are looked up in that module (``harvester/reader/_clibxml.pyx``), so this one

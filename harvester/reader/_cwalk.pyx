@@ -13,7 +13,7 @@ holds something this walker leaves to Python: a video or news child, markup nest
 inside a value, an attribute made of several nodes. The caller
 (``harvester/reader/_cparse.pyx``) then runs the Python path on that element, so the two
 agree by construction and the tests check they agree everywhere else
-(tests/unit/test_cparse.py).
+(tests/unit/reader/test_cparse.py).
 
 Why compiled: through lxml's Python API every child, sub-child and attribute read
 makes a proxy object and a string for its tag, which costs more per ``<url>`` than

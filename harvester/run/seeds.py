@@ -239,7 +239,7 @@ class SeedReader:
 
     Memory: only 64-bit blake2b digests are kept, in ``_DigestSet``: about 12-24
     bytes per distinct host (36 at the peak of a table growth) whatever the
-    length of the name; tests/unit/test_seeds.py bounds it with tracemalloc at
+    length of the name; tests/unit/run/test_seeds.py bounds it with tracemalloc at
     100k hosts. The price of digests is that two distinct keys colliding in 64
     bits drop the second as a duplicate: odds about n²/2⁶⁵, 3·10⁻⁶ for 10M hosts.
 

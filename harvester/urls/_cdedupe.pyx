@@ -5,7 +5,7 @@
 ``fingerprint.fingerprint_py(url)``: the first 8 bytes of BLAKE2b (unkeyed,
 ``digest_size=8``) of its UTF-8, read big-endian. The value is a contract (the
 state file keys URLs by it, and the benchmark's ground truth uses it), so this
-computes exactly that hash, written from RFC 7693; tests/unit/test_cdedupe.py
+computes exactly that hash, written from RFC 7693; tests/unit/urls/test_cdedupe.py
 compares it with ``hashlib.blake2b`` on thousands of generated strings, every length
 from 0 to 300 bytes among them.
 

@@ -17,7 +17,7 @@ anything else, which then takes the Python path (the fast regex, then the
 general route) as before.
 
 It answers exactly what ``Rules.canonical``'s fast regex does for URLs without
-a query (tests/unit/test_cnormalize.py checks both on generated URLs), as a
+a query (tests/unit/urls/test_cnormalize.py checks both on generated URLs), as a
 scan of the characters: most sitemap URLs have no query and are canonical
 already, and the regex match with its groups and checks costs several times
 this scan. A URL with a query went the general route whenever its pairs were

@@ -6,7 +6,7 @@ and ``fingerprint_py``'s (the same value) where it is not. The per-host seen-set
 (``harvester.urls.dedupe.SeenSet``), the cross-host count and the state file all
 key URLs by it. Its own module: a contract of its own (it cannot change), used
 apart from any seen-set, with its compiled and pure paths side by side
-(tests/unit/test_cdedupe.py compares them).
+(tests/unit/urls/test_cdedupe.py compares them).
 
 **Fingerprints** are the first 8 bytes of BLAKE2b of the UTF-8 canonical URL
 (the same function as ``benchmarks/webgen.py``'s truth digest and ``seeds.py``'s

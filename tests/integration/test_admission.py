@@ -11,7 +11,7 @@ from aiohttp import web
 
 from harvester.run.pipeline import HostDone, Kept, aiter_seeds, run_shard
 from tests.integration.conftest import LoopbackResolver, fast_config
-from tests.integration.test_end_to_end import urlset
+from tests.integration.webs import urlset
 
 if TYPE_CHECKING:
     from tests.integration.conftest import Sites
@@ -129,7 +129,7 @@ async def test_slow_hosts_do_not_starve_fast_ones(sites: Sites) -> None:
     lines = [f"http://{name}:{slow.port}" for name in names if name.startswith("slow")]
     lines += [f"http://{name}:{fast.port}" for name in names if name.startswith("fast")]
     # Memory and CPU are plenty here: the budget, the lag and the CPU rules are off, so a
-    # busy test machine cannot hold the ceiling (those rules: tests/unit/test_admission.py).
+    # busy test machine cannot hold the ceiling (those rules: tests/unit/run/test_admission.py).
     # The slow requests wait as long as the guard: no timeout may end them first.
     cfg = fast_config(
         **{

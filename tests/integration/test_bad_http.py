@@ -17,8 +17,8 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from tests.integration.test_end_to_end import collect, urlset
-from tests.integration.test_faults import locs, only_failure, raw_server
+from tests.integration.harvesting import collect, locs, only_failure
+from tests.integration.webs import raw_server, urlset
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator

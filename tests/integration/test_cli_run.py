@@ -2,44 +2,16 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tests.integration.conftest import free_port
-from tests.integration.test_end_to_end import site_with_tree, urlset
+from tests.integration.harvesting import CONFIG, run_cli
+from tests.integration.webs import site_with_tree, urlset
 
 if TYPE_CHECKING:
     from tests.integration.conftest import Sites
-
-CONFIG = """
-[fetch]
-allow_private = true
-retries = 0
-connect_timeout = 2.0
-[politeness.default]
-rate = 1000.0
-[run]
-uvloop = false
-"""
-
-
-async def run_cli(*args: str, stdin: bytes | None = None) -> tuple[int, str, str]:
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "harvester",
-        "run",
-        *args,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await asyncio.wait_for(proc.communicate(stdin), timeout=60)
-    assert proc.returncode is not None
-    return proc.returncode, out.decode(), err.decode()
 
 
 async def test_run_with_two_workers_writes_output_and_reports(sites: Sites, tmp_path: Path) -> None:

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.integration.test_cli_run import run_cli
-from tests.integration.test_end_to_end import urlset
+from tests.integration.harvesting import run_cli
+from tests.integration.webs import urlset
 
 if TYPE_CHECKING:
     from tests.integration.conftest import Site, Sites

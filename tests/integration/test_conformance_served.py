@@ -17,7 +17,7 @@ import pytest
 from aiohttp import web
 
 from tests.integration.conftest import LoopbackResolver, Sites
-from tests.integration.test_end_to_end import collect
+from tests.integration.harvesting import collect
 
 DATA = Path(__file__).parent.parent / "data" / "conformance"
 CASES: list[dict[str, Any]] = json.loads((DATA / "expected.json").read_text())

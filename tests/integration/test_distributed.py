@@ -35,7 +35,7 @@ from harvester.output.writer import Writer  # noqa: E402
 from harvester.run.shards import Beside, run_job  # noqa: E402
 from tests.integration.chromium import open_page  # noqa: E402
 from tests.integration.conftest import fast_config, free_port  # noqa: E402
-from tests.integration.test_end_to_end import index, robots, urlset  # noqa: E402
+from tests.integration.webs import index, robots, urlset  # noqa: E402
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

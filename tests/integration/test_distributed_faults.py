@@ -30,7 +30,7 @@ from harvester.distributed.merge import merge  # noqa: E402
 from harvester.distributed.task import TEST_KILL_ENV  # noqa: E402
 from harvester.run.shards import shard_of  # noqa: E402
 from tests.integration.conftest import Sites, fast_config  # noqa: E402
-from tests.integration.test_end_to_end import index, robots, urlset  # noqa: E402
+from tests.integration.webs import index, robots, urlset  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 

@@ -6,68 +6,13 @@ import asyncio
 import gzip
 from typing import TYPE_CHECKING, Any
 
-from harvester.run.pipeline import Kept, aiter_seeds, harvest, run_shard
+from harvester.run.pipeline import Kept, aiter_seeds, run_shard
 from tests.integration.conftest import LoopbackResolver, Reply, fast_config, free_port
+from tests.integration.harvesting import collect
+from tests.integration.webs import index, robots, site_with_tree, urlset
 
 if TYPE_CHECKING:
     from tests.integration.conftest import Site, Sites
-
-NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
-
-
-def urlset(*locs: str, lastmod: str | None = None) -> bytes:
-    mod = f"<lastmod>{lastmod}</lastmod>" if lastmod else ""
-    body = "".join(f"<url><loc>{loc}</loc>{mod}</url>" for loc in locs)
-    return f'<?xml version="1.0" encoding="UTF-8"?><urlset {NS}>{body}</urlset>'.encode()
-
-
-def index(*children: str | tuple[str, str]) -> bytes:
-    parts = []
-    for child in children:
-        loc, mod = (child, None) if isinstance(child, str) else child
-        lastmod = f"<lastmod>{mod}</lastmod>" if mod else ""
-        parts.append(f"<sitemap><loc>{loc}</loc>{lastmod}</sitemap>")
-    return f"<sitemapindex {NS}>{''.join(parts)}</sitemapindex>".encode()
-
-
-def robots(*sitemaps: str) -> bytes:
-    lines = ["User-agent: *", "Disallow: /private"] + [f"Sitemap: {s}" for s in sitemaps]
-    return "\n".join(lines).encode()
-
-
-async def collect(domains: list[str], **cfg: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    resolver = cfg.pop("resolver", None)
-    records: list[dict[str, Any]] = []
-    hosts: dict[str, Any] = {}
-    async for rec in harvest(
-        domains,
-        fast_config(**cfg),
-        resolver=resolver,
-        on_host=lambda r: hosts.update({r["host"]: r}),
-    ):
-        records.append(rec)
-    return records, hosts
-
-
-async def site_with_tree(sites: Sites, host: str = "127.0.0.2") -> Site:
-    """robots.txt → index → three children: plain, .xml.gz (gzip file), and a 404."""
-    routes: dict[str, Any] = {}
-    site = await sites.start(host, routes)
-    u = site.url
-    routes.update(
-        {
-            "/robots.txt": robots(u("/sitemap_index.xml")),
-            "/sitemap_index.xml": index(
-                (u("/a.xml"), "2024-01-01"), (u("/b.xml.gz"), "2024-06-01"), u("/missing.xml")
-            ),
-            "/a.xml": urlset(u("/p/1"), u("/p/2"), lastmod="2024-01-01T10:00:00+02:00"),
-            "/b.xml.gz": Reply(
-                gzip.compress(urlset(u("/p/3"), u("/p/2"))),
-                headers={"Content-Type": "application/gzip"},
-            ),
-        }
-    )
-    return site
 
 
 async def test_robots_index_children_gzip_and_a_failing_child(sites: Sites) -> None:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from harvester.run.shards import run_job
 from tests.integration.conftest import Reply, fast_config
-from tests.integration.test_end_to_end import urlset
+from tests.integration.webs import urlset
 
 if TYPE_CHECKING:
     import pytest

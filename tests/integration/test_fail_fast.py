@@ -26,7 +26,8 @@ from harvester.config import FetchConfig, HostPolicy
 from harvester.crawl.fetch import Fetcher
 from harvester.crawl.scheduler import HostSlot
 from harvester.errors import FetchTimeout, TooSlow
-from tests.integration.test_end_to_end import collect, robots, urlset
+from tests.integration.harvesting import collect
+from tests.integration.webs import robots, urlset
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Iterator

@@ -14,34 +14,22 @@ import contextlib
 import email.utils
 import gzip
 import time
-from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
 from tests.integration.conftest import Reply
-from tests.integration.test_end_to_end import collect, index, urlset
+from tests.integration.harvesting import collect, locs, only_failure
+from tests.integration.webs import index, raw_server, urlset
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Callable
-
     from tests.integration.conftest import Handler, Site, Sites
 
 
 def key(site: Site) -> str:
     """The report key of a site's host."""
     return site.origin.removeprefix("http://")
-
-
-def locs(records: list[dict[str, Any]]) -> list[str]:
-    return [r["loc"] for r in records]
-
-
-def only_failure(report: dict[str, Any]) -> dict[str, Any]:
-    failures: list[dict[str, Any]] = report["failures"]
-    assert len(failures) == 1, failures
-    return failures[0]
 
 
 async def seed_site(sites: Sites, host: str, route: Any) -> Site:
@@ -205,39 +193,6 @@ async def test_reset_on_every_attempt_keeps_entries_and_reports_attempts(sites: 
     assert 0 < failure["bytes_read"] <= len(_doc(site, 2000))
     assert report["sitemaps_failed"] == 1
     assert len(starts(site)) == 3
-
-
-@contextlib.asynccontextmanager
-async def raw_server(host: str, respond: Callable[[str], bytes]) -> AsyncIterator[RawServer]:
-    """A TCP server on ``host``: each request gets ``respond(origin)`` verbatim, then FIN."""
-    raw = RawServer(host)
-
-    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        raw.hits += 1
-        with contextlib.suppress(ConnectionError, asyncio.IncompleteReadError):
-            await reader.readuntil(b"\r\n\r\n")
-            writer.write(respond(raw.origin))
-            await writer.drain()
-        writer.close()
-
-    server = await asyncio.start_server(handle, host, 0)
-    raw.port = server.sockets[0].getsockname()[1]
-    try:
-        yield raw
-    finally:
-        server.close()
-        await server.wait_closed()
-
-
-@dataclass
-class RawServer:
-    host: str
-    port: int = 0
-    hits: int = 0
-
-    @property
-    def origin(self) -> str:
-        return f"http://{self.host}:{self.port}"
 
 
 async def test_content_length_larger_than_the_body(sites: Sites) -> None:

@@ -10,7 +10,8 @@ import pytest
 
 from harvester.run.shards import run_job
 from tests.integration.conftest import fast_config
-from tests.integration.test_end_to_end import collect, index, robots, urlset
+from tests.integration.harvesting import collect, harvest_state, in_thread
+from tests.integration.webs import ChangingSite, index, robots, urlset
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -83,16 +84,16 @@ async def test_a_child_skipped_in_a_later_run_is_not_fetched_from_the_state(
 ) -> None:
     # Run one reads the index and both children; in run two the index answers 304, so
     # its children come from the state file: the skip filter applies to them too.
-    from tests.integration.test_incremental import ChangingSite, _in_thread, harvest
-
     site = ChangingSite("etag")
     await site.start(sites, "127.0.0.2")
     # --emit delta: conditional GETs (with "all" everything is downloaded again).
-    _run, records = await _in_thread(harvest, site, tmp_path, "one", **{"output.emit": "delta"})
+    _run, records = await in_thread(
+        harvest_state, site, tmp_path, "one", **{"output.emit": "delta"}
+    )
     assert len(records) == 30
     assert site.bodies["/b.xml"] == 1
-    _run, records = await _in_thread(
-        harvest,
+    _run, records = await in_thread(
+        harvest_state,
         site,
         tmp_path,
         "two",

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 
 from tests.integration.chromium import open_page
 from tests.integration.conftest import free_port
-from tests.integration.test_cli_run import CONFIG, run_cli
-from tests.integration.test_end_to_end import site_with_tree
+from tests.integration.harvesting import CONFIG, run_cli
+from tests.integration.webs import site_with_tree
 
 if TYPE_CHECKING:
     from tests.integration.conftest import Sites

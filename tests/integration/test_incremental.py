@@ -8,12 +8,9 @@ server side every sitemap body it sends (a 304 sends none).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sqlite3
 import time
-from collections import Counter
-from email.utils import format_datetime, parsedate_to_datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,117 +20,12 @@ from aiohttp import web
 from harvester.cli import main
 from harvester.run.shards import run_job
 from tests.integration.conftest import Reply, fast_config
+from tests.integration.harvesting import harvest_state, in_thread
+from tests.integration.webs import BASE_TIME, ChangingSite, w3c
 
 if TYPE_CHECKING:
     from harvester.output.report import RunReport
     from tests.integration.conftest import Site, Sites
-
-BASE_TIME = 1_700_000_000
-
-
-class ChangingSite:
-    """robots.txt → /index.xml → /a.xml, /b.xml, from a model edited between runs.
-
-    ``validators``: ``etag``, ``last-modified`` or ``none``. ``bodies`` counts
-    sitemap bodies served (200s); ``not_modified`` counts 304s.
-    """
-
-    def __init__(self, validators: str) -> None:
-        self.validators = validators
-        self.children = ["/a.xml", "/b.xml"]
-        self.urls: dict[str, dict[str, int | None]] = {
-            "/a.xml": {f"/a/{i}": BASE_TIME + i for i in range(20)},
-            "/b.xml": {f"/b/{i}": None for i in range(10)},
-        }
-        self.versions: Counter[str] = Counter()  # bumped on every edit of a file
-        self.failing: set[str] = set()
-        self.bodies: Counter[str] = Counter()
-        self.not_modified: Counter[str] = Counter()
-        self.site: Site | None = None
-
-    def edit(self, path: str) -> dict[str, int | None]:
-        self.versions[path] += 1
-        return self.urls[path]
-
-    def body(self, path: str) -> bytes:
-        assert self.site is not None
-        if path == "/index.xml":
-            items = "".join(
-                f"<sitemap><loc>{self.site.url(c)}</loc></sitemap>" for c in self.children
-            )
-            return (
-                '<?xml version="1.0"?><sitemapindex '
-                f'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{items}</sitemapindex>'
-            ).encode()
-        entries = []
-        for loc, lastmod in self.urls[path].items():
-            stamp = f"<lastmod>{_w3c(lastmod)}</lastmod>" if lastmod is not None else ""
-            entries.append(f"<url><loc>{self.site.url(loc)}</loc>{stamp}</url>")
-        return (
-            '<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
-            + "".join(entries)
-            + "</urlset>"
-        ).encode()
-
-    async def handle(self, request: web.Request) -> web.StreamResponse:
-        path = request.path
-        if path in self.failing:
-            return web.Response(status=500, text="oops")
-        if path != "/index.xml" and path not in self.children:
-            return web.Response(status=404)
-        body = self.body(path)
-        headers: dict[str, str] = {}
-        if self.validators == "etag":
-            tag = '"' + hashlib.blake2b(body, digest_size=8).hexdigest() + '"'
-            headers["ETag"] = tag
-            if request.headers.get("If-None-Match") == tag:
-                self.not_modified[path] += 1
-                return web.Response(status=304, headers=headers)
-        elif self.validators == "last-modified":
-            from datetime import UTC, datetime
-
-            changed = datetime.fromtimestamp(BASE_TIME + self.versions[path], UTC)
-            headers["Last-Modified"] = format_datetime(changed, usegmt=True)
-            since = request.headers.get("If-Modified-Since")
-            if since and parsedate_to_datetime(since) >= changed:
-                self.not_modified[path] += 1
-                return web.Response(status=304, headers=headers)
-        self.bodies[path] += 1
-        return web.Response(body=body, headers=headers, content_type="application/xml")
-
-    async def start(self, sites: Sites, host: str) -> Site:
-        routes: dict[str, Any] = {"/robots.txt": b"", "/index.xml": self.handle}
-        for path in ("/a.xml", "/b.xml", "/c.xml"):
-            routes[path] = self.handle
-        self.site = await sites.start(host, routes)
-        # robots.txt names the index (served as bytes: its URL needs the port).
-        routes["/robots.txt"] = f"Sitemap: {self.site.url('/index.xml')}\n".encode()
-        return self.site
-
-    def url(self, loc: str) -> str:
-        assert self.site is not None
-        return self.site.url(loc)
-
-
-def _w3c(epoch: int) -> str:
-    from datetime import UTC, datetime
-
-    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def harvest(
-    site: ChangingSite, tmp_path: Path, name: str, **overrides: Any
-) -> tuple[RunReport, list[dict[str, Any]]]:
-    """One `harvester run` (in-process, one worker) with the shared state file."""
-    out = tmp_path / f"{name}.jsonl"
-    opts: dict[str, Any] = {"state.path": str(tmp_path / "state.sqlite"), **overrides}
-    assert site.site is not None
-    hosts = f"{out}.hosts.jsonl"
-    run = run_job(
-        fast_config(**opts), [site.site.origin], str(out), progress=False, hosts_path=hosts
-    )
-    records = [json.loads(line) for line in out.read_text().splitlines()]
-    return run, records
 
 
 def events(records: list[dict[str, Any]]) -> dict[str, set[str]]:
@@ -152,14 +44,18 @@ async def test_second_run_of_an_unchanged_site_emits_nothing(
 ) -> None:
     site = ChangingSite(validators)
     await site.start(sites, host)
-    first, records = await _in_thread(harvest, site, tmp_path, "one", **{"output.emit": "delta"})
+    first, records = await in_thread(
+        harvest_state, site, tmp_path, "one", **{"output.emit": "delta"}
+    )
     assert len(records) == 30
     assert {r["event"] for r in records} == {"new"}
     assert first.events is not None
     assert first.events["new"] == 30
     bodies_before = sum(site.bodies.values())
 
-    second, records = await _in_thread(harvest, site, tmp_path, "two", **{"output.emit": "delta"})
+    second, records = await in_thread(
+        harvest_state, site, tmp_path, "two", **{"output.emit": "delta"}
+    )
     assert records == []
     assert second.events is not None
     assert (second.events["new"], second.events["changed"], second.events["removed"]) == (0, 0, 0)
@@ -178,21 +74,23 @@ async def test_second_run_of_an_unchanged_site_emits_nothing(
     # After a run that carried everything over, a change is still seen exactly.
     del site.edit("/a.xml")["/a/5"]
     site.edit("/b.xml")["/b/new"] = None
-    _run, records = await _in_thread(harvest, site, tmp_path, "three", **{"output.emit": "delta"})
+    _run, records = await in_thread(
+        harvest_state, site, tmp_path, "three", **{"output.emit": "delta"}
+    )
     assert events(records) == {"removed": {site.url("/a/5")}, "new": {site.url("/b/new")}}
 
 
 async def test_added_removed_and_bumped_urls_are_delta_events(sites: Sites, tmp_path: Path) -> None:
     site = ChangingSite("etag")
     await site.start(sites, "127.0.0.93")
-    await _in_thread(harvest, site, tmp_path, "one", **{"output.emit": "delta"})
+    await in_thread(harvest_state, site, tmp_path, "one", **{"output.emit": "delta"})
 
     a = site.edit("/a.xml")
     a["/a/new"] = BASE_TIME + 500  # added
     a["/a/3"] = BASE_TIME + 1000  # lastmod advanced
     a["/a/4"] = BASE_TIME  # lastmod went back: not news
     del site.edit("/b.xml")["/b/7"]  # removed
-    run, records = await _in_thread(harvest, site, tmp_path, "two", **{"output.emit": "delta"})
+    run, records = await in_thread(harvest_state, site, tmp_path, "two", **{"output.emit": "delta"})
 
     assert events(records) == {
         "new": {site.url("/a/new")},
@@ -209,7 +107,7 @@ async def test_added_removed_and_bumped_urls_are_delta_events(sites: Sites, tmp_
     ledger = {r["url"]: r for r in map(json.loads, listed.read_text().splitlines())}
     assert len(ledger) == 30
     assert site.url("/b/7") not in ledger
-    assert ledger[site.url("/a/3")]["lastmod"] == _w3c(BASE_TIME + 1000)
+    assert ledger[site.url("/a/3")]["lastmod"] == w3c(BASE_TIME + 1000)
     assert ledger[site.url("/a/new")]["sitemap"] == site.url("/a.xml")
     assert {r["run"] for r in ledger.values()} == {2}  # both children read again in run two
     host = ledger[site.url("/a/3")]["host"]
@@ -222,7 +120,9 @@ async def test_added_removed_and_bumped_urls_are_delta_events(sites: Sites, tmp_
 
     # A third run with --emit all writes every listed URL, each with its event.
     site.edit("/b.xml")["/b/7"] = None  # it came back
-    _run, records = await _in_thread(harvest, site, tmp_path, "three", **{"output.emit": "all"})
+    _run, records = await in_thread(
+        harvest_state, site, tmp_path, "three", **{"output.emit": "all"}
+    )
     assert len(records) == 31
     assert events(records)["new"] == {site.url("/b/7")}
     assert len(events(records)["unchanged"]) == 30
@@ -231,34 +131,40 @@ async def test_added_removed_and_bumped_urls_are_delta_events(sites: Sites, tmp_
 async def test_emit_new_and_changed_filter_the_events(sites: Sites, tmp_path: Path) -> None:
     site = ChangingSite("last-modified")
     await site.start(sites, "127.0.0.94")
-    await _in_thread(harvest, site, tmp_path, "one", **{"output.emit": "new"})
+    await in_thread(harvest_state, site, tmp_path, "one", **{"output.emit": "new"})
     a = site.edit("/a.xml")
     a["/a/new"] = BASE_TIME
     a["/a/0"] = BASE_TIME + 100
-    _run, new = await _in_thread(harvest, site, tmp_path, "two", **{"output.emit": "new"})
+    _run, new = await in_thread(harvest_state, site, tmp_path, "two", **{"output.emit": "new"})
     assert events(new) == {"new": {site.url("/a/new")}}
     a = site.edit("/a.xml")
     a["/a/1"] = BASE_TIME + 100
-    _run, changed = await _in_thread(harvest, site, tmp_path, "three", **{"output.emit": "changed"})
+    _run, changed = await in_thread(
+        harvest_state, site, tmp_path, "three", **{"output.emit": "changed"}
+    )
     assert events(changed) == {"changed": {site.url("/a/1")}}
 
 
 async def test_a_failed_sitemap_never_marks_its_urls_removed(sites: Sites, tmp_path: Path) -> None:
     site = ChangingSite("etag")
     await site.start(sites, "127.0.0.95")
-    await _in_thread(harvest, site, tmp_path, "one", **{"output.emit": "delta"})
+    await in_thread(harvest_state, site, tmp_path, "one", **{"output.emit": "delta"})
 
     site.failing.add("/b.xml")
     del site.edit("/a.xml")["/a/0"]
-    _run, records = await _in_thread(harvest, site, tmp_path, "two", **{"output.emit": "delta"})
+    _run, records = await in_thread(
+        harvest_state, site, tmp_path, "two", **{"output.emit": "delta"}
+    )
     # a.xml was read in full: /a/0 is gone. b.xml failed: none of its URLs is removed.
     assert events(records) == {"removed": {site.url("/a/0")}}
     # The removed record carries its last lastmod, written like every record's.
-    assert records[0]["lastmod"] == _w3c(BASE_TIME)
+    assert records[0]["lastmod"] == w3c(BASE_TIME)
 
     site.failing.clear()
     del site.edit("/b.xml")["/b/0"]
-    _run, records = await _in_thread(harvest, site, tmp_path, "three", **{"output.emit": "delta"})
+    _run, records = await in_thread(
+        harvest_state, site, tmp_path, "three", **{"output.emit": "delta"}
+    )
     assert events(records) == {"removed": {site.url("/b/0")}}
 
 
@@ -267,10 +173,12 @@ async def test_a_child_the_index_no_longer_lists_takes_its_urls_with_it(
 ) -> None:
     site = ChangingSite("etag")
     await site.start(sites, "127.0.0.96")
-    await _in_thread(harvest, site, tmp_path, "one", **{"output.emit": "delta"})
+    await in_thread(harvest_state, site, tmp_path, "one", **{"output.emit": "delta"})
     site.children = ["/a.xml", "/c.xml"]
     site.urls["/c.xml"] = {"/b/0": None, "/c/1": None}  # /b/0 moved to c.xml
-    _run, records = await _in_thread(harvest, site, tmp_path, "two", **{"output.emit": "delta"})
+    _run, records = await in_thread(
+        harvest_state, site, tmp_path, "two", **{"output.emit": "delta"}
+    )
     got = events(records)
     assert got["new"] == {site.url("/c/1")}
     assert got["removed"] == {site.url(f"/b/{i}") for i in range(1, 10)}
@@ -281,11 +189,11 @@ async def test_remembered_discovery_skips_robots_until_rediscovery_is_due(
 ) -> None:
     site = ChangingSite("etag")
     s = await site.start(sites, "127.0.0.97")
-    await _in_thread(harvest, site, tmp_path, "one", **{"output.emit": "delta"})
-    await _in_thread(harvest, site, tmp_path, "two", **{"output.emit": "delta"})
+    await in_thread(harvest_state, site, tmp_path, "one", **{"output.emit": "delta"})
+    await in_thread(harvest_state, site, tmp_path, "two", **{"output.emit": "delta"})
     assert s.hits("/robots.txt") == 1
-    await _in_thread(
-        harvest,
+    await in_thread(
+        harvest_state,
         site,
         tmp_path,
         "three",
@@ -305,7 +213,7 @@ async def test_a_fallback_hit_is_remembered_and_misses_are_not_probed_again(
     state = str(tmp_path / "state.sqlite")
     cfg = fast_config(**{"state.path": state, "output.emit": "delta"})
     for name in ("one", "two"):
-        await _in_thread(run_job, cfg, [s.origin], str(tmp_path / name), progress=False)
+        await in_thread(run_job, cfg, [s.origin], str(tmp_path / name), progress=False)
     assert s.hits("/sitemap.xml") == 1  # the miss is not probed again
     with sqlite3.connect(state) as db:
         memory = json.loads(db.execute("SELECT discovery FROM hosts").fetchone()[0])
@@ -331,8 +239,8 @@ async def test_a_site_whose_probes_all_404_is_remembered_as_having_none(
     # next run asks nothing until rediscovery is due.
     s = await sites.start("127.0.0.108", {"/robots.txt": b"User-agent: *\nDisallow:\n"})
     cfg = fast_config(**{"state.path": str(tmp_path / "state.sqlite"), "output.emit": "delta"})
-    one = await _in_thread(_host_run, cfg, s, tmp_path, "one")
-    two = await _in_thread(_host_run, cfg, s, tmp_path, "two")
+    one = await in_thread(_host_run, cfg, s, tmp_path, "one")
+    two = await in_thread(_host_run, cfg, s, tmp_path, "two")
     assert (one["discovery"], one["failures"]) == ("none", [])
     assert (two["discovery"], two["failures"]) == ("memory:none", [])
     assert [h.path for h in s.log] == [
@@ -353,13 +261,13 @@ async def test_a_remembered_fallback_hit_that_404s_is_rediscovered_not_failed(
     routes: dict[str, Any] = {"/sitemap_index.xml": urlset}
     s = await sites.start("127.0.0.109", routes)
     cfg = fast_config(**{"state.path": str(tmp_path / "state.sqlite"), "output.emit": "delta"})
-    one = await _in_thread(_host_run, cfg, s, tmp_path, "one")
+    one = await in_thread(_host_run, cfg, s, tmp_path, "one")
     assert one["discovery"] == f"fallback:{s.url('/sitemap_index.xml')}"
     del routes["/sitemap_index.xml"]  # the site drops its sitemap: a 404
-    two = await _in_thread(_host_run, cfg, s, tmp_path, "two")
+    two = await in_thread(_host_run, cfg, s, tmp_path, "two")
     assert (two["discovery"], two["failures"], two["urls"]) == ("memory:fallback", [], 0)
     assert s.hits("/robots.txt") == 1  # the second run recalled discovery
-    three = await _in_thread(_host_run, cfg, s, tmp_path, "three")
+    three = await in_thread(_host_run, cfg, s, tmp_path, "three")
     assert s.hits("/robots.txt") == 2  # the gone hit made this run rediscover
     assert (three["discovery"], three["failures"]) == ("none", [])
 
@@ -369,12 +277,12 @@ async def test_since_keeps_later_lastmods_and_labels_undated_ones(
 ) -> None:
     site = ChangingSite("none")
     await site.start(sites, "127.0.0.99")
-    _run, records = await _in_thread(
-        harvest,
+    _run, records = await in_thread(
+        harvest_state,
         site,
         tmp_path,
         "one",
-        **{"output.since": _w3c(BASE_TIME + 14), "state.enabled": False},
+        **{"output.since": w3c(BASE_TIME + 14), "state.enabled": False},
     )
     after = {r["url"] for r in records if r["since"] == "after"}
     undated = {r["url"] for r in records if r["since"] == "undated"}
@@ -394,13 +302,6 @@ def test_the_state_file_is_real_sqlite_with_the_ledger(tmp_path: Path) -> None:
     assert {"runs", "hosts", "sitemaps", "url_chunks", "samples"} <= tables
     assert "urls" not in tables  # schema 3: the ledger is chunks
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-
-
-async def _in_thread(fn: Any, *args: Any, **kwargs: Any) -> Any:
-    """Run a blocking harvest in a thread so this loop keeps serving the sites."""
-    import asyncio
-
-    return await asyncio.to_thread(fn, *args, **kwargs)
 
 
 # -- crash, resume and the lock: `harvester run` as cron runs it (a subprocess) -------------
@@ -554,7 +455,7 @@ async def test_a_redirected_sitemap_is_fetched_where_it_ended_up_next_time(
 
     async def run(name: str) -> list[dict[str, Any]]:
         out = tmp_path / name
-        await _in_thread(run_job, cfg, [s.origin], str(out), progress=False)
+        await in_thread(run_job, cfg, [s.origin], str(out), progress=False)
         return [json.loads(line) for line in out.read_text().splitlines()]
 
     assert [r["event"] for r in await run("one")] == ["new"]
@@ -624,7 +525,7 @@ async def test_a_retry_after_beyond_the_cap_defers_the_host_to_a_later_run(
     # Run 1: the first sitemap answers "come back in a day": given up at once (no retry
     # after fetch.retry_after_max), and the host's other sitemap is not asked either.
     before = time.time()
-    run, report = await _in_thread(busy_harvest, site, tmp_path, "one")
+    run, report = await in_thread(busy_harvest, site, tmp_path, "one")
     sitemap_hits = site.hits("/a.xml") + site.hits("/b.xml")
     assert sitemap_hits == 1  # counted server-side
     (failure,) = report["failures"]
@@ -636,7 +537,7 @@ async def test_a_retry_after_beyond_the_cap_defers_the_host_to_a_later_run(
 
     # Run 2, the same state file: no request at all to the host, reported deferred.
     requests = len(site.log)
-    run, report = await _in_thread(busy_harvest, site, tmp_path, "two")
+    run, report = await in_thread(busy_harvest, site, tmp_path, "two")
     assert len(site.log) == requests
     assert report["deferred"] is not None
     assert abs(parsedate_to_datetime_iso(report["deferred"]) - until) <= 1
@@ -650,7 +551,7 @@ async def test_a_retry_after_beyond_the_cap_defers_the_host_to_a_later_run(
         (stored,) = db.execute("SELECT not_before FROM hosts").fetchone()
         assert abs(stored - until) <= 1
         db.execute("UPDATE hosts SET not_before = ?", (time.time() - 1,))
-    run, report = await _in_thread(busy_harvest, site, tmp_path, "three")
+    run, report = await in_thread(busy_harvest, site, tmp_path, "three")
     assert report["deferred"] is None
     assert report["urls"] == 2
     assert run.hosts_deferred == 0
@@ -666,11 +567,11 @@ async def test_a_robots_txt_that_says_not_today_defers_the_host(
     site = await sites.start(
         "127.0.0.134", {"/robots.txt": Reply(b"", status=503, headers={"Retry-After": "7200"})}
     )
-    _run, report = await _in_thread(busy_harvest, site, tmp_path, "one")
+    _run, report = await in_thread(busy_harvest, site, tmp_path, "one")
     assert site.hits("/robots.txt") == 1
     assert report["failures"][0]["retry_after"] == 7200
     assert report["deferred"] is not None
-    _run, report = await _in_thread(busy_harvest, site, tmp_path, "two")
+    _run, report = await in_thread(busy_harvest, site, tmp_path, "two")
     assert site.hits("/robots.txt") == 1
     assert report["deferred"] is not None
 

@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from aiohttp import web
 
-from tests.integration.test_end_to_end import collect, index, robots, urlset
+from tests.integration.harvesting import collect
+from tests.integration.webs import index, robots, urlset
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

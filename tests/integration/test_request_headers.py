@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from tests.integration.test_end_to_end import collect, robots, urlset
+from tests.integration.harvesting import collect
+from tests.integration.webs import robots, urlset
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable

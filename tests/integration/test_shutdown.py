@@ -19,13 +19,11 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aiohttp import web
-
-from harvester.run.seeds import parse_seed
-from harvester.run.shards import run_job, shard_of
+from harvester.run.shards import run_job
 from harvester.run.shutdown import Stop
 from tests.integration.conftest import fast_config
-from tests.integration.test_end_to_end import index, robots, urlset
+from tests.integration.processes import alive, shards_used, workers_of
+from tests.integration.webs import slow_host
 
 if TYPE_CHECKING:
     from tests.integration.conftest import Site, Sites
@@ -44,85 +42,6 @@ uvloop = false
 hosts_in_flight = 1
 shutdown_grace = {GRACE}
 """
-
-
-async def slow_host(
-    sites: Sites,
-    host: str,
-    children: int = 20,
-    delay: float = 0.25,
-    served: asyncio.Event | None = None,
-) -> Site:
-    """robots.txt → an index of ``children`` sitemaps, each answering after ``delay`` seconds.
-
-    ``served`` is set once a child sitemap was answered.
-    """
-    routes: dict[str, Any] = {}
-    site = await sites.start(host, routes)
-
-    async def slow_child(request: web.Request) -> web.Response:
-        await asyncio.sleep(delay)
-        n = int(request.path.removeprefix("/c").removesuffix(".xml"))
-        if served is not None:
-            served.set()
-        return web.Response(
-            body=urlset(*(site.url(f"/p/{n}/{i}") for i in range(200))),
-            content_type="application/xml",
-        )
-
-    routes["/robots.txt"] = robots(site.url("/index.xml"))
-    routes["/index.xml"] = index(*(site.url(f"/c{n}.xml") for n in range(children)))
-    for n in range(children):
-        routes[f"/c{n}.xml"] = slow_child
-    return site
-
-
-def children_of(pid: int) -> dict[int, str]:
-    """Direct children of ``pid`` (Linux /proc), each with its role: the first argument
-    after ``-c CODE`` (a harvester worker's is ``harvester-worker``), else its program.
-    """
-    found: dict[int, str] = {}
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        for child in (task / "children").read_text().split():
-            try:
-                argv = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
-            except OSError:
-                argv = [b""]
-            role = argv[argv.index(b"-c") + 2] if b"-c" in argv[:-2] else argv[0]
-            found[int(child)] = role.decode(errors="replace")
-    return found
-
-
-def shards_used(hosts: list[Site], workers: int) -> int:
-    """How many worker processes a run over ``hosts`` starts (one per shard with a host)."""
-    if workers == 1:
-        return 0
-    return len({shard_of(parse_seed(h.origin).host, workers) for h in hosts})
-
-
-async def workers_of(pid: int, workers: int) -> dict[int, str]:
-    """The children of ``pid`` (with their roles), sampled until ``workers`` harvester
-    workers showed up (5 s at most).
-
-    One look is not enough: /proc lists a child under the thread that started it, and
-    while that thread (the dispatcher) exits, its children move to another thread.
-    """
-    kids: dict[int, str] = {}
-    deadline = time.monotonic() + 5
-    while True:
-        kids.update(children_of(pid))
-        found = sum(role == "harvester-worker" for role in kids.values())
-        if found >= workers or time.monotonic() > deadline:
-            return kids
-        await asyncio.sleep(0.02)
-
-
-def alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"  # a zombie is dead, only not yet reaped
 
 
 async def run_and_signal(

@@ -23,7 +23,8 @@ from harvester.crawl.scheduler import HostSlot
 from harvester.errors import ForbiddenAddress
 from tests.conftest import REFUSED_CONNECTIONS
 from tests.integration.conftest import LoopbackResolver, Reply
-from tests.integration.test_end_to_end import collect, index, robots, urlset
+from tests.integration.harvesting import collect
+from tests.integration.webs import index, robots, urlset
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping

@@ -15,7 +15,8 @@ import trustme
 from aiohttp import web
 
 from harvester.cli import main
-from tests.integration.test_end_to_end import collect, urlset
+from tests.integration.harvesting import collect
+from tests.integration.webs import urlset
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator

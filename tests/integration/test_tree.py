@@ -15,8 +15,8 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from tests.integration.conftest import Reply
-from tests.integration.test_cli_run import CONFIG
-from tests.integration.test_end_to_end import collect, index, robots, urlset
+from tests.integration.harvesting import CONFIG, collect
+from tests.integration.webs import index, robots, urlset
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -43,8 +43,8 @@ from harvester.run.workers import (
 from harvester.state.chunks import NO_LASTMOD, unpack_urls
 from harvester.state.rows import LedgerRows
 from tests.integration.conftest import Reply, fast_config
-from tests.integration.test_end_to_end import robots, urlset
-from tests.integration.test_shutdown import alive, shards_used, slow_host, workers_of
+from tests.integration.processes import alive, shards_used, workers_of
+from tests.integration.webs import robots, slow_host, urlset
 
 if TYPE_CHECKING:
     from tests.integration.conftest import Site, Sites

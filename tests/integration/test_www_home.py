@@ -23,7 +23,8 @@ from harvester.cli.tree import host_tree
 from harvester.run.shards import run_job
 from harvester.view.tree import render_tree, tree_data
 from tests.integration.conftest import LoopbackResolver, Reply, fast_config
-from tests.integration.test_end_to_end import collect, index, robots, urlset
+from tests.integration.harvesting import collect
+from tests.integration.webs import index, robots, urlset
 
 if TYPE_CHECKING:
     from pathlib import Path

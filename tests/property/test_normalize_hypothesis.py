@@ -8,45 +8,12 @@ tracking/session parameters, fragments and empty queries.
 
 from __future__ import annotations
 
-from urllib.parse import quote
-
 from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
 from harvester.config import NormalizeRules
 from harvester.urls.normalize import _FAST, Rules, canonical
-
-LABEL = st.text("abcdefghijklmnopqrstuvwxyz0123456789", min_size=1, max_size=8)
-HOST = st.lists(LABEL, min_size=1, max_size=3).map(lambda ls: ".".join([*ls, "com"]))
-SEGMENT_CHARS = "abcXYZ019-._~!$&'()*+,=:@ %/äé€?#;"
-SEGMENT = st.text(SEGMENT_CHARS, max_size=8)
-KEY = st.sampled_from(["id", "page", "category", "q", "color", "a", "b", "sort", "p"])
-VALUE = st.text("abcXYZ019-._~ +%&=/?ä", max_size=6)
-TRACKING = st.sampled_from(
-    [
-        "utm_source",
-        "utm_medium",
-        "UTM_Campaign",
-        "fbclid",
-        "gclid",
-        "msclkid",
-        "jsessionid",
-        "PHPSESSID",
-    ]
-)
-ANY_URL = st.text("abcAB01:/?#[]@!$&'()*+,;=%-._~ äé€\t", max_size=40).map(lambda s: "https://" + s)
-
-
-@st.composite
-def urls(draw: st.DrawFn) -> str:
-    scheme = draw(st.sampled_from(["http", "https"]))
-    host = draw(HOST)
-    port = draw(st.sampled_from(["", ":8080", ":81"]))
-    path = "/" + "/".join(quote(s, safe="") for s in draw(st.lists(SEGMENT, max_size=4)))
-    pairs = draw(st.lists(st.tuples(KEY, VALUE), max_size=4))
-    query = "&".join(f"{k}={quote(v, safe='')}" for k, v in pairs)
-    url = f"{scheme}://{host}{port}{path}"
-    return url + (f"?{query}" if query else "")
+from tests.strategies import ANY_URL, KEY, TRACKING, urls
 
 
 @given(ANY_URL | urls())

@@ -8,7 +8,7 @@ urlset reader and date parse turned off (what ``HARVESTER_PURE_PYTHON=1`` runs).
 The entries, the kind, the status and the class of the error must be equal. The
 one known difference (an undeclared entity: lxml's feed ignores the error and its
 message, and with it the class (bad_xml or truncated), then depends on where the
-piece ended, tests/unit/test_cpush.py) is compared by entries and status only.
+piece ended, tests/unit/reader/test_cpush.py) is compared by entries and status only.
 
 Deterministic: a fixed seed (``HARVESTER_DIFF_SEED`` for another one), and
 ``HARVESTER_DIFF_DOCUMENTS`` sets how many documents (the suite reads 6,000 in a few
@@ -32,7 +32,7 @@ from harvester.models import Entry, Kind, ReadStats
 from harvester.reader import entries, parse
 from harvester.reader.sitemap import read_bytes
 from tests.compiled import compiled_module
-from tests.property.test_reader_fuzz import SNIPPETS
+from tests.strategies import SNIPPETS
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

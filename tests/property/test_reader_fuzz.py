@@ -23,59 +23,17 @@ from harvester.config import ReaderConfig
 from harvester.errors import HarvesterError
 from harvester.models import SitemapChild, UrlEntry
 from harvester.reader.sitemap import SitemapReader
-from tests.property.test_reader_hypothesis import documents
+from tests.strategies import documents, mutated
 
 EXAMPLES = int(os.environ.get("HARVESTER_FUZZ_EXAMPLES", "150"))
 MAX_SECONDS = 2.0  # CPU seconds per example; the inputs are a few kB, so this is generous
 
-SNIPPETS = [
-    b'<!DOCTYPE urlset [<!ENTITY a "aaaaaaaaaa">]>',
-    b'<!ENTITY % p SYSTEM "file:///etc/passwd">',
-    b"&a;&a;&a;",
-    b"\x00",
-    b"\xff\xfe",
-    b"\xef\xbb\xbf",
-    b"\x1f\x8b",
-    b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff",
-    b"]]>",
-    b"<![CDATA[",
-    b"<?xml version='1.0' encoding='utf-16'?>",
-    b"<?xml version='1.0' encoding='x-no-such'?>",
-    b'<xi:include xmlns:xi="http://www.w3.org/2001/XInclude" href="file:///etc/passwd"/>',
-    b"<sitemapindex>",
-    b"</urlset>",
-    b"<loc>",
-    b"\n" * 3,
-]
 
 CONFIGS = [
     None,
     ReaderConfig(max_decompressed_bytes=300, max_entries_per_file=3, max_url_length=25),
     ReaderConfig(extensions=False),
 ]
-
-
-@st.composite
-def mutated(draw: st.DrawFn, data: bytes) -> bytes:
-    """Apply 1-4 byte-level mutations to ``data``."""
-    buf = bytearray(data)
-    for _ in range(draw(st.integers(1, 4))):
-        pos = draw(st.integers(0, len(buf)))
-        op = draw(st.sampled_from(["flip", "cut", "dup", "insert", "snippet", "truncate"]))
-        if op == "flip" and buf:
-            i = min(pos, len(buf) - 1)
-            buf[i] ^= draw(st.integers(1, 255))
-        elif op == "cut":
-            del buf[pos : pos + draw(st.integers(1, 64))]
-        elif op == "dup":
-            buf[pos:pos] = buf[pos : pos + draw(st.integers(1, 256))]
-        elif op == "insert":
-            buf[pos:pos] = draw(st.binary(min_size=1, max_size=16))
-        elif op == "snippet":
-            buf[pos:pos] = draw(st.sampled_from(SNIPPETS))
-        else:
-            del buf[pos:]
-    return bytes(buf)
 
 
 @st.composite

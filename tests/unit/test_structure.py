@@ -305,6 +305,24 @@ def test_each_folder_says_what_it_owns_and_what_it_may_import(name: str) -> None
     assert "ground floor" in said[1]
 
 
+TESTS = ROOT.parent / "tests"
+
+
+def test_no_test_module_is_a_helper_library() -> None:
+    # Issue 46 item 7: what tests share (loopback webs, documents, strategies) is in
+    # helper modules (tests/integration/webs.py, tests/strategies.py, ...); a test
+    # module imported by others runs its tests' imports and fixtures in every importer.
+    bad = [
+        f"{path.relative_to(TESTS.parent)}: from {node.module}"
+        for path in sorted(TESTS.rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.ImportFrom)
+        and (node.module or "").startswith("tests.")
+        and (node.module or "").rsplit(".", 1)[-1].startswith("test_")
+    ]
+    assert bad == []
+
+
 @pytest.mark.parametrize("name", sorted(PYTHON))
 def test_no_private_name_is_imported_from_another_module(name: str) -> None:
     tree = ast.parse(MODULES[name].read_text())

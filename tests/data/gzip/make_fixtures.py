@@ -3,7 +3,7 @@
 Run from anywhere: ``python tests/data/gzip/make_fixtures.py``. Output is
 deterministic (mtime=0, fixed level, no file name in the header), so rerunning
 it leaves the checked-in files unchanged on the same zlib. The payloads are
-mirrored in tests/unit/test_decompress.py; change both together.
+mirrored in tests/unit/reader/test_decompress.py; change both together.
 
 * multi_member.gz     three gzip members that concatenate to one urlset
 * nested.gz           gzip inside gzip (two layers)

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 from harvester.audit.agreement import Agreement, compare
 from harvester.audit.pagedates import PageSignals, Signal, extract_signals
-from tests.unit.test_pagedates import FETCHED, WORDPRESS
+from tests.unit.audit.samples import FETCHED, WORDPRESS
 
 LASTMOD = datetime(2024, 3, 5, 14, 22, 10, tzinfo=UTC)
 

@@ -14,7 +14,7 @@ from harvester.audit.content import (
     simhash,
 )
 from harvester.audit.pagedates import extract_signals
-from tests.unit.test_pagedates import WORDPRESS
+from tests.unit.audit.samples import WORDPRESS
 
 
 def test_wordpress_main_text_drops_boilerplate() -> None:

@@ -10,33 +10,7 @@ import pytest
 
 from harvester.audit.content import simhash
 from harvester.audit.pagedates import PageSignals, extract_signals, parse_web_date
-
-FETCHED = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
-
-WORDPRESS = b"""<!DOCTYPE html>
-<html lang="en-US">
-<head>
-<meta charset="UTF-8">
-<title>Council approves transport budget &#8211; City News</title>
-<meta property="og:type" content="article" />
-<meta property="og:title" content="Council approves transport budget" />
-<meta property="article:published_time" content="2024-03-01T08:00:00+00:00" />
-<meta property="article:modified_time" content="2024-03-05T14:22:10+00:00" />
-<meta property="og:updated_time" content="2024-03-05T15:22:10+01:00" />
-<link rel="stylesheet" href="/wp-content/themes/news/style.css">
-<script>window.dataLayer = window.dataLayer || [];</script>
-</head>
-<body class="post-template-default single single-post">
-<header id="masthead"><nav><a href="/">Home</a> <a href="/city">City</a></nav></header>
-<main><article>
-<h1 class="entry-title">Council approves transport budget</h1>
-<p>The city council voted on Tuesday to approve a new budget for public transport.</p>
-<p>Residents said buses were often late &amp; crowded.</p>
-<span class="views">1,234 views</span>
-</article></main>
-<aside class="widget"><h2>Popular</h2><ul><li>Other story</li></ul></aside>
-<footer>&copy; 2024 City News</footer>
-</body></html>"""
+from tests.unit.audit.samples import FETCHED, WORDPRESS
 
 YOAST = b"""<html><head>
 <script type="application/ld+json" class="yoast-schema-graph">{"@context":"https://schema.org",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import orjson
 
 from harvester.audit.distribution import LastmodDistribution
-from tests.unit.test_audit import feed, honest_dates
+from tests.unit.audit.samples import feed, honest_dates
 
 
 def test_verdict_as_dict_is_json_ready_with_stable_names() -> None:

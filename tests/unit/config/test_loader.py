@@ -14,8 +14,9 @@ import pytest
 
 from harvester.config import Config, HostPolicy, load_config
 from harvester.errors import ConfigError
+from tests.paths import REPO
 
-ROOT = Path(__file__).parent.parent.parent
+ROOT = REPO
 
 
 def test_example_config_equals_defaults() -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 from array import array
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from typing import Any
 
 import orjson
@@ -23,8 +23,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harvester.audit import distribution as auditmod
-from harvester.audit.distribution import DEFAULT_FUTURE_SKEW, LastmodDistribution
 from harvester.config import Config
 from harvester.crawl import batch as batchmod
 from harvester.crawl.batch import BatchSettings, RecordBatch, UrlBatch
@@ -35,13 +33,11 @@ from harvester.state.memory import HostMemory
 from harvester.urls.dedupe import SMALL_LIMIT
 from harvester.urls.normalize import Normalizer
 from tests.compiled import compiled_module
+from tests.lastmods import NOW, T0, distribution, lastmods
 
 chost = compiled_module("_chost")
-cdistribution = compiled_module("_cdistribution")
 
 HOST = "e.com"
-T0 = datetime(2024, 5, 1, tzinfo=UTC)
-NOW = datetime(2026, 11, 30, 8, 0, tzinfo=UTC)  # the workers' fetch time
 LOCS = [
     "https://e.com/a",
     'https://e.com/"q"\\b',  # JSON escapes: the encoded loop leaves them to orjson
@@ -84,33 +80,6 @@ def entries(draw: st.DrawFn) -> list[Any]:
             )
         )
     return out
-
-
-@st.composite
-def lastmods(draw: st.DrawFn) -> tuple[datetime | None, str | None]:
-    """A lastmod and its text, in every branch of the audit's count."""
-    kind = draw(st.integers(0, 7))
-    if kind == 0:
-        return None, None
-    if kind == 1:  # date-only texts (with the blanks the audit's regex allows), or almost
-        text = draw(st.sampled_from(["2024-05-01", " 2024-05 ", "2024", "2024-5-01", "20240501"]))
-        return datetime(2024, 5, 1, tzinfo=UTC), text
-    if kind == 2:  # the future, or within a day of it, to the half second around its limits
-        edge = NOW + DEFAULT_FUTURE_SKEW + draw(st.sampled_from([timedelta(0), timedelta(days=1)]))
-        when = edge + timedelta(milliseconds=500 * draw(st.integers(-3, 3)))
-        if draw(st.booleans()):
-            when = NOW + timedelta(hours=draw(st.integers(-30, 30)))
-        return when, when.date().isoformat() if draw(st.booleans()) else when.isoformat()
-    if kind == 3:  # before 1995, and before 1970 (negative epochs)
-        when = datetime(draw(st.integers(1, 1994)), 3, 1, 12, 0, 0, 999_999, tzinfo=UTC)
-        return when, when.isoformat()
-    if kind == 4:  # not in UTC: the distribution's own add
-        when = T0.astimezone(timezone(timedelta(hours=draw(st.integers(-5, 5)))))
-        return when, when.isoformat()
-    if kind == 5:  # the fetch time: "generation time"
-        return NOW + timedelta(microseconds=draw(st.integers(-2_000_000, 2_000_000))), None
-    when = T0 + timedelta(hours=draw(st.integers(-9, 9)), microseconds=draw(st.integers(0, 9)))
-    return when, when.isoformat()
 
 
 class Ledger:
@@ -203,23 +172,6 @@ def state(b: UrlBatch, emitted: list[RecordBatch], others: list[Any]) -> dict[st
     }
 
 
-def distribution(dist: LastmodDistribution) -> dict[str, Any]:
-    """Every figure and sketch of the lastmod audit, and its verdict."""
-    fields = ("total", "dated", "generation", "future", "before_1995", "date_only")
-    out: dict[str, Any] = {name: getattr(dist, name) for name in fields}
-    out.update(
-        months=dist._months,
-        modal=dist._modal,
-        evicted=dist._modal_evicted,
-        kmv=sorted(dist._kmv),
-        heap=sorted(dist._kmv_heap),
-        ref_days=dist._ref_days,
-        ref=dist._ref[2:],
-        verdict=dist.verdict().as_dict(),
-    )
-    return out
-
-
 def run_both(
     batches: list[list[Any]],
     cfg: Config,
@@ -283,61 +235,6 @@ def test_the_audit_sample_agrees_past_audit_all() -> None:
     # either way.
     batch = [UrlEntry(f"https://e.com/{i}", T0) for i in range(batchmod.AUDIT_ALL + 200)]
     run_both([batch], config(10**7, 10**7, True, False), 0)
-
-
-def counted(
-    pairs: list[tuple[datetime | None, str | None]],
-    modified: datetime | None,
-    counter: Any,
-    distinct_cap: int,
-    modal_cap: int,
-) -> dict[str, Any]:
-    """The distribution of ``pairs`` (in two calls) counted by ``counter`` (None: Python)."""
-    saved = auditmod._count_lastmods
-    auditmod._count_lastmods = counter
-    try:
-        dist = LastmodDistribution(distinct_cap=distinct_cap, modal_cap=modal_cap)
-        half = len(pairs) // 2
-        for part in (pairs[:half], pairs[half:]):
-            dist.add_many(
-                [lastmod for lastmod, _ in part],
-                [raw for _, raw in part],
-                sitemap_last_modified=modified,
-                fetched_at=NOW,
-            )
-        return distribution(dist)
-    finally:
-        auditmod._count_lastmods = saved
-
-
-@settings(max_examples=300, deadline=None)
-@given(
-    st.lists(lastmods(), max_size=200),
-    st.sampled_from([None, T0 + timedelta(hours=3), NOW]),
-    st.sampled_from([2, 5, 4096]),
-    st.sampled_from([1, 3, 256]),
-)
-def test_the_compiled_count_is_count_entries(
-    pairs: list[tuple[datetime | None, str | None]],
-    modified: datetime | None,
-    distinct_cap: int,
-    modal_cap: int,
-) -> None:
-    # LastmodDistribution.add_many's compiled path against its Python loop, with caps
-    # small enough for the sketch's replacements and the modal counter's evictions.
-    assert auditmod._count_lastmods is cdistribution.count_lastmods
-    compiled = counted(pairs, modified, cdistribution.count_lastmods, distinct_cap, modal_cap)
-    assert compiled == counted(pairs, modified, None, distinct_cap, modal_cap)
-
-
-def test_the_compiled_count_past_the_caps_with_distinct_timestamps() -> None:
-    pairs: list[tuple[datetime | None, str | None]] = [
-        (T0 + timedelta(seconds=37 * i, microseconds=i % 3), None) for i in range(6000)
-    ]
-    pairs += [(None, None), (datetime(1990, 1, 1, tzinfo=UTC), "1990-01-01")] * 50
-    compiled = counted(pairs, None, cdistribution.count_lastmods, 1024, 256)
-    assert compiled["evicted"]
-    assert compiled == counted(pairs, None, None, 1024, 256)
 
 
 @settings(max_examples=300, deadline=None)

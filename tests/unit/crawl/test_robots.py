@@ -5,15 +5,14 @@ The conformance corpus' robots cases run in tests/conformance/test_conformance.p
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from harvester.crawl.robots import RobotsTxt, parse_robots
+from tests.paths import DATA
 
 ROBOTS_URL = "https://example.com/robots.txt"
 UA = "harvester"
-CONFORMANCE = Path(__file__).parent.parent / "data" / "conformance"
+CONFORMANCE = DATA / "conformance"
 
 
 def sitemaps(body: bytes, robots_url: str = ROBOTS_URL) -> tuple[str, ...]:

@@ -16,43 +16,11 @@ from harvester.output.csvsink import COLUMNS, CsvSink
 from harvester.output.formats import make_sink, output_sink, resolve_format
 from harvester.output.parts import cut_back, part_name
 from harvester.output.sink import JsonlSink
+from tests.records import RECORDS
 from tests.roundtrip import read_csv
 
 if TYPE_CHECKING:
     from pathlib import Path
-
-RECORDS: list[dict[str, Any]] = [
-    {
-        "loc": 'https://example.com/a,b"c"?q=1, 2',  # a comma and quotes
-        "url": "https://example.com/a,b%22c%22?q=1,%202",
-        "host": "example.com",
-        "sitemap": "https://example.com/sitemap.xml",
-        "lastmod": "2024-01-01T10:00:00Z",
-        "changefreq": "daily",
-        "priority": 0.8,
-        "images": [{"loc": "https://example.com/i.png", "caption": 'say "cheese", all'}],
-        "alternates": [{"hreflang": "de", "href": "https://example.com/de/a"}],
-        "event": "new",
-    },
-    {
-        "loc": "https://example.com/ü\r\nx",  # a line break inside a field (quoted)
-        "url": "https://example.com/%C3%BC%0D%0Ax",
-        "host": "example.com",
-        "sitemap": None,
-        "lastmod": None,
-        "changefreq": None,
-        "priority": None,
-        "news": {
-            "name": "The Paper",
-            "language": "en",
-            "publication_date": "2024-05-01T00:00:00.500000Z",
-            "title": "Title, with a comma",
-            "keywords": ["a", "b"],
-        },
-        "videos": [{"thumbnail_loc": "https://example.com/t.jpg", "title": "v", "tags": ["x"]}],
-        "since": "undated",
-    },
-]
 
 
 @pytest.mark.parametrize(

@@ -13,8 +13,8 @@ from harvester.crawl.records import encode_records
 from harvester.output import parquetsink
 from harvester.output.parquetsink import SCHEMA, ParquetSink
 from harvester.output.parts import part_name
+from tests.records import RECORDS
 from tests.roundtrip import read_parquet
-from tests.unit.test_formats import RECORDS
 
 if TYPE_CHECKING:
     from pathlib import Path

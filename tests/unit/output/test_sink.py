@@ -1,4 +1,4 @@
-"""Sink stage: encode_record and JsonlSink (.part while writing, rename on completion)."""
+"""Sink stage: JsonlSink (.part while writing, rename on completion)."""
 
 from __future__ import annotations
 
@@ -7,75 +7,18 @@ import os
 import shutil
 import subprocess
 from array import array
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import pytest
 
 from harvester.crawl.batch import RecordBatch
-from harvester.crawl.records import encode_record, encode_records, record
-from harvester.models import Image, UrlEntry
+from harvester.crawl.records import encode_record, encode_records
 from harvester.output import sink as sink_module
 from harvester.output.sink import JsonlSink
+from tests.records import sample_record
 
 if TYPE_CHECKING:
     from pathlib import Path
-
-
-def _record(i: int = 0) -> dict[str, object]:
-    entry = UrlEntry(
-        loc=f'https://example.de/bücher/{i}?a=1&b="2"',
-        lastmod=datetime(2024, 5, 1, 12, 30, tzinfo=UTC),
-        changefreq="daily",
-        priority=0.5,
-        images=(Image(loc="https://cdn.example.de/1.jpg", caption="line\nbreak"),),
-    )
-    return record(entry, "https://example.de/sitemap.xml", "example.de")
-
-
-# -- encode_record -------------------------------------------------------------------------------
-
-
-def test_encode_record_is_one_utf8_json_line_in_field_order() -> None:
-    rec = _record()
-    line = encode_record(rec)
-    assert line.endswith(b"\n")
-    assert line.count(b"\n") == 1  # the newline in the caption is escaped
-    assert "bücher".encode() in line  # no \u escapes
-    assert json.loads(line) == rec
-    assert list(json.loads(line)) == list(rec)
-    assert line.startswith(b'{"loc":"https://example.de/b')
-
-
-def test_encode_record_same_as_json_module() -> None:
-    rec = _record()
-    expected = json.dumps(rec, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
-    assert encode_record(rec) == expected
-
-
-def test_encode_record_nan_is_null() -> None:
-    assert encode_record({"priority": float("nan")}) == b'{"priority":null}\n'
-
-
-def test_encode_record_lone_surrogate_falls_back_to_escapes() -> None:
-    line = encode_record({"loc": "https://example.com/\udcff", "n": 1})
-    assert line == b'{"loc":"https://example.com/\\udcff","n":1}\n'
-    assert json.loads(line)["loc"] == "https://example.com/\udcff"
-
-
-def test_encode_records_is_each_record_encoded_in_order() -> None:
-    # A batch as a worker sends it: records, a NaN and a lone surrogate (the two
-    # fallbacks) between them, from a generator (encode_records takes any iterable).
-    batch: list[dict[str, object]] = [
-        _record(0),
-        {"priority": float("nan")},
-        _record(1),
-        {"loc": "https://e.com/\udcff"},
-    ]
-    data = encode_records(r for r in batch)
-    assert data == b"".join(encode_record(r) for r in batch)
-    assert [json.loads(line) for line in data.splitlines()][2] == batch[2]
-    assert encode_records([]) == b""
 
 
 # -- JsonlSink -----------------------------------------------------------------------------------
@@ -84,29 +27,29 @@ def test_encode_records_is_each_record_encoded_in_order() -> None:
 def test_writes_to_part_then_renames_on_complete(tmp_path: Path) -> None:
     path = str(tmp_path / "out.jsonl")
     sink = JsonlSink(path)
-    data = b"".join(encode_record(_record(i)) for i in range(3))
+    data = b"".join(encode_record(sample_record(i)) for i in range(3))
     sink.write(data)
-    sink.write(encode_record(_record(3)))
+    sink.write(encode_record(sample_record(3)))
     assert os.path.exists(path + ".part")
     assert not os.path.exists(path)
-    assert (sink.records, sink.bytes) == (4, len(data) + len(encode_record(_record(3))))
+    assert (sink.records, sink.bytes) == (4, len(data) + len(encode_record(sample_record(3))))
     sink.close(complete=True)
     assert not os.path.exists(path + ".part")
     with open(path, "rb") as fh:
         lines = fh.read().splitlines()
-    assert [json.loads(x)["loc"] for x in lines] == [_record(i)["loc"] for i in range(4)]
+    assert [json.loads(x)["loc"] for x in lines] == [sample_record(i)["loc"] for i in range(4)]
     assert sink.closed
 
 
 def test_incomplete_close_leaves_part_with_whole_lines(tmp_path: Path) -> None:
     path = str(tmp_path / "out.jsonl")
     sink = JsonlSink(path)
-    sink.write(encode_record(_record()))
+    sink.write(encode_record(sample_record()))
     sink.close(complete=False)
     assert not os.path.exists(path)
     with open(path + ".part", "rb") as fh:
         content = fh.read()
-    assert content == encode_record(_record())
+    assert content == encode_record(sample_record())
 
 
 def test_incomplete_close_does_not_touch_an_existing_output(tmp_path: Path) -> None:
@@ -213,22 +156,22 @@ def test_record_batch_size_and_bytes_in_both_forms() -> None:
     # With a state file the filter drops records but keeps every fingerprint (the
     # ledger needs them all): the writer counts records, not fingerprints.
     fps = array("Q", [1, 2, 3])
-    filtered = RecordBatch("e.com", [_record(1)], fps)
+    filtered = RecordBatch("e.com", [sample_record(1)], fps)
     assert filtered.size() == 1
-    assert filtered.encoded() == encode_record(_record(1))
-    lines = encode_records([_record(1), _record(2), _record(3)])
+    assert filtered.encoded() == encode_record(sample_record(1))
+    lines = encode_records([sample_record(1), sample_record(2), sample_record(3)])
     encoded = RecordBatch("e.com", [], fps, None, lines)
     assert (encoded.size(), encoded.encoded()) == (3, lines)
     # Encoded after a filter: the batch says how many lines it kept.
-    kept = encode_records([_record(2)])
+    kept = encode_records([sample_record(2)])
     selected = RecordBatch("e.com", [], fps, None, kept, 1)
     assert (selected.size(), selected.encoded()) == (1, kept)
 
 
 def test_write_takes_the_callers_count(tmp_path: Path) -> None:
     sink = JsonlSink(str(tmp_path / "out.jsonl"))
-    sink.write(encode_records([_record(1), _record(2)]), 2)
-    sink.write(encode_record(_record(3)))
+    sink.write(encode_records([sample_record(1), sample_record(2)]), 2)
+    sink.write(encode_record(sample_record(3)))
     assert sink.records == 3
     sink.close(complete=True)
 

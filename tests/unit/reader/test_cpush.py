@@ -5,7 +5,7 @@ through lxml's ``XMLPullParser`` with the same compiled walker (``parse._urlset_
 set to None). Entries, stats, status and the error (class and message) must be equal:
 on every conformance case, on the walker's corner cases, on generated documents (half
 of them damaged byte by byte) fed in random pieces, and at the entry cap. The one
-known difference, an undeclared entity, is tested on its own. tests/unit/test_cparse.py
+known difference, an undeclared entity, is tested on its own. tests/unit/reader/test_cparse.py
 compares the default with the pure-Python path as well.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import gc
 import weakref
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from hypothesis import given, settings
@@ -25,12 +25,16 @@ from harvester.models import Entry, Kind, ReadStats, UrlEntry
 from harvester.reader import parse
 from harvester.reader.sitemap import SitemapReader, read_bytes
 from tests.compiled import compiled_module
-from tests.property.test_reader_fuzz import mutated
-from tests.unit.test_cparse import CORNERS, SM, generated, urlset
+from tests.paths import DATA
+from tests.strategies import mutated
+from tests.unit.reader.documents import CORNERS, SM, generated, urlset
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 cpush = compiled_module("_cpush")
 
-CASES = Path(__file__).parents[1] / "data" / "conformance" / "cases"
+CASES = DATA / "conformance" / "cases"
 
 
 Outcome = tuple[list[Entry], Kind | None, str, tuple[type, str] | None, dict[str, object]]

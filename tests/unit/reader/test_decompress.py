@@ -7,18 +7,17 @@ import random
 import struct
 import tracemalloc
 import zlib
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
 from harvester.errors import DecodeError, DecompressedTooLarge, HarvesterError
 from harvester.reader.decompress import GzipStream
+from tests.paths import DATA
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-DATA = Path(__file__).resolve().parent.parent / "data"
 FIXTURES = DATA / "gzip"
 CONFORMANCE = DATA / "conformance" / "cases"
 MIB = 1 << 20

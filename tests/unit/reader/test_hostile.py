@@ -19,13 +19,13 @@ import gzip
 import time
 import tracemalloc
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harvester.config import ReaderConfig
 from harvester.config.crawl import PROTOCOL_MAX_BYTES
 from harvester.models import Kind
 from harvester.reader.sitemap import UTF8_VIOLATION, SitemapReader
+from tests.paths import DATA
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from harvester.models import ReadResult
 
 NS = "http://www.sitemaps.org/schemas/sitemap/0.9"
-GZIP_DATA = Path(__file__).parent.parent / "data" / "gzip"
+GZIP_DATA = DATA / "gzip"
 MAX_SECONDS = 2.0  # CPU seconds a hostile document may cost (process_time)
 MAX_PEAK = 50_000_000
 CHUNK = 65_536

@@ -7,7 +7,6 @@ import time
 import tracemalloc
 import zlib
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -16,11 +15,12 @@ from harvester.config import ReaderConfig
 from harvester.crawl.records import record
 from harvester.models import Kind, SitemapChild, UrlEntry
 from harvester.reader.sitemap import UTF8_VIOLATION, SitemapReader, read_bytes
+from tests.paths import DATA
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
 
-HOSTILE = Path(__file__).parent.parent / "data" / "hostile"
+HOSTILE = DATA / "hostile"
 NS = "http://www.sitemaps.org/schemas/sitemap/0.9"
 
 

@@ -17,7 +17,7 @@ from harvester.config import NormalizeRules
 from harvester.urls import normalize
 from harvester.urls.normalize import Rules
 from tests.compiled import compiled_module
-from tests.property.test_normalize_hypothesis import ANY_URL, urls
+from tests.strategies import ANY_URL, urls
 
 cnormalize = compiled_module("_cnormalize")
 

@@ -1,16 +1,20 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 import pytest
 
 from harvester.config import NormalizeConfig, NormalizeOverride, NormalizeRules, load_config
 from harvester.errors import ConfigError
 from harvester.urls.normalize import _FAST, Normalizer, Rules, canonical, host_of
+from tests.paths import DATA
 
-CASES = Path(__file__).parent.parent / "data" / "conformance"
+if TYPE_CHECKING:
+    from pathlib import Path
+
+CASES = DATA / "conformance"
 
 
 @pytest.mark.parametrize(
