@@ -179,18 +179,15 @@ def _checks(
     missing: list[str] = []
     if verdict != Verdict.PLAUSIBLE:
         failures.append(f"distribution verdict is {verdict}")
-    rate, content_changes = recall
-    if rate is not None and content_changes >= t.min_content_changes:
-        if rate < t.recall:
-            failures.append(f"recall {rate:.0%} < {t.recall:.0%}")
-    else:
-        missing.append(f"{content_changes}/{t.min_content_changes} content changes")
-    rate, lastmod_moves = precision
-    if rate is not None and lastmod_moves >= t.min_lastmod_moves:
-        if rate < t.precision:
-            failures.append(f"precision {rate:.0%} < {t.precision:.0%}")
-    else:
-        missing.append(f"{lastmod_moves}/{t.min_lastmod_moves} lastmod moves")
+    for label, (rate, n), least, threshold, what in (
+        ("recall", recall, t.min_content_changes, t.recall, "content changes"),
+        ("precision", precision, t.min_lastmod_moves, t.precision, "lastmod moves"),
+    ):
+        if rate is not None and n >= least:
+            if rate < threshold:
+                failures.append(f"{label} {rate:.0%} < {threshold:.0%}")
+        else:
+            missing.append(f"{n}/{least} {what}")
     rate, compared = agreement
     if rate is not None and compared >= t.min_compared and rate < t.agreement:
         failures.append(f"page dates agree {rate:.0%} < {t.agreement:.0%}")

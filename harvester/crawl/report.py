@@ -1,25 +1,17 @@
-"""Report stage: what happened per host and per run.
+"""A host's report: what harvesting one host amounted to.
 
-In: each host worker fills a ``HostReport`` (counts, failures as
-``HarvesterError`` values, policy skips) and hands over ``as_dict()``, since
-reports cross process boundaries as plain dicts. The main process aggregates
-them into one ``RunReport``. Out: the run report as JSON (``write_report``),
-one JSON line per host in a separate file (written during the run, so millions
-of hosts are never held in memory). What the run shows of it on stderr (a
-progress line, a summary at the end) is ``harvester.output.display``.
+In: the host worker's counts, failures (``HarvesterError`` values) and policy skips,
+as it goes. Out: ``HostReport.as_dict()``, the JSON-ready line of the per-host report
+file; reports cross process boundaries as plain dicts, and the run's writer sums them
+into the run report (``harvester.output.report``).
 
 Failure classes are the ``kind`` of the classes in ``harvester.errors``.
 
 Example::
 
-    run = RunReport(workers=4)
-    with JsonlSink("out.hosts.jsonl") as hosts:
-        for host_dict in finished_hosts:
-            hosts.write(encode_record(host_dict))
-            run.add_host(host_dict)
-        hosts.close(complete=True)
-    run.finish(complete=True)
-    write_report("out.report.json", run, "out.hosts.jsonl")
+    report = HostReport("example.com")
+    report.fail(FetchTimeout("no answer", url="https://example.com/sitemap.xml"))
+    line = report.as_dict()
 """
 
 from __future__ import annotations
