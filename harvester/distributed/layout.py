@@ -19,8 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from harvester.errors import ConfigError, InputError
 from harvester.output.parts import fsync_dir, write_atomic
-from harvester.run.seeds import SeedReader
-from harvester.run.shards import shard_of
+from harvester.run.seeds import SeedReader, shard_of
 
 if TYPE_CHECKING:
     from collections.abc import Iterable

@@ -49,7 +49,15 @@ if TYPE_CHECKING:
     from collections.abc import Container, Iterable, Iterator, Sequence
     from types import TracebackType
 
-__all__ = ["LineSource", "SeedReader", "iter_seeds", "open_lines", "parse_seed"]
+__all__ = [
+    "LineSource",
+    "SeedReader",
+    "invalid_line",
+    "iter_seeds",
+    "open_lines",
+    "parse_seed",
+    "shard_of",
+]
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _QUOTE_MAX = 200
@@ -389,3 +397,22 @@ def open_lines(args: Sequence[str], path: str | None) -> LineSource:
         wrapper = io.TextIOWrapper(buffer, encoding="utf-8", errors="replace")
         return LineSource(args, wrapper, stdin=True)
     return LineSource(args, open(path, encoding="utf-8", errors="replace"))
+
+
+def shard_of(host: str, shards: int) -> int:
+    """Stable shard index of a host (the same in every process and every run)."""
+    digest = hashlib.blake2b(host.encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") % shards
+
+
+_MAX_INVALID_SHOWN = 100
+
+
+def invalid_line(error: InputError, count: int) -> None:
+    """Tell the user about the ``count``-th bad input line (first 100; the report counts all)."""
+    if count <= _MAX_INVALID_SHOWN:
+        print(f"harvester: skipped input {error.message}", file=sys.stderr)
+    elif count == _MAX_INVALID_SHOWN + 1:
+        print(
+            "harvester: more invalid input lines; see input_invalid in the report", file=sys.stderr
+        )

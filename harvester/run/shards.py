@@ -5,20 +5,13 @@ Lines file (written as ``OUT.part`` and renamed when the run completes), a
 per-host report file and the run report; returns the ``RunReport``.
 
 Parsing is CPU-bound, so hosts are partitioned by a stable hash of their host
-key across ``run.workers`` processes, each running ``pipeline.run_shard`` with
-its own event loop, session and limiters: a host lives in exactly one shard,
-so per-host politeness stays exact. The parent process is the one writer:
-
-    parent: dispatcher thread ──seed pipe (bounded, per worker)──► worker i
-            main thread ◄──results pipe (bounded, per worker): encoded record
-                                         blocks, host reports, done/error── worker i
-
-(``workers.py`` has the processes and pipes; ``transport.py`` the results' frames.)
-Workers encode records to JSON Lines themselves and send blocks of about 256 KiB, so the parent only
-copies bytes into the output file. The dispatcher is a thread so the parent
-can keep draining results while it waits on a full seed pipe (waiting on both
-in one thread could deadlock). With one worker the shard runs in the parent
-process and writes directly.
+key (``seeds.shard_of``) across ``run.workers`` processes, each running
+``pipeline.run_shard`` with its own event loop, session and limiters: a host lives in
+exactly one shard, so per-host politeness stays exact. The parent process is the one
+writer (``pool.py`` runs the worker processes and drains what they send). Workers
+encode records to JSON Lines themselves and send blocks of about 256 KiB, so the
+parent only copies bytes into the output file. With one worker the shard runs in the
+parent process and writes directly (``_Inline``, its ``ShardOutput``).
 
 Shutdown (``harvester run`` on SIGINT/SIGTERM; ``Stop`` is set by the CLI's
 signal handler): no new host is started, hosts in flight get
@@ -33,23 +26,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import os
-import sys
-import threading
-import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from harvester.crawl.seed import Seed
-from harvester.errors import HarvesterError, RunFailed
 from harvester.output.display import Progress
 from harvester.output.formats import resolved
 from harvester.output.opening import open_output
 from harvester.output.report import RunReport
 from harvester.output.writer import Writer, close_run, finish_published, unless, writer_error
+from harvester.run.pool import run_processes
 from harvester.run.runtime import event_loop_runner
-from harvester.run.seeds import SeedReader
+from harvester.run.seeds import SeedReader, invalid_line
 from harvester.run.shutdown import POLL, Stop, run_until_stopped, seed_gate
 from harvester.urls.crosshost import CrossHostTracker
 
@@ -62,16 +51,13 @@ if TYPE_CHECKING:
     from harvester.crawl.batch import RecordBatch
     from harvester.run.loopadmission import LoopAdmission
     from harvester.run.pipeline import HostDone
-    from harvester.run.workers import WorkerProcess
     from harvester.state.ledger import Incremental
     from harvester.state.store import StateStore
 
 # harvester.run.pipeline (aiohttp, lxml) is imported inside the functions that run
 # shards, so the parent process, which only dispatches and writes, stays small.
 
-__all__ = ["Beside", "Stop", "run_job", "shard_of"]
-
-_EXIT_MARGIN = 5.0  # seconds past the grace a stopping worker gets to flush and say "done"
+__all__ = ["Beside", "Stop", "run_job"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,12 +73,6 @@ class Beside:
 
     runner: Callable[[Coroutine[Any, Any, None]], None]
     admission: LoopAdmission
-
-
-def shard_of(host: str, shards: int) -> int:
-    """Stable shard index of a host (the same in every process and every run)."""
-    digest = hashlib.blake2b(host.encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "big") % shards
 
 
 def run_job(
@@ -139,7 +119,7 @@ def run_job(
         if workers == 1:
             _run_inline(cfg, seeds, writer, resolver, stop, incremental, beside)
         else:
-            _run_processes(cfg, seeds, writer, workers, stop, incremental)
+            run_processes(cfg, seeds, writer, workers, stop, incremental)
         interrupted = stop.is_set()
         complete = not interrupted
     except BaseException as exc:
@@ -262,192 +242,4 @@ async def _aiter(seeds: SeedReader) -> AsyncIterator[Seed]:
             yield seed
             await asyncio.sleep(0)  # let workers run between lines of a long input
         else:
-            _invalid_line(seed, seeds.invalid)
-
-
-_MAX_INVALID_SHOWN = 100
-
-
-def _invalid_line(error: HarvesterError, count: int) -> None:
-    """Tell the user about the ``count``-th bad input line (first 100; the report counts all)."""
-    if count <= _MAX_INVALID_SHOWN:
-        print(f"harvester: skipped input {error.message}", file=sys.stderr)
-    elif count == _MAX_INVALID_SHOWN + 1:
-        print(
-            "harvester: more invalid input lines; see input_invalid in the report", file=sys.stderr
-        )
-
-
-# -- N worker processes ------------------------------------------------------------
-
-
-def _run_processes(
-    cfg: Config,
-    seeds: SeedReader,
-    writer: Writer,
-    workers: int,
-    user_stop: Stop,
-    incremental: Incremental | None = None,
-) -> None:
-    from multiprocessing.connection import wait
-
-    from harvester.run.workers import WorkerProcess
-
-    pool = _Pool([WorkerProcess(i, cfg, incremental) for i in range(workers)])
-    stop = threading.Event()
-    dispatcher = threading.Thread(
-        target=_dispatch,
-        args=(seeds, stop, user_stop, pool),
-        name="harvester-dispatch",
-        daemon=True,
-    )
-    dispatcher.start()
-    finished: set[int] = set()  # workers that sent their DoneMessage
-    give_up: float | None = None  # monotonic time to stop waiting for workers, once stopping
-    try:
-        # Until every seed was dispatched and every worker that got one has finished.
-        while not (pool.dispatched.is_set() and pool.running() <= finished):
-            _check_dispatch(pool)
-            if user_stop.is_set() and give_up is None:
-                pool.stop()
-                give_up = time.monotonic() + cfg.run.shutdown_grace + _EXIT_MARGIN
-            if give_up is not None and time.monotonic() > give_up:
-                break  # the finally terminates the workers that did not finish
-            live = {
-                w.results.fileno(): w
-                for w in pool.started()
-                if w.results is not None and w.index not in finished
-            }
-            ready = wait(list(live), timeout=POLL) if live else _idle()
-            for fd in ready:
-                assert isinstance(fd, int)
-                _drain(live[fd], writer, finished)
-            writer.tick()  # commits on time even while no worker sends anything
-        _check_dispatch(pool)  # (it may have failed before any worker started)
-    finally:
-        stop.set()
-        started = pool.close()
-        writer.run.workers_started = len(started)
-        for w in started:
-            w.end(terminate=w.index not in finished)
-        dispatcher.join(timeout=1)  # its writes fail now that no worker reads them
-        if not dispatcher.is_alive():  # else it may still use a pipe: leave them open
-            for w in started:
-                w.close()
-
-
-def _drain(worker: WorkerProcess, writer: Writer, finished: set[int]) -> None:
-    """Write what ``worker`` sent so far; note its end (``DoneMessage``) in ``finished``."""
-    from harvester.run.transport import DoneMessage, ErrorMessage, HostMessage, RecordsMessage
-
-    pipe = worker.results
-    assert pipe is not None
-    try:
-        messages = pipe.messages()
-    except EOFError:
-        # It exited (killed, or crashed before its loop ran) without "done".
-        status = worker.exit_status()
-        raise RunFailed(
-            f"worker {worker.index} exited with status {status} before finishing"
-        ) from None
-    for msg, data in messages:
-        match msg:
-            case RecordsMessage(count, fingerprints, rows):
-                writer.records(data, count, fingerprints, rows, encoded=True)
-            case HostMessage(report, state):
-                writer.host(report, state)
-            case DoneMessage(index):
-                finished.add(index)
-            case ErrorMessage(index, tb):
-                raise RunFailed(f"worker {index} failed:\n{tb}")
-
-
-def _check_dispatch(pool: _Pool) -> None:
-    if pool.failure is not None:
-        raise RunFailed(f"dispatching hosts failed: {pool.failure!r}") from pool.failure
-
-
-def _idle() -> list[Any]:
-    time.sleep(POLL)  # no worker started yet: the dispatcher is reading the input
-    return []
-
-
-class _Pool:
-    """The worker processes, each started when its shard gets its first seed.
-
-    So a run over fewer hosts than ``--workers`` (one big site) does not pay for
-    idle interpreters. The dispatcher thread starts them; the
-    main thread asks which are running, relays a stop; ``close`` stops further starts.
-    """
-
-    def __init__(self, workers: list[WorkerProcess]) -> None:
-        self.workers = workers
-        self._lock = threading.Lock()
-        self._started: list[WorkerProcess] = []
-        self._closed = False
-        self._stopping = False
-        self.dispatched = threading.Event()  # set when the dispatcher is done
-        self.failure: BaseException | None = None  # what ended the dispatcher early
-
-    def start(self, index: int) -> bool:
-        """Start worker ``index`` unless it runs already; False once closed."""
-        with self._lock:
-            if self._closed:
-                return False
-            worker = self.workers[index]
-            if worker not in self._started:
-                worker.start()
-                self._started.append(worker)
-                if self._stopping:
-                    worker.stop()
-            return True
-
-    def started(self) -> list[WorkerProcess]:
-        """The workers started so far."""
-        with self._lock:
-            return list(self._started)
-
-    def running(self) -> set[int]:
-        """The indices of the workers started so far."""
-        with self._lock:
-            return {w.index for w in self._started}
-
-    def stop(self) -> None:
-        """Tell every worker, started or yet to start, to stop."""
-        with self._lock:
-            self._stopping = True
-            for worker in self._started:
-                worker.stop()
-
-    def close(self) -> list[WorkerProcess]:
-        """No more starts; return the workers that were started."""
-        with self._lock:
-            self._closed = True
-            return list(self._started)
-
-
-def _dispatch(seeds: SeedReader, stop: threading.Event, user_stop: Stop, pool: _Pool) -> None:
-    """Parent thread: send each seed to the shard that owns its host (starting its worker
-    on the first one), then an end marker to every started worker.
-
-    A send blocks while that worker is behind (its seed pipe is full); it fails once the
-    worker is gone, and the finally of ``_run_processes`` ends every worker.
-    """
-    n = len(pool.workers)
-    try:
-        for seed in seeds:
-            if stop.is_set() or user_stop.is_set():
-                return
-            if isinstance(seed, Seed):
-                shard = shard_of(seed.host, n)
-                if not pool.start(shard):
-                    return
-                pool.workers[shard].send(seed)
-            else:
-                _invalid_line(seed, seeds.invalid)
-        for worker in pool.started():
-            worker.send(None)
-    except BaseException as exc:  # a worker that cannot start, an input that cannot be read
-        pool.failure = exc  # the main thread fails the run with it
-    finally:
-        pool.dispatched.set()
+            invalid_line(seed, seeds.invalid)

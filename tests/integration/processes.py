@@ -8,8 +8,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harvester.run.seeds import parse_seed
-from harvester.run.shards import shard_of
+from harvester.run.seeds import parse_seed, shard_of
 
 if TYPE_CHECKING:
     from tests.integration.conftest import Site

@@ -28,7 +28,7 @@ from harvester.distributed.client import run_distributed  # noqa: E402
 from harvester.distributed.layout import read_layout  # noqa: E402
 from harvester.distributed.merge import merge  # noqa: E402
 from harvester.distributed.task import TEST_KILL_ENV  # noqa: E402
-from harvester.run.shards import shard_of  # noqa: E402
+from harvester.run.seeds import shard_of  # noqa: E402
 from tests.integration.conftest import Sites, fast_config  # noqa: E402
 from tests.integration.webs import index, robots, urlset  # noqa: E402
 

@@ -19,8 +19,7 @@ import pytest
 from harvester.distributed.layout import Layout, open_layout, read_layout, seed_line, split_seeds
 from harvester.distributed.manifest import Attempt, committed, latest_manifest, sweep
 from harvester.errors import ConfigError
-from harvester.run.seeds import parse_seed
-from harvester.run.shards import shard_of
+from harvester.run.seeds import parse_seed, shard_of
 
 if TYPE_CHECKING:
     from multiprocessing.synchronize import Barrier
