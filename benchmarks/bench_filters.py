@@ -41,8 +41,9 @@ from typing import Any
 
 from harvester import compiled
 from harvester.config import load_config
-from harvester.crawl.batch import BatchSettings, UrlBatch
+from harvester.crawl.batch import UrlBatch
 from harvester.crawl.report import HostReport
+from harvester.crawl.settings import BatchSettings
 from harvester.reader.sitemap import SitemapReader
 from harvester.urls.normalize import Normalizer
 

@@ -37,7 +37,6 @@ from typing import TYPE_CHECKING, Any
 
 from harvester import compiled
 from harvester.audit.distribution import LastmodDistribution
-from harvester.crawl.filters import compile_filters
 from harvester.crawl.records import encode_records, record
 from harvester.crawl.selection import Selection
 from harvester.models import UrlEntry
@@ -49,10 +48,9 @@ from harvester.urls.fingerprint import fingerprint
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from harvester.config import Config, DedupeConfig
-    from harvester.crawl.filters import Filters
     from harvester.crawl.report import HostReport
     from harvester.crawl.selection import Ledger
+    from harvester.crawl.settings import BatchSettings
     from harvester.models import Entry
     from harvester.state.memory import HostMemory
     from harvester.state.rows import LedgerRows
@@ -62,7 +60,6 @@ __all__ = [
     "AUDIT_ALL",
     "BATCH",
     "FOREIGN_EXAMPLES",
-    "BatchSettings",
     "RecordBatch",
     "UrlBatch",
     "authority",
@@ -85,29 +82,6 @@ AUDIT_ALL = 500
 # Locs on another host kept as examples in the host report (``foreign_loc_examples``);
 # the compiled loop keeps as many (its own constant: a change here is a change there).
 FOREIGN_EXAMPLES = 5
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class BatchSettings:
-    """What a host's URL batch needs of the config (``of``), the same for every host."""
-
-    dedupe: DedupeConfig  # the seen-set's mode and sizes
-    max_urls: int  # limits.max_urls_per_host
-    since: int | None  # output.since as epoch seconds (None: no --since)
-    audit: bool  # audit.distribution: a sample of the lastmods for the distribution
-    pages: Filters | None  # [filters] include/exclude on the locs (None: none)
-
-    @classmethod
-    def of(cls, cfg: Config) -> BatchSettings:
-        """The settings in ``cfg`` (``output.since`` parsed, the filters compiled)."""
-        filters = compile_filters(cfg.filters)
-        return cls(
-            dedupe=cfg.dedupe,
-            max_urls=cfg.limits.max_urls_per_host,
-            since=cfg.output.since_epoch,
-            audit=cfg.audit.distribution,
-            pages=filters if filters is not None and filters.pages else None,
-        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,7 +22,7 @@ and where its robots.txt was finally served from).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from harvester.crawl.frontier import SitemapRef
@@ -31,14 +31,13 @@ from harvester.crawl.scheduler import host_key
 from harvester.errors import ConnectError, HTTPStatusError, MalformedResponse, TruncatedBody
 
 if TYPE_CHECKING:
-    from harvester.config import Config
     from harvester.crawl.fetch import Fetcher
     from harvester.crawl.scheduler import HostSlot
     from harvester.crawl.seed import Seed
+    from harvester.crawl.settings import DiscoverySettings
 
 __all__ = [
     "Discovered",
-    "DiscoverySettings",
     "child_allowed",
     "discover",
     "home_hosts",
@@ -126,37 +125,6 @@ def home_hosts(host: str, origin: str) -> frozenset[str]:
     """The hosts that count as ``host``'s own for ``child_allowed``: ``host`` and the host
     of ``origin``, where its robots.txt was finally served from (empty: not known)."""
     return frozenset({host, host_key(origin)} if origin else {host})
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class DiscoverySettings:
-    """What discovery needs of the config (``of``): where to look, how much robots.txt
-    to read, whose rules to follow, how far a Crawl-delay may slow a host, and which
-    hosts' children count as the host's own."""
-
-    fallback_paths: tuple[str, ...]  # discovery.fallback_paths
-    user_agent: str  # robots.txt's groups are matched against it (fetch.user_agent)
-    max_robots_bytes: int  # fetch.max_robots_bytes
-    # The longest Crawl-delay applied (politeness.max_crawl_delay); None: not respected.
-    max_crawl_delay: float | None
-    cross_host: Literal["same-host", "same-site", "any"]  # discovery.cross_host
-
-    @classmethod
-    def of(cls, cfg: Config) -> DiscoverySettings:
-        """The settings in ``cfg``."""
-        politeness = cfg.politeness
-        return cls(
-            fallback_paths=cfg.discovery.fallback_paths,
-            user_agent=cfg.fetch.user_agent,
-            max_robots_bytes=cfg.fetch.max_robots_bytes,
-            max_crawl_delay=politeness.max_crawl_delay if politeness.respect_crawl_delay else None,
-            cross_host=cfg.discovery.cross_host,
-        )
-
-    def pace(self, slot: HostSlot, robots: RobotsTxt) -> None:
-        """Slow ``slot`` down to robots.txt's Crawl-delay, if respected (capped)."""
-        if robots.crawl_delay and self.max_crawl_delay is not None:
-            slot.slow_down(min(robots.crawl_delay, self.max_crawl_delay))
 
 
 async def discover(

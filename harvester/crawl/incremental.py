@@ -21,9 +21,8 @@ Usage::
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import xxhash
 
@@ -36,41 +35,18 @@ from harvester.state.memory import HostMemory, HostState, SitemapState
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from harvester.config import Config
     from harvester.crawl.discovery import Discovered
     from harvester.crawl.frontier import Frontier
     from harvester.crawl.report import HostReport
     from harvester.crawl.seed import Seed
+    from harvester.crawl.settings import MemorySettings
     from harvester.models import ReadResult
     from harvester.state.ledger import LedgerReader
 
-__all__ = ["HostIncremental", "MemorySettings"]
+__all__ = ["HostIncremental"]
 
 # Distribution verdicts that prove a host's lastmod useless as a change hint.
 _USELESS = ("absent", "generation_time", "constant", "future")
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class MemorySettings:
-    """What a host's memory of earlier runs needs of the config (``of``)."""
-
-    # audit.untrusted, audit.require_trust: whether an untrusted lastmod may filter URLs.
-    untrusted: Literal["unverified", "hint"]
-    require_trust: bool
-    rediscover_after: float  # state.rediscover_after: seconds a discovery memory holds
-    skip_unchanged_children: bool  # state.skip_unchanged_children
-    max_children: int  # limits.max_children_per_index
-
-    @classmethod
-    def of(cls, cfg: Config) -> MemorySettings:
-        """The settings in ``cfg``."""
-        return cls(
-            untrusted=cfg.audit.untrusted,
-            require_trust=cfg.audit.require_trust,
-            rediscover_after=cfg.state.rediscover_after,
-            skip_unchanged_children=cfg.state.skip_unchanged_children,
-            max_children=cfg.limits.max_children_per_index,
-        )
 
 
 class HostIncremental:

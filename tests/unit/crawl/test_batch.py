@@ -16,8 +16,9 @@ import pytest
 
 from harvester.config import Config
 from harvester.crawl import batch as batchmod
-from harvester.crawl.batch import BATCH, BatchSettings, UrlBatch
+from harvester.crawl.batch import BATCH, UrlBatch
 from harvester.crawl.report import HostReport
+from harvester.crawl.settings import BatchSettings
 from harvester.models import SitemapChild, UrlEntry
 from harvester.state.chunks import NO_LASTMOD
 from harvester.state.memory import HostMemory

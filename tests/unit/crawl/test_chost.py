@@ -25,9 +25,10 @@ from hypothesis import strategies as st
 
 from harvester.config import Config
 from harvester.crawl import batch as batchmod
-from harvester.crawl.batch import BatchSettings, RecordBatch, UrlBatch
+from harvester.crawl.batch import RecordBatch, UrlBatch
 from harvester.crawl.records import encode_records
 from harvester.crawl.report import HostReport
+from harvester.crawl.settings import BatchSettings
 from harvester.models import Image, SitemapChild, UrlEntry
 from harvester.state.memory import HostMemory
 from harvester.urls.dedupe import SMALL_LIMIT

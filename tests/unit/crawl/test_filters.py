@@ -122,8 +122,9 @@ def test_select_is_keep_applied_in_order(cfg: FiltersConfig) -> None:
 
 def test_a_batch_filters_page_urls_and_passes_children() -> None:
     from harvester.config import Config
-    from harvester.crawl.batch import BatchSettings, UrlBatch
+    from harvester.crawl.batch import UrlBatch
     from harvester.crawl.report import HostReport
+    from harvester.crawl.settings import BatchSettings
     from harvester.models import Entry, SitemapChild, UrlEntry
     from harvester.urls.normalize import Normalizer
 

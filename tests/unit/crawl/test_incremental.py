@@ -11,9 +11,10 @@ import pytest
 from harvester.config import Config
 from harvester.crawl.discovery import Discovered
 from harvester.crawl.frontier import Frontier, SitemapRef
-from harvester.crawl.incremental import HostIncremental, MemorySettings
+from harvester.crawl.incremental import HostIncremental
 from harvester.crawl.report import HostReport
 from harvester.crawl.seed import Seed
+from harvester.crawl.settings import MemorySettings
 from harvester.errors import HarvesterError, NotASitemap
 from harvester.models import Kind, ReadResult, ReadStats
 from harvester.state.codec import now
