@@ -50,12 +50,14 @@ LAYER = {name: i for i, layer in enumerate(LAYERS) for name in layer}
 
 def _modules() -> dict[str, Path]:
     out: dict[str, Path] = {}
-    for path in sorted([*ROOT.rglob("*.py"), *ROOT.rglob("*.pyx"), *ROOT.rglob("*.pxd")]):
-        rel = path.relative_to(ROOT.parent).with_suffix("")
-        parts = list(rel.parts)
-        if parts[-1] == "__init__":
-            parts.pop()
-        out.setdefault(".".join(parts), path)  # (a .pyx and its .pxd: one module)
+    # A compiled half's .pyx stands for it (its .pxd's imports are read with it, _graph).
+    for suffix in (".py", ".pyx", ".pxd"):
+        for path in sorted(ROOT.rglob(f"*{suffix}")):
+            rel = path.relative_to(ROOT.parent).with_suffix("")
+            parts = list(rel.parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            out.setdefault(".".join(parts), path)
     return out
 
 
@@ -231,6 +233,9 @@ def test_the_module_list_is_read() -> None:
     assert GRAPH["harvester.crawl.host"]["harvester.crawl.fetch"] is True
     assert "harvester._cdates" in GRAPH["harvester.dates"]
     assert "harvester.urls._cdedupe" in GRAPH["harvester.crawl._chost"]
+    assert MODULES["harvester.reader._cparse"].suffix == ".pyx"
+    assert "harvester.reader._cwalk" in GRAPH["harvester.reader._cparse"]  # (cimported)
+    assert "harvester._cdates" in GRAPH["harvester.reader._cparse"]
 
 
 def test_every_folder_is_in_a_layer() -> None:
