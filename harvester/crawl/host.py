@@ -138,9 +138,8 @@ class HostWorker:
         self.sitemaps = SitemapLog(enabled=settings.sitemap_log)
         cross_host = settings.discovery.cross_host
         self._policy = SitemapPolicy(self.host, cross_host, self.report, self.sitemaps)
-        listed = self._listed if self.incremental is not None else None
         self._queue = SitemapQueue(
-            self._policy, self._frontier, settings.filters, self._homes, listed
+            self._policy, self._frontier, settings.filters, self._homes, self.incremental
         )
         inc = self.incremental
         self._hooks = HostHooks(
@@ -362,8 +361,3 @@ class HostWorker:
             self.incremental.missed(ref.url)  # not probed again until rediscovery
             self.incremental.gone()  # a remembered hit is gone: rediscover next run
         self._queue.next_location(ref)
-
-    def _listed(self, ref: SitemapRef) -> None:
-        """A child the index being read lists, for the state file's memory of the index."""
-        assert self.incremental is not None  # (called only with one: see __init__)
-        self.incremental.child(ref.url, ref.lastmod)

@@ -36,12 +36,11 @@ from harvester.errors import InvalidURL
 from harvester.urls.validate import valid_authority
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from harvester.crawl.discovery import Discovered
     from harvester.crawl.filters import Filters
     from harvester.crawl.frontier import Frontier
     from harvester.crawl.home import HomeHosts
+    from harvester.crawl.incremental import HostIncremental
     from harvester.crawl.report import HostReport
     from harvester.crawl.sitemaps import SitemapLog
 
@@ -105,8 +104,8 @@ class SitemapQueue:
     """One host's sitemaps on their way into its frontier (module docstring).
 
     ``homes``: the host's ``HomeHosts`` (a child queued by another index is a child of
-    this one too); ``listed``: called with each child an index being read lists (the
-    state file's memory of it), or None without one.
+    this one too); ``incremental``: the host's memory of earlier runs, told each child
+    the index being read lists (None without a state file).
     """
 
     def __init__(
@@ -115,7 +114,7 @@ class SitemapQueue:
         frontier: Frontier,
         filters: Filters | None,
         homes: HomeHosts,
-        listed: Callable[[SitemapRef], None] | None = None,
+        incremental: HostIncremental | None = None,
     ) -> None:
         self._policy = policy
         self._report = report = policy.report
@@ -123,7 +122,9 @@ class SitemapQueue:
         self._choice = Choice(frontier, report, policy.sitemaps)  # the caps, reported
         self._filters = filters  # [filters] follow/skip_sitemap (None: every child followed)
         self._homes = homes
-        self._listed = listed
+        # (Not a callback of the host worker's: the worker holds this queue, and a cycle
+        # would keep every finished host's parts alive until the next collection.)
+        self._incremental = incremental
 
     def admit(self, ref: SitemapRef) -> None:
         """A sitemap from discovery (robots.txt, a fallback location, a seed): queued
@@ -145,8 +146,8 @@ class SitemapQueue:
         if self._filters is not None and not self._filters.follow(ref.url):
             self._report.sitemaps_filtered += 1  # --follow/--skip-sitemap: not fetched
             return
-        if read and self._listed is not None:
-            self._listed(ref)
+        if read and self._incremental is not None:
+            self._incremental.child(ref.url, ref.lastmod)
         if not known:
             if self._permitted(ref):
                 self._choice.offer(ref, key)

@@ -10,9 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import gc
+import weakref
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
+
+import pytest
 
 from harvester.config import Config
 from harvester.crawl.attempt import Attempts, BodyBroken, Failed, Read, RetryListed
@@ -246,6 +250,24 @@ def test_an_error_before_any_body_is_not_refetched_here() -> None:
     assert len(fetcher.requests) == 1
     (failure,) = w.report.failures
     assert (failure.attempts, failure.bytes_read) == (3, 0)
+
+
+@pytest.mark.parametrize("state", [False, True], ids=["no-state", "state"])
+def test_a_finished_host_is_freed_at_once_not_by_the_garbage_collector(state: bool) -> None:
+    # A host's parts hold no reference back to its worker: a cycle would keep every
+    # finished host (its batch, frontier, report) until the next collection, which a
+    # worker process makes rare (runtime.tune_gc); issue 46's first cut had one.
+    memory = SitemapMemory(ROOT, complete=True)
+    w, out, _ = make(Fetcher(Body()), ledger=Ledger(memory) if state else None)
+    run(w, SitemapRef(ROOT, source="robots"))
+    assert len(out) == len(URLS)
+    freed = weakref.ref(w)
+    gc.disable()
+    try:
+        del w
+        assert freed() is None
+    finally:
+        gc.enable()
 
 
 def test_a_stale_remembered_redirect_sends_the_request_to_the_listed_url() -> None:
