@@ -45,8 +45,8 @@ import tempfile
 import time
 from typing import Any
 
-from harvester.crawl.records import encode_records
 from harvester.output.formats import make_sink
+from harvester.urls.records import encode_records
 
 BLOCK = 256 << 10  # bytes of a worker's record block (pipeline.RecordBatch)
 HOSTS = 2000

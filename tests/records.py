@@ -7,8 +7,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from harvester.crawl.records import record
 from harvester.models import Image, UrlEntry
+from harvester.urls.records import record
 
 RECORDS: list[dict[str, Any]] = [
     {

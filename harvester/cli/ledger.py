@@ -40,9 +40,9 @@ def add_parser(sub: Any) -> None:
 
 def command(ns: argparse.Namespace) -> int:
     """``harvester ledger``: print the ledger's URLs; return the exit status."""
-    from harvester.crawl.records import encode_records
     from harvester.crawl.scheduler import host_key
     from harvester.state.ledger import LedgerReader
+    from harvester.urls.records import encode_records
 
     if not os.path.exists(ns.state):
         print(f"harvester ledger: no state file at {ns.state}", file=sys.stderr)

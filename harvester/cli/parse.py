@@ -99,7 +99,7 @@ def command(path: str, url: str | None, output: str, cfg: ReaderConfig) -> int:
 
 
 def _write(out: BinaryIO, entries: list[Entry], sitemap: str | None, host: str | None) -> None:
-    from harvester.crawl.records import encode_records, record
+    from harvester.urls.records import encode_records, record
 
     if entries:
         # The same encoder as `harvester run`, so both verbs print identical records.

@@ -4,9 +4,10 @@ Owns: the host worker and its retry policy (``host``, ``attempt``), discovery,
 robots.txt, the per-host frontier, politeness (``scheduler``), the HTTP client
 (``fetch``, ``body``, ``connector``, ``resolver``, ``guard``, ``headers``, ``socks``),
 the URL batch (``batch`` and its compiled loop), what a host remembers
-(``incremental``), and the values a host hands up: its ``Seed``, its ``HostReport``,
-its records and their JSON lines (``records``), its ``RecordBatch``es. It knows
-nothing of processes, output files or a run's report.
+(``incremental``), what the crawl reads of the config (``settings``), and the values
+a host hands up: its ``Seed``, its ``HostReport``, its ``RecordBatch``es (records
+made by ``urls.records``). It knows nothing of processes, output files or a run's
+report.
 
 May import: ``state`` and ``audit`` (the layer below it), ``reader``, ``urls`` and the
 ground floor.

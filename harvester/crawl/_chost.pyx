@@ -63,7 +63,7 @@ from datetime import UTC
 from harvester.state.chunks import NO_LASTMOD
 from harvester.models import UrlEntry
 from harvester.urls.normalize import Rules
-from harvester.crawl.records import encode_record, lastmod_iso, record
+from harvester.urls.records import encode_record, lastmod_iso, record
 
 from harvester._cdates cimport _epoch_us
 from harvester.urls._cdedupe cimport FpTable, _fingerprint

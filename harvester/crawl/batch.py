@@ -37,13 +37,13 @@ from typing import TYPE_CHECKING, Any
 
 from harvester import compiled
 from harvester.audit.distribution import LastmodDistribution
-from harvester.crawl.records import encode_records, record
 from harvester.crawl.selection import Selection
 from harvester.models import UrlEntry
 from harvester.state.chunks import NO_LASTMOD
 from harvester.state.ledger import EMIT_EVENTS
 from harvester.urls.dedupe import SeenSet
 from harvester.urls.fingerprint import fingerprint
+from harvester.urls.records import encode_records, record
 
 if TYPE_CHECKING:
     from collections.abc import Callable

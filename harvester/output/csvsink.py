@@ -1,6 +1,6 @@
 """Sink stage, CSV: the run's records as RFC 4180 CSV with a header row.
 
-In: blocks of encoded JSON lines (what the workers send, ``records.encode_records``).
+In: blocks of encoded JSON lines (what the workers send, ``urls.records.encode_records``).
 Out: ``OUT.csv`` (via ``OUT.csv.part``, renamed when the run completes, as for
 JSON Lines; ``-`` is standard output), written by the stdlib ``csv`` module:
 UTF-8, CRLF line ends, a field quoted when it holds a comma, a quote or a line

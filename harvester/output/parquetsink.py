@@ -1,6 +1,6 @@
 """Sink stage, Parquet: the run's records as one Parquet file with a fixed schema.
 
-In: blocks of encoded JSON lines (what the workers send, ``records.encode_records``).
+In: blocks of encoded JSON lines (what the workers send, ``urls.records.encode_records``).
 Out: ``OUT.parquet``, written through ``OUT.parquet.part/``, a directory of
 complete Parquet files (``part-000000.parquet``, ...), and assembled into one
 file of ``row_group_rows`` row groups when the run completes (a single part is

@@ -1,7 +1,7 @@
 """Sink stage: one writer owns the output file.
 
-In: output records (dicts from ``crawl.records.record``) encoded to JSON lines by
-``crawl.records.encode_records`` (a batch) or ``encode_record`` (one), as bytes. Out: a JSON
+In: output records (dicts from ``urls.records.record``) encoded to JSON lines by
+``urls.records.encode_records`` (a batch) or ``encode_record`` (one), as bytes. Out: a JSON
 Lines file that appears under its final name only when the run completed; until then (and after a
 failed or interrupted run) the data sits in ``<path>.part`` beside it, so a
 file under the real name is never a partial result. ``-`` writes to stdout.

@@ -21,13 +21,13 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar, cast
 
-from harvester.crawl.records import encode_record, encode_records
 from harvester.errors import HarvesterError
 from harvester.output.faults import fault_point
 from harvester.output.parts import discard, publish_file
 from harvester.output.report import write_report
 from harvester.output.sink import JsonlSink
 from harvester.state.ledger import EMIT_EVENTS
+from harvester.urls.records import encode_record, encode_records
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator

@@ -285,11 +285,11 @@ def test_the_checks_find_what_they_look_for() -> None:
         "harvester.crawl._chost": False,
     }
     pyx = (
-        "from harvester.crawl.records import encode_record, record\n"
+        "from harvester.urls.records import encode_record, record\n"
         "from harvester._cdates cimport _w3c\n"
     )
     assert set(_pyx_imports("harvester.crawl._chost", pyx)) == {
-        "harvester.crawl.records",
+        "harvester.urls.records",
         "harvester._cdates",
     }
 

@@ -26,13 +26,13 @@ from hypothesis import strategies as st
 from harvester.config import Config
 from harvester.crawl import batch as batchmod
 from harvester.crawl.batch import RecordBatch, UrlBatch
-from harvester.crawl.records import encode_records
 from harvester.crawl.report import HostReport
 from harvester.crawl.settings import BatchSettings
 from harvester.models import Image, SitemapChild, UrlEntry
 from harvester.state.memory import HostMemory
 from harvester.urls.dedupe import SMALL_LIMIT
 from harvester.urls.normalize import Normalizer
+from harvester.urls.records import encode_records
 from tests.compiled import compiled_module
 from tests.lastmods import NOW, T0, distribution, lastmods
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 
-from harvester.crawl.records import encode_record
 from harvester.crawl.report import KEEP, Failure, HostReport
 from harvester.errors import (
     DNSError,
@@ -13,6 +12,7 @@ from harvester.errors import (
     ParseError,
 )
 from harvester.models import ReadStats
+from harvester.urls.records import encode_record
 
 
 def test_fail_records_class_url_and_status() -> None:

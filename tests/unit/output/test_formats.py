@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from harvester.config import load_config
-from harvester.crawl.records import encode_records
 from harvester.errors import ConfigError
 from harvester.output.csvsink import COLUMNS, CsvSink
 from harvester.output.formats import make_sink, output_sink, resolve_format
 from harvester.output.parts import cut_back, part_name
 from harvester.output.sink import JsonlSink
+from harvester.urls.records import encode_records
 from tests.records import RECORDS
 from tests.roundtrip import read_csv
 

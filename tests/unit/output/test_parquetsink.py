@@ -9,10 +9,10 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from harvester.crawl.records import encode_records
 from harvester.output import parquetsink
 from harvester.output.parquetsink import SCHEMA, ParquetSink
 from harvester.output.parts import part_name
+from harvester.urls.records import encode_records
 from tests.records import RECORDS
 from tests.roundtrip import read_parquet
 

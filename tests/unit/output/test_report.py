@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from harvester.crawl.records import encode_record
 from harvester.crawl.report import KEEP, HostReport
 from harvester.errors import (
     DNSError,
@@ -17,6 +16,7 @@ from harvester.errors import (
 )
 from harvester.output.report import RunReport, write_report
 from harvester.output.sink import JsonlSink
+from harvester.urls.records import encode_record
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING
 import pytest
 
 from harvester.crawl.batch import RecordBatch
-from harvester.crawl.records import encode_record, encode_records
 from harvester.output import sink as sink_module
 from harvester.output.sink import JsonlSink
+from harvester.urls.records import encode_record, encode_records
 from tests.records import sample_record
 
 if TYPE_CHECKING:

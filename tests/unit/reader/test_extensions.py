@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from harvester.crawl.records import record
 from harvester.models import UrlEntry
 from harvester.reader.sitemap import read_bytes
+from harvester.urls.records import record
 
 NEWS = b"""<?xml version="1.0" encoding="UTF-8"?>
 <urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING
 import pytest
 
 from harvester.config import ReaderConfig
-from harvester.crawl.records import record
 from harvester.models import Kind, SitemapChild, UrlEntry
 from harvester.reader.sitemap import UTF8_VIOLATION, SitemapReader, read_bytes
+from harvester.urls.records import record
 from tests.paths import DATA
 
 if TYPE_CHECKING:

@@ -1,10 +1,10 @@
-"""The output record's JSON line: ``encode_record`` and ``encode_records`` (``crawl.records``)."""
+"""The output record's JSON line: ``encode_record`` and ``encode_records`` (``urls.records``)."""
 
 from __future__ import annotations
 
 import json
 
-from harvester.crawl.records import encode_record, encode_records
+from harvester.urls.records import encode_record, encode_records
 from tests.records import sample_record
 
 
