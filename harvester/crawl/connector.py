@@ -43,7 +43,7 @@ import aiohttp
 import yarl
 from aiohttp.abc import AbstractResolver
 
-from harvester.crawl.guard import AddressPolicy
+from harvester.crawl.guard import AddressPolicy, is_literal
 from harvester.crawl.headers import SOCKS_SCHEMES
 from harvester.errors import ConfigError
 
@@ -64,6 +64,8 @@ __all__ = [
     "make_session_parts",
     "tls_context",
 ]
+
+_ALLOWED_LITERALS = 4096  # HopGuard's memory of allowed literal hosts (a few hundred KB)
 
 
 def tls_context(cfg: FetchConfig) -> ssl.SSLContext:
@@ -190,18 +192,25 @@ class HopGuard:
     addresses (or, through a proxy, the proxy resolves them and cannot be judged here).
     """
 
-    __slots__ = ("_policy",)
+    __slots__ = ("_allowed", "_policy")
 
     def __init__(self, policy: AddressPolicy) -> None:
         self._policy = policy
+        # Literal hosts found allowed: the verdict on a literal never changes (one fixed
+        # policy, one address), and parsing it again on every request of its host would
+        # cost more than the rest of this middleware. Bounded: cleared when full.
+        self._allowed: set[str] = set()
 
     async def __call__(
         self, req: aiohttp.ClientRequest, handler: ClientHandlerType
     ) -> aiohttp.ClientResponse:
         """Refuse ``req`` if its host is a refused IP literal; else ``handler``'s response."""
         host = req.url.raw_host
-        if host is not None:
-            self._policy.check_literal(host)
+        if host is not None and host not in self._allowed and is_literal(host):
+            self._policy.check_literal(host)  # raises ForbiddenAddress for a refused one
+            if len(self._allowed) >= _ALLOWED_LITERALS:
+                self._allowed.clear()
+            self._allowed.add(host)
         return await handler(req)
 
 

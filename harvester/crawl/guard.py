@@ -27,12 +27,13 @@ public hooks only (issue 46: its private connector methods change between releas
   private address between two connections is caught on the second. Addresses of a
   name are filtered, not all-or-nothing: only allowed ones are dialed, and the
   request fails only when none is left.
-* IP literals: aiohttp never hands them to the resolver; it dials every host with a
-  ``:`` or made of digits and dots only as it is. ``connector.HopGuard``, a client
-  middleware, checks such a host (``AddressPolicy.check_literal``) on every request
-  aiohttp sends, redirect hops included, before any connection. A literal is judged
-  by its text alone, so checking it per request rather than per connection changes
-  nothing but a microsecond.
+* IP literals: aiohttp never hands them to the resolver; it takes every host with a
+  ``:`` or of digits and dots only for an address and dials it as it is (3.14 first
+  refuses the legacy IPv4 forms such as ``127.1``; 3.12 and 3.13 dial them).
+  ``connector.HopGuard``, a client middleware, checks such a host
+  (``AddressPolicy.check_literal``) on every request aiohttp sends, redirect hops
+  included, before any connection. A literal is judged by its text alone, so checking
+  it per request rather than per connection costs a string test, nothing more.
 
 Why not aiohttp's ``socket_factory`` (3.12), which does see every dialed address: it
 gets only the ``getaddrinfo``-style tuple (``canonname`` is empty), so it cannot tell
@@ -70,7 +71,7 @@ from harvester.errors import ForbiddenAddress
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
 
-__all__ = ["ALLOWED_SCHEMES", "AddressPolicy", "parse_allow", "refusal_reason"]
+__all__ = ["ALLOWED_SCHEMES", "AddressPolicy", "is_literal", "parse_allow", "refusal_reason"]
 
 ALLOWED_SCHEMES = frozenset({"http", "https"})
 
@@ -167,6 +168,18 @@ def refusal_reason(ip: IPAddress) -> str | None:
     if ip not in _GLOBAL_UNICAST:
         return "reserved (outside global unicast 2000::/3)"
     return None
+
+
+def is_literal(host: str) -> bool:
+    """Whether aiohttp takes ``host`` (a URL's, brackets removed) for an IP address.
+
+    Its test (``helpers.is_ip_address``, the same in 3.12 to 3.14): a ``:``, or digits
+    and dots only. Such a host is connected to as it is, never handed to the resolver.
+
+    >>> is_literal("127.1"), is_literal("::1"), is_literal("example.com")
+    (True, True, False)
+    """
+    return ":" in host or host.replace(".", "").isdigit()
 
 
 def parse_allow(entries: Iterable[str]) -> tuple[tuple[IPNetwork, ...], frozenset[str]]:
@@ -276,7 +289,7 @@ class AddressPolicy:
         if self._allow_private:
             return
         literal = host.removeprefix("[").removesuffix("]")
-        if ":" in literal or literal.replace(".", "").isdigit():
+        if is_literal(literal):
             self.check(literal)
 
     def _allowed_network(self, address: IPAddress) -> bool:

@@ -10,6 +10,7 @@ end to end, the tests here each piece on its own.
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import inspect
 import socket
@@ -21,6 +22,7 @@ import aiohttp
 import pytest
 import yarl
 from aiohttp.abc import AbstractResolver, ResolveResult
+from multidict import CIMultiDict
 
 from harvester.config import FetchConfig
 from harvester.crawl.connector import (
@@ -153,10 +155,12 @@ async def test_the_middleware_refuses_literals_before_the_handler() -> None:
     for url in ("http://10.0.0.1/", "http://[::1]:8080/", "http://127.1/", "http://127.0.0.3./"):
         with pytest.raises(ForbiddenAddress):
             await guard(request(url), handler)
-    for url in ("http://127.0.0.2/", "http://evil.test/"):  # allowed; a name is not its job
-        with pytest.raises(ConnectionAbortedError):
+    for url in ("http://127.0.0.2/", "http://evil.test/", "http://127.0.0.2/x"):
+        with pytest.raises(ConnectionAbortedError):  # allowed; a name is not its job
             await guard(request(url), handler)
-    assert sent == ["http://127.0.0.2/", "http://evil.test/"]
+    assert sent == ["http://127.0.0.2/", "http://evil.test/", "http://127.0.0.2/x"]
+    with pytest.raises(ForbiddenAddress):  # a refusal is not remembered as a pass
+        await guard(request("http://10.0.0.1/again"), handler)
 
 
 # -- ConnectionQueue --------------------------------------------------------------------
@@ -167,18 +171,23 @@ async def test_the_queue_count_leaves_once_per_wait() -> None:
     trace = aiohttp.TraceConfig()
     queue.install(trace)
     trace.freeze()  # as the session does
-    session = object()
+    session = cast("aiohttp.ClientSession", None)  # not read
+    joined = aiohttp.TraceConnectionQueuedStartParams()
+    ended = aiohttp.TraceConnectionQueuedEndParams()
+    failed = aiohttp.TraceRequestExceptionParams(
+        "GET", yarl.URL("http://a.test/"), CIMultiDict[str](), asyncio.CancelledError()
+    )
     first, second = SimpleNamespace(), SimpleNamespace()
-    await trace.on_connection_queued_start.send(session, first, None)
-    await trace.on_connection_queued_start.send(session, second, None)
+    await trace.on_connection_queued_start.send(session, first, joined)
+    await trace.on_connection_queued_start.send(session, second, joined)
     assert queue.waiting == 2
-    await trace.on_connection_queued_end.send(session, first, None)
-    await trace.on_request_exception.send(session, first, None)  # failed later: not queued
+    await trace.on_connection_queued_end.send(session, first, ended)
+    await trace.on_request_exception.send(session, first, failed)  # failed later: not queued
     assert queue.waiting == 1
     # Cancelled while it waited: aiohttp sends no queued end, only the request's exception.
-    await trace.on_request_exception.send(session, second, None)
+    await trace.on_request_exception.send(session, second, failed)
     assert queue.waiting == 0
-    await trace.on_request_exception.send(session, SimpleNamespace(), None)  # never queued
+    await trace.on_request_exception.send(session, SimpleNamespace(), failed)  # never queued
     assert queue.waiting == 0
 
 
