@@ -28,8 +28,9 @@ public hooks only (issue 46: its private connector methods change between releas
   name are filtered, not all-or-nothing: only allowed ones are dialed, and the
   request fails only when none is left.
 * IP literals: aiohttp never hands them to the resolver; it takes every host with a
-  ``:`` or of digits and dots only for an address and dials it as it is (3.14 first
-  refuses the legacy IPv4 forms such as ``127.1``; 3.12 and 3.13 dial them).
+  ``:`` or of digits and dots only for an address and dials it as it is (from 3.14.1
+  it first refuses the legacy IPv4 forms such as ``127.1``; up to 3.14.0 it dials them,
+  and the socket layer reaches 127.0.0.1).
   ``connector.HopGuard``, a client middleware, checks such a host
   (``AddressPolicy.check_literal``) on every request aiohttp sends, redirect hops
   included, before any connection. A literal is judged by its text alone, so checking
