@@ -343,7 +343,7 @@ class Fetcher:
                 except aiohttp.ClientError as exc:
                     error, cause = map_error(exc, url, cfg), exc
                 except ForbiddenAddress as exc:
-                    # Raised by the guard (connector.py), which knows the peer, not the URL.
+                    # Raised by the guard (connector, socks): it knows the peer, not the URL.
                     raise ForbiddenAddress(exc.message, url=url) from exc
                 except InvalidURL as exc:  # a redirect hop (_valid_hop)
                     raise InvalidURL(exc.message, url=url) from exc
