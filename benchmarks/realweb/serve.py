@@ -1,6 +1,6 @@
 """The realweb's HTTP and HTTPS server: one process, :80 and :443 on every address of the web.
 
-In: the web (``web.build(domains, seed)``, rebuilt here: the same seeded bytes the runner
+In: the web (``web.build(domains, seed, mix)``, rebuilt here: the same seeded bytes the runner
 counts as truth) and a directory of certificates (``certs/<domain>.pem``: the domain's EC
 key and its certificate for ``<domain>`` and ``www.<domain>``, signed by the run's CA;
 written by ``benchmarks.realweb.__main__`` with ``trustme``). Out: responses, ``ready`` on
@@ -14,15 +14,16 @@ and each connection is dispatched by its local address (``sockname``) to its sit
 gives each connection its domain's context (made on first use from its PEM, kept in an
 LRU of ``CONTEXTS``). Sites of kind ``hang`` get their own listening sockets on their
 address (``SO_REUSEPORT``: the kernel prefers the exact address to the wildcard) that
-accept and never read or write: no TLS handshake, no response. ``refused``, ``dropped``
-and ``http_only``'s :443 are nftables rules (``benchmarks.realweb.netns``); with
-``--no-nft`` (no ``nft`` here) listeners stand in for them (see ``serve``).
+accept and never read or write: no TLS handshake, no response. ``refused``, ``dropped``,
+``http_only``'s and ``https_dropped``'s :443 are nftables rules (``benchmarks.realweb.netns``);
+with ``--no-nft`` (no ``nft`` here) listeners stand in for them (see ``serve``).
 
 Requests are parsed by httptools (as in ``benchmarks.server``), answers are made per
-request from the site's pages after the site's latency (``loop.call_later``); uvloop when
+request from the site's pages after the site's latency (``loop.call_later``: a `slow`
+site's TTFB is its latency, the whole response then comes at once); uvloop when
 installed. A page ``HANG`` (``robots_hang``'s robots.txt) is never answered.
 
-    python -m benchmarks.realweb.serve --domains 2000 --seed 1 --certs DIR
+    python -m benchmarks.realweb.serve --domains 2000 --seed 1 [--mix random] --certs DIR
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from urllib.parse import unquote
 
 import httptools
 
+from benchmarks.realweb.mix import MIXES, mix_for
 from benchmarks.realweb.web import HANG, Page, Site, build
 from benchmarks.server import new_event_loop, raise_nofile
 
@@ -51,7 +53,10 @@ REASONS: Final = {
     200: "OK",
     301: "Moved Permanently",
     302: "Found",
+    401: "Unauthorized",
+    403: "Forbidden",
     404: "Not Found",
+    451: "Unavailable For Legal Reasons",
     500: "Internal Server Error",
     503: "Service Unavailable",
 }
@@ -193,6 +198,7 @@ class Connection(asyncio.Protocol):
             lines.append(f"Content-Type: {page.content_type}")
         if page.location:
             lines.append(f"Location: {page.location}")
+        lines.extend(f"{name}: {value}" for name, value in page.headers)
         lines.append(f"Content-Length: {len(page.body)}")
         lines.append("Connection: keep-alive" if keep_alive else "Connection: close")
         head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
@@ -235,15 +241,15 @@ def full_backlog(address: str, port: int) -> list[socket.socket]:
     return held
 
 
-async def serve(domains: int, seed: int, certs: Path, *, nft: bool = True) -> Server:
+async def serve(domains: int, seed: int, mix: str, certs: Path, *, nft: bool = True) -> Server:
     """Bind :80 and :443 (and the ``hang`` addresses), serve until SIGTERM/SIGINT.
 
-    ``nft=False``: no nftables rules stand for ``refused``, ``dropped`` and ``http_only``'s
-    :443, so their addresses get listeners of their own: ``Reset`` (accepted, then a
-    reset: not quite a refused SYN) and ``full_backlog`` (SYNs dropped).
+    ``nft=False``: no nftables rules stand for ``refused``, ``dropped``, ``http_only``'s
+    and ``https_dropped``'s :443, so their addresses get listeners of their own: ``Reset``
+    (accepted, then a reset: not quite a refused SYN) and ``full_backlog`` (SYNs dropped).
     """
     loop = asyncio.get_running_loop()
-    sites = build(domains, seed)
+    sites = build(domains, seed, mix_for(mix, seed))
     raise_nofile(65_536)
     server = Server(sites, certs)
     tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -271,6 +277,8 @@ async def serve(domains: int, seed: int, certs: Path, *, nft: bool = True) -> Se
                 )
             if site.kind == "dropped":
                 held += full_backlog(site.address, 80) + full_backlog(site.address, 443)
+            elif site.kind == "https_dropped":
+                held += full_backlog(site.address, 443)
     listeners.append(
         await loop.create_server(
             lambda: Connection(server, 80), "0.0.0.0", 80, backlog=BACKLOG, reuse_port=True
@@ -306,11 +314,14 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.realweb.serve", description=__doc__)
     ap.add_argument("--domains", type=int, required=True)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--mix", choices=MIXES, default="fixed")
     ap.add_argument("--certs", type=Path, required=True)
     ap.add_argument("--no-nft", action="store_true", help="no nftables rules: see serve()")
     args = ap.parse_args(argv)
     with asyncio.Runner(loop_factory=new_event_loop) as runner:
-        server = runner.run(serve(args.domains, args.seed, args.certs, nft=not args.no_nft))
+        server = runner.run(
+            serve(args.domains, args.seed, args.mix, args.certs, nft=not args.no_nft)
+        )
     usage = resource.getrusage(resource.RUSAGE_SELF)
     print(
         f"# serve: {server.requests} requests {dict(sorted(server.by_status.items()))};"
