@@ -23,6 +23,11 @@ request from the site's pages after the site's latency (``loop.call_later``: a `
 site's TTFB is its latency, the whole response then comes at once); uvloop when
 installed. A page ``HANG`` (``robots_hang``'s robots.txt) is never answered.
 
+With ``--generation G`` (the cron benchmark, issue 53) it serves generation G of the web
+(``generations.evolve``): sitemaps with their ETag / Last-Modified, a conditional GET
+that matches answered 304; ``--stats FILE`` writes its counters as JSON on exit
+(requests, by status, sitemap bodies and their bytes sent).
+
     python -m benchmarks.realweb.serve --domains 2000 --seed 1 [--mix random] --certs DIR
 """
 
@@ -32,19 +37,22 @@ import argparse
 import asyncio
 import collections
 import contextlib
+import json
 import resource
 import signal
 import socket
 import ssl
 import sys
+import time
 from pathlib import Path
 from typing import Any, Final, cast
 from urllib.parse import unquote
 
 import httptools
 
+from benchmarks.realweb.generations import evolve, not_modified
 from benchmarks.realweb.mix import MIXES, mix_for
-from benchmarks.realweb.web import HANG, Page, Site, build
+from benchmarks.realweb.web import GZIP, HANG, XML, Page, Site, build
 from benchmarks.server import new_event_loop, raise_nofile
 
 BACKLOG: Final = 4096
@@ -53,6 +61,7 @@ REASONS: Final = {
     200: "OK",
     301: "Moved Permanently",
     302: "Found",
+    304: "Not Modified",
     401: "Unauthorized",
     403: "Forbidden",
     404: "Not Found",
@@ -60,6 +69,7 @@ REASONS: Final = {
     500: "Internal Server Error",
     503: "Service Unavailable",
 }
+VALIDATORS: Final = ("ETag", "Last-Modified")
 NOT_FOUND: Final = Page(404, "text/plain", b"404 not found\n")
 
 
@@ -76,6 +86,9 @@ class Server:
         self.tls_names: set[str] = set()
         self.accepted = 0  # connections accepted (the keep-alive check: vs requests)
         self.handshakes = 0  # TLS handshakes begun (SNI callbacks)
+        self.sitemap_bodies = 0  # sitemap bodies sent (200, not HEAD)...
+        self.sitemap_bytes = 0  # ...and their bytes (what a 304 saves)
+        self.validated_bodies = 0  # sitemap bodies sent that had an ETag or Last-Modified
 
     def context(self, name: str) -> ssl.SSLContext | None:
         """The TLS context of domain ``name`` (``www.`` stripped), None when it has none."""
@@ -132,6 +145,7 @@ class Connection(asyncio.Protocol):
         self.parser = httptools.HttpRequestParser(self)
         self.url = b""
         self.host = ""
+        self.conditional = ("", "")  # If-None-Match, If-Modified-Since
         self.transport: asyncio.Transport | None = None
         self.hanging = False
         self.pending: list[tuple[Page, bool, bool]] = []
@@ -160,13 +174,19 @@ class Connection(asyncio.Protocol):
     def on_message_begin(self) -> None:
         self.url = b""
         self.host = ""
+        self.conditional = ("", "")
 
     def on_url(self, url: bytes) -> None:
         self.url += url
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        if name.lower() == b"host":
+        name = name.lower()
+        if name == b"host":
             self.host = value.decode("latin-1")
+        elif name == b"if-none-match":
+            self.conditional = (value.decode("latin-1"), self.conditional[1])
+        elif name == b"if-modified-since":
+            self.conditional = (self.conditional[0], value.decode("latin-1"))
 
     def on_message_complete(self) -> None:
         server = self.server
@@ -176,6 +196,8 @@ class Connection(asyncio.Protocol):
         if page is HANG:
             self.hanging = True  # accepted, read, never answered
             return
+        if not_modified(page, *self.conditional):
+            page = Page(304, headers=page.headers)
         head_only = self.parser.get_method() == b"HEAD"
         self.pending.append((page, head_only, self.parser.should_keep_alive()))
         if len(self.pending) == 1:
@@ -203,6 +225,10 @@ class Connection(asyncio.Protocol):
         lines.append("Connection: keep-alive" if keep_alive else "Connection: close")
         head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
         transport.writelines([head] if head_only or not page.body else [head, page.body])
+        if not head_only and page.content_type in (XML, GZIP) and page.status == 200:
+            server.sitemap_bodies += 1
+            server.sitemap_bytes += len(page.body)
+            server.validated_bodies += any(n in VALIDATORS for n, _ in page.headers)
         if not keep_alive:
             transport.close()
 
@@ -241,7 +267,9 @@ def full_backlog(address: str, port: int) -> list[socket.socket]:
     return held
 
 
-async def serve(domains: int, seed: int, mix: str, certs: Path, *, nft: bool = True) -> Server:
+async def serve(
+    domains: int, seed: int, mix: str, certs: Path, *, nft: bool = True, generation: int = -1
+) -> Server:
     """Bind :80 and :443 (and the ``hang`` addresses), serve until SIGTERM/SIGINT.
 
     ``nft=False``: no nftables rules stand for ``refused``, ``dropped``, ``http_only``'s
@@ -250,6 +278,8 @@ async def serve(domains: int, seed: int, mix: str, certs: Path, *, nft: bool = T
     """
     loop = asyncio.get_running_loop()
     sites = build(domains, seed, mix_for(mix, seed))
+    if generation >= 0:
+        evolve(sites, seed, generation)
     raise_nofile(65_536)
     server = Server(sites, certs)
     tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -317,12 +347,30 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mix", choices=MIXES, default="fixed")
     ap.add_argument("--certs", type=Path, required=True)
     ap.add_argument("--no-nft", action="store_true", help="no nftables rules: see serve()")
+    ap.add_argument("--generation", type=int, default=-1, help="serve this generation (cron)")
+    ap.add_argument("--stats", type=Path, help="write the counters here (JSON) on exit")
     args = ap.parse_args(argv)
     with asyncio.Runner(loop_factory=new_event_loop) as runner:
         server = runner.run(
-            serve(args.domains, args.seed, args.mix, args.certs, nft=not args.no_nft)
+            serve(
+                *(args.domains, args.seed, args.mix, args.certs),
+                nft=not args.no_nft,
+                generation=args.generation,
+            )
         )
     usage = resource.getrusage(resource.RUSAGE_SELF)
+    if args.stats:
+        stats = {
+            "requests": server.requests,
+            "by_status": server.by_status,
+            "sitemap_bodies": server.sitemap_bodies,
+            "sitemap_bytes": server.sitemap_bytes,
+            "validated_bodies": server.validated_bodies,
+            "connections": server.accepted,
+            "cpu_s": round(usage.ru_utime + usage.ru_stime, 2),
+            "at": time.time(),
+        }
+        args.stats.write_text(json.dumps(stats))
     print(
         f"# serve: {server.requests} requests {dict(sorted(server.by_status.items()))};"
         f" {server.accepted} connections, {server.handshakes} TLS handshakes,"
