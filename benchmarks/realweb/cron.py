@@ -151,18 +151,21 @@ def outer(args: argparse.Namespace) -> int:
     text = cronreport.markdown(rows, mix.label)
     print(text, flush=True)
     if args.write_results:
-        from benchmarks.realweb.__main__ import write_results
-
-        title = (
-            f"## Cron sequence (issue 53): {args.domains} domains, {mix.label}, seed {args.seed}"
-        )
-        when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-        machine = (
-            f"{os.cpu_count()} cores (shared); {when};"
-            f" harvester defaults, --state --emit delta, --workers {args.workers}"
-        )
-        write_results(title, text, machine)
+        write(text, mix.label, args)
     return 0
+
+
+def write(text: str, label: str, args: argparse.Namespace) -> None:
+    """The sequence's section of RESULTS.md."""
+    from benchmarks.realweb.__main__ import write_results
+
+    title = f"## Cron sequence (issue 53): {args.domains} domains, {label}, seed {args.seed}"
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    machine = (
+        f"{os.cpu_count()} cores (shared); {when};"
+        f" harvester defaults, --state --emit delta, --workers {args.workers}"
+    )
+    write_results(title, text, machine)
 
 
 def main(argv: list[str] | None = None) -> int:

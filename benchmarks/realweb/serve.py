@@ -267,6 +267,25 @@ def full_backlog(address: str, port: int) -> list[socket.socket]:
     return held
 
 
+async def stand_ins(sites: list[Site], listeners: list[asyncio.Server]) -> list[socket.socket]:
+    """Without nftables: ``Reset`` listeners (added to ``listeners``) for the refused
+    ports, and the sockets of ``full_backlog`` for the dropped ones (returned)."""
+    loop = asyncio.get_running_loop()
+    held: list[socket.socket] = []
+    for site in sites:
+        for port in {"refused": (80, 443), "http_only": (443,)}.get(site.kind, ()):
+            listeners.append(
+                await loop.create_server(
+                    Reset, site.address, port, backlog=BACKLOG, reuse_port=True
+                )
+            )
+        if site.kind == "dropped":
+            held += full_backlog(site.address, 80) + full_backlog(site.address, 443)
+        elif site.kind == "https_dropped":
+            held += full_backlog(site.address, 443)
+    return held
+
+
 async def serve(
     domains: int, seed: int, mix: str, certs: Path, *, nft: bool = True, generation: int = -1
 ) -> Server:
@@ -297,18 +316,7 @@ async def serve(
     ]
     held: list[socket.socket] = []
     if not nft:
-        for site in sites:
-            ports = {"refused": (80, 443), "http_only": (443,)}.get(site.kind, ())
-            for port in ports:
-                listeners.append(
-                    await loop.create_server(
-                        Reset, site.address, port, backlog=BACKLOG, reuse_port=True
-                    )
-                )
-            if site.kind == "dropped":
-                held += full_backlog(site.address, 80) + full_backlog(site.address, 443)
-            elif site.kind == "https_dropped":
-                held += full_backlog(site.address, 443)
+        held = await stand_ins(sites, listeners)
     listeners.append(
         await loop.create_server(
             lambda: Connection(server, 80), "0.0.0.0", 80, backlog=BACKLOG, reuse_port=True
