@@ -16,7 +16,7 @@ LRU of ``CONTEXTS``). Sites of kind ``hang`` get their own listening sockets on 
 address (``SO_REUSEPORT``: the kernel prefers the exact address to the wildcard) that
 accept and never read or write: no TLS handshake, no response. ``refused``, ``dropped``,
 ``http_only``'s and ``https_dropped``'s :443 are nftables rules (``benchmarks.realweb.netns``);
-with ``--no-nft`` (no ``nft`` here) listeners stand in for them (see ``serve``).
+with ``--no-nft`` (no ``nft`` here) listeners stand in for them (``standins``).
 
 Requests are parsed by httptools (as in ``benchmarks.server``), answers are made per
 request from the site's pages after the site's latency (``loop.call_later``: a `slow`
@@ -36,26 +36,28 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
-import contextlib
 import json
 import resource
 import signal
-import socket
 import ssl
 import sys
 import time
 from pathlib import Path
-from typing import Any, Final, cast
+from typing import TYPE_CHECKING, Any, Final, cast
 from urllib.parse import unquote
 
 import httptools
 
 from benchmarks.realweb.generations import evolve, not_modified
 from benchmarks.realweb.mix import MIXES, mix_for
+from benchmarks.realweb.standins import BACKLOG, Silent, stand_ins
 from benchmarks.realweb.web import GZIP, HANG, XML, Page, Site, build
 from benchmarks.server import new_event_loop, raise_nofile
 
-BACKLOG: Final = 4096
+if TYPE_CHECKING:
+    import socket
+
+TICK: Final = 0.25  # seconds between two looks at the loop's lateness (watch_lag)
 CONTEXTS: Final = 4096  # TLS contexts kept (one per domain, made on first use)
 REASONS: Final = {
     200: "OK",
@@ -89,6 +91,10 @@ class Server:
         self.sitemap_bodies = 0  # sitemap bodies sent (200, not HEAD)...
         self.sitemap_bytes = 0  # ...and their bytes (what a 304 saves)
         self.validated_bodies = 0  # sitemap bodies sent that had an ETag or Last-Modified
+        # How late a TICK timer fired, at most, and how often by over a second: a server
+        # starved of CPU answers late, and a client's timeouts then say so, not the site.
+        self.lag_max = 0.0
+        self.lagged = 0
 
     def context(self, name: str) -> ssl.SSLContext | None:
         """The TLS context of domain ``name`` (``www.`` stripped), None when it has none."""
@@ -133,6 +139,17 @@ class Server:
         if page is None:
             page = site.default or NOT_FOUND
         return page
+
+
+async def watch_lag(server: Server) -> None:
+    """Measure the loop's lateness every ``TICK`` s into ``server`` until cancelled."""
+    loop = asyncio.get_running_loop()
+    while True:
+        start = loop.time()
+        await asyncio.sleep(TICK)
+        late = loop.time() - start - TICK
+        server.lag_max = max(server.lag_max, late)
+        server.lagged += late > 1.0
 
 
 class Connection(asyncio.Protocol):
@@ -233,59 +250,6 @@ class Connection(asyncio.Protocol):
             transport.close()
 
 
-class Silent(asyncio.Protocol):
-    """Accepts and never reads or writes (a ``hang`` site)."""
-
-    def __init__(self, server: Server) -> None:
-        self.server = server
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        transport.pause_reading()  # type: ignore[attr-defined]
-
-
-class Reset(asyncio.Protocol):
-    """Accepts and resets at once (``refused`` when nftables is not available)."""
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        transport.abort()  # type: ignore[attr-defined]
-
-
-def full_backlog(address: str, port: int) -> list[socket.socket]:
-    """A listening socket on ``address:port`` whose accept queue is full and never drained:
-    further SYNs are dropped (``dropped`` when nftables is not available)."""
-    listener = socket.socket()
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-    listener.bind((address, port))
-    listener.listen(0)
-    held = [listener]
-    for _ in range(3):
-        client = socket.socket()
-        client.setblocking(False)
-        with contextlib.suppress(BlockingIOError):
-            client.connect((address, port))
-        held.append(client)
-    return held
-
-
-async def stand_ins(sites: list[Site], listeners: list[asyncio.Server]) -> list[socket.socket]:
-    """Without nftables: ``Reset`` listeners (added to ``listeners``) for the refused
-    ports, and the sockets of ``full_backlog`` for the dropped ones (returned)."""
-    loop = asyncio.get_running_loop()
-    held: list[socket.socket] = []
-    for site in sites:
-        for port in {"refused": (80, 443), "http_only": (443,)}.get(site.kind, ()):
-            listeners.append(
-                await loop.create_server(
-                    Reset, site.address, port, backlog=BACKLOG, reuse_port=True
-                )
-            )
-        if site.kind == "dropped":
-            held += full_backlog(site.address, 80) + full_backlog(site.address, 443)
-        elif site.kind == "https_dropped":
-            held += full_backlog(site.address, 443)
-    return held
-
-
 async def serve(
     domains: int, seed: int, mix: str, certs: Path, *, nft: bool = True, generation: int = -1
 ) -> Server:
@@ -307,9 +271,7 @@ async def serve(
         tls.load_cert_chain(certs / f"{first.name}.pem")
     tls.sni_callback = server.sni
     listeners = [
-        await loop.create_server(
-            lambda: Silent(server), site.address, port, backlog=BACKLOG, reuse_port=True
-        )
+        await loop.create_server(Silent, site.address, port, backlog=BACKLOG, reuse_port=True)
         for site in sites
         if site.kind == "hang"
         for port in (80, 443)
@@ -337,7 +299,9 @@ async def serve(
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     print("ready", flush=True)
+    watcher = asyncio.create_task(watch_lag(server))
     await stop.wait()
+    watcher.cancel()
     for listener in listeners:
         listener.close()
     for conn in list(server.connections):
@@ -374,6 +338,8 @@ def main(argv: list[str] | None = None) -> int:
             "sitemap_bodies": server.sitemap_bodies,
             "sitemap_bytes": server.sitemap_bytes,
             "validated_bodies": server.validated_bodies,
+            "loop_lag_max_s": round(server.lag_max, 2),
+            "loop_lagged_over_1s": server.lagged,
             "connections": server.accepted,
             "cpu_s": round(usage.ru_utime + usage.ru_stime, 2),
             "at": time.time(),
@@ -382,7 +348,8 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"# serve: {server.requests} requests {dict(sorted(server.by_status.items()))};"
         f" {server.accepted} connections, {server.handshakes} TLS handshakes,"
-        f" {len(server.tls_names)} TLS names; cpu {usage.ru_utime + usage.ru_stime:.2f} s",
+        f" {len(server.tls_names)} TLS names; cpu {usage.ru_utime + usage.ru_stime:.2f} s;"
+        f" loop late by {server.lag_max:.2f} s at most, {server.lagged} times over 1 s",
         file=sys.stderr,
         flush=True,
     )
