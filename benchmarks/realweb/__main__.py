@@ -1,12 +1,16 @@
 """``python -m benchmarks.realweb``: harvester and Scrapy on a web that looks like the web.
 
-In: ``--domains N`` (default 2000), ``--seed`` (1), ``--tools`` (``harvester,scrapy``;
-also ``scrapy-tuned``), ``--timeout`` (seconds per tool), ``--with-earlier`` (add the
-rows of tools run before on the same web), ``--write-results``. Out: one JSON line per tool and a
-markdown table on stdout (``report.markdown``); with ``--write-results`` the section of
-this (domains, seed) in ``benchmarks/realweb/RESULTS.md``; everything of the run in
-``benchmarks/out/realweb-d<N>-s<seed>/`` (git-ignored): certificates, seeds, each tool's
-output, logs and ``result.json``.
+In: ``--domains N`` (default 2000), ``--mix`` (``fixed``, the default: issue 29's web with
+issue 51's kinds at a small share; ``random``: the shares, latencies, TTFBs and sizes drawn
+from the seed, ``benchmarks/realweb/mix.py``), ``--seed`` (1) or ``--seeds 1,2,3`` (one
+web each, then a table of them side by side), ``--webs fixed:1,random:2`` (any list of
+webs), ``--tools`` (``harvester,scrapy``; also ``scrapy-tuned``), ``--timeout`` (seconds
+per tool), ``--with-earlier`` (add the rows of tools run before on the same web),
+``--write-results``. Out: one JSON line per tool and web and markdown tables on stdout
+(``report.markdown``, ``sides.markdown`` for several webs); with ``--write-results`` the
+section of this (domains, webs) in ``benchmarks/realweb/RESULTS.md``; everything of a run
+in ``benchmarks/out/realweb-d<N>-s<seed>/`` (``-r<seed>`` for a random web; git-ignored):
+certificates, seeds, each tool's output, logs and ``result.json``.
 
 Steps: build the web (``web.build``: kinds, pages and the truth, seeded), make a test CA
 for this run and one EC certificate per domain that speaks TLS (``trustme``; the CA alone
@@ -37,12 +41,10 @@ from pathlib import Path
 from typing import Any, Final
 
 from benchmarks.bench_pipeline import ROOT, compile_bytecode, harvester_cmd
-from benchmarks.realweb import netns, report
-from benchmarks.realweb.web import Site, build, write_seeds
+from benchmarks.realweb import limits, netns, report, sides
+from benchmarks.realweb.mix import MIXES, Mix, mix_for
+from benchmarks.realweb.web import TLS_KINDS, Site, build, write_seeds
 
-TLS_KINDS: Final = frozenset(
-    {"small", "www", "big", "fallback", "soft404", "nosite", "robots_5xx", "robots_hang"}
-)
 TOOLS: Final = ("harvester", "scrapy", "scrapy-tuned")
 RESULTS: Final = ROOT / "benchmarks" / "realweb" / "RESULTS.md"
 
@@ -113,22 +115,21 @@ def tool_cmd(tool: str, run_dir: Path, args: argparse.Namespace) -> list[str]:
     ]
 
 
-def run_tool(tool: str, sites: list[Site], run_dir: Path, args: argparse.Namespace) -> report.Row:
-    """One tool in its own namespace, then its row."""
+def run_tool(tool: str, web: Mix, seed: int, run_dir: Path, args: argparse.Namespace) -> None:
+    """One tool in its own namespace (its output and ``result.json`` in its directory)."""
     tool_dir = run_dir / tool
     if tool_dir.exists():
         shutil.rmtree(tool_dir)
     tool_dir.mkdir(parents=True)
     cmd = tool_cmd(tool, run_dir, args)
-    web = ["--domains", str(args.domains), "--seed", str(args.seed)]
-    argv = [*web, "--run-dir", str(run_dir), "--tool", tool, "--timeout", str(args.timeout)]
+    spec = ["--domains", str(args.domains), "--seed", str(seed), "--mix", web.name]
+    argv = [*spec, "--run-dir", str(run_dir), "--tool", tool, "--timeout", str(args.timeout)]
     proc = netns.in_namespace([*argv, "--", *cmd], timeout=args.timeout + 120)
     if proc.returncode != 0 or not (tool_dir / "result.json").exists():
         raise SystemExit(f"realweb: the {tool} run failed (exit {proc.returncode}); see {tool_dir}")
-    return tool_row(tool, sites, run_dir)
 
 
-def tool_row(tool: str, sites: list[Site], run_dir: Path) -> report.Row:
+def tool_row(tool: str, sites: list[Site], run_dir: Path, polite: limits.Politeness) -> report.Row:
     """The row of ``tool`` from what its run left in ``RUN_DIR/<tool>/``."""
     tool_dir = run_dir / tool
     result: dict[str, Any] = json.loads((tool_dir / "result.json").read_text())
@@ -147,12 +148,16 @@ def tool_row(tool: str, sites: list[Site], run_dir: Path) -> report.Row:
             (tool_dir / "stats.json").write_text(json.dumps(info, indent=1))
     if not result.get("nft", True):
         row.notes.append("no nft: refused = accept+reset, dropped = full queue")
+    seconds, site = limits.longest_chain(sites, polite)
+    row.chain_s = seconds
+    if site is not None:
+        place = f"{site.index + 1:,} of {len(sites):,} in the list"
+        row.chain_host = f"{site.name} ({site.kind}, {place})"
     return row
 
 
-def write_results(text: str, args: argparse.Namespace, machine: str) -> None:
-    """Replace (or add) this (domains, seed) section of ``RESULTS.md``."""
-    title = f"## {args.domains} domains, seed {args.seed}"
+def write_results(title: str, text: str, machine: str) -> None:
+    """Replace (or add) the section ``title`` of ``RESULTS.md``."""
     body = f"{title}\n\n{machine}\n\n{text}\n"
     old = (
         RESULTS.read_text()
@@ -168,10 +173,70 @@ def write_results(text: str, args: argparse.Namespace, machine: str) -> None:
     RESULTS.write_text(new.rstrip() + "\n")
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_webs(args: argparse.Namespace) -> list[tuple[Mix, int]]:
+    """The webs to run: ``--webs``, else ``--mix`` with ``--seeds`` (or ``--seed``)."""
+    if args.webs:
+        specs = [w.split(":", 1) if ":" in w else (w, "1") for w in args.webs.split(",") if w]
+    else:
+        seeds = args.seeds.split(",") if args.seeds else [str(args.seed)]
+        specs = [(args.mix, s) for s in seeds if s]
+    webs = []
+    for name, seed in specs:
+        if name not in MIXES or not seed.isdigit():
+            raise SystemExit(f"realweb: a web is MIX:SEED with MIX in {MIXES}, not {name}:{seed}")
+        webs.append((mix_for(name, int(seed)), int(seed)))
+    return webs
+
+
+def run_web(web: Mix, seed: int, tools: list[str], args: argparse.Namespace) -> list[report.Row]:
+    """Build one web, run the tools on it; its rows (and its markdown on stdout)."""
+    tag = f"s{seed}" if web.name == "fixed" else f"r{seed}"
+    base = ROOT / "benchmarks" / "out"
+    run_dir: Path = (
+        (args.out / tag if args.out and args.multi else args.out)
+        or base / f"realweb-d{args.domains}-{tag}"
+    ).resolve()
+    run_dir.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    sites = build(args.domains, seed, web)
+    built = time.perf_counter() - started
+    cert_s = make_certs(sites, run_dir / "certs")
+    write_seeds(sites, run_dir / "seeds.txt")
+    write_seeds(sites, run_dir / "seeds-robots.txt", scheme="http")
+    truth_urls = sum(len(s.locs) for s in sites)
+    print(
+        f"# web {web.label}: {args.domains} domains, {truth_urls:,} URLs expected; built in"
+        f" {built:.1f} s, certificates in {cert_s:.1f} s; {run_dir}",
+        file=sys.stderr,
+        flush=True,
+    )
+    (run_dir / "web.json").write_text(json.dumps(web.describe(), indent=1))
+    polite = limits.politeness(args.harvester_config)
+    rows = []
+    for tool in tools:
+        print(f"# running {tool} on {web.label} ...", file=sys.stderr, flush=True)
+        run_tool(tool, web, seed, run_dir, args)
+        rows.append(tool_row(tool, sites, run_dir, polite))
+    if args.with_earlier:
+        for tool in TOOLS:
+            if tool not in tools and (run_dir / tool / "result.json").exists():
+                rows.append(tool_row(tool, sites, run_dir, polite))
+                rows[-1].notes.append("earlier run")
+        rows.sort(key=lambda r: r.tool)
+    for row in rows:
+        print(json.dumps({"web": web.label, "seed": seed, **row.record()}), flush=True)
+    print(report.markdown(rows), flush=True)
+    return rows
+
+
+def arguments() -> argparse.ArgumentParser:
+    """The command line (see the module docstring)."""
     ap = argparse.ArgumentParser(prog="python -m benchmarks.realweb", description=__doc__)
     ap.add_argument("--domains", type=int, default=2000)
+    ap.add_argument("--mix", choices=MIXES, default="fixed")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--seeds", default="", help="comma list: one web per seed, side by side")
+    ap.add_argument("--webs", default="", help="comma list of MIX:SEED (fixed:1,random:2)")
     ap.add_argument(
         "--tools",
         default="harvester,scrapy",
@@ -192,60 +257,43 @@ def main(argv: list[str] | None = None) -> int:
         " run directory (e.g. Scrapy re-run alone)",
     )
     ap.add_argument("--write-results", action="store_true")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = arguments()
     args = ap.parse_args(argv)
     tools = [t for t in args.tools.split(",") if t]
     if unknown := set(tools) - set(TOOLS):
         ap.error(f"unknown tools: {', '.join(sorted(unknown))}")
+    webs = parse_webs(args)
+    args.multi = len(webs) > 1
     why = netns.can_unshare()
     if why is not None:
         print(f"realweb: cannot run: {why}", file=sys.stderr)
         return 3
-    run_dir: Path = (
-        args.out or ROOT / "benchmarks" / "out" / f"realweb-d{args.domains}-s{args.seed}"
-    ).resolve()
-    run_dir.mkdir(parents=True, exist_ok=True)
-    started = time.perf_counter()
-    sites = build(args.domains, args.seed)
-    built = time.perf_counter() - started
-    cert_s = make_certs(sites, run_dir / "certs")
-    write_seeds(sites, run_dir / "seeds.txt")
-    write_seeds(sites, run_dir / "seeds-robots.txt", scheme="http")
-    truth_urls = sum(len(s.locs) for s in sites)
-    print(
-        f"# web: {args.domains} domains, {truth_urls:,} URLs expected; built in {built:.1f} s,"
-        f" certificates in {cert_s:.1f} s; {run_dir}",
-        file=sys.stderr,
-        flush=True,
-    )
     if "harvester" in tools:
         compile_bytecode()
-    rows = []
-    for tool in tools:
-        print(f"# running {tool} ...", file=sys.stderr, flush=True)
-        row = run_tool(tool, sites, run_dir, args)
-        print(json.dumps(row.record()), flush=True)
-        rows.append(row)
-    if args.with_earlier:
-        for tool in TOOLS:
-            if tool not in tools and (run_dir / tool / "result.json").exists():
-                row = tool_row(tool, sites, run_dir)
-                row.notes.append("earlier run")
-                print(json.dumps(row.record()), flush=True)
-                rows.append(row)
-        rows.sort(key=lambda r: r.tool)
-    from harvester.config import Config
-
-    rate = Config().politeness.default.rate
-    politeness = report.politeness_limit(sites, rate)
-    text = report.markdown(rows, politeness=politeness)
-    print(text, flush=True)
+    done = [(web, seed, run_web(web, seed, tools, args)) for web, seed in webs]
+    side = ""
+    if args.multi:
+        side = sides.markdown([(web, row) for web, _, rows in done for row in rows])
+        print(side, flush=True)
     if args.write_results:
+        rate = limits.politeness(args.harvester_config).rate
         machine = (
             f"{os.cpu_count()} cores (shared);"
             f" {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())};"
             f" harvester defaults (politeness rate {rate}/s), --workers {args.workers}"
         )
-        write_results(text, args, machine)
+        if args.multi:
+            labels = ", ".join(web.label for web, _ in webs)
+            write_results(f"## Side by side: {args.domains} domains, {labels}", side, machine)
+        else:
+            web, seed, rows = done[0]
+            mixed = "" if web.name == "fixed" else f", {web.name} mix"
+            title = f"## {args.domains} domains{mixed}, seed {seed}"
+            write_results(title, report.markdown(rows), machine)
     return 0
 
 

@@ -1,7 +1,7 @@
 """One measured run of one tool on the realweb, inside a network namespace of its own.
 
 In (from ``benchmarks.realweb.__main__`` through ``in_namespace``): the web's
-``(domains, seed)``, a run directory holding ``certs/`` (``ca.pem`` and the domains'
+``(domains, seed, mix)``, a run directory holding ``certs/`` (``ca.pem`` and the domains'
 PEMs), the tool (``harvester`` or ``scrapy``) and its command, a time limit. Out:
 ``RUN_DIR/<tool>/result.json`` (the tool's wall and CPU seconds, peak RSS, exit status,
 the DNS and HTTP servers' own CPU lines) beside the tool's own output.
@@ -13,9 +13,11 @@ socket carries over from one tool's run to the next. Inside (``main``):
 1. ``ip link set lo up``: the namespace has ``lo`` only, so nothing can leave it;
 2. nftables (``nft -f``; input hook of table ``inet realweb``): ``refused`` addresses
    answer a TCP reset (``reject with tcp reset``), ``dropped`` addresses drop every
-   packet, ``http_only`` addresses reset on :443. Without ``nft`` (``apt-get install -y
-   nftables``) it says so and the server stands in: ``refused`` addresses accept and
-   reset, ``dropped`` ones are listeners whose accept queue is full (SYNs dropped);
+   packet, ``http_only`` addresses reset on :443, ``https_dropped`` addresses drop every
+   packet to :443 (issue 51: a firewall that blackholes https). Without ``nft``
+   (``apt-get install -y nftables``) it says so and the server stands in: ``refused``
+   addresses accept and reset, ``dropped`` ones are listeners whose accept queue is full
+   (SYNs dropped);
 3. ``/etc/resolv.conf`` bind-mounted (mount namespace: the host's file is untouched) to
    a file naming ``127.0.0.53``, the DNS server (``benchmarks.realweb.dns``);
 4. the DNS server and the HTTP(S) server (``benchmarks.realweb.serve``) started as
@@ -40,6 +42,7 @@ from pathlib import Path
 from typing import IO, Final
 
 from benchmarks.bench_pipeline import ROOT, run_measured
+from benchmarks.realweb.mix import MIXES, mix_for
 from benchmarks.realweb.web import build
 
 DNS_LISTEN: Final = "127.0.0.53:53"
@@ -71,16 +74,14 @@ def in_namespace(argv: list[str], *, timeout: float) -> subprocess.CompletedProc
     return subprocess.run(cmd, cwd=ROOT, text=True, timeout=timeout, check=False)
 
 
-def nft_rules(domains: int, seed: int) -> str:
+def nft_rules(domains: int, seed: int, mix: str = "fixed") -> str:
     """The nftables ruleset of the web (``nft -f`` input)."""
-    sets: dict[str, list[str]] = {"refused": [], "refused443": [], "dropped": []}
-    for site in build(domains, seed, content=False):
-        if site.kind == "refused":
-            sets["refused"].append(site.address)
-        elif site.kind == "dropped":
-            sets["dropped"].append(site.address)
-        elif site.kind == "http_only":
-            sets["refused443"].append(site.address)
+    sets: dict[str, list[str]] = {"refused": [], "refused443": [], "dropped": [], "dropped443": []}
+    kinds = {"refused": "refused", "dropped": "dropped", "http_only": "refused443"}
+    kinds["https_dropped"] = "dropped443"
+    for site in build(domains, seed, mix_for(mix, seed), content=False):
+        if site.kind in kinds:
+            sets[kinds[site.kind]].append(site.address)
     lines = ["table inet realweb {"]
     for name, addresses in sets.items():
         lines.append(f"  set {name} {{ type ipv4_addr;")
@@ -91,6 +92,7 @@ def nft_rules(domains: int, seed: int) -> str:
         "  chain input {",
         "    type filter hook input priority 0; policy accept;",
         "    ip daddr @dropped drop",
+        "    ip daddr @dropped443 tcp dport 443 drop",
         "    ip daddr @refused meta l4proto tcp reject with tcp reset",
         "    ip daddr @refused443 tcp dport 443 reject with tcp reset",
         "  }",
@@ -99,7 +101,8 @@ def nft_rules(domains: int, seed: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _start(cmd: list[str], log: IO[str]) -> subprocess.Popen[str]:
+def start(cmd: list[str], log: IO[str]) -> subprocess.Popen[str]:
+    """Start a server (``cmd``, stderr to ``log``) and wait for its ``ready`` line."""
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=log, text=True)
     assert proc.stdout is not None
     line = proc.stdout.readline()
@@ -109,7 +112,8 @@ def _start(cmd: list[str], log: IO[str]) -> subprocess.Popen[str]:
     return proc
 
 
-def _stop(proc: subprocess.Popen[str]) -> None:
+def stop(proc: subprocess.Popen[str]) -> None:
+    """SIGTERM a server (by its pid) and wait for it, then SIGKILL after 15 s."""
     proc.send_signal(signal.SIGTERM)
     try:
         proc.wait(15)
@@ -118,11 +122,11 @@ def _stop(proc: subprocess.Popen[str]) -> None:
         proc.wait()
 
 
-def set_up(run_dir: Path, domains: int, seed: int) -> bool:
+def set_up(run_dir: Path, domains: int, seed: int, mix: str = "fixed") -> bool:
     """Steps 1-3 of the module docstring; False when ``nft`` is missing (no rules)."""
     subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
     rules = run_dir / "realweb.nft"
-    rules.write_text(nft_rules(domains, seed))
+    rules.write_text(nft_rules(domains, seed, mix))
     # REALWEB_NO_NFT=1 tries the stand-ins where nft is installed
     nft = shutil.which("nft") is not None and not os.environ.get("REALWEB_NO_NFT")
     if nft:
@@ -143,6 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.realweb.netns", description=__doc__)
     ap.add_argument("--domains", type=int, required=True)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--mix", choices=MIXES, default="fixed")
     ap.add_argument("--run-dir", type=Path, required=True)
     ap.add_argument("--tool", required=True)
     ap.add_argument("--timeout", type=float, required=True)
@@ -155,19 +160,19 @@ def main(argv: list[str] | None = None) -> int:
     if os.getuid() != 0 or not Path("/proc/self/ns/net").exists():
         print("netns: run me through in_namespace (unshare -rnm)", file=sys.stderr)
         return 2
-    nft = set_up(run_dir, args.domains, args.seed)
+    nft = set_up(run_dir, args.domains, args.seed, args.mix)
     for var in PROXY_VARS:
         os.environ.pop(var, None)
     os.environ["SSL_CERT_FILE"] = str(run_dir / "certs" / "bundle.pem")
-    web = ["--domains", str(args.domains), "--seed", str(args.seed)]
+    web = ["--domains", str(args.domains), "--seed", str(args.seed), "--mix", args.mix]
     py = sys.executable
     with (
         (tool_dir / "dns.stderr").open("w") as dns_log,
         (tool_dir / "serve.stderr").open("w") as serve_log,
     ):
-        dns = _start([py, "-m", "benchmarks.realweb.dns", *web, "--listen", DNS_LISTEN], dns_log)
+        dns = start([py, "-m", "benchmarks.realweb.dns", *web, "--listen", DNS_LISTEN], dns_log)
         try:
-            serve = _start(
+            serve = start(
                 [
                     *(py, "-m", "benchmarks.realweb.serve", *web),
                     *("--certs", str(run_dir / "certs"), *(() if nft else ("--no-nft",))),
@@ -178,9 +183,9 @@ def main(argv: list[str] | None = None) -> int:
                 with (tool_dir / "tool.stderr").open("w") as err:
                     res = run_measured(cmd, timeout=args.timeout, stderr=err)
             finally:
-                _stop(serve)
+                stop(serve)
         finally:
-            _stop(dns)
+            stop(dns)
     servers = {
         name: [ln for ln in (tool_dir / f"{name}.stderr").read_text().splitlines() if ln]
         for name in ("dns", "serve")

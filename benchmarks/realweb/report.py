@@ -18,14 +18,19 @@ Columns:
   **extra**: reported locs that are not in the truth; **exact domains**: domains
   expected ``ok`` whose reported set equals the truth, over those expected ``ok``;
 * **classes right**: domains whose class (harvester's per-host report: ``ok`` when it
-  emitted URLs, else its most frequent failure class, else ``none``) is the expected one;
-  the confusion table counts every (expected, got) pair. For Scrapy, which has no
-  per-domain report, the class is ``ok`` (URLs found) or ``-`` (none);
+  emitted URLs, else ``blocked`` when its discovery says so, else its most frequent
+  failure class, else ``none``) is the expected one; the confusion table counts every
+  (expected, got) pair. For Scrapy, which has no per-domain report, the class is ``ok``
+  (URLs found) or ``-`` (none);
 * **CPU limit s**: the tool's CPU seconds over the machine's cores: no run on these cores
   can be faster than that with this much work;
-* **politeness limit s**: the longest chain a polite client cannot shorten: over the
-  healthy sites, (requests the site needs - 1) / the default per-host rate
-  (``harvester.config.Config().politeness.default.rate``).
+* **chain limit s**: the longest single host's chain from the run's start
+  (``limits.chain``: its politeness, robots.txt Crawl-delay included, or its answers'
+  latency one after another), with the tool's own politeness settings;
+* **end limit s**, **wall / limit**: max(CPU limit, chain limit) and the wall over it
+  (issue 51's target: <= 1.15);
+* **by kind**: per kind of site, the URLs missing and the domains in a wrong class
+  (expected -> got), for the kinds that have either.
 """
 
 from __future__ import annotations
@@ -37,7 +42,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from benchmarks.realweb.web import GZIP, XML, Site, domain_of
+from benchmarks.realweb.limits import TARGET, end_limit
+from benchmarks.realweb.web import Site, domain_of
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -66,11 +72,36 @@ class Row:
     notes: list[str] = field(default_factory=list)
     # kind -> {"hosts", "median_s", "max_s", "sum_s"}: seconds a host held its slot
     slots: dict[str, dict[str, float]] = field(default_factory=dict)
+    # kind -> {"domains", "expect", "urls_truth", "missing", "wrong": {got: domains}}
+    by_kind: dict[str, dict[str, Any]] = field(default_factory=dict)
+    chain_s: float = 0.0  # the longest single host's chain (limits.longest_chain)
+    chain_host: str = ""  # ...its domain, kind and place in the list
+    cores: int = field(default_factory=lambda: os.cpu_count() or 1)
 
     @property
     def domains_per_s(self) -> float:
         """Domains in the list over wall seconds."""
         return self.domains / self.wall_s if self.wall_s else 0.0
+
+    @property
+    def cpu_limit_s(self) -> float:
+        """CPU seconds over the cores."""
+        return self.cpu_s / max(1, self.cores)
+
+    @property
+    def end_limit_s(self) -> float:
+        """max(CPU limit, the longest chain)."""
+        return end_limit(self.cpu_s, self.cores, self.chain_s)[0]
+
+    @property
+    def wall_over_limit(self) -> float:
+        """Wall seconds over the end limit (issue 51's target: at most ``TARGET``)."""
+        return self.wall_s / self.end_limit_s if self.end_limit_s else 0.0
+
+    @property
+    def wrong_classes(self) -> int:
+        """Domains in a wrong class (0 for a tool without classes)."""
+        return sum(sum(k["wrong"].values()) for k in self.by_kind.values())
 
     def record(self) -> dict[str, Any]:
         """The JSON line of this row."""
@@ -95,6 +126,13 @@ class Row:
             "servers": self.servers,
             "notes": self.notes,
             "slot_seconds_by_kind": self.slots,
+            "by_kind": self.by_kind,
+            "cpu_limit_s": round(self.cpu_limit_s, 2),
+            "chain_limit_s": round(self.chain_s, 2),
+            "chain_host": self.chain_host,
+            "end_limit_s": round(self.end_limit_s, 2),
+            "end_limit_is": end_limit(self.cpu_s, self.cores, self.chain_s)[1],
+            "wall_over_limit": round(self.wall_over_limit, 3),
         }
 
 
@@ -136,6 +174,8 @@ def host_class(line: dict[str, Any]) -> str:
     """The class of one line of ``OUT.hosts.jsonl`` (see the module docstring)."""
     if line.get("urls"):
         return "ok"
+    if line.get("discovery") == "blocked":  # (issue 51: a bot wall is its own class)
+        return "blocked"
     by_class: dict[str, int] = line.get("failures_by_class") or {}
     if not by_class:
         return "none"
@@ -176,24 +216,6 @@ def slot_seconds(
     return dict(sorted(out.items(), key=lambda kv: -kv[1]["sum_s"]))
 
 
-def requests_needed(site: Site) -> int:
-    """The requests a correct polite client makes to a healthy site (redirects included)."""
-    sitemaps = sum(1 for p in site.pages.values() if p.content_type in (XML, GZIP))
-    robots = 1 + (site.kind == "www")  # the apex robots.txt answers 301 to www
-    return robots + sitemaps
-
-
-def politeness_limit(sites: list[Site], rate: float) -> tuple[float, str]:
-    """(seconds, the domain) of the longest unavoidable request chain at ``rate``."""
-    best, name = 0.0, ""
-    for site in sites:
-        if site.expect == "ok":
-            seconds = (requests_needed(site) - 1) / rate
-            if seconds > best:
-                best, name = seconds, site.name
-    return best, name
-
-
 def compare(
     tool: str,
     sites: list[Site],
@@ -205,6 +227,7 @@ def compare(
     proc = result["process"]
     urls_truth = missing = extra = exact = healthy = right = 0
     confusion: Counter[str] = Counter()
+    by_kind: dict[str, dict[str, Any]] = {}
     for site in sites:
         truth = set(site.locs)
         got = found.get(site.name, set())
@@ -217,6 +240,15 @@ def compare(
         cls = ("ok" if got else "-") if classes is None else classes.get(site.name, "missing")
         confusion[f"{site.expect} -> {cls}"] += 1
         right += cls == site.expect
+        kind = by_kind.setdefault(
+            site.kind,
+            {"domains": 0, "expect": site.expect, "urls_truth": 0, "missing": 0, "wrong": {}},
+        )
+        kind["domains"] += 1
+        kind["urls_truth"] += len(truth)
+        kind["missing"] += len(truth - got)
+        if classes is not None and cls != site.expect:
+            kind["wrong"][cls] = kind["wrong"].get(cls, 0) + 1
     return Row(
         tool=tool,
         wall_s=float(proc["wall_s"]),
@@ -234,6 +266,7 @@ def compare(
         returncode=int(proc["returncode"]),
         confusion=dict(sorted(confusion.items())),
         servers=result.get("servers", {}),
+        by_kind=dict(sorted(by_kind.items())),
     )
 
 
@@ -241,14 +274,32 @@ def _f(value: float | int | None, spec: str) -> str:
     return "-" if value is None else format(value, spec)
 
 
-def markdown(rows: list[Row], *, cores: int | None = None, politeness: tuple[float, str]) -> str:
-    """The side-by-side table, the limits, and the confusion of classes."""
-    cores = cores or os.cpu_count() or 1
+def kinds_table(row: Row) -> list[str]:
+    """Markdown lines: the kinds with URLs missing or domains in a wrong class."""
+    out = [
+        "| kind | domains | expected | URLs truth | URLs missing | wrong class (got: domains) |",
+        "| --- | ---: | --- | ---: | ---: | --- |",
+    ]
+    for kind, k in row.by_kind.items():
+        if k["missing"] or k["wrong"]:
+            wrong = ", ".join(f"{got}: {n}" for got, n in sorted(k["wrong"].items())) or "-"
+            out.append(
+                f"| {kind} | {k['domains']} | {k['expect']} | {k['urls_truth']:,}"
+                f" | {k['missing']:,} | {wrong} |"
+            )
+    if len(out) == 2:
+        out.append("| (every kind exact) | | | | | |")
+    return out
+
+
+def markdown(rows: list[Row]) -> str:
+    """The side-by-side table, the limits, the kinds that lost, the confusion of classes."""
     out = [
         "| tool | wall s | CPU s | peak RSS MB | domains/s | URLs found | URLs truth | missing"
-        " | extra | exact domains | classes right | CPU limit s | politeness limit s | notes |",
+        " | extra | exact domains | classes right | CPU limit s | chain limit s | end limit s"
+        " | wall / limit | notes |",
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---:"
-        " | --- |",
+        " | ---: | ---: | --- |",
     ]
     for r in rows:
         notes = list(r.notes)
@@ -261,14 +312,20 @@ def markdown(rows: list[Row], *, cores: int | None = None, politeness: tuple[flo
             f" | {r.domains_per_s:.2f} | {r.urls_found:,} | {r.urls_truth:,} | {r.missing:,}"
             f" | {r.extra:,} | {r.exact}/{r.healthy}"
             f" | {_f(r.classes_right, 'd')}{'' if r.classes_right is None else f'/{r.domains}'}"
-            f" | {r.cpu_s / cores:.1f} | {politeness[0]:.1f} | {'; '.join(notes)} |"
+            f" | {r.cpu_limit_s:.1f} | {r.chain_s:.1f} | {r.end_limit_s:.1f}"
+            f" | {r.wall_over_limit:.2f} | {'; '.join(notes)} |"
         )
     out.append("")
-    out.append(f"Politeness limit: {politeness[1]} ({cores} cores for the CPU limit).")
+    cores = rows[0].cores if rows else os.cpu_count()
+    if rows:
+        out.append(
+            f"Chain limit: {rows[0].chain_host} ({cores} cores for the CPU limit;"
+            f" target wall / limit <= {TARGET})."
+        )
     for r in rows:
-        out.append("")
-        out.append(f"{r.tool}: (expected -> got) domains")
-        out.append("")
+        out += ["", f"{r.tool}: by kind, the kinds that lost URLs or a class", ""]
+        out += kinds_table(r)
+        out += ["", f"{r.tool}: (expected -> got) domains", ""]
         out.append("| expected -> got | domains |")
         out.append("| --- | ---: |")
         out.extend(f"| {k} | {v} |" for k, v in r.confusion.items())

@@ -1,6 +1,6 @@
 """The realweb's HTTP and HTTPS server: one process, :80 and :443 on every address of the web.
 
-In: the web (``web.build(domains, seed)``, rebuilt here: the same seeded bytes the runner
+In: the web (``web.build(domains, seed, mix)``, rebuilt here: the same seeded bytes the runner
 counts as truth) and a directory of certificates (``certs/<domain>.pem``: the domain's EC
 key and its certificate for ``<domain>`` and ``www.<domain>``, signed by the run's CA;
 written by ``benchmarks.realweb.__main__`` with ``trustme``). Out: responses, ``ready`` on
@@ -14,15 +14,21 @@ and each connection is dispatched by its local address (``sockname``) to its sit
 gives each connection its domain's context (made on first use from its PEM, kept in an
 LRU of ``CONTEXTS``). Sites of kind ``hang`` get their own listening sockets on their
 address (``SO_REUSEPORT``: the kernel prefers the exact address to the wildcard) that
-accept and never read or write: no TLS handshake, no response. ``refused``, ``dropped``
-and ``http_only``'s :443 are nftables rules (``benchmarks.realweb.netns``); with
-``--no-nft`` (no ``nft`` here) listeners stand in for them (see ``serve``).
+accept and never read or write: no TLS handshake, no response. ``refused``, ``dropped``,
+``http_only``'s and ``https_dropped``'s :443 are nftables rules (``benchmarks.realweb.netns``);
+with ``--no-nft`` (no ``nft`` here) listeners stand in for them (``standins``).
 
 Requests are parsed by httptools (as in ``benchmarks.server``), answers are made per
-request from the site's pages after the site's latency (``loop.call_later``); uvloop when
+request from the site's pages after the site's latency (``loop.call_later``: a `slow`
+site's TTFB is its latency, the whole response then comes at once); uvloop when
 installed. A page ``HANG`` (``robots_hang``'s robots.txt) is never answered.
 
-    python -m benchmarks.realweb.serve --domains 2000 --seed 1 --certs DIR
+With ``--generation G`` (the cron benchmark, issue 53) it serves generation G of the web
+(``generations.evolve``): sitemaps with their ETag / Last-Modified, a conditional GET
+that matches answered 304; ``--stats FILE`` writes its counters as JSON on exit
+(requests, by status, sitemap bodies and their bytes sent).
+
+    python -m benchmarks.realweb.serve --domains 2000 --seed 1 [--mix random] --certs DIR
 """
 
 from __future__ import annotations
@@ -30,31 +36,42 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
-import contextlib
+import json
 import resource
 import signal
-import socket
 import ssl
 import sys
+import time
 from pathlib import Path
-from typing import Any, Final, cast
+from typing import TYPE_CHECKING, Any, Final, cast
 from urllib.parse import unquote
 
 import httptools
 
-from benchmarks.realweb.web import HANG, Page, Site, build
+from benchmarks.realweb.generations import evolve, not_modified
+from benchmarks.realweb.mix import MIXES, mix_for
+from benchmarks.realweb.standins import BACKLOG, Silent, stand_ins
+from benchmarks.realweb.web import GZIP, HANG, XML, Page, Site, build
 from benchmarks.server import new_event_loop, raise_nofile
 
-BACKLOG: Final = 4096
+if TYPE_CHECKING:
+    import socket
+
+TICK: Final = 0.25  # seconds between two looks at the loop's lateness (watch_lag)
 CONTEXTS: Final = 4096  # TLS contexts kept (one per domain, made on first use)
 REASONS: Final = {
     200: "OK",
     301: "Moved Permanently",
     302: "Found",
+    304: "Not Modified",
+    401: "Unauthorized",
+    403: "Forbidden",
     404: "Not Found",
+    451: "Unavailable For Legal Reasons",
     500: "Internal Server Error",
     503: "Service Unavailable",
 }
+VALIDATORS: Final = ("ETag", "Last-Modified")
 NOT_FOUND: Final = Page(404, "text/plain", b"404 not found\n")
 
 
@@ -71,6 +88,13 @@ class Server:
         self.tls_names: set[str] = set()
         self.accepted = 0  # connections accepted (the keep-alive check: vs requests)
         self.handshakes = 0  # TLS handshakes begun (SNI callbacks)
+        self.sitemap_bodies = 0  # sitemap bodies sent (200, not HEAD)...
+        self.sitemap_bytes = 0  # ...and their bytes (what a 304 saves)
+        self.validated_bodies = 0  # sitemap bodies sent that had an ETag or Last-Modified
+        # How late a TICK timer fired, at most, and how often by over a second: a server
+        # starved of CPU answers late, and a client's timeouts then say so, not the site.
+        self.lag_max = 0.0
+        self.lagged = 0
 
     def context(self, name: str) -> ssl.SSLContext | None:
         """The TLS context of domain ``name`` (``www.`` stripped), None when it has none."""
@@ -117,6 +141,17 @@ class Server:
         return page
 
 
+async def watch_lag(server: Server) -> None:
+    """Measure the loop's lateness every ``TICK`` s into ``server`` until cancelled."""
+    loop = asyncio.get_running_loop()
+    while True:
+        start = loop.time()
+        await asyncio.sleep(TICK)
+        late = loop.time() - start - TICK
+        server.lag_max = max(server.lag_max, late)
+        server.lagged += late > 1.0
+
+
 class Connection(asyncio.Protocol):
     """One client connection: parse requests, answer after the site's latency."""
 
@@ -127,6 +162,7 @@ class Connection(asyncio.Protocol):
         self.parser = httptools.HttpRequestParser(self)
         self.url = b""
         self.host = ""
+        self.conditional = ("", "")  # If-None-Match, If-Modified-Since
         self.transport: asyncio.Transport | None = None
         self.hanging = False
         self.pending: list[tuple[Page, bool, bool]] = []
@@ -155,13 +191,19 @@ class Connection(asyncio.Protocol):
     def on_message_begin(self) -> None:
         self.url = b""
         self.host = ""
+        self.conditional = ("", "")
 
     def on_url(self, url: bytes) -> None:
         self.url += url
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        if name.lower() == b"host":
+        name = name.lower()
+        if name == b"host":
             self.host = value.decode("latin-1")
+        elif name == b"if-none-match":
+            self.conditional = (value.decode("latin-1"), self.conditional[1])
+        elif name == b"if-modified-since":
+            self.conditional = (self.conditional[0], value.decode("latin-1"))
 
     def on_message_complete(self) -> None:
         server = self.server
@@ -171,6 +213,8 @@ class Connection(asyncio.Protocol):
         if page is HANG:
             self.hanging = True  # accepted, read, never answered
             return
+        if not_modified(page, *self.conditional):
+            page = Page(304, headers=page.headers)
         head_only = self.parser.get_method() == b"HEAD"
         self.pending.append((page, head_only, self.parser.should_keep_alive()))
         if len(self.pending) == 1:
@@ -193,57 +237,32 @@ class Connection(asyncio.Protocol):
             lines.append(f"Content-Type: {page.content_type}")
         if page.location:
             lines.append(f"Location: {page.location}")
+        lines.extend(f"{name}: {value}" for name, value in page.headers)
         lines.append(f"Content-Length: {len(page.body)}")
         lines.append("Connection: keep-alive" if keep_alive else "Connection: close")
         head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
         transport.writelines([head] if head_only or not page.body else [head, page.body])
+        if not head_only and page.content_type in (XML, GZIP) and page.status == 200:
+            server.sitemap_bodies += 1
+            server.sitemap_bytes += len(page.body)
+            server.validated_bodies += any(n in VALIDATORS for n, _ in page.headers)
         if not keep_alive:
             transport.close()
 
 
-class Silent(asyncio.Protocol):
-    """Accepts and never reads or writes (a ``hang`` site)."""
-
-    def __init__(self, server: Server) -> None:
-        self.server = server
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        transport.pause_reading()  # type: ignore[attr-defined]
-
-
-class Reset(asyncio.Protocol):
-    """Accepts and resets at once (``refused`` when nftables is not available)."""
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        transport.abort()  # type: ignore[attr-defined]
-
-
-def full_backlog(address: str, port: int) -> list[socket.socket]:
-    """A listening socket on ``address:port`` whose accept queue is full and never drained:
-    further SYNs are dropped (``dropped`` when nftables is not available)."""
-    listener = socket.socket()
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-    listener.bind((address, port))
-    listener.listen(0)
-    held = [listener]
-    for _ in range(3):
-        client = socket.socket()
-        client.setblocking(False)
-        with contextlib.suppress(BlockingIOError):
-            client.connect((address, port))
-        held.append(client)
-    return held
-
-
-async def serve(domains: int, seed: int, certs: Path, *, nft: bool = True) -> Server:
+async def serve(
+    domains: int, seed: int, mix: str, certs: Path, *, nft: bool = True, generation: int = -1
+) -> Server:
     """Bind :80 and :443 (and the ``hang`` addresses), serve until SIGTERM/SIGINT.
 
-    ``nft=False``: no nftables rules stand for ``refused``, ``dropped`` and ``http_only``'s
-    :443, so their addresses get listeners of their own: ``Reset`` (accepted, then a
-    reset: not quite a refused SYN) and ``full_backlog`` (SYNs dropped).
+    ``nft=False``: no nftables rules stand for ``refused``, ``dropped``, ``http_only``'s
+    and ``https_dropped``'s :443, so their addresses get listeners of their own: ``Reset``
+    (accepted, then a reset: not quite a refused SYN) and ``full_backlog`` (SYNs dropped).
     """
     loop = asyncio.get_running_loop()
-    sites = build(domains, seed)
+    sites = build(domains, seed, mix_for(mix, seed))
+    if generation >= 0:
+        evolve(sites, seed, generation)
     raise_nofile(65_536)
     server = Server(sites, certs)
     tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -252,25 +271,14 @@ async def serve(domains: int, seed: int, certs: Path, *, nft: bool = True) -> Se
         tls.load_cert_chain(certs / f"{first.name}.pem")
     tls.sni_callback = server.sni
     listeners = [
-        await loop.create_server(
-            lambda: Silent(server), site.address, port, backlog=BACKLOG, reuse_port=True
-        )
+        await loop.create_server(Silent, site.address, port, backlog=BACKLOG, reuse_port=True)
         for site in sites
         if site.kind == "hang"
         for port in (80, 443)
     ]
     held: list[socket.socket] = []
     if not nft:
-        for site in sites:
-            ports = {"refused": (80, 443), "http_only": (443,)}.get(site.kind, ())
-            for port in ports:
-                listeners.append(
-                    await loop.create_server(
-                        Reset, site.address, port, backlog=BACKLOG, reuse_port=True
-                    )
-                )
-            if site.kind == "dropped":
-                held += full_backlog(site.address, 80) + full_backlog(site.address, 443)
+        held = await stand_ins(sites, listeners)
     listeners.append(
         await loop.create_server(
             lambda: Connection(server, 80), "0.0.0.0", 80, backlog=BACKLOG, reuse_port=True
@@ -291,7 +299,9 @@ async def serve(domains: int, seed: int, certs: Path, *, nft: bool = True) -> Se
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     print("ready", flush=True)
+    watcher = asyncio.create_task(watch_lag(server))
     await stop.wait()
+    watcher.cancel()
     for listener in listeners:
         listener.close()
     for conn in list(server.connections):
@@ -306,16 +316,40 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.realweb.serve", description=__doc__)
     ap.add_argument("--domains", type=int, required=True)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--mix", choices=MIXES, default="fixed")
     ap.add_argument("--certs", type=Path, required=True)
     ap.add_argument("--no-nft", action="store_true", help="no nftables rules: see serve()")
+    ap.add_argument("--generation", type=int, default=-1, help="serve this generation (cron)")
+    ap.add_argument("--stats", type=Path, help="write the counters here (JSON) on exit")
     args = ap.parse_args(argv)
     with asyncio.Runner(loop_factory=new_event_loop) as runner:
-        server = runner.run(serve(args.domains, args.seed, args.certs, nft=not args.no_nft))
+        server = runner.run(
+            serve(
+                *(args.domains, args.seed, args.mix, args.certs),
+                nft=not args.no_nft,
+                generation=args.generation,
+            )
+        )
     usage = resource.getrusage(resource.RUSAGE_SELF)
+    if args.stats:
+        stats = {
+            "requests": server.requests,
+            "by_status": server.by_status,
+            "sitemap_bodies": server.sitemap_bodies,
+            "sitemap_bytes": server.sitemap_bytes,
+            "validated_bodies": server.validated_bodies,
+            "loop_lag_max_s": round(server.lag_max, 2),
+            "loop_lagged_over_1s": server.lagged,
+            "connections": server.accepted,
+            "cpu_s": round(usage.ru_utime + usage.ru_stime, 2),
+            "at": time.time(),
+        }
+        args.stats.write_text(json.dumps(stats))
     print(
         f"# serve: {server.requests} requests {dict(sorted(server.by_status.items()))};"
         f" {server.accepted} connections, {server.handshakes} TLS handshakes,"
-        f" {len(server.tls_names)} TLS names; cpu {usage.ru_utime + usage.ru_stime:.2f} s",
+        f" {len(server.tls_names)} TLS names; cpu {usage.ru_utime + usage.ru_stime:.2f} s;"
+        f" loop late by {server.lag_max:.2f} s at most, {server.lagged} times over 1 s",
         file=sys.stderr,
         flush=True,
     )

@@ -1,20 +1,23 @@
 """The seeded web of ``benchmarks.realweb``: which domain does what, its bytes and its truth.
 
-In: ``(domains, seed)``. Out: ``build(domains, seed) -> list[Site]``, the same list in
-every process for the same arguments (the server rebuilds it instead of reading files; the
-runner computes the truth from it), ``truth(sites)`` (per domain: expected class, URL
-count, digest) and ``write_seeds``.
+In: ``(domains, seed)`` and a ``Mix`` (``benchmarks.realweb.mix``: ``FIXED``, or drawn from
+a seed). Out: ``build(domains, seed, mix) -> list[Site]``, the same list in every process
+for the same arguments (the servers rebuild it instead of reading files; the runner
+computes the truth from it), ``truth(sites)`` (per domain: expected class, URL count,
+digest) and ``write_seeds``.
 
 Domain ``i`` is ``d{i:05d}.realweb.test`` (and ``www.`` of it) on its own loopback
 address ``address(i)`` = ``127.(16 + i // 62500).(i // 250 % 250).(i % 250 + 1)``. The
-first domains take one kind each in ``KINDS`` order (so even a 30-domain web has every
-kind); the rest draw a kind from ``MIX`` by weight (``random.Random(seed)``). Every kind's
-content and latency come from ``random.Random(f"{seed}:{i}")``, so domain ``i`` is the
-same whatever the web's size.
+first domains take one kind each in ``KINDS`` order (so a 23-domain web has every kind);
+the rest draw a kind from the mix (``random.Random(seed)``, one draw per domain). One
+domain near the end of the list (``late_index``: 2 % from the end) is a `delay` site whose
+chain is the mix's cap, the longest of the web: issue 51's host that, admitted late, holds
+the end of the run. Every kind's content and latency come from ``random.Random(f"{seed}:{i}")``,
+so domain ``i`` is the same whatever the web's size.
 
-| kind | % | what | expected |
+| kind | fixed % | what | expected |
 | --- | ---: | --- | --- |
-| `small` | 51.5 | https, robots.txt `Sitemap:` -> `/sitemap.xml`; 20-600 URLs | `ok` |
+| `small` | 50.1 | https, robots.txt `Sitemap:` -> `/sitemap.xml`; 20-600 URLs | `ok` |
 | `www` | 10 | like `small`, every apex URL 301 to `https://www.<domain>` | `ok` |
 | `big` | 0.5 | https, sitemap index of gzip children; 10,000-50,000 URLs | `ok` |
 | `http_only` | 5 | :443 resets (nftables), :80 serves like `small` | `ok` |
@@ -29,9 +32,18 @@ same whatever the web's size.
 | `dns_nx` | 3 | NXDOMAIN | `dns` |
 | `dns_servfail` | 1 | SERVFAIL | `dns` |
 | `dns_empty` | 2 | NOERROR, no A record | `dns` |
+| `slow` | 0.5 | like `small`, every response (robots.txt too) 5-30 s to its first byte | `ok` |
+| `https_dropped` | 0.3 | :443 drops every packet (nftables), :80 serves like `small` | `ok` |
+| `wall_403` | 0.2 | every path, robots.txt too, 403 "Access denied" | `blocked` |
+| `wall_challenge` | 0.1 | every path 403 + `cf-mitigated: challenge`, a challenge | `blocked` |
+| `wall_401` | 0.05 | every path 401 + `WWW-Authenticate` | `blocked` |
+| `wall_451` | 0.05 | every path 451 | `blocked` |
+| `delay` | 0.1 | robots.txt `Crawl-delay` 1-30 s, an index of 4-40 urlsets (<= 200 s) | `ok` |
+| `bigindex` | 0.1 | an index of 60-400 gzip urlsets of 20-200 URLs | `ok` |
 
-Details. Every https site's :80 answers 301 to the same URL on https. `small` and the
-sites with its content (`www`, `http_only`, `fallback`, `robots_5xx`, `robots_hang`):
+(The random mix's shares and ranges: ``benchmarks.realweb.mix``.) Details. Every https
+site's :80 answers 301 to the same URL on https. `small` and the sites with its content
+(`www`, `http_only`, `fallback`, `robots_5xx`, `robots_hang`, `slow`, `https_dropped`):
 robots.txt names `/sitemap.xml`, a urlset (70 %) or an index of 1-3 urlsets; 20-600
 URLs (log-uniform); 80 % of the sites give a lastmod. `www`: the content and its locs
 live on `www.<domain>`; every apex URL, http or https, answers 301 to it. `big`:
@@ -40,11 +52,14 @@ Content-Encoding) of at most 10,000 URLs each. `fallback`: half have no robots.t
 (404), half one without `Sitemap:`. `robots_5xx`: RFC 9309 says a 5xx robots.txt means
 "assume complete disallow", so the expected outcome is that failure, not the URLs.
 `hang`: no TLS handshake either. `none`: no sitemap exists, so a correct harvest finds
-no URL; a soft-404 HTML page at a probed location is no sitemap either.
+no URL; a soft-404 HTML page at a probed location is no sitemap either. The walls
+(issue 51): a bot wall answers every path, robots.txt included, with its status; the
+site has sitemaps behind it, but a correct tool reports `blocked`, not `none`.
 
 Latency: each responding site waits ``latency`` seconds before every response, drawn per
-site from a lognormal with median 60 ms (sigma 0.7, so p90 ~150 ms), at most 2 s; `big` sites
-median 100 ms. DNS latency is the resolver's (``benchmarks.realweb.dns``).
+site from a lognormal with median 60 ms (sigma 0.7, so p90 ~150 ms), at most 2 s; `big`,
+`delay` and `bigindex` sites median 100 ms; `slow` sites their TTFB. DNS latency is the
+resolver's (``benchmarks.realweb.dns``).
 
 Truth digest of a domain: the sum mod 2**64 of the first 8 bytes (little endian) of
 ``blake2b(loc)`` over its distinct locs (webgen's definition), order-independent.
@@ -59,48 +74,26 @@ import random
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
+from benchmarks.realweb.mix import EXPECT, FIXED, KINDS, WALL_STATUS, Mix
+
 if TYPE_CHECKING:
     from pathlib import Path
 
+__all__ = ["EXPECT", "KINDS"]  # (re-exported: the kinds live in mix.py)
+
 SUFFIX: Final = "realweb.test"
-MIX: Final[dict[str, float]] = {
-    "small": 51.5,
-    "www": 10,
-    "big": 0.5,
-    "http_only": 5,
-    "fallback": 8,
-    "soft404": 3,
-    "nosite": 3,
-    "robots_5xx": 2,
-    "robots_hang": 1,
-    "hang": 3,
-    "refused": 4,
-    "dropped": 3,
-    "dns_nx": 3,
-    "dns_servfail": 1,
-    "dns_empty": 2,
-}
-KINDS: Final = tuple(MIX)
-EXPECT: Final[dict[str, str]] = {
-    "small": "ok",
-    "www": "ok",
-    "big": "ok",
-    "http_only": "ok",
-    "fallback": "ok",
-    "soft404": "none",
-    "nosite": "none",
-    "robots_5xx": "http_status",
-    "robots_hang": "timeout",
-    "hang": "timeout",
-    "refused": "connect",
-    "dropped": "timeout",
-    "dns_nx": "dns",
-    "dns_servfail": "dns",
-    "dns_empty": "dns",
-}
 HEALTHY: Final = frozenset(k for k, v in EXPECT.items() if v == "ok")
-# Kinds with the same content as `small` (robots → sitemap) behind a failure
-WITH_CONTENT: Final = HEALTHY | {"robots_5xx", "robots_hang"}
+# Kinds with the content of `small` (robots -> sitemap), behind a failure for two of them
+WITH_CONTENT: Final = frozenset(
+    {"small", "www", "http_only", "fallback", "robots_5xx", "robots_hang", "slow"}
+    | {"https_dropped"}
+)
+HTTP_ONLY: Final = frozenset({"http_only", "https_dropped"})  # content on http://
+# Kinds whose :443 completes a TLS handshake (a certificate is made for them)
+TLS_KINDS: Final = frozenset(
+    {"small", "www", "big", "fallback", "soft404", "nosite", "robots_5xx", "robots_hang"}
+    | {"slow", "delay", "bigindex", *WALL_STATUS}
+)
 DNS_KIND: Final = {"dns_nx": "nxdomain", "dns_servfail": "servfail", "dns_empty": "empty"}
 NS_SM: Final = "http://www.sitemaps.org/schemas/sitemap/0.9"
 SOFT404: Final = (
@@ -109,6 +102,7 @@ SOFT404: Final = (
     b"<p>It looks like nothing was found at this location.</p></body></html>\n"
 )
 SECTIONS: Final = ("blog", "news", "products", "docs", "category/shoes", "p", "en/articles")
+LATE_DELAY: Final = 10  # the late host's Crawl-delay (issue 53's example: 10 s x 20 files)
 
 
 def address(i: int) -> str:
@@ -121,17 +115,45 @@ def domain(i: int) -> str:
     return f"d{i:05d}.{SUFFIX}"
 
 
+def late_index(domains: int) -> int | None:
+    """The index of the web's late long-chain host (2 % from the end), None on a web too
+    small to have one besides one domain of each kind."""
+    i = domains - 1 - domains // 50
+    return i if i >= len(KINDS) else None
+
+
 @dataclass(frozen=True, slots=True)
 class Page:
-    """One response of a site: status, Content-Type, body, Location (redirects)."""
+    """One response of a site: status, Content-Type, body, Location (redirects), headers."""
 
     status: int
     content_type: str = ""
     body: bytes = b""
     location: str = ""
+    headers: tuple[tuple[str, str], ...] = ()
 
 
 HANG: Final = Page(0)  # never answered
+WALL_BODY: Final = b"<!DOCTYPE html>\n<html><head><title>Access denied</title></head><body>"
+WALLS: Final = {
+    "wall_403": Page(403, "text/html; charset=utf-8", WALL_BODY + b"Error 1020</body></html>\n"),
+    "wall_challenge": Page(
+        403,
+        "text/html; charset=UTF-8",
+        b"<!DOCTYPE html><html><head><title>Just a moment...</title></head><body>"
+        b"<noscript>Enable JavaScript and cookies to continue</noscript></body></html>\n",
+        headers=(("cf-mitigated", "challenge"), ("Cache-Control", "no-cache")),
+    ),
+    "wall_401": Page(
+        401,
+        "text/html",
+        WALL_BODY + b"401</body></html>\n",
+        headers=(("WWW-Authenticate", 'Basic realm="site"'),),
+    ),
+    "wall_451": Page(
+        451, "text/html", WALL_BODY + b"Unavailable for legal reasons</body></html>\n"
+    ),
+}
 
 
 @dataclass(slots=True)
@@ -142,12 +164,13 @@ class Site:
     kind: str
     name: str
     address: str
-    latency: float
+    latency: float  # seconds before every response (the TTFB of a `slow` site)
     scheme: str = "https"  # the scheme of the content
     content_host: str = ""  # the host serving the content (www.<name> for `www`)
     pages: dict[str, Page] = field(default_factory=dict)  # path -> page, on content_host
     default: Page | None = None  # a path not in pages (None: 404)
     locs: list[str] = field(default_factory=list)  # the truth (distinct locs)
+    crawl_delay: float = 0.0  # robots.txt Crawl-delay (0: none)
 
     @property
     def expect(self) -> str:
@@ -172,11 +195,12 @@ def _lognormal(rng: random.Random, median: float, sigma: float, cap: float) -> f
     return min(cap, median * math.exp(rng.gauss(0.0, sigma)))
 
 
-def _log_uniform(rng: random.Random, lo: int, hi: int) -> int:
+def _log_uniform(rng: random.Random, lo: float, hi: float) -> int:
     return round(math.exp(rng.uniform(math.log(lo), math.log(hi))))
 
 
-def _urlset(locs: list[str], rng: random.Random) -> bytes:
+def urlset(locs: list[str], rng: random.Random) -> bytes:
+    """A urlset of ``locs``, with a lastmod on each (80 % of the draws of ``rng``) or none."""
     dated = rng.random() < 0.8
     parts = [f'<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns="{NS_SM}">\n']
     for k, loc in enumerate(locs):
@@ -191,7 +215,8 @@ def _urlset(locs: list[str], rng: random.Random) -> bytes:
     return "".join(parts).encode()
 
 
-def _index(children: list[str]) -> bytes:
+def index(children: list[str]) -> bytes:
+    """A sitemapindex of ``children`` (absolute URLs)."""
     body = "".join(f"<sitemap><loc>{c}</loc></sitemap>\n" for c in children)
     return (
         f'<?xml version="1.0" encoding="UTF-8"?>\n<sitemapindex xmlns="{NS_SM}">\n{body}'
@@ -209,39 +234,73 @@ XML: Final = "application/xml"
 GZIP: Final = "application/gzip"
 TEXT: Final = "text/plain"
 HTML: Final = "text/html; charset=utf-8"
+ROBOTS: Final = "User-agent: *\nDisallow: /admin/\nDisallow: /cart\n"
 
 
-def _content(site: Site, rng: random.Random) -> None:
+def gz(body: bytes) -> bytes:
+    """``body`` gzipped, the same bytes in every process (mtime 0: a server restarted
+    between two runs serves the files it served before)."""
+    return gzip.compress(body, compresslevel=6, mtime=0)
+
+
+def _split(site: Site, locs: list[str], size: int, rng: random.Random, *, packed: bool) -> str:
+    """Serve ``locs`` as children of ``size`` URLs of ``/sitemap_index.xml`` (``.xml.gz``
+    when ``packed``); returns the index's path."""
+    base = f"{site.scheme}://{site.content_host}"
+    children = []
+    for c, start in enumerate(range(0, len(locs), size)):
+        body = urlset(locs[start : start + size], rng)
+        path = f"/sitemaps/part-{c + 1}.xml" + (".gz" if packed else "")
+        site.pages[path] = Page(200, GZIP, gz(body)) if packed else Page(200, XML, body)
+        children.append(base + path)
+    site.pages["/sitemap_index.xml"] = Page(200, XML, index(children))
+    return "/sitemap_index.xml"
+
+
+def _chain(site: Site, rng: random.Random, mix: Mix, *, late: bool) -> tuple[list[str], str]:
+    """`delay` and `bigindex`: (locs, sitemap path); sets ``crawl_delay`` for `delay`."""
+    base = f"{site.scheme}://{site.content_host}"
+    per_child = _log_uniform(rng, 20, 200)
+    if site.kind == "bigindex":
+        children = min(_log_uniform(rng, *mix.bigindex_children), int(2 * mix.chain_cap))
+    elif late:  # the longest chain of the web: Crawl-delay x (robots, index, children)
+        site.crawl_delay = LATE_DELAY
+        children = max(2, round(mix.chain_cap / LATE_DELAY) - 1)
+    else:
+        site.crawl_delay = _log_uniform(rng, *mix.crawl_delay)
+        children = _log_uniform(rng, *mix.delay_children)
+        if (children + 1) * site.crawl_delay > mix.chain_cap:
+            children = max(2, math.floor(mix.chain_cap / site.crawl_delay) - 1)
+    locs = _locs(base, children * per_child, rng)
+    return locs, _split(site, locs, per_child, rng, packed=site.kind == "bigindex")
+
+
+def _content(site: Site, rng: random.Random, mix: Mix, *, late: bool = False) -> None:
     """Fill ``site.pages`` and ``site.locs`` for a kind that serves sitemaps."""
     base = f"{site.scheme}://{site.content_host}"
     pages = site.pages
-    if site.kind == "big":
-        n = _log_uniform(rng, 10_000, 50_000)
+    if site.kind in ("delay", "bigindex"):
+        locs, sitemap = _chain(site, rng, mix, late=late)
+    elif site.kind == "big":
+        n = _log_uniform(rng, *mix.big_urls)
         locs = _locs(base, n, rng)
-        children = []
-        for c, start in enumerate(range(0, n, 10_000)):
-            path = f"/sitemaps/part-{c + 1}.xml.gz"
-            body = gzip.compress(_urlset(locs[start : start + 10_000], rng), compresslevel=6)
-            pages[path] = Page(200, GZIP, body)
-            children.append(base + path)
-        pages["/sitemap_index.xml"] = Page(200, XML, _index(children))
-        sitemap = "/sitemap_index.xml"
+        sitemap = _split(site, locs, 10_000, rng, packed=True)
     else:
-        n = _log_uniform(rng, 20, 600)
+        n = _log_uniform(rng, *mix.small_urls)
         locs = _locs(base, n, rng)
-        if rng.random() < 0.7 or site.kind == "fallback":
-            pages["/sitemap.xml"] = Page(200, XML, _urlset(locs, rng))
+        if rng.random() < mix.urlset_share or site.kind == "fallback":
+            pages["/sitemap.xml"] = Page(200, XML, urlset(locs, rng))
         else:
             parts = rng.randint(1, 3)
             size = math.ceil(n / parts)
             children = []
             for c in range(parts):
                 path = f"/sitemap-{c + 1}.xml"
-                pages[path] = Page(200, XML, _urlset(locs[c * size : (c + 1) * size], rng))
+                pages[path] = Page(200, XML, urlset(locs[c * size : (c + 1) * size], rng))
                 children.append(base + path)
-            pages["/sitemap.xml"] = Page(200, XML, _index(children))
+            pages["/sitemap.xml"] = Page(200, XML, index(children))
         sitemap = "/sitemap.xml"
-    robots = "User-agent: *\nDisallow: /admin/\nDisallow: /cart\n"
+    robots = ROBOTS + (f"Crawl-delay: {site.crawl_delay:g}\n" if site.crawl_delay else "")
     if site.kind == "fallback":
         if rng.random() < 0.5:
             pages["/robots.txt"] = Page(200, TEXT, robots.encode())
@@ -255,29 +314,41 @@ def _content(site: Site, rng: random.Random) -> None:
         site.locs = locs
 
 
-def build(domains: int, seed: int = 1, *, content: bool = True) -> list[Site]:
-    """The web: ``domains`` sites, deterministic in ``(domains, seed)`` (see the docstring).
+def _site(i: int, kind: str, seed: int, mix: Mix, *, content: bool, late: bool) -> Site:
+    rng = random.Random(f"{seed}:{i}")
+    median = mix.slow_latency if kind in ("big", "delay", "bigindex") else mix.latency[0]
+    latency = _lognormal(rng, median, mix.latency[1], 2.0)
+    if kind == "slow":
+        latency = math.exp(rng.uniform(*(math.log(t) for t in mix.ttfb)))
+    site = Site(i, kind, domain(i), address(i), round(latency, 4))
+    site.scheme = "http" if kind in HTTP_ONLY else "https"
+    site.content_host = f"www.{site.name}" if kind == "www" else site.name
+    if not content:
+        pass
+    elif kind in WITH_CONTENT or kind in ("big", "delay", "bigindex"):
+        _content(site, rng, mix, late=late)
+    elif kind == "soft404":
+        site.default = Page(200, HTML, SOFT404)
+    elif kind in WALLS:
+        site.default = WALLS[kind]
+    return site
 
-    ``content=False`` leaves pages and locs empty (kinds, names, addresses and latencies
-    are the same): what the DNS server and the namespace set-up need.
+
+def build(domains: int, seed: int = 1, mix: Mix = FIXED, *, content: bool = True) -> list[Site]:
+    """The web: ``domains`` sites, deterministic in ``(domains, seed, mix)`` (see the docstring).
+
+    ``content=False`` leaves pages and locs empty (kinds, names, addresses, latencies and
+    Crawl-delays are the same): what the DNS server and the namespace set-up need.
     """
     picker = random.Random(seed)
-    names, weights = list(MIX), list(MIX.values())
+    late = late_index(domains)
     sites = []
     for i in range(domains):
-        kind = KINDS[i] if i < len(KINDS) else picker.choices(names, weights)[0]
-        rng = random.Random(f"{seed}:{i}")
-        latency = _lognormal(rng, 0.1 if kind == "big" else 0.06, 0.7, 2.0)
-        site = Site(i, kind, domain(i), address(i), round(latency, 4))
-        site.scheme = "http" if kind == "http_only" else "https"
-        site.content_host = f"www.{site.name}" if kind == "www" else site.name
-        if not content:
-            pass
-        elif kind in WITH_CONTENT:
-            _content(site, rng)
-        elif kind == "soft404":
-            site.default = Page(200, HTML, SOFT404)
-        sites.append(site)
+        # One draw per domain, used or not, so that a domain given its kind on purpose
+        # leaves every later domain's draw where it was.
+        drawn = mix.pick(picker.random()) if i >= 15 else ""
+        kind = KINDS[i] if i < len(KINDS) else "delay" if i == late else drawn
+        sites.append(_site(i, kind, seed, mix, content=content, late=i == late))
     return sites
 
 

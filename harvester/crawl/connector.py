@@ -1,45 +1,71 @@
 """The fetcher's connection layer: the SSRF-guarded connector, its resolver and TLS context.
 
-In: ``FetchConfig`` (and optionally a test resolver). Out: the one
-``GuardedConnector`` of a ``Fetcher``'s session, with
+In: ``FetchConfig`` and the fetcher's resolver. Out: ``SessionParts``, what the one
+``ClientSession`` of a ``Fetcher`` is built from:
 
-* the ``CachingResolver`` of ``harvester.crawl.resolver`` (aiohttp's own DNS cache
-  is off: the resolver's cache honours record TTLs and keeps "no such name"),
+* a ``TCPConnector`` whose ``resolver=`` is a ``GuardedResolver`` around the
+  ``CachingResolver`` of ``harvester.crawl.resolver`` (aiohttp's own DNS cache is off:
+  the resolver's cache honours record TTLs and keeps "no such name"), so only the
+  addresses the ``AddressPolicy`` allows are ever dialed for a name,
+* ``HopGuard``, a client middleware refusing IP-literal hosts the policy refuses on
+  every request, redirect hops included (aiohttp never resolves a literal),
 * one ``ssl.SSLContext`` for every https connection of the process: the
   system's CAs (OpenSSL honours ``SSL_CERT_FILE``/``SSL_CERT_DIR``) plus
   ``fetch.ca_bundle``. Building a context loads the CA store, milliseconds of
   disk and parsing, so it is done once per worker, never per host,
 * pooled keep-alive connections per (host, port), ``fetch.keepalive_timeout``,
+* a ``TraceConfig`` feeding ``ConnectionQueue``, the count of requests waiting for a
+  free connection (``Fetcher.queued``, read by the run's admission),
 * through a SOCKS5 ``fetch.proxy``, aiohttp-socks' connector (``harvester.crawl.socks``).
+
+Only aiohttp's public API is used (``resolver=``, ``middlewares=``, ``trace_configs=``):
+its private connector methods change between releases (issue 46), and the SSRF guard
+must not depend on them. ``harvester.crawl.guard`` says why the guard sits where it does.
 
 Example::
 
-    connector = make_connector(cfg.fetch, make_resolver(cfg.fetch))
+    parts = make_session_parts(cfg.fetch, make_resolver(cfg.fetch))
+    session = aiohttp.ClientSession(
+        connector=parts.connector,
+        middlewares=parts.middlewares,
+        trace_configs=list(parts.trace_configs),
+    )
 """
 
 from __future__ import annotations
 
+import socket
 import ssl
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import aiohttp
 import yarl
+from aiohttp.abc import AbstractResolver
 
 from harvester.config.requests import SOCKS_SCHEMES
-from harvester.crawl.guard import AddressPolicy
+from harvester.crawl.guard import AddressPolicy, is_literal
 from harvester.errors import ConfigError
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from types import SimpleNamespace
 
-    from aiohttp.abc import AbstractResolver, ResolveResult
-    from aiohttp.client_proto import ResponseHandler
-    from aiohttp.client_reqrep import ClientRequest, ConnectionKey
-    from aiohttp.tracing import Trace
+    from aiohttp.abc import ResolveResult
+    from aiohttp.client_middlewares import ClientHandlerType, ClientMiddlewareType
 
     from harvester.config import FetchConfig
 
-__all__ = ["GuardedConnector", "is_socks", "make_connector", "tls_context"]
+__all__ = [
+    "ConnectionQueue",
+    "GuardedResolver",
+    "HopGuard",
+    "SessionParts",
+    "is_socks",
+    "make_session_parts",
+    "tls_context",
+]
+
+_ALLOWED_LITERALS = 4096  # HopGuard's memory of allowed literal hosts (a few hundred KB)
 
 
 def tls_context(cfg: FetchConfig) -> ssl.SSLContext:
@@ -65,73 +91,159 @@ def is_socks(proxy: str | None) -> bool:
     return bool(proxy) and str(proxy).partition("://")[0].lower() in SOCKS_SCHEMES
 
 
-def make_connector(cfg: FetchConfig, resolver: AbstractResolver) -> aiohttp.TCPConnector:
-    """The session's connector: guarded, on ``resolver``, one TLS context, keep-alive.
+@dataclass(frozen=True, slots=True)
+class SessionParts:
+    """What a ``Fetcher``'s ``ClientSession`` is built from (``make_session_parts``).
 
-    With a SOCKS ``fetch.proxy`` it is ``socks.GuardedSocksConnector`` (aiohttp-socks);
-    an HTTP proxy goes with each request (``proxy=``) through a ``GuardedConnector``.
+    ``middlewares`` go after the fetcher's own host check; ``queue`` counts the
+    requests waiting for a connection, through ``trace_configs``.
+    """
+
+    connector: aiohttp.BaseConnector
+    middlewares: tuple[ClientMiddlewareType, ...]
+    trace_configs: tuple[aiohttp.TraceConfig, ...]
+    queue: ConnectionQueue
+
+
+def make_session_parts(cfg: FetchConfig, resolver: AbstractResolver) -> SessionParts:
+    """The session's connector and hooks: guarded, on ``resolver``, one TLS context, keep-alive.
+
+    With a SOCKS ``fetch.proxy`` the connector is aiohttp-socks' (``harvester.crawl.socks``);
+    an HTTP proxy goes with each request (``proxy=``) through the plain ``TCPConnector``.
+    ``resolver`` stays the caller's to close. Raises ``ConfigError`` for a ``ca_bundle``
+    that cannot be loaded.
     """
     policy = AddressPolicy(allow_private=cfg.allow_private, allow=cfg.allow)
     options: dict[str, Any] = {
         "limit": cfg.max_connections,
-        # The resolver caches (TTL-bounded, negative answers too); a second cache
-        # here would keep answers past their TTL.
+        # The resolver caches (TTL-bounded, negative answers too); a second cache here
+        # would keep answers past their TTL. Off, aiohttp also asks the resolver at every
+        # new connection, which is what makes GuardedResolver see every dialed name.
         "use_dns_cache": False,
         "keepalive_timeout": cfg.keepalive_timeout,
         "ssl": tls_context(cfg),
     }
+    queue = ConnectionQueue()
+    trace = aiohttp.TraceConfig()  # one: every config costs each request its signal sends
+    queue.install(trace)
+    # No guard at all with allow_private (then every address may be dialed anyway).
+    middlewares: tuple[ClientMiddlewareType, ...] = (HopGuard(policy),) if policy.enabled else ()
+    connector: aiohttp.BaseConnector
     if is_socks(cfg.proxy):
-        from harvester.crawl.socks import make_socks_connector
+        from harvester.crawl import socks
 
-        return make_socks_connector(cfg, resolver, policy, **options)
-    return GuardedConnector(policy, proxy=cfg.proxy, resolver=resolver, **options)
+        connector = socks.make_socks_connector(cfg, **options)
+        if policy.enabled and not socks.proxy_resolves_names(cfg):
+            socks.LocalNameCheck(policy, resolver).install(trace)
+        middlewares = (*middlewares, socks.proxy_errors)
+    else:
+        guarded = GuardedResolver(resolver, policy, proxy=cfg.proxy)
+        connector = aiohttp.TCPConnector(resolver=guarded, **options)
+    return SessionParts(connector, middlewares, (trace,), queue)
 
 
-class GuardedConnector(aiohttp.TCPConnector):
-    """A ``TCPConnector`` that dials only the addresses the ``AddressPolicy`` allows.
+class GuardedResolver(AbstractResolver):
+    """A resolver that answers only with the addresses the ``AddressPolicy`` allows.
 
-    ``_resolve_host`` is the single step between a request (first or
-    redirected) and ``connect()``, for names and IP literals alike, and its
-    answer is what gets dialed; see ``harvester.crawl.guard`` for why the check lives
-    here. It is aiohttp-private API: tests/integration/test_ssrf.py fails if an
-    aiohttp upgrade stops routing connections through it.
+    In: a host name, from aiohttp's connector at every new connection (its DNS cache
+    is off), never an IP literal (``HopGuard`` judges those). Out: the allowed answers
+    of ``inner``; ``ForbiddenAddress`` naming the address and why when it answered and
+    none may be dialed; ``inner``'s ``OSError`` as it is. aiohttp dials exactly the
+    answers it gets back. The configured HTTP proxy's own name is not judged: it is
+    operator configuration. ``inner`` stays its owner's to close.
+
+    Example::
+
+        guarded = GuardedResolver(make_resolver(cfg), AddressPolicy(), proxy=None)
+        await guarded.resolve("example.com", 443)  # only the public answers
     """
 
-    def __init__(self, policy: AddressPolicy, *, proxy: str | None = None, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
+    def __init__(
+        self, inner: AbstractResolver, policy: AddressPolicy, *, proxy: str | None
+    ) -> None:
+        self._inner = inner  # the caching resolver; the fetcher closes it
         self._policy = policy
-        # The configured proxy is operator configuration: its own address is trusted.
         proxy_url = yarl.URL(proxy) if proxy else None
+        # The proxy's (name, port): its answers pass unjudged (None: no HTTP proxy).
         self._proxy_key = (proxy_url.raw_host, proxy_url.port) if proxy_url else None
-        self.queued = 0  # requests waiting for a free connection (the limit is binding)
 
-    async def _wait_for_available_connection(self, key: ConnectionKey, traces: list[Trace]) -> None:
-        # Counted for the admission (Fetcher.queued): a host queued here waits on the
-        # connection limit, not on the network or the CPU, so more hosts only queue.
-        self.queued += 1
-        try:
-            await super()._wait_for_available_connection(key, traces)
-        finally:
-            self.queued -= 1
-
-    async def _resolve_host(
-        self, host: str, port: int, traces: Sequence[Trace] | None = None
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
     ) -> list[ResolveResult]:
-        answers = await super()._resolve_host(host, port, traces=traces)
+        """The allowed addresses of ``host``; see the class docstring."""
+        answers = await self._inner.resolve(host, port, family)
         if (host, port) == self._proxy_key:
             return answers
-        # Filter, not all-or-nothing (AddressPolicy.allowed). The DNS cache keeps the
+        # Filter, not all-or-nothing (AddressPolicy.allowed). The inner cache keeps the
         # full answer; the filter runs again at every connect (rebinding).
         return self._policy.allowed(answers, host)
 
-    async def _create_connection(
-        self,
-        req: ClientRequest,
-        traces: list[Trace],
-        timeout: aiohttp.ClientTimeout,  # noqa: ASYNC109 - aiohttp's signature
-    ) -> ResponseHandler:
-        # Through a proxy the target is resolved by the proxy, never here: an
-        # IP-literal target is the only address we can still judge.
-        if req.proxy is not None and req.url.raw_host is not None:
-            self._policy.check_literal(req.url.raw_host)
-        return await super()._create_connection(req, traces, timeout)
+    async def close(self) -> None:
+        """Nothing to close: the inner resolver is its owner's (the fetcher closes it)."""
+
+
+class HopGuard:
+    """aiohttp client middleware: the SSRF guard for IP-literal hosts.
+
+    In: every request aiohttp sends, the first and each redirect hop (aiohttp runs the
+    session's middlewares per hop). Out: the request handed on, or ``ForbiddenAddress``
+    before any connection when its host is an IP literal the policy refuses
+    (``AddressPolicy.check_literal``). Names pass: ``GuardedResolver`` judges their
+    addresses (or, through a proxy, the proxy resolves them and cannot be judged here).
+    """
+
+    __slots__ = ("_allowed", "_policy")
+
+    def __init__(self, policy: AddressPolicy) -> None:
+        self._policy = policy
+        # Literal hosts found allowed: the verdict on a literal never changes (one fixed
+        # policy, one address), and parsing it again on every request of its host would
+        # cost more than the rest of this middleware. Bounded: cleared when full.
+        self._allowed: set[str] = set()
+
+    async def __call__(
+        self, req: aiohttp.ClientRequest, handler: ClientHandlerType
+    ) -> aiohttp.ClientResponse:
+        """Refuse ``req`` if its host is a refused IP literal; else ``handler``'s response."""
+        host = req.url.raw_host
+        if host is not None and host not in self._allowed and is_literal(host):
+            self._policy.check_literal(host)  # raises ForbiddenAddress for a refused one
+            if len(self._allowed) >= _ALLOWED_LITERALS:
+                self._allowed.clear()
+            self._allowed.add(host)
+        return await handler(req)
+
+
+class ConnectionQueue:
+    """How many requests of one session wait for a free connection right now.
+
+    A request waits when ``fetch.max_connections`` connections are in use: it waits on
+    the limit, not on the network or the CPU, so admitting more hosts would only queue
+    more (``Fetcher.queued``, read by the run's admission). Counted from aiohttp's public
+    trace signals: a request joins at ``on_connection_queued_start`` and leaves at
+    ``on_connection_queued_end``, or, when it is cancelled or fails while it waits (aiohttp
+    then sends no queued end), at ``on_request_exception``. A request waits at most once
+    at a time; a flag on its trace context makes leaving idempotent.
+    """
+
+    def __init__(self) -> None:
+        self.waiting = 0  # requests between their queued start and their leaving
+
+    def install(self, trace: aiohttp.TraceConfig) -> None:
+        """Count through ``trace``'s signals (before the session freezes it)."""
+        trace.on_connection_queued_start.append(self._joined)
+        trace.on_connection_queued_end.append(self._left)
+        trace.on_request_exception.append(self._left)
+
+    async def _joined(
+        self, session: aiohttp.ClientSession, context: SimpleNamespace, params: object
+    ) -> None:
+        context.queued = True
+        self.waiting += 1
+
+    async def _left(
+        self, session: aiohttp.ClientSession, context: SimpleNamespace, params: object
+    ) -> None:
+        if getattr(context, "queued", False):
+            context.queued = False
+            self.waiting -= 1

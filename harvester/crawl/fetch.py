@@ -34,9 +34,10 @@ timeout. A failed TLS handshake is never retried.
 DNS (``harvester.crawl.resolver``) and TLS (one ``ssl.SSLContext``) are set up in
 ``harvester.crawl.connector``.
 
-The SSRF guard (``harvester.crawl.guard``) is enforced by ``GuardedConnector`` on
-every address about to be dialed, redirect hops included; a refusal is a
-``ForbiddenAddress``, never retried. Only http and https URLs are requested.
+The SSRF guard (``harvester.crawl.guard``) is enforced by the session's resolver and
+middleware (``harvester.crawl.connector``) on every address about to be dialed,
+redirect hops included; a refusal is a ``ForbiddenAddress``, never retried. Only http
+and https URLs are requested.
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ from urllib.parse import urlsplit
 import aiohttp
 
 from harvester.crawl.body import Body, BodyStream, map_error, redact
-from harvester.crawl.connector import GuardedConnector, is_socks, make_connector
+from harvester.crawl.connector import is_socks, make_session_parts
 from harvester.crawl.guard import ALLOWED_SCHEMES
 from harvester.crawl.headers import HostHeaders
 from harvester.crawl.resolver import make_resolver
@@ -79,10 +80,11 @@ if TYPE_CHECKING:
     from aiohttp.client_middlewares import ClientHandlerType
 
     from harvester.config import FetchConfig, PolitenessConfig
+    from harvester.crawl.connector import ConnectionQueue
     from harvester.crawl.resolver import CachingResolver
     from harvester.crawl.scheduler import HostSlot
 
-__all__ = ["Body", "Fetcher", "GuardedConnector", "not_before", "retry_after_seconds"]
+__all__ = ["Body", "Fetcher", "not_before", "retry_after_seconds"]
 
 logger = logging.getLogger(__name__)
 
@@ -157,9 +159,9 @@ class Fetcher:
 
     Create it with ``async with`` inside the running loop (the session and its
     connector are loop-bound). ``resolver`` replaces aiohttp's threaded
-    resolver (tests map names to loopback); the caller owns and closes it. The
-    connector is a ``GuardedConnector``: whatever the resolver answers, only
-    addresses ``cfg.allow_private``/``cfg.allow`` permit are dialed.
+    resolver (tests map names to loopback); the caller owns and closes it. Whatever
+    the resolver answers, only addresses ``cfg.allow_private``/``cfg.allow`` permit
+    are dialed (``connector.make_session_parts``).
     ``sleep`` and ``rng`` drive the retry backoff, so tests can record delays.
     ``hosts`` (the run's ``PolitenessConfig``) gives the per-host headers and cookies
     (``headers.HostHeaders``, per redirect hop); ``fetch.headers`` go to every host,
@@ -194,6 +196,7 @@ class Fetcher:
         # body is handed over. Never held across another stream: no deadlock.
         self._bodies = asyncio.Semaphore(cfg.max_bodies)
         self._dns: CachingResolver | None = None  # the caching resolver, set by __aenter__
+        self._queue: ConnectionQueue | None = None  # the open session's; set by __aenter__
         # Timeouts of a request to a host that has answered before, and of one that has
         # not (first contact: the wait for the first response byte is first_byte_timeout).
         # No total: the per-file deadline spans retries and body, see stream().
@@ -207,8 +210,7 @@ class Fetcher:
     @property
     def queued(self) -> int:
         """Requests waiting for a free connection (``fetch.max_connections`` binding)."""
-        connector = self._session.connector if self._session is not None else None
-        return int(getattr(connector, "queued", 0))
+        return self._queue.waiting if self._queue is not None else 0
 
     @property
     def resolver(self) -> CachingResolver | None:
@@ -221,17 +223,21 @@ class Fetcher:
         cfg = self._cfg
         dns = make_resolver(cfg, self._resolver)
         try:
-            connector = make_connector(cfg, dns)
+            parts = make_session_parts(cfg, dns)
         except BaseException:
             await dns.close()
             raise
         self._dns = dns
-        extra = HostHeaders(self._hosts) if self._hosts is not None else None
+        self._queue = parts.queue
+        extra = (HostHeaders(self._hosts),) if self._hosts is not None else ()
         self._session = aiohttp.ClientSession(
-            connector=connector,
+            connector=parts.connector,
             # fetch.headers go to every host; a host's own (politeness.hosts) per hop.
             headers={**cfg.headers, "User-Agent": cfg.user_agent},
-            middlewares=(_valid_hop, extra) if extra else (_valid_hop,),
+            # Per hop, in this order: a host no client can name is refused before anything
+            # else sees it; the guard's last, so it judges the request as it is sent.
+            middlewares=(_valid_hop, *extra, *parts.middlewares),
+            trace_configs=list(parts.trace_configs),  # the queue count (Fetcher.queued)
             timeout=self._timeout,
             auto_decompress=True,
             trust_env=False,  # proxies come from config only, never from the environment
@@ -246,6 +252,7 @@ class Fetcher:
     ) -> None:
         session, self._session = self._session, None
         dns, self._dns = self._dns, None
+        self._queue = None  # closed: nothing queued
         if session is not None:
             await session.close()
         if dns is not None:
@@ -336,7 +343,7 @@ class Fetcher:
                 except aiohttp.ClientError as exc:
                     error, cause = map_error(exc, url, cfg), exc
                 except ForbiddenAddress as exc:
-                    # Raised by GuardedConnector, which knows the peer but not the URL.
+                    # Raised by the guard (connector, socks): it knows the peer, not the URL.
                     raise ForbiddenAddress(exc.message, url=url) from exc
                 except InvalidURL as exc:  # a redirect hop (_valid_hop)
                     raise InvalidURL(exc.message, url=url) from exc

@@ -17,24 +17,42 @@ Python patch releases. ``fetch.allow`` lists networks (CIDR) and host names
 (exact, case-insensitive) that pass anyway: tests, benchmarks, intranets.
 ``allow_private = true`` switches the address check off altogether.
 
-Where it is enforced, and why there (see ``connector.GuardedConnector``): in the
-aiohttp connector, on the addresses it is about to dial, by overriding
-``TCPConnector._resolve_host``. That method is the one path from a request to
-``connect()``: it runs for every new connection, so for every redirect hop;
-it sees the answer actually used (after aiohttp's DNS cache), so a name that
-rebinds from a public to a private address between two connections is caught
-on the second; and it also sees IP-literal hosts, which aiohttp never hands to
-the resolver, so a resolver wrapper alone would let ``http://10.0.0.1/`` pass.
-A check of the URL before the request (the aiohttp cookbook's middleware)
-sees neither the resolved address nor rebinding; a ``socket_factory`` would
-see the address but its error is swallowed into a generic connect failure.
-Addresses of a name are filtered, not all-or-nothing: only allowed ones are
-dialed, and the request fails only when none is left. With a proxy, the proxy
-resolves target names, so only IP-literal targets can be checked here; the
-proxy itself is operator configuration and is trusted. The same holds for a
-``socks5h://`` proxy (``harvester.crawl.socks``: names resolved by the proxy); with
-``socks5://`` (names resolved here) a name's addresses are checked as without a
-proxy, before the proxy is asked to connect.
+Where it is enforced, and why there (``harvester.crawl.connector``), through aiohttp's
+public hooks only (issue 46: its private connector methods change between releases):
+
+* names: the connector's ``resolver=`` is a ``connector.GuardedResolver``, which hands
+  aiohttp only the answers this policy allows. aiohttp's own DNS cache is off, so it
+  asks at every new connection (every redirect hop to a new host, every reconnect)
+  and dials exactly the answers it got back: a name that rebinds from a public to a
+  private address between two connections is caught on the second. Addresses of a
+  name are filtered, not all-or-nothing: only allowed ones are dialed, and the
+  request fails only when none is left.
+* IP literals: aiohttp never hands them to the resolver; it takes every host with a
+  ``:`` or of digits and dots only for an address and dials it as it is (from 3.14.1
+  it first refuses the legacy IPv4 forms such as ``127.1``; up to 3.14.0 it dials them,
+  and the socket layer reaches 127.0.0.1).
+  ``connector.HopGuard``, a client middleware, checks such a host
+  (``AddressPolicy.check_literal``) on every request aiohttp sends, redirect hops
+  included, before any connection. A literal is judged by its text alone, so checking
+  it per request rather than per connection costs a string test, nothing more.
+
+Why not aiohttp's ``socket_factory`` (3.12), which does see every dialed address: it
+gets only the ``getaddrinfo``-style tuple (``canonname`` is empty), so it cannot tell
+an allowlisted name's address from the same address as a literal, nor the proxy from
+a target; and what it raises is not reliably the request's error (aiohttp 3.14,
+aiohappyeyeballs 2.7: a non-``OSError`` passes through for a host with one address,
+but with several the happy-eyeballs race drops it and the connect fails with an
+``IndexError``; an ``OSError`` is kept only as the ``os_error`` of a generic
+``ClientConnectorError``). A check of the URL before the request alone (the aiohttp
+cookbook's middleware) sees neither a name's addresses nor rebinding, hence the two
+hooks above.
+
+With a proxy, the proxy resolves target names, so only IP-literal targets can be
+checked here (the middleware does, before the proxy is asked); the proxy itself is
+operator configuration and is trusted. The same holds for a ``socks5h://`` proxy
+(``harvester.crawl.socks``: names resolved by the proxy); with ``socks5://`` (names
+resolved here) a name's addresses are checked at every new connection, before the
+proxy is asked to connect.
 
 Example::
 
@@ -54,7 +72,7 @@ from harvester.errors import ForbiddenAddress
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
 
-__all__ = ["ALLOWED_SCHEMES", "AddressPolicy", "refusal_reason"]
+__all__ = ["ALLOWED_SCHEMES", "AddressPolicy", "is_literal", "refusal_reason"]
 
 ALLOWED_SCHEMES = frozenset({"http", "https"})
 
@@ -148,6 +166,18 @@ def refusal_reason(ip: IPAddress) -> str | None:
     return None
 
 
+def is_literal(host: str) -> bool:
+    """Whether aiohttp takes ``host`` (a URL's, brackets removed) for an IP address.
+
+    Its test (``helpers.is_ip_address``, the same in 3.12 to 3.14): a ``:``, or digits
+    and dots only. Such a host is connected to as it is, never handed to the resolver.
+
+    >>> is_literal("127.1"), is_literal("::1"), is_literal("example.com")
+    (True, True, False)
+    """
+    return ":" in host or host.replace(".", "").isdigit()
+
+
 class AddressPolicy:
     """The address check of one fetcher: refuse non-public peers unless allowed.
 
@@ -218,13 +248,18 @@ class AddressPolicy:
         return kept
 
     def check_literal(self, host: str) -> None:
-        """``check`` ``host`` if it is an IP literal (``[v6]`` too); a name passes unchecked."""
-        literal = host.removeprefix("[").removesuffix("]")
-        try:
-            ipaddress.ip_address(literal.partition("%")[0])
-        except ValueError:
+        """``check`` a URL's ``host`` if it is an IP literal (``[v6]`` too); a name passes.
+
+        An IP literal as aiohttp reads a host (``helpers.is_ip_address``): anything with a
+        ``:`` or of digits and dots only, which it connects to without asking the resolver.
+        Such a host that is no address (``127.1``, ``2130706433``: the socket layer would
+        still map them to one) is refused as "not an IP address".
+        """
+        if self._allow_private:
             return
-        self.check(literal)
+        literal = host.removeprefix("[").removesuffix("]")
+        if is_literal(literal):
+            self.check(literal)
 
     def _allowed_network(self, address: IPAddress) -> bool:
         candidates: list[IPAddress] = [address]

@@ -4,7 +4,7 @@ In: a host name and address family, from aiohttp's connector at every new
 connection (``CachingResolver.resolve``). Out: the name's addresses, or an
 ``OSError`` (``socket.gaierror``) that aiohttp wraps as
 ``ClientConnectorDNSError`` and ``fetch`` reports as ``dns``. The SSRF guard
-(``connector.GuardedConnector``) judges the answer after this, at every connect,
+(``connector.GuardedResolver``, wrapping this one) judges the answer after this, at every connect,
 whether it came from the cache or not.
 
 Why not aiohttp's own pieces: its ``ThreadedResolver`` runs ``getaddrinfo`` in

@@ -1,26 +1,35 @@
 """SOCKS5 proxies (``fetch.proxy = "socks5://..."`` or ``"socks5h://..."``) behind the SSRF guard.
 
-In: ``FetchConfig`` with a SOCKS proxy URL, the fetcher's resolver and its
-``AddressPolicy``. Out: the session's connector, an aiohttp-socks ``ProxyConnector``
-(optional extra ``harvester[socks]``) that asks the guard before every connection.
+In: ``FetchConfig`` with a SOCKS proxy URL (and, for ``socks5://``, the fetcher's
+resolver and its ``AddressPolicy``). Out: the session's connector, aiohttp-socks'
+``ProxyConnector`` (optional extra ``harvester[socks]``) as it is, plus two hooks
+``connector.make_session_parts`` adds to the session: ``LocalNameCheck`` (a trace
+signal) and ``proxy_errors`` (a client middleware).
 
 What the guard can see, per scheme (``harvester.crawl.guard`` documents the same):
 
 * ``socks5h://``: the proxy resolves target names (the ``h``), so as with an HTTP
-  proxy only an IP-literal target can be judged here, and it is: ``http://10.0.0.1/``
-  is refused before the proxy is asked to connect.
-* ``socks5://``: names are resolved on this side. Each name is resolved by the
-  fetcher's resolver and refused when none of its addresses may be dialed (an
-  IP literal likewise); python-socks then resolves it again to connect, since the
-  TLS handshake through the tunnel needs the name. A name that changes its answer
-  between the two lookups is not caught: use ``socks5h://`` or an HTTP proxy where
-  that matters.
+  proxy only an IP-literal target can be judged here, and it is
+  (``connector.HopGuard``): ``http://10.0.0.1/`` is refused before the proxy is asked.
+* ``socks5://``: names are resolved on this side. At every new connection
+  ``LocalNameCheck`` resolves the name with the fetcher's resolver and refuses it when
+  none of its addresses may be dialed (an IP literal: ``HopGuard`` again);
+  python-socks then resolves it again to connect, since the TLS handshake through
+  the tunnel needs the name. A name that changes its answer between the two lookups
+  is not caught: use ``socks5h://`` or an HTTP proxy where that matters.
 
 The proxy itself is operator configuration and is trusted (never checked).
 
+Why a trace signal for the name check: aiohttp-socks' connector sets its own resolver
+(one answering each name as itself), so ``resolver=`` is not ours to give, and
+overriding the connector's resolving step is aiohttp-private API (issue 46).
+``on_dns_resolvehost_start`` is sent by aiohttp, with the name, right before it asks
+the resolver, at every new connection (its DNS cache is off), in the request's task:
+what the check raises is the request's error.
+
 Example::
 
-    connector = make_socks_connector(cfg.fetch, resolver, policy, ssl=context)
+    connector = make_socks_connector(cfg.fetch, ssl=context)
 """
 
 from __future__ import annotations
@@ -38,75 +47,23 @@ from aiohttp_socks import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from types import SimpleNamespace
 
-    from aiohttp.abc import AbstractResolver, ResolveResult
-    from aiohttp.tracing import Trace
+    from aiohttp.abc import AbstractResolver
+    from aiohttp.client_middlewares import ClientHandlerType
 
     from harvester.config import FetchConfig
     from harvester.crawl.guard import AddressPolicy
 
-__all__ = ["GuardedSocksConnector", "make_socks_connector"]
+__all__ = ["LocalNameCheck", "make_socks_connector", "proxy_errors", "proxy_resolves_names"]
 
 
-class GuardedSocksConnector(ProxyConnector):
-    """aiohttp-socks' ``ProxyConnector`` with the SSRF guard in front of every connection.
-
-    ``_resolve_host`` is the step before each connection (aiohttp-private API, as in
-    ``connector.GuardedConnector``; tests/integration/test_requests_socks.py fails
-    if an upgrade stops routing connections through it).
-    """
-
-    def __init__(
-        self,
-        policy: AddressPolicy,
-        resolver: AbstractResolver,
-        *,
-        rdns: bool,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(rdns=rdns, **kwargs)  # its resolver answers each name as itself
-        self._policy = policy
-        self._dns = resolver  # the fetcher's: names are checked with it (socks5:// only)
-        self._remote_dns = rdns  # socks5h: the proxy resolves names
-
-    async def _resolve_host(
-        self, host: str, port: int, traces: Sequence[Trace] | None = None
-    ) -> list[ResolveResult]:
-        policy = self._policy
-        if policy.enabled:
-            policy.check_literal(host)  # an IP literal is judged whoever resolves names
-            if not self._remote_dns and not _is_literal(host):
-                policy.allowed(await self._dns.resolve(host, port), host)
-        # The name as it is (aiohttp-socks' NoResolver): python-socks or the proxy
-        # resolves it, and TLS through the tunnel is checked against it.
-        return await super()._resolve_host(host, port, traces=traces)
-
-    async def _wrap_create_connection(self, *args: Any, **kwargs: Any) -> Any:
-        # aiohttp-socks raises its own plain Exceptions, which aiohttp passes on as
-        # they are: as aiohttp's, they reach body.map_error and the report as connect
-        # and timeout failures naming the proxy's answer, and never crash the run.
-        try:
-            return await super()._wrap_create_connection(*args, **kwargs)
-        except ProxyTimeoutError as exc:
-            raise aiohttp.ConnectionTimeoutError(f"SOCKS proxy: {exc}") from exc
-        except (ProxyConnectionError, ProxyError) as exc:
-            raise aiohttp.ClientConnectionError(f"SOCKS proxy: {exc}") from exc
+def proxy_resolves_names(cfg: FetchConfig) -> bool:
+    """Whether the SOCKS proxy of ``cfg.proxy`` resolves target names (``socks5h://``)."""
+    return urlsplit(cfg.proxy or "").scheme.lower() == "socks5h"
 
 
-def _is_literal(host: str) -> bool:
-    import ipaddress
-
-    try:
-        ipaddress.ip_address(host.removeprefix("[").removesuffix("]").partition("%")[0])
-    except ValueError:
-        return False
-    return True
-
-
-def make_socks_connector(
-    cfg: FetchConfig, resolver: AbstractResolver, policy: AddressPolicy, **kwargs: Any
-) -> GuardedSocksConnector:
+def make_socks_connector(cfg: FetchConfig, **kwargs: Any) -> ProxyConnector:
     """The session's connector through the SOCKS proxy of ``cfg.proxy``.
 
     ``kwargs`` go to aiohttp's ``TCPConnector`` (limit, keep-alive, ssl, ...).
@@ -117,10 +74,8 @@ def make_socks_connector(
     # Both checked at load time (headers.check_proxy).
     assert parts.hostname is not None
     assert parts.port is not None
-    return GuardedSocksConnector(
-        policy,
-        resolver,
-        rdns=parts.scheme.lower() == "socks5h",
+    return ProxyConnector(
+        rdns=proxy_resolves_names(cfg),
         proxy_type=ProxyType.SOCKS5,
         host=parts.hostname,
         port=parts.port,
@@ -128,3 +83,50 @@ def make_socks_connector(
         password=unquote(parts.password) if parts.password else None,
         **kwargs,
     )
+
+
+class LocalNameCheck:
+    """The SSRF guard for target names a ``socks5://`` proxy connects to (resolved here).
+
+    In: each name aiohttp is about to resolve for a new connection (the trace signal
+    ``on_dns_resolvehost_start``). Out: nothing when one of the name's addresses (by the
+    fetcher's ``resolver``) may be dialed, else ``ForbiddenAddress`` naming why, raised
+    into that connection attempt before the proxy is asked.
+    """
+
+    __slots__ = ("_dns", "_policy")
+
+    def __init__(self, policy: AddressPolicy, resolver: AbstractResolver) -> None:
+        self._policy = policy
+        self._dns = resolver  # the fetcher's, so its cache and its counters serve this too
+
+    def install(self, trace: aiohttp.TraceConfig) -> None:
+        """Check through ``trace``'s signal (before the session freezes it)."""
+        trace.on_dns_resolvehost_start.append(self._resolving)
+
+    async def _resolving(
+        self,
+        session: aiohttp.ClientSession,
+        context: SimpleNamespace,
+        params: aiohttp.TraceDnsResolveHostStartParams,
+    ) -> None:
+        host = params.host
+        # The port does not change a name's addresses (the resolver caches by name).
+        self._policy.allowed(await self._dns.resolve(host, 0), host)
+
+
+async def proxy_errors(
+    req: aiohttp.ClientRequest, handler: ClientHandlerType
+) -> aiohttp.ClientResponse:
+    """aiohttp client middleware: aiohttp-socks' errors as aiohttp's.
+
+    aiohttp-socks raises its own plain Exceptions, which aiohttp passes on as they
+    are: as aiohttp's, they reach ``body.map_error`` and the report as connect and
+    timeout failures naming the proxy's answer, and never crash the run.
+    """
+    try:
+        return await handler(req)
+    except ProxyTimeoutError as exc:
+        raise aiohttp.ConnectionTimeoutError(f"SOCKS proxy: {exc}") from exc
+    except (ProxyConnectionError, ProxyError) as exc:
+        raise aiohttp.ClientConnectionError(f"SOCKS proxy: {exc}") from exc

@@ -481,3 +481,38 @@ async def test_requests_waiting_for_a_free_connection_are_counted(
             assert data == XML
         assert fetcher.queued == 0
     assert fetcher.queued == 0  # closed: no session, nothing queued
+
+
+async def test_a_request_cancelled_while_it_waits_for_a_connection_leaves_the_count(
+    make_fetcher: Callable[..., Fetcher], slot: HostSlot
+) -> None:
+    # aiohttp sends no "queued end" for a waiter that is cancelled (a per-file deadline,
+    # a host given up): the count must drop it all the same, or the admission would see
+    # a binding connection limit for the rest of the run.
+    release, started = asyncio.Event(), asyncio.Event()
+
+    async def slow(request: web.Request) -> web.Response:
+        started.set()
+        await release.wait()
+        return web.Response(body=XML, content_type="application/xml")
+
+    async with (
+        serve({"/a.xml": slow, "/b.xml": slow}) as server,
+        make_fetcher(max_connections=1) as fetcher,
+    ):
+        first = asyncio.create_task(fetch_all(fetcher, site(server, "/a.xml"), slot))
+        second = asyncio.create_task(
+            fetch_all(fetcher, site(server, "/b.xml", "site-b.test"), slot)
+        )
+        async with asyncio.timeout(5):
+            await started.wait()
+            while not fetcher.queued:  # noqa: ASYNC110 - no server event to wait on
+                await asyncio.sleep(0.01)
+        second.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await second
+        assert fetcher.queued == 0
+        release.set()
+        _, data = await first
+        assert data == XML
+        assert fetcher.queued == 0

@@ -261,6 +261,35 @@ async def test_only_allowed_answers_of_a_name_are_dialed(sites: Sites) -> None:
     assert evil.log == []
 
 
+@pytest.mark.parametrize("host", [f"{EVIL}.", f"[::ffff:{EVIL}]"])
+async def test_hosts_dialed_without_a_lookup_are_judged_as_addresses(
+    sites: Sites, host: str
+) -> None:
+    # aiohttp never hands these to the resolver: a trailing-dot IPv4 and an IPv4-mapped
+    # IPv6 literal. Judged by their text before any connection, both are refused.
+    evil = await evil_site(sites)
+    resolver = ScriptedResolver({})  # any lookup would fail with another error
+    url = f"http://{host}:{evil.port}/x"
+    async with guarded_fetcher(resolver) as fetcher:
+        with pytest.raises(ForbiddenAddress) as info:
+            await read(fetcher, url)
+    assert info.value.url == url
+    assert resolver.queries == []
+    assert evil.log == []
+
+
+async def test_a_name_is_judged_once_per_connection_not_per_request(sites: Sites) -> None:
+    # The guard's cost follows connections: three requests on one kept-alive connection
+    # ask (and judge) the name once, even with the resolver's cache off.
+    good = await sites.start(ALLOWED, {"/a.xml": b"allowed"})
+    resolver = ScriptedResolver({"keep.test": [[ALLOWED]]})
+    async with guarded_fetcher(resolver, dns_cache_ttl=0) as fetcher:
+        for _ in range(3):
+            assert await read(fetcher, f"http://keep.test:{good.port}/a.xml") == b"allowed"
+    assert resolver.queries == ["keep.test"]
+    assert good.hits("/a.xml") == 3
+
+
 async def test_refusal_is_not_retried_and_costs_no_request(sites: Sites) -> None:
     evil = await evil_site(sites)
     url = f"http://{EVIL}:{evil.port}/x"

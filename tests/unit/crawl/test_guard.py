@@ -180,6 +180,16 @@ def test_check_literal_checks_ip_literals_and_passes_names() -> None:
             policy.check_literal(literal)
 
 
+@pytest.mark.parametrize("host", ["127.1", "2130706433", "127.0.0.1.", "0177.0.0.1", "١٢٧.0.0.1"])
+def test_check_literal_refuses_what_aiohttp_would_dial_as_an_address(host: str) -> None:
+    # aiohttp connects to a host of digits and dots (or with a ':') as it is, never asking
+    # the resolver, and the socket layer maps these legacy forms onto an address
+    # (127.1 is 127.0.0.1): judged as the address text they are, they are none.
+    with pytest.raises(ForbiddenAddress, match="not an IP address"):
+        AddressPolicy().check_literal(host)
+    AddressPolicy(allow_private=True).check_literal(host)  # the check is off
+
+
 def test_repr_shows_the_allowlist() -> None:
     policy = AddressPolicy(allow=("127.0.0.2/32", "b.test", "a.test"))
     expected = "AddressPolicy(allow_private=False, allow=('127.0.0.2/32', 'a.test', 'b.test'))"

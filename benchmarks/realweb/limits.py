@@ -1,0 +1,98 @@
+"""The end-of-run limit of a realweb run (issue 51, item 3): no schedule can end sooner.
+
+In: the web (``list[Site]``), the measured tool's politeness (``Politeness``: read from
+harvester's effective config, the run's extra TOML included) and its CPU seconds. Out:
+``chain(site)`` (seconds a polite, patient client needs for one host counted from the
+run's start), ``longest_chain(sites)`` and ``end_limit`` = max(CPU limit, longest chain).
+
+A host's chain is the larger of two lower bounds:
+
+* politeness: its requests start one interval apart, the interval being
+  max(1 / rate, its robots.txt ``Crawl-delay``, capped at ``max_crawl_delay``), so the
+  last one starts (requests - 1) intervals after the first, and its answer comes after the
+  site's latency;
+* dependency: robots.txt (and the apex's redirect to www), then the sitemap, then an
+  index's children: each step waits for the answer before, a latency (a `slow` site's TTFB)
+  each;
+* concurrency: at most ``concurrency`` requests of a host at once, a latency each.
+
+The CPU limit is the tool's CPU seconds over the machine's cores (the report's column).
+Target of issue 51: wall <= 1.15 x the end limit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from benchmarks.realweb.web import GZIP, XML, Site
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+TARGET = 1.15  # issue 51: wall / end limit
+
+
+@dataclass(frozen=True, slots=True)
+class Politeness:
+    """What spaces a host's requests in the measured tool (harvester's settings)."""
+
+    rate: float = 2.0  # requests per second per host
+    concurrency: int = 2  # requests of a host at once
+    respect_crawl_delay: bool = True
+    max_crawl_delay: float = 60.0
+
+    def interval(self, site: Site) -> float:
+        """Seconds between two request starts on ``site``."""
+        delay = site.crawl_delay if self.respect_crawl_delay else 0.0
+        return max(1.0 / self.rate, min(delay, self.max_crawl_delay))
+
+
+def politeness(config: Path | None = None) -> Politeness:
+    """harvester's politeness with its defaults and the TOML at ``config`` (if any)."""
+    from harvester.config import load_config
+
+    cfg = load_config(config).politeness
+    policy = cfg.default
+    return Politeness(policy.rate, policy.concurrency, cfg.respect_crawl_delay, cfg.max_crawl_delay)
+
+
+def requests_needed(site: Site) -> int:
+    """The requests a correct polite client makes to a healthy site (redirects included)."""
+    sitemaps = sum(1 for p in site.pages.values() if p.content_type in (XML, GZIP))
+    robots = 1 + (site.kind == "www")  # the apex robots.txt answers 301 to www
+    return robots + sitemaps
+
+
+def depth(site: Site) -> int:
+    """Answers a client waits for one after another: robots.txt (+ the www redirect), the
+    sitemap, and an index's children."""
+    # An index's children are the only sitemaps at these paths (web.py)
+    indexed = any(path.startswith(("/sitemap-", "/sitemaps/")) for path in site.pages)
+    return 2 + (site.kind == "www") + indexed
+
+
+def chain(site: Site, polite: Politeness) -> float:
+    """Seconds from the run's start before a polite client can be done with ``site``
+    (0 for a site expected to fail: its end is a timeout, not a chain)."""
+    if site.expect != "ok":
+        return 0.0
+    requests = requests_needed(site)
+    spaced = (requests - 1) * polite.interval(site) + site.latency
+    return max(spaced, depth(site) * site.latency, requests * site.latency / polite.concurrency)
+
+
+def longest_chain(sites: list[Site], polite: Politeness) -> tuple[float, Site | None]:
+    """The longest ``chain`` of the web and its site (None for a web with no healthy site)."""
+    best, where = 0.0, None
+    for site in sites:
+        seconds = chain(site, polite)
+        if seconds > best:
+            best, where = seconds, site
+    return best, where
+
+
+def end_limit(cpu_s: float, cores: int, longest: float) -> tuple[float, str]:
+    """(the end limit, ``cpu`` or ``chain``: which of the two it is)."""
+    cpu_limit = cpu_s / max(1, cores)
+    return (cpu_limit, "cpu") if cpu_limit >= longest else (longest, "chain")

@@ -1,0 +1,163 @@
+"""benchmarks.realweb's mix and limits: the pure parts (no namespace, no server).
+
+The fixed web stays issue 29's web except where issue 51's kinds were given a share (a
+fingerprint of the unchanged domains, computed from the generator before the change);
+the random mix is a function of its seed, within its bounds, every kind present; the
+chain limit is the longest host's, the late host's on a web large enough to have one.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import random
+
+import pytest
+
+from benchmarks.realweb import limits, web
+from benchmarks.realweb.mix import FIXED, KINDS, NEW_SHARES, OLD_SHARES, Mix, draw, mix_for
+
+# blake2b-8 of the 576 domains of build(600, 1) that keep an issue-29 kind, as the
+# generator of issue 29 (before the mix module) made them.
+ISSUE29_FINGERPRINT = "6d95cfe80e39ac45"
+
+
+def _fingerprint(sites: list[web.Site]) -> str:
+    h = hashlib.blake2b(digest_size=8)
+    for s in sites:
+        h.update(f"{s.index}|{s.kind}|{s.latency}|{s.scheme}|{s.content_host}|".encode())
+        for path in sorted(s.pages):
+            p = s.pages[path]
+            body = gzip.decompress(p.body) if p.body[:2] == b"\x1f\x8b" else p.body
+            h.update(f"{path}|{p.status}|{p.content_type}|{p.location}|".encode() + body)
+        h.update("\n".join(s.locs).encode())
+    return h.hexdigest()
+
+
+def test_fixed_web_keeps_issue29_domains() -> None:
+    sites = web.build(600, 1)
+    kept = [s for s in sites if s.kind in OLD_SHARES]
+    assert len(kept) == 576
+    assert _fingerprint(kept) == ISSUE29_FINGERPRINT
+    changed = [s for s in sites if s.kind in NEW_SHARES]
+    # the first of each new kind, the late host, and the draws that fell in the carve
+    assert 9 <= len(changed) <= 9 + 600 * sum(NEW_SHARES.values()) / 100 * 3
+
+
+def test_fixed_draws_follow_the_old_boundaries() -> None:
+    rng = random.Random(7)
+    old_names, old_weights = list(OLD_SHARES), list(OLD_SHARES.values())
+    for _ in range(20_000):
+        state = rng.getstate()
+        old = random.Random()
+        old.setstate(state)
+        u = rng.random()
+        before = old.choices(old_names, old_weights)[0]
+        after = FIXED.pick(u)
+        assert after == before or (before == "small" and after in NEW_SHARES)
+
+
+def test_fixed_shares_sum_to_the_old_total() -> None:
+    assert sum(FIXED.shares.values()) == pytest.approx(100.0)
+    assert FIXED.shares["small"] == pytest.approx(51.5 - sum(NEW_SHARES.values()))
+    assert mix_for("fixed", 3) is FIXED
+
+
+def test_random_mix_is_a_function_of_its_seed() -> None:
+    assert draw(5) == draw(5)
+    assert draw(5).describe() == draw(5).describe()
+    assert draw(5) != draw(6)
+    with pytest.raises(ValueError, match="unknown mix"):
+        mix_for("other", 1)
+
+
+@pytest.mark.parametrize("seed", range(1, 30))
+def test_random_mix_within_bounds(seed: int) -> None:
+    mix = draw(seed)
+    assert set(mix.names) == set(KINDS)
+    assert sum(mix.shares.values()) == pytest.approx(100.0)
+    assert all(share > 0 for share in mix.shares.values())
+    assert 0.03 <= mix.latency[0] <= 0.15
+    assert 0.5 <= mix.latency[1] <= 1.0
+    assert 4 <= mix.ttfb[0] <= 8 < 12 <= mix.ttfb[1] <= 35
+    assert 10 <= mix.small_urls[0] <= 40
+    assert 300 <= mix.small_urls[1] <= 1500
+    assert 120 <= mix.chain_cap <= 300
+    assert mix.crawl_delay[0] == 1.0
+    assert 10 <= mix.crawl_delay[1] <= 30
+
+
+def test_every_kind_on_a_small_web() -> None:
+    for mix in (FIXED, draw(2)):
+        sites = web.build(len(KINDS), 1, mix)
+        assert [s.kind for s in sites] == list(KINDS)
+
+
+def test_random_webs_differ() -> None:
+    one, two = web.build(120, 1, draw(1)), web.build(120, 2, draw(2))
+    assert [s.kind for s in one] != [s.kind for s in two]
+    assert sum(len(s.locs) for s in one) != sum(len(s.locs) for s in two)
+    assert web.build(120, 1, draw(1))[100].locs == one[100].locs
+
+
+def test_new_kinds_content() -> None:
+    sites = {s.kind: s for s in web.build(len(KINDS), 4, FIXED)}
+    slow = sites["slow"]
+    assert FIXED.ttfb[0] <= slow.latency <= FIXED.ttfb[1]
+    assert slow.locs
+    assert slow.pages["/robots.txt"].status == 200
+    assert sites["https_dropped"].scheme == "http"
+    assert sites["https_dropped"].locs[0].startswith("http://")
+    for kind, status in (("wall_403", 403), ("wall_401", 401), ("wall_451", 451)):
+        wall = sites[kind].default
+        assert wall is not None
+        assert wall.status == status
+        assert not sites[kind].pages
+        assert not sites[kind].locs
+        assert sites[kind].expect == "blocked"
+    challenge = sites["wall_challenge"].default
+    assert challenge is not None
+    assert ("cf-mitigated", "challenge") in challenge.headers
+    delay = sites["delay"]
+    robots = delay.pages["/robots.txt"].body.decode()
+    assert f"Crawl-delay: {delay.crawl_delay:g}" in robots
+    assert 1 <= delay.crawl_delay <= 30
+    assert limits.requests_needed(delay) * delay.crawl_delay <= FIXED.chain_cap + delay.crawl_delay
+    big = sites["bigindex"]
+    children = [p for p in big.pages if p.startswith("/sitemaps/")]
+    assert len(children) >= FIXED.bigindex_children[0] - 1
+    assert gzip.decompress(big.pages[children[0]].body).startswith(b"<?xml")
+
+
+def test_late_host_has_the_longest_chain() -> None:
+    sites = web.build(400, 1)
+    late = web.late_index(400)
+    assert late == 391
+    assert sites[late].kind == "delay"
+    assert sites[late].crawl_delay == web.LATE_DELAY
+    seconds, site = limits.longest_chain(sites, limits.Politeness())
+    assert site is sites[late]
+    assert seconds == pytest.approx(FIXED.chain_cap + sites[late].latency)
+    assert web.late_index(len(KINDS)) is None
+
+
+def test_chain_bounds() -> None:
+    site = web.build(len(KINDS), 1)[KINDS.index("small")]
+    polite = limits.Politeness(rate=2.0, concurrency=2)
+    n = limits.requests_needed(site)
+    assert limits.chain(site, polite) == pytest.approx((n - 1) * 0.5 + site.latency)
+    fast = limits.Politeness(rate=1000.0, concurrency=1)
+    site.latency = 3.0
+    assert limits.chain(site, fast) == pytest.approx(n * 3.0)
+    no_delay = limits.Politeness(respect_crawl_delay=False)
+    delay = web.build(len(KINDS), 1)[KINDS.index("delay")]
+    assert no_delay.interval(delay) == 0.5
+    assert limits.Politeness(max_crawl_delay=2.0).interval(delay) == min(2.0, delay.crawl_delay)
+    assert limits.end_limit(100.0, 2, 30.0) == (50.0, "cpu")
+    assert limits.end_limit(10.0, 2, 30.0) == (30.0, "chain")
+
+
+def test_mix_labels() -> None:
+    assert FIXED.label == "fixed"
+    assert draw(3).label == "random:3"
+    assert isinstance(draw(3), Mix)
