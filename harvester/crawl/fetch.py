@@ -319,34 +319,14 @@ class Fetcher:
                         # Another request may have had the host's answer while we waited.
                         first = not slot.answered
                         response = await stack.enter_async_context(
-                            session.get(
-                                url,
-                                headers=headers,
-                                proxy=self._http_proxy,
-                                # verify_tls = false under politeness.hosts only.
-                                ssl=slot.policy.verify_tls,
-                                # aiohttp raises on reaching its max, i.e. follows
-                                # one fewer; +1 also keeps 0 from meaning "unlimited".
-                                max_redirects=cfg.max_redirects + 1,
-                                timeout=self._first_timeout if first else self._timeout,
-                                auto_decompress=decompress,
-                            )
+                            self._get(session, url, slot, headers, decompress, first=first)
                         )
                         slot.mark_answered()
                         if first:
                             _body_read_timeout(response, cfg.read_timeout)
-                except TimeoutError as exc:
-                    if budget.expired():
-                        msg = f"total deadline of {cfg.total_timeout:g}s passed"
-                        raise FetchTimeout(msg, url=url) from exc
-                    error, cause = self._timeout_error(exc, url, first), exc
-                except aiohttp.ClientError as exc:
-                    error, cause = map_error(exc, url, cfg), exc
-                except ForbiddenAddress as exc:
-                    # Raised by the guard (connector, socks): it knows the peer, not the URL.
-                    raise ForbiddenAddress(exc.message, url=url) from exc
-                except InvalidURL as exc:  # a redirect hop (_valid_hop)
-                    raise InvalidURL(exc.message, url=url) from exc
+                except (TimeoutError, aiohttp.ClientError, ForbiddenAddress, InvalidURL) as exc:
+                    cause = exc
+                    error = _failed(cfg, exc, url, first=first, expired=budget.expired())
                 else:
                     assert deadline is not None  # set before the request was sent
                     outcome = self._check_response(response, url, cap)
@@ -366,6 +346,30 @@ class Fetcher:
             # Slot and connection are released here; decide whether to try again.
             assert deadline is not None  # any error after admission left it set
             await self._after_failure(error, cause, first=first, attempt=attempt, deadline=deadline)
+
+    def _get(
+        self,
+        session: aiohttp.ClientSession,
+        url: str,
+        slot: HostSlot,
+        headers: Mapping[str, str] | None,
+        decompress: bool,
+        *,
+        first: bool,
+    ) -> AbstractAsyncContextManager[aiohttp.ClientResponse]:
+        """The GET of one attempt, with the host's TLS setting and first contact's timeout."""
+        return session.get(
+            url,
+            headers=headers,
+            proxy=self._http_proxy,
+            # verify_tls = false under politeness.hosts only.
+            ssl=slot.policy.verify_tls,
+            # aiohttp raises on reaching its max, i.e. follows one fewer; +1 also
+            # keeps 0 from meaning "unlimited".
+            max_redirects=self._cfg.max_redirects + 1,
+            timeout=self._first_timeout if first else self._timeout,
+            auto_decompress=decompress,
+        )
 
     async def _after_failure(
         self,
@@ -398,18 +402,6 @@ class Fetcher:
             error.message,
         )
         await self._sleep(delay)
-
-    def _timeout_error(self, exc: TimeoutError, url: str, first: bool) -> FetchTimeout:
-        """The ``FetchTimeout`` of a connect or response-wait timeout, saying which it was."""
-        cfg = self._cfg
-        if isinstance(exc, aiohttp.ConnectionTimeoutError):
-            what = f"connect timeout ({cfg.connect_timeout:g}s)"
-        else:
-            waited = cfg.first_byte_timeout if first else cfg.read_timeout
-            what = f"no response within {waited:g}s"
-        if first:
-            what += " on first contact, not retried"
-        return FetchTimeout(what, url=url)
 
     def _check_response(
         self, response: aiohttp.ClientResponse, url: str, cap: int
@@ -481,3 +473,38 @@ def _body(response: aiohttp.ClientResponse, attempts: int, stream: BodyStream) -
         attempts=attempts,
         _stream=stream,
     )
+
+
+def _failed(
+    cfg: FetchConfig, exc: BaseException, url: str, *, first: bool, expired: bool
+) -> FetchError:
+    """The ``FetchError`` of an attempt that got no response; raised when it is final.
+
+    In: what the attempt raised, whether it was first contact and whether the file's
+    total deadline had passed. A refused address or redirect hop is never retried.
+    """
+    if isinstance(exc, TimeoutError):
+        if expired:
+            msg = f"total deadline of {cfg.total_timeout:g}s passed"
+            raise FetchTimeout(msg, url=url) from exc
+        return _timeout_error(cfg, exc, url, first)
+    if isinstance(exc, aiohttp.ClientError):
+        return map_error(exc, url, cfg)
+    if isinstance(exc, ForbiddenAddress):
+        # Raised by the guard (connector, socks): it knows the peer, not the URL.
+        raise ForbiddenAddress(exc.message, url=url) from exc
+    if isinstance(exc, InvalidURL):  # a redirect hop (_valid_hop)
+        raise InvalidURL(exc.message, url=url) from exc
+    raise exc
+
+
+def _timeout_error(cfg: FetchConfig, exc: TimeoutError, url: str, first: bool) -> FetchTimeout:
+    """The ``FetchTimeout`` of a connect or response-wait timeout, saying which it was."""
+    if isinstance(exc, aiohttp.ConnectionTimeoutError):
+        what = f"connect timeout ({cfg.connect_timeout:g}s)"
+    else:
+        waited = cfg.first_byte_timeout if first else cfg.read_timeout
+        what = f"no response within {waited:g}s"
+    if first:
+        what += " on first contact, not retried"
+    return FetchTimeout(what, url=url)

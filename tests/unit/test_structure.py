@@ -388,9 +388,6 @@ def _too_long(path: Path) -> list[str]:
 # Issue 46 left these to the changes that own them this round: each test fails (strict
 # xfail) once they are split, to be taken off this list.
 _PENDING = {
-    # fetch.Fetcher._stream: crawl/fetch.py is issue 46 item 6's (aiohttp's public hooks,
-    # merged into main while this was written): to be split once that work has settled.
-    "harvester.crawl.fetch": "crawl/fetch.py is item 6's this round",
     # _chost._write_record: the compiled loop's state is item 4's (with the CPU work).
     "_chost.pyx": "crawl/_chost.pyx is item 4's this round",
 }
