@@ -58,7 +58,7 @@ _LAZY = {
     "harvest": "harvester.run.pipeline",
     "SitemapReader": "harvester.reader.sitemap",
     "read_bytes": "harvester.reader.sitemap",
-    # Dask is imported only by a distributed run (pip install "harvester[dask]").
+    # Dask is imported only by a distributed run (pip install "harvester-sitemaps[dask]").
     "run_distributed": "harvester.distributed.client",
 }
 

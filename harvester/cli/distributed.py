@@ -23,6 +23,7 @@ from harvester.cli.exits import (
     fail,
 )
 from harvester.cli.options import typed_flags
+from harvester.version import install_hint
 
 if TYPE_CHECKING:
     import argparse
@@ -45,7 +46,7 @@ def add_arguments(group: argparse._ArgumentGroup) -> None:
                 str,
                 'run the shards on Dask: "local" (a LocalCluster, one worker per core),'
                 ' "local:N" or a scheduler address tcp://HOST:8786; -o is then a directory'
-                ' (pip install "harvester[dask]")',
+                f" ({install_hint('dask')})",
             ),
             ("--scheduler-file", "distributed.scheduler_file", str, "a Dask scheduler file"),
             (
@@ -101,7 +102,7 @@ def command(ns: argparse.Namespace, cfg: Config, stop: Stop) -> int:
         from harvester.distributed.cluster import open_client
     except ImportError as exc:
         print(
-            f'harvester run: --scheduler needs Dask ({exc}): pip install "harvester[dask]"',
+            f"harvester run: --scheduler needs Dask ({exc}): {install_hint('dask')}",
             file=sys.stderr,
         )
         return EXIT_USAGE

@@ -24,6 +24,7 @@ from harvester.cli.exits import (
     fail,
 )
 from harvester.cli.options import fetch_arguments, filter_arguments, typed_flags
+from harvester.version import DISTRIBUTION
 
 if TYPE_CHECKING:
     import argparse
@@ -79,7 +80,7 @@ def add_parser(sub: Any) -> None:
         dest="output.format",
         choices=("jsonl", "csv", "parquet"),
         help="record format: JSON Lines, CSV (nested fields as JSON text) or Parquet (needs"
-        " harvester[parquet]); default: from the --output extension, else jsonl"
+        f" {DISTRIBUTION}[parquet]); default: from the --output extension, else jsonl"
         " (config: output.format)",
     )
     r.add_argument("--config", help="TOML config file (see config.example.toml)")

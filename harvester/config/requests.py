@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from harvester.errors import ConfigError
+from harvester.version import install_hint
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
@@ -100,7 +101,7 @@ def check_proxy(url: str, *, key: str) -> None:
 
         if importlib.util.find_spec("aiohttp_socks") is None:
             raise ConfigError(
-                "a SOCKS proxy needs aiohttp-socks: pip install 'harvester[socks]'", key=key
+                f"a SOCKS proxy needs aiohttp-socks: {install_hint('socks')}", key=key
             )
 
 

@@ -2,7 +2,7 @@
 
 In: ``FetchConfig`` with a SOCKS proxy URL (and, for ``socks5://``, the fetcher's
 resolver and its ``AddressPolicy``). Out: the session's connector, aiohttp-socks'
-``ProxyConnector`` (optional extra ``harvester[socks]``) as it is, plus two hooks
+``ProxyConnector`` (optional extra ``harvester-sitemaps[socks]``) as it is, plus two hooks
 ``connector.make_session_parts`` adds to the session: ``LocalNameCheck`` (a trace
 signal) and ``proxy_errors`` (a client middleware).
 

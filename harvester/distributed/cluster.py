@@ -20,6 +20,7 @@ from distributed import Client, LocalCluster
 
 from harvester.distributed import forkserver
 from harvester.errors import ConfigError
+from harvester.version import install_hint
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -88,7 +89,7 @@ def _tell_dashboard(address: str, client: Client) -> None:
         return
     if importlib.util.find_spec("bokeh") is None:
         print(
-            'harvester: no Dask dashboard: it needs bokeh (pip install "harvester[dask]")',
+            f"harvester: no Dask dashboard: it needs bokeh ({install_hint('dask')})",
             file=sys.stderr,
         )
         return

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Literal, Protocol
 
 from harvester.errors import ConfigError
 from harvester.output.sink import JsonlSink
+from harvester.version import install_hint
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -124,7 +125,7 @@ def make_sink(path: str, fmt: Format, *, resume_at: int | None, row_group_rows: 
             from harvester.output.parquetsink import ParquetSink
         except ImportError as exc:
             raise ConfigError(
-                f"--format parquet needs pyarrow ({exc}): pip install 'harvester[parquet]'",
+                f"--format parquet needs pyarrow ({exc}): {install_hint('parquet')}",
                 key="output.format",
             ) from exc
         return ParquetSink(path, resume_at=resume_at, row_group_rows=row_group_rows)

@@ -19,7 +19,7 @@ Memory is bounded whatever the run size: at most about one row group is
 buffered (the JSON is converted by pyarrow's JSON reader, block by block), and
 assembling streams one row group at a time.
 
-Needs pyarrow (``pip install 'harvester[parquet]'``); ``formats.make_sink``
+Needs pyarrow (``pip install "harvester-sitemaps[parquet]"``); ``formats.make_sink``
 imports this module only for ``--format parquet``.
 """
 

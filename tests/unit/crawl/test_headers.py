@@ -151,7 +151,7 @@ def test_a_socks_proxy_without_the_extra_names_it(monkeypatch: pytest.MonkeyPatc
         "find_spec",
         lambda name, *a: None if name == "aiohttp_socks" else real(name, *a),
     )
-    with pytest.raises(ConfigError, match=r"harvester\[socks\]") as info:
+    with pytest.raises(ConfigError, match=r"harvester-sitemaps\[socks\]") as info:
         load_config(None, {"fetch.proxy": "socks5h://127.0.0.1:1080"})
     assert info.value.key == "fetch.proxy"
     assert load_config(None, {"fetch.proxy": "http://127.0.0.1:3128"}).fetch.proxy  # no extra

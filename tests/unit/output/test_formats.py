@@ -67,7 +67,7 @@ def test_parquet_without_pyarrow_names_the_extra(
 ) -> None:
     monkeypatch.setitem(sys.modules, "pyarrow", None)  # import pyarrow → ImportError
     monkeypatch.delitem(sys.modules, "harvester.output.parquetsink", raising=False)
-    with pytest.raises(ConfigError, match=r"harvester\[parquet\]") as info:
+    with pytest.raises(ConfigError, match=r"harvester-sitemaps\[parquet\]") as info:
         make_sink(str(tmp_path / "u.parquet"), "parquet", resume_at=None, row_group_rows=10)
     assert info.value.key == "output.format"
     assert not (tmp_path / "u.parquet.part").exists()
