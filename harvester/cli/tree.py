@@ -6,7 +6,9 @@ kind, URL count, bytes, gzip, newest lastmod and failure: a rich tree, or with
 ``--json`` the same hierarchy as one JSON document (``view/tree.py``,
 ``tree_data``). The host is harvested by the run's own path (``run_shard``:
 the same fetcher, SSRF guard, politeness and caps), its records counted and
-dropped; exit status as ``run`` (0 even when sitemaps failed: the tree says so).
+dropped. Exit status as ``run``, 0 even when sitemaps failed (the tree says so),
+except that a host that failed as a whole (nothing read and a failure: DNS,
+connect, robots.txt 5xx, every sitemap failed) is 1, so a script sees it.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
-from harvester.cli.exits import EXIT_OK, EXIT_USAGE, JOB_ERRORS, fail
+from harvester.cli.exits import EXIT_FAILED, EXIT_OK, EXIT_USAGE, JOB_ERRORS, fail
 from harvester.cli.options import fetch_arguments, typed_flags
 from harvester.errors import InputError
 
@@ -27,7 +29,7 @@ if TYPE_CHECKING:
 
     from harvester.config import Config
 
-__all__ = ["add_parser", "command", "host_tree"]
+__all__ = ["add_parser", "command", "host_failed", "host_tree"]
 
 _PIPE_WIDTH = 10_000  # columns when stdout is no terminal: wider than any line drawn
 
@@ -101,4 +103,22 @@ def command(ns: argparse.Namespace, cfg: Config) -> int:
             # Into a pipe or file: whole lines, never cut at a guessed width of 80.
             console = Console(width=_PIPE_WIDTH)
         console.print(render_tree(data))
-    return EXIT_OK
+    return _status(report)
+
+
+def host_failed(report: dict[str, Any]) -> bool:
+    """Whether the host failed as a whole: no URL, no sitemap read, at least one failure."""
+    read = int(report.get("sitemaps_fetched") or 0) - int(report.get("sitemaps_failed") or 0)
+    return bool(report.get("failures")) and not report.get("urls") and read <= 0
+
+
+def _status(report: dict[str, Any]) -> int:
+    if not host_failed(report):
+        return EXIT_OK
+    first = report["failures"][0]
+    print(
+        f"harvester tree: {report.get('host')} failed: {first.get('class')}:"
+        f" {first.get('message')}",
+        file=sys.stderr,
+    )
+    return EXIT_FAILED

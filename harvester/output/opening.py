@@ -21,9 +21,10 @@ on disk (``state/lifecycle.py`` has the statuses):
   (``StateStore.redo``): every URL of the lost output is written again, with the
   events it had (``--emit new`` gives the same new URLs again).
 
-An ``-o`` that names a directory, or a file in a directory that does not exist,
-is refused before the state file is opened: the run would fail only when it
-renames its output, after the whole harvest.
+An ``-o`` that names a directory is refused before the state file is opened: the
+run would fail only when it renames its output, after the whole harvest. A
+missing parent directory is created (as Scrapy's feed exports do), or, when it
+cannot be, refused naming it.
 """
 
 from __future__ import annotations
@@ -50,7 +51,8 @@ __all__ = ["check_output", "open_output", "open_sink", "open_state"]
 
 
 def check_output(output: str) -> None:
-    """Refuse (``ConfigError``, exit 2) an output path that can never take the output."""
+    """Create ``output``'s missing parent directories; refuse (``ConfigError``, exit 2) an
+    output path that can never take the output (a directory, an uncreatable parent)."""
     if output == "-":
         return
     if os.path.isdir(output):
@@ -59,8 +61,12 @@ def check_output(output: str) -> None:
             key="output",
         )
     parent = os.path.dirname(os.path.abspath(output))
-    if not os.path.isdir(parent):
-        raise ConfigError(f"-o {output}: there is no directory {parent}", key="output")
+    try:
+        os.makedirs(parent, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(
+            f"-o {output}: cannot create the directory {parent}: {exc.strerror}", key="output"
+        ) from None
 
 
 def open_state(cfg: Config, output: str) -> StateStore | None:

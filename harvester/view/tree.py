@@ -33,6 +33,10 @@ _OUTCOME_STYLE = {
     "ok": ("✓", "green"),
     "partial": ("!", "yellow"),
     "failed": ("✗", "red"),
+    # Read, but nothing usable: an HTML page (or other non-sitemap) where a listed
+    # sitemap should be (``ReadResult.status``); a fallback guess that is a page is
+    # "missed" instead.
+    "error": ("✗", "red"),
     "missed": ("·", "dim"),
     "not_modified": ("=", "cyan"),
     "refused": ("✗", "yellow"),

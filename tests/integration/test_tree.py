@@ -12,7 +12,9 @@ import asyncio
 import gzip
 import json
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
+
+import dnslib  # type: ignore[import-untyped]
 
 from tests.integration.conftest import Reply
 from tests.integration.harvesting import CONFIG, collect
@@ -225,3 +227,66 @@ async def test_run_keeps_the_log_in_the_host_report_with_skips_and_their_reasons
     # Off (the default): no log in the report.
     _, hosts = await collect([site.origin])
     assert next(iter(hosts.values()))["sitemap_log"] is None
+
+
+async def test_tree_of_a_host_whose_name_does_not_resolve_exits_1(tmp_path: Path) -> None:
+    # The name is asked of a DNS server on loopback that answers NXDOMAIN: nothing is
+    # read, the host failed as a whole, and a script sees it in the exit status.
+    asked: list[str] = []
+
+    class NoSuchName(asyncio.DatagramProtocol):
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            self.transport = cast("asyncio.DatagramTransport", transport)
+
+        def datagram_received(self, data: bytes, addr: tuple[str, int]) -> None:
+            request = dnslib.DNSRecord.parse(data)
+            asked.append(str(request.q.qname).rstrip("."))
+            reply = request.reply()
+            reply.header.rcode = dnslib.RCODE.NXDOMAIN
+            self.transport.sendto(reply.pack(), addr)
+
+    transport, _ = await asyncio.get_running_loop().create_datagram_endpoint(
+        NoSuchName, local_addr=("127.0.0.1", 0)
+    )
+    try:
+        port = transport.get_extra_info("sockname")[1]
+        config = tmp_path / "h.toml"
+        config.write_text(
+            CONFIG.replace("[fetch]\n", f'[fetch]\nnameservers = ["127.0.0.1:{port}"]\n')
+        )
+        code, out, err = await tree_cli("nowhere.test", "--json", "--config", str(config))
+    finally:
+        transport.close()
+    assert "nowhere.test" in asked
+    assert code == 1, err
+    data = json.loads(out)  # the tree is still printed: it says what failed
+    assert [f["class"] for f in data["failures"]] == ["dns"]
+    assert "harvester tree: nowhere.test failed: dns:" in err
+
+
+async def test_tree_marks_a_listed_sitemap_that_is_an_html_page_failed(
+    sites: Sites, tmp_path: Path
+) -> None:
+    routes: dict[str, Any] = {}
+    site = await sites.start("127.0.0.6", routes)
+    routes.update(
+        {
+            "/robots.txt": robots(site.url("/page.xml"), site.url("/ok.xml")),
+            "/page.xml": Reply(b"<!DOCTYPE html><html><body>hello</body></html>"),
+            "/ok.xml": urlset(site.url("/a")),
+        }
+    )
+    config = tmp_path / "h.toml"
+    config.write_text(CONFIG)
+    code, out, err = await tree_cli(site.origin, "--config", str(config))
+    assert code == 0, err  # one sitemap was read: the host did not fail as a whole
+    page = next(line for line in out.splitlines() if site.url("/page.xml") in line)
+    assert page.split()[1] == "✗", page
+    assert "not_a_sitemap" in page
+    assert "?" not in page.split()[1:3]
+    code, out, err = await tree_cli(site.origin, "--json", "--config", str(config))
+    nodes = _by_url(json.loads(out)["sitemaps"], {})
+    assert (nodes[site.url("/page.xml")]["outcome"], nodes[site.url("/page.xml")]["error"]) == (
+        "error",
+        "not_a_sitemap",
+    )
