@@ -11,6 +11,11 @@ Public API (everything else is internal). Harvest hosts::
 
     asyncio.run(main())
 
+Harvest into tables (pyarrow; pandas for ``to_pandas``), in a script or a notebook::
+
+    import harvester
+    urls, hosts = harvester.to_pandas(["example.com"], max_urls_per_host=10_000)
+
 Read one sitemap from bytes::
 
     from harvester import SitemapReader, load_config
@@ -49,6 +54,7 @@ from harvester.version import __version__
 
 if TYPE_CHECKING:
     from harvester.distributed.client import run_distributed
+    from harvester.frames.tables import Tables, to_arrow, to_pandas
     from harvester.reader.sitemap import SitemapReader, read_bytes
     from harvester.run.pipeline import harvest
 
@@ -60,6 +66,10 @@ _LAZY = {
     "read_bytes": "harvester.reader.sitemap",
     # Dask is imported only by a distributed run (pip install "harvester-sitemaps[dask]").
     "run_distributed": "harvester.distributed.client",
+    # pyarrow (and pandas) are imported by the call, not here.
+    "Tables": "harvester.frames.tables",
+    "to_arrow": "harvester.frames.tables",
+    "to_pandas": "harvester.frames.tables",
 }
 
 
@@ -90,10 +100,13 @@ __all__ = [
     "ReadStats",
     "SitemapChild",
     "SitemapReader",
+    "Tables",
     "UrlEntry",
     "__version__",
     "harvest",
     "load_config",
     "read_bytes",
     "run_distributed",
+    "to_arrow",
+    "to_pandas",
 ]

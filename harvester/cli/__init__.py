@@ -4,7 +4,7 @@ In: argv. Out: records on stdout (or a file), diagnostics on stderr, and an exit
 status cron users rely on (``exits.py`` has the numbers and the one table that maps
 an exception to them).
 
-May import: every layer (``distributed``, ``view``, ``run``, ``output``, ``crawl``,
+May import: every layer (``distributed``, ``frames``, ``view``, ``run``, ``output``, ``crawl``,
 ``state``, ``audit``, ``reader``, ``urls``) and the ground floor. It sits beside the
 package's public API (``harvester/__init__.py``), and only ``__main__`` is above it.
 
