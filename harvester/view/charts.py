@@ -2,10 +2,10 @@
 
 In: ``(label, value)`` pairs. Out: an ``<svg>`` element as text, every label
 HTML-escaped (labels come from the web: failure classes, host names, months).
-Two shapes: ``bars`` (horizontal, one labelled row per pair: failure classes,
-hosts) and ``columns`` (vertical, a linear axis: distributions, histograms).
-Each bar's exact value is also in its ``<title>`` (a tooltip), and an empty
-series is a sentence, not an empty box.
+Two shapes: ``bars`` (horizontal HTML bars, one labelled row per pair with its
+value: failure classes, hosts) and ``columns`` (an SVG of vertical columns on a
+linear axis, with a value axis and gridlines: distributions, histograms). Each
+value is also in a tooltip, and an empty series is a sentence, not an empty box.
 
 Usage::
 
@@ -22,7 +22,6 @@ if TYPE_CHECKING:
 
 __all__ = ["bars", "columns", "escape", "number"]
 
-_ROW = 22  # pixels per row of a ``bars`` chart
 _LABEL_CHARS = 40  # longer labels are cut (the full text is in the tooltip)
 
 
@@ -40,61 +39,80 @@ def _cut(label: str) -> str:
     return label if len(label) <= _LABEL_CHARS else label[: _LABEL_CHARS - 1] + "…"
 
 
-def bars(pairs: Sequence[tuple[str, float]], *, label: str, width: int = 720) -> str:
-    """Horizontal bars, one row per pair, longest = the largest value; values printed."""
+def bars(pairs: Sequence[tuple[str, float]], *, label: str) -> str:
+    """Horizontal bars, one row per pair, longest = the largest value; values printed.
+
+    HTML, not SVG: each row is its label, then a bar as wide as its share of the
+    largest value and the value, so it reflows to any screen width (a phone's too).
+    """
     if not pairs or max(v for _, v in pairs) <= 0:
         return f'<p class="empty">No data for {escape(label)}.</p>'
     top = max(v for _, v in pairs)
-    left, right = 300, 90  # label column, value column
-    plot = width - left - right
-    height = _ROW * len(pairs) + 4
     rows = []
-    for i, (name, value) in enumerate(pairs):
-        y = i * _ROW + 2
-        w = max(value / top * plot, 1.0) if value > 0 else 0.0
+    for name, value in pairs:
+        share = max(value / top * 100, 0.5) if value > 0 else 0.0
         tip = f"{escape(name)}: {number(value)}"
         rows.append(
-            f'<text x="{left - 6}" y="{y + 15}" text-anchor="end">{escape(_cut(name))}</text>'
-            f'<rect x="{left}" y="{y}" width="{w:.1f}" height="{_ROW - 6}" class="bar">'
-            f"<title>{tip}</title></rect>"
-            f'<text x="{left + w + 6:.1f}" y="{y + 15}">{number(value)}</text>'
+            f'<div class="brow"><span class="blabel" title="{tip}">{escape(_cut(name))}</span>'
+            f'<span class="btrack"><span class="bar" style="width:{share:.1f}%"></span>'
+            f'<span class="bval">{number(value)}</span></span></div>'
         )
-    return (
-        f'<svg width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img"'
-        f' aria-label="{escape(label)}">{"".join(rows)}</svg>'
-    )
+    return f'<div class="bars" role="img" aria-label="{escape(label)}">{"".join(rows)}</div>'
+
+
+def _ticks(top: float) -> list[float]:
+    """Axis values 0 .. a round number at or above ``top``: 0, half and full."""
+    step = 10 ** max(len(str(int(top))) - 1, 0)
+    nice = step
+    for mult in (1, 2, 5, 10):
+        nice = mult * step
+        if nice >= top:
+            break
+    return [0.0, nice / 2, float(nice)]
 
 
 def columns(
-    pairs: Sequence[tuple[str, float]], *, label: str, width: int = 720, height: int = 180
+    pairs: Sequence[tuple[str, float]],
+    *,
+    label: str,
+    y_title: str = "",
+    width: int = 480,
+    height: int = 220,
 ) -> str:
-    """Vertical columns in the order given (a linear axis); first, last and max labelled."""
+    """Vertical columns in the order given (a linear axis), with a value axis (0, half,
+    a round top) and gridlines, and labels under the columns (every k-th when many)."""
     if not pairs or max(v for _, v in pairs) <= 0:
         return f'<p class="empty">No data for {escape(label)}.</p>'
-    top = max(v for _, v in pairs)
-    plot_h = height - 34
-    step = width / len(pairs)
-    cols = []
+    ticks = _ticks(max(v for _, v in pairs))
+    top = ticks[-1]
+    left, bottom, head = 44, 34, 18  # value axis labels; column labels; the axis title
+    plot_w, plot_h = width - left - 4, height - bottom - head
+    step = plot_w / len(pairs)
+    parts = []
+    for t in ticks:
+        y = head + plot_h - t / top * plot_h
+        parts.append(
+            f'<line x1="{left}" x2="{width}" y1="{y:.1f}" y2="{y:.1f}" class="grid"/>'
+            f'<text x="{left - 4}" y="{y + 4:.1f}" text-anchor="end">{number(t)}</text>'
+        )
     for i, (name, value) in enumerate(pairs):
         h = value / top * plot_h
-        cols.append(
-            f'<rect x="{i * step:.2f}" y="{14 + plot_h - h:.2f}" width="{max(step - 1, 0.5):.2f}"'
-            f' height="{h:.2f}" class="bar"><title>{escape(name)}: {number(value)}</title></rect>'
+        parts.append(
+            f'<rect x="{left + i * step:.2f}" y="{head + plot_h - h:.2f}"'
+            f' width="{max(step - 1, 0.5):.2f}" height="{h:.2f}" class="bar">'
+            f"<title>{escape(name)}: {number(value)}</title></rect>"
         )
-    ticks = ""
-    if len(pairs) <= 12:  # few columns: each gets its label under it
-        ticks = "".join(
-            f'<text x="{(i + 0.5) * step:.1f}" y="{height - 4}" text-anchor="middle">'
-            f"{escape(_cut(name))}</text>"
-            for i, (name, _) in enumerate(pairs)
-        )
-    else:
-        ticks = (
-            f'<text x="0" y="{height - 4}">{escape(pairs[0][0])}</text>'
-            f'<text x="{width}" y="{height - 4}" text-anchor="end">{escape(pairs[-1][0])}</text>'
-        )
+    every = max(1, -(-len(pairs) * 60 // plot_w))  # labels ~60 px apart at most
+    for i, (name, _) in enumerate(pairs):
+        if i % every == 0 or (i == len(pairs) - 1 and every == 1):
+            x = left + (i + 0.5) * step
+            parts.append(
+                f'<text x="{x:.1f}" y="{height - bottom + 16}" text-anchor="middle">'
+                f"{escape(_cut(name))}</text>"
+            )
+    axis = f'<line x1="{left}" x2="{left}" y1="{head}" y2="{head + plot_h}" class="axis"/>'
+    title = f'<text x="0" y="12">{escape(y_title)}</text>' if y_title else ""
     return (
-        f'<svg width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img"'
-        f' aria-label="{escape(label)}">{"".join(cols)}{ticks}'
-        f'<text x="{width}" y="10" text-anchor="end">max {number(top)}</text></svg>'
+        f'<svg class="chart" width="{width}" height="{height}" viewBox="0 0 {width} {height}"'
+        f' role="img" aria-label="{escape(label)}">{title}{"".join(parts)}{axis}</svg>'
     )

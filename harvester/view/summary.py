@@ -5,8 +5,9 @@ it names (``hosts_report``: ``OUT.hosts.jsonl``), read one line at a time so a
 run of millions of hosts is never held in memory. Out: a ``RunSummary``: the
 run's totals and failures by class (from the run report), URLs per host as a
 distribution (decade buckets), lastmod over time (the hosts' ``lastmod_months``
-summed), the slowest and largest hosts, and the failed hosts with their line
-number and text (for the page's anchors). ``read_summary`` raises
+summed), the slowest and largest hosts, and the failed hosts (no URL) and the
+partly failed ones (URLs, and failures) with their line number and first failures
+(for the page's anchors). ``read_summary`` raises
 ``InputError`` naming the file when the run report cannot be read; a bad host
 line is counted (``unreadable_lines``), never fatal.
 
@@ -33,7 +34,8 @@ __all__ = ["KEEP_FAILED", "TOP", "FailedHost", "RunSummary", "read_summary", "si
 
 TOP = 10  # slowest and largest hosts shown
 KEEP_FAILED = 1_000  # failed hosts listed (with their report line); the rest are counted
-_MAX_LINE = 20_000  # characters of a failed host's report line shown
+_MAX_LINE = 20_000  # characters of a failed host's report line kept
+_KEEP_EACH = 5  # failures shown per failed host (the hosts file has them all)
 # URLs per host: decade buckets, so one chart reads a run of tiny and huge sites alike.
 _BUCKETS = ("0", "1-9", "10-99", "100-999", "1k-9.9k", "10k-99k", "100k-999k", "1M+")
 
@@ -51,13 +53,17 @@ def size_bucket(urls: int) -> str:
 
 @dataclass(slots=True)
 class FailedHost:
-    """A host that produced no URL and failed: its line in the hosts file, and why."""
+    """A host that failed, wholly (no URL) or partly (URLs, and failures: a truncated
+    gzip, a failed child): its line in the hosts file, and why."""
 
     line: int  # 1-based line number in the hosts report
     host: str
     classes: dict[str, int]
     first: str  # its first failure: "class url: message"
     text: str  # the report line itself (cut at _MAX_LINE characters)
+    urls: int = 0  # URLs it gave all the same (partly failed hosts)
+    # Its first failures (_KEEP_EACH): (class, url, message, HTTP status or "").
+    failures: list[tuple[str, str, str, str]] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -74,6 +80,8 @@ class RunSummary:
     largest: list[tuple[int, int, str]] = field(default_factory=list)  # (urls, bytes, host)
     failed: list[FailedHost] = field(default_factory=list)
     failed_total: int = 0
+    partial: list[FailedHost] = field(default_factory=list)  # URLs, but failures too
+    partial_total: int = 0
 
     def add_host(self, line: int, host: dict[str, Any], text: str) -> None:
         """Fold in one host report (``text`` is its line as read)."""
@@ -87,30 +95,79 @@ class RunSummary:
         _push(self.slowest, (_float(host.get("seconds")), name))
         _push(self.largest, (urls, _int(host.get("bytes")), name))
         classes = host.get("failures_by_class") or {}
-        if urls == 0 and sum(_int(n) for n in classes.values()) > 0:
+        if sum(_int(n) for n in classes.values()) <= 0:
+            return
+        if urls == 0:
             self.failed_total += 1
-            if len(self.failed) < KEEP_FAILED:
-                failures = host.get("failures") or [{}]
-                f = failures[0]
-                first = f"{f.get('class', '?')} {f.get('url', '')}: {f.get('message', '')}"
-                classes = {str(k): _int(v) for k, v in classes.items()}
-                self.failed.append(FailedHost(line, name, classes, first, text[:_MAX_LINE]))
+            kept = self.failed
+        else:
+            self.partial_total += 1
+            kept = self.partial
+        if len(kept) < KEEP_FAILED:
+            failures = [f for f in host.get("failures") or () if isinstance(f, dict)] or [{}]
+            f = failures[0]
+            first = f"{f.get('class', '?')} {f.get('url', '')}: {f.get('message', '')}"
+            each = [_failure(f) for f in failures[:_KEEP_EACH]]
+            classes = {str(k): _int(v) for k, v in classes.items()}
+            kept.append(FailedHost(line, name, classes, first, text[:_MAX_LINE], urls, each))
 
     def months(self) -> list[tuple[str, int]]:
         """lastmod counts in time order: by month, or by year when months and years mix
-        (hosts with long ranges report years) or when there are more than 120 months."""
+        (hosts with long ranges report years) or when they span more than 120 months.
+        Every month (or year) between the first and the last is there, an empty one
+        with 0, so the axis is time: a gap of years shows as a gap."""
         dated = {k: v for k, v in self.lastmod_months.items() if k not in ("<1995", "future")}
-        if any(len(k) == 4 for k in dated) or len(dated) > 120:
+        if any(len(k) == 4 for k in dated) or _span_months(dated) > 120:
             years: dict[str, int] = {}
             for key, count in dated.items():
                 years[key[:4]] = years.get(key[:4], 0) + count
             dated = years
-        out = sorted(dated.items())
+        out = _filled(dated)
         if "<1995" in self.lastmod_months:
             out.insert(0, ("<1995", self.lastmod_months["<1995"]))
         if "future" in self.lastmod_months:
             out.append(("future", self.lastmod_months["future"]))
         return out
+
+
+def _failure(f: dict[str, Any]) -> tuple[str, str, str, str]:
+    """A failure dict as (class, url, message, HTTP status), each a string ("" if absent)."""
+    return (
+        str(f.get("class", "?")),
+        str(f.get("url") or ""),
+        str(f.get("message") or ""),
+        str(f.get("status") or ""),
+    )
+
+
+def _month_number(key: str) -> int | None:
+    """``"2024-03"`` → months since year 0; None for what is no month."""
+    try:
+        return int(key[:4]) * 12 + int(key[5:7]) - 1 if len(key) == 7 else None
+    except ValueError:
+        return None
+
+
+def _span_months(dated: dict[str, int]) -> int:
+    numbers = [n for n in map(_month_number, dated) if n is not None]
+    return max(numbers) - min(numbers) + 1 if numbers else 0
+
+
+def _filled(dated: dict[str, int]) -> list[tuple[str, int]]:
+    """``dated`` (all "YYYY-MM" or all "YYYY") in time order, empty periods as 0."""
+    if not dated:
+        return []
+    if all(len(k) == 4 and k.isdigit() for k in dated):
+        years = [int(k) for k in dated]
+        return [(str(y), dated.get(str(y), 0)) for y in range(min(years), max(years) + 1)]
+    numbers = {n: k for k in dated if (n := _month_number(k)) is not None}
+    if len(numbers) != len(dated):
+        return sorted(dated.items())  # something that is no month: shown as it is
+    first, last = min(numbers), max(numbers)
+    return [
+        (f"{n // 12:04d}-{n % 12 + 1:02d}", dated.get(f"{n // 12:04d}-{n % 12 + 1:02d}", 0))
+        for n in range(first, last + 1)
+    ]
 
 
 def _push(heap: list[Any], item: Any) -> None:

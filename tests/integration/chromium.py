@@ -12,6 +12,7 @@ with the reason (``pytest.skip``, shown by ``-ra``), never silently.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import itertools
 import json
@@ -93,11 +94,20 @@ async def _port(profile: Path, proc: asyncio.subprocess.Process) -> int:
     pytest.skip(f"Chromium did not start its DevTools endpoint: {err.decode(errors='replace')}")
 
 
-async def open_page(path: Path | str, profile: Path, probes: dict[str, str]) -> Page:
+async def open_page(
+    path: Path | str,
+    profile: Path,
+    probes: dict[str, str],
+    *,
+    width: int | None = None,
+    screenshot: Path | None = None,
+) -> Page:
     """Load ``path`` (a local file, or a loopback URL) in headless Chromium; run each probe.
 
     A probe is a JavaScript expression evaluated after the load; one that gives a
-    Promise is awaited (for a page that builds itself after loading).
+    Promise is awaited (for a page that builds itself after loading). ``width``: a
+    phone's screen of that many CSS pixels (a mobile viewport); ``screenshot``: the
+    whole page written there as PNG.
     """
     binary = chromium_or_skip()
     proc = await asyncio.create_subprocess_exec(
@@ -115,7 +125,7 @@ async def open_page(path: Path | str, profile: Path, probes: dict[str, str]) -> 
                 targets = await resp.json()
             ws_url = next(t["webSocketDebuggerUrl"] for t in targets if t["type"] == "page")
             async with http.ws_connect(ws_url, max_msg_size=0) as ws:
-                return await _drive(ws, path, probes)
+                return await _drive(ws, path, probes, width, screenshot)
     finally:
         if proc.returncode is None:
             proc.kill()
@@ -123,7 +133,11 @@ async def open_page(path: Path | str, profile: Path, probes: dict[str, str]) -> 
 
 
 async def _drive(
-    ws: aiohttp.ClientWebSocketResponse, path: Path | str, probes: dict[str, str]
+    ws: aiohttp.ClientWebSocketResponse,
+    path: Path | str,
+    probes: dict[str, str],
+    width: int | None = None,
+    screenshot: Path | None = None,
 ) -> Page:
     ids = itertools.count(1)
     errors: list[str] = []
@@ -158,6 +172,14 @@ async def _drive(
 
     for domain in ("Runtime", "Log", "Page"):
         await call(f"{domain}.enable")
+    if width is not None:
+        await call(
+            "Emulation.setDeviceMetricsOverride",
+            width=width,
+            height=800,
+            deviceScaleFactor=1,
+            mobile=True,
+        )
     url = path if isinstance(path, str) else path.resolve().as_uri()  # noqa: ASYNC240 - no I/O
     await call("Page.navigate", url=url)
     while not loaded.is_set():
@@ -165,6 +187,9 @@ async def _drive(
     await asyncio.sleep(0.2)
     await call("Runtime.evaluate", expression="1")  # late errors, if any
     text = await call("Runtime.evaluate", expression="document.body.innerText", returnByValue=True)
+    if screenshot is not None:
+        shot = await call("Page.captureScreenshot", format="png", captureBeyondViewport=True)
+        screenshot.write_bytes(base64.b64decode(shot["data"]))  # noqa: ASYNC240 - small
     answered = {}
     for name, expression in probes.items():
         out = await call(

@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from PIL import Image
+
 from tests.integration.chromium import open_page
 from tests.integration.conftest import free_port
 from tests.integration.harvesting import CONFIG, run_cli
@@ -22,12 +24,29 @@ if TYPE_CHECKING:
 PROBES = {
     "scripts": "document.scripts.length",
     "svgs": "document.querySelectorAll('svg').length",
-    "links": "[...document.querySelectorAll('a[href^=\"#line-\"]')].map(a => a.textContent)",
-    # Every failed host's link lands on an element that shows its report line.
-    "targets": "[...document.querySelectorAll('a[href^=\"#line-\"]')].map(a =>"
+    "links": "[...document.querySelectorAll('#failed + ul a[href^=\"#line-\"]')]"
+    ".map(a => a.textContent)",
+    # Every failed host's link lands on an element that shows why it failed.
+    "targets": "[...document.querySelectorAll('#failed + ul a[href^=\"#line-\"]')].map(a =>"
     " (document.getElementById(a.getAttribute('href').slice(1)) || {}).textContent || null)",
+    "partial": "[...document.querySelectorAll('#partial + ul a')].map(a => a.textContent)",
     "urls": "document.getElementById('total-URLs').textContent",
     "hosts": "document.getElementById('total-hosts').textContent",
+}
+
+PHONE = 390  # CSS pixels: a phone held upright
+BAR_RGB = (0x3B, 0x6F, 0xB6)  # the bars' colour (view/page.py's CSS)
+PHONE_PROBES = {
+    "overflow": "document.documentElement.scrollWidth",
+    "totals": "(() => { const e = document.getElementById('total-URLs');"
+    " const r = e.getBoundingClientRect();"
+    " return {text: e.textContent, left: r.left, right: r.right, height: r.height}; })()",
+    "bars": "[...document.querySelectorAll('.bars .bar')]"
+    ".map(b => b.getBoundingClientRect().width)",
+    "columns": "[...document.querySelectorAll('svg .bar')]"
+    ".filter(r => r.getBoundingClientRect().height > 0).length",
+    "charts": "[...document.querySelectorAll('svg.chart')]"
+    ".map(s => s.getBoundingClientRect().right)",
 }
 
 
@@ -55,18 +74,48 @@ async def test_run_html_report_renders_in_chromium(sites: Sites, tmp_path: Path)
     page = await open_page(page_path, tmp_path / "profile", PROBES)
     assert page.errors == []
     assert page.probes["scripts"] == 0
-    assert page.probes["svgs"] >= 3
+    assert page.probes["svgs"] == 2  # URLs per host, lastmod (the class bars are HTML)
     assert page.probes["urls"] == f"{report['urls']:,}"
     assert report["urls"] == 6
     assert page.probes["hosts"] == f"{report['hosts_done']} done of {report['hosts_total']}"
     assert report["hosts_done"] == 4
     failed = sorted(d.removeprefix("http://") for d in dead)
     assert sorted(page.probes["links"]) == failed
-    host_lines = Path(f"{out}.hosts.jsonl").read_text().splitlines()  # noqa: ASYNC240
-    for target in page.probes["targets"]:
-        assert target in host_lines  # the anchor shows the host's own report line
+    # The anchor shows the host and why it failed (a table, not its JSON line).
+    for host, target in zip(page.probes["links"], page.probes["targets"], strict=True):
+        assert target is not None
+        assert host in target
+        assert "connect" in target
+        assert "{" not in target
     assert "connect" in page.text  # the failure class, in the bar chart and the list
     assert "Failures by class" in page.text
+    # Partly failed: each site's 404 child; the hosts gave URLs all the same.
+    assert sorted(page.probes["partial"]) == sorted(h.origin.removeprefix("http://") for h in hosts)
+    assert "http_status" in page.text
+    assert "{" not in page.text  # no raw JSON anywhere
+
+    # At a phone's width: a screenshot, checked.
+    shot = tmp_path / "phone.png"
+    phone = await open_page(
+        page_path, tmp_path / "profile2", PHONE_PROBES, width=PHONE, screenshot=shot
+    )
+    assert phone.errors == []
+    assert phone.probes["overflow"] <= PHONE  # nothing wider than the screen
+    totals = phone.probes["totals"]
+    assert totals["text"] == f"{report['urls']:,}"
+    assert totals["left"] >= 0
+    assert totals["right"] <= PHONE
+    assert totals["height"] > 0
+    assert all(w > 0 for w in phone.probes["bars"])  # the failures-by-class bars are drawn
+    assert phone.probes["columns"] >= 2  # columns with a height, in the SVG charts
+    assert all(w <= PHONE for w in phone.probes["charts"])
+    with Image.open(shot) as image:
+        assert image.width == PHONE
+        rgb = image.convert("RGB")
+        colours = rgb.getcolors(maxcolors=1 << 20) or []
+    blue = sum(n for n, c in colours if c == BAR_RGB)
+    assert blue > 200  # the charts' bars are on the screenshot, not empty boxes
+    assert len(colours) > 20  # text (antialiased), not a blank page
 
 
 async def test_the_browser_check_catches_a_console_error(tmp_path: Path) -> None:
