@@ -2,7 +2,7 @@
 
 In: a Dask ``Client``, the seeds (a path, or input lines), the output directory (on
 storage every worker shares), the config. Out: every shard committed (or reported
-failed), ``out/report.json``, ``out/crosshost.jsonl`` and ``out/_SUCCESS``; returns
+failed), ``out/report.json``, ``out/crosshost.ndjson`` and ``out/_SUCCESS``; returns
 a ``DistributedRun`` (the merged ``RunReport`` and each shard's outcome).
 
 Example::
@@ -220,7 +220,7 @@ def _outcome(future: Any, shard: int, layout: Layout) -> dict[str, Any]:
 
 def _start(layout: Layout) -> None:
     """A new run: no ``_SUCCESS`` until it ends; every shard swept of uncommitted files."""
-    for path in (layout.success_path, os.path.join(layout.root, "crosshost.jsonl")):
+    for path in (layout.success_path, os.path.join(layout.root, "crosshost.ndjson")):
         if os.path.exists(path):
             os.unlink(path)
     for shard in range(layout.shards):
@@ -255,7 +255,7 @@ def _finish(
     )
     run.cross_host_duplicates = sum(counts.values())
     write_atomic(
-        os.path.join(layout.root, "crosshost.jsonl"),
+        os.path.join(layout.root, "crosshost.ndjson"),
         "".join(
             json.dumps({"host": h, "cross_host_duplicates": c}) + "\n" for h, c in counts.items()
         ),
