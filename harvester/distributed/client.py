@@ -34,6 +34,7 @@ from harvester.distributed.merge import CrossHostCount, combine
 from harvester.distributed.task import ShardSpec, run_shard_task
 from harvester.errors import ConfigError
 from harvester.output.parts import write_atomic
+from harvester.output.remote import is_remote
 from harvester.output.report import RunReport
 from harvester.run.shutdown import POLL
 
@@ -97,6 +98,12 @@ def run_distributed(
     Raises ``ConfigError`` for a shard count or key that the directory does not have.
     """
     cfg = config or Config()
+    if is_remote(output):
+        raise ConfigError(
+            f"{output}: a distributed run's directory is on storage its workers share; give"
+            " one (harvester run -o URL --scheduler local stages it and publishes the URL)",
+            key="output",
+        )
     if cfg.state.path:
         raise ConfigError(
             "a distributed run keeps one state file per shard in its output directory;"

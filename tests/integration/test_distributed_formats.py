@@ -35,8 +35,8 @@ from harvester.distributed.merge import merge  # noqa: E402
 from harvester.errors import ConfigError  # noqa: E402
 from harvester.output.csvsink import COLUMNS  # noqa: E402
 from harvester.run.shards import run_job  # noqa: E402
+from tests.integration.clusters import SERVER, cli, local_cluster, make_web  # noqa: E402
 from tests.integration.conftest import fast_config  # noqa: E402
-from tests.integration.test_distributed import _SERVER, _cli, _cluster, make_web  # noqa: E402
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -51,7 +51,7 @@ SHARDS = 4
 @pytest.fixture(scope="module")
 def client() -> Iterator[Any]:
     """Two worker processes of one thread each, as ``--scheduler local:2`` starts them."""
-    yield from _cluster(processes=True)
+    yield from local_cluster(processes=True)
 
 
 def rows(path: Path | str, fmt: str) -> list[dict[str, Any]]:
@@ -169,7 +169,7 @@ def test_the_cli_writes_parquet_shards_and_merges_them(tmp_path: Path) -> None:
     """``harvester run --scheduler local:1 --format parquet`` then ``harvester merge``, as
     typed (CSV and JSON Lines go the same way: the test above, through the API)."""
     server = subprocess.Popen(
-        [sys.executable, "-c", _SERVER, "127.0.0.121"], stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", SERVER, "127.0.0.121"], stdout=subprocess.PIPE, text=True
     )
     try:
         assert server.stdout is not None
@@ -179,21 +179,21 @@ def test_the_cli_writes_parquet_shards_and_merges_them(tmp_path: Path) -> None:
         locs = sorted(f"{origin}/p/{j}" for j in range(5))
         out = tmp_path / "out"
         args = ["run", origin, "-o", str(out), "--config", str(config), "--no-progress"]
-        done = _cli(*args, "--scheduler", "local:1", "--shards", "3", "--format", "parquet")
+        done = cli(*args, "--scheduler", "local:1", "--shards", "3", "--format", "parquet")
         assert done.returncode == 0, done.stderr
         con = duckdb.connect()
         try:
             got = con.execute(f"select loc from '{out}/**/*.parquet' order by loc")
             assert [r[0] for r in got.fetchall()] == locs
             merged = tmp_path / "urls.parquet"
-            done = _cli("merge", str(out), "-o", str(merged))
+            done = cli("merge", str(out), "-o", str(merged))
             assert done.returncode == 0, done.stderr
             assert merged.read_bytes()[:4] == b"PAR1"
             got = con.execute(f"select loc from '{merged}' order by loc")
             assert [r[0] for r in got.fetchall()] == locs
         finally:
             con.close()
-        refused = _cli("merge", str(out), "-o", str(tmp_path / "u.jsonl"))
+        refused = cli("merge", str(out), "-o", str(tmp_path / "u.jsonl"))
         assert refused.returncode == 2
         assert "the shards wrote parquet" in refused.stderr
     finally:
