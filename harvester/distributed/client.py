@@ -98,18 +98,7 @@ def run_distributed(
     Raises ``ConfigError`` for a shard count or key that the directory does not have.
     """
     cfg = config or Config()
-    if is_remote(output):
-        raise ConfigError(
-            f"{output}: a distributed run's directory is on storage its workers share; give"
-            " one (harvester run -o URL --scheduler local stages it and publishes the URL)",
-            key="output",
-        )
-    if cfg.state.path:
-        raise ConfigError(
-            "a distributed run keeps one state file per shard in its output directory;"
-            " leave state.path unset",
-            key="state.path",
-        )
+    _check(output, cfg)
     workers = max(1, len(client.scheduler_info().get("workers", {})))
     wanted = cfg.distributed.shards if shards is None else shards
     if not wanted and read_layout(output) is None:
@@ -144,6 +133,22 @@ def run_distributed(
         relay.join(timeout=1)
     _finish(result, outcomes, cross.finish(), interrupted=stop is not None and stop.is_set())
     return result
+
+
+def _check(output: str, cfg: Config) -> None:
+    """Refuse (``ConfigError``) an output or a config a distributed run cannot take."""
+    if is_remote(output):
+        raise ConfigError(
+            f"{output}: a distributed run's directory is on storage its workers share; give"
+            " one (harvester run -o URL --scheduler local stages it and publishes the URL)",
+            key="output",
+        )
+    if cfg.state.path:
+        raise ConfigError(
+            "a distributed run keeps one state file per shard in its output directory;"
+            " leave state.path unset",
+            key="state.path",
+        )
 
 
 def _cut_seeds(seeds: str | Iterable[str], layout: Layout, run: RunReport) -> RunReport:
