@@ -24,7 +24,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from harvester.cli import audit, ledger, merge, parse, run
+from harvester.cli import audit, ledger, merge, parse, remote, run
 from harvester.cli import report as report_verb
 from harvester.cli import tree as tree_verb
 from harvester.cli.exits import EXIT_OK, EXIT_USAGE
@@ -89,7 +89,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         case "parse":
             return parse.command(ns.file, ns.url, ns.output, cfg.reader)
         case "run":
-            return run.command(ns, cfg)
+            return remote.command(ns, cfg, run.command)  # (-o s3://...: staged, published)
         case "audit":
             return audit.command(ns, cfg)
         case "ledger":

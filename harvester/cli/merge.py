@@ -1,7 +1,8 @@
-"""``harvester merge OUT/ -o FILE``: one JSON Lines file from a distributed run's shards.
+"""``harvester merge OUT/ -o FILE``: one file from a distributed run's shards.
 
 In: the output directory of a ``harvester run --scheduler`` run. Out: the records
-of its committed shards, concatenated in shard (manifest) order, written as
+of its committed shards, concatenated in shard (manifest) order, in the format
+``--format`` or ``FILE``'s extension names (else the shards' own), written as
 ``FILE.part`` and renamed; the exit status (``exits.py``).
 """
 
@@ -26,10 +27,18 @@ def add_parser(sub: Any) -> None:
         help="concatenate a distributed run's committed shard files into one",
         description=(
             "Write the records of every committed shard of a distributed run's output"
-            " directory (harvester run --scheduler ... -o DIR) into one JSON Lines file, in"
-            " shard order; only the files a shard's manifest names are read. Exit status: 0"
-            " done, 1 a file could not be read or written, 2 not a finished run's directory."
+            " directory (harvester run --scheduler ... -o DIR) into one file, in shard order,"
+            " in the format --format or the file's extension (.jsonl, .csv, .parquet) names,"
+            " else the shards' own; only the files a shard's manifest names are read. Exit"
+            " status: 0 done, 1 a file could not be read or written, 2 not a finished run's"
+            " directory or a conversion merge does not make."
         ),
+    )
+    m.add_argument(
+        "--format",
+        choices=("jsonl", "csv", "parquet"),
+        default="",
+        help="the format to write (default: by -o's extension, else the shards' format)",
     )
     m.add_argument("directory", metavar="DIR", help="the distributed run's output directory")
     m.add_argument("-o", "--output", default="-", help="where to write (default: stdout)")
@@ -49,7 +58,7 @@ def command(ns: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return EXIT_USAGE
-        merge(layout, ns.output)
+        merge(layout, ns.output, ns.format)
     except JOB_ERRORS as exc:
         return fail("merge", exc)
     return EXIT_OK

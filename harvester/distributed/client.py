@@ -2,7 +2,7 @@
 
 In: a Dask ``Client``, the seeds (a path, or input lines), the output directory (on
 storage every worker shares), the config. Out: every shard committed (or reported
-failed), ``out/report.json``, ``out/crosshost.jsonl`` and ``out/_SUCCESS``; returns
+failed), ``out/report.json``, ``out/crosshost.ndjson`` and ``out/_SUCCESS``; returns
 a ``DistributedRun`` (the merged ``RunReport`` and each shard's outcome).
 
 Example::
@@ -34,6 +34,7 @@ from harvester.distributed.merge import CrossHostCount, combine
 from harvester.distributed.task import ShardSpec, run_shard_task
 from harvester.errors import ConfigError
 from harvester.output.parts import write_atomic
+from harvester.output.remote import is_remote
 from harvester.output.report import RunReport
 from harvester.run.shutdown import POLL
 
@@ -97,12 +98,7 @@ def run_distributed(
     Raises ``ConfigError`` for a shard count or key that the directory does not have.
     """
     cfg = config or Config()
-    if cfg.state.path:
-        raise ConfigError(
-            "a distributed run keeps one state file per shard in its output directory;"
-            " leave state.path unset",
-            key="state.path",
-        )
+    _check(output, cfg)
     workers = max(1, len(client.scheduler_info().get("workers", {})))
     wanted = cfg.distributed.shards if shards is None else shards
     if not wanted and read_layout(output) is None:
@@ -137,6 +133,22 @@ def run_distributed(
         relay.join(timeout=1)
     _finish(result, outcomes, cross.finish(), interrupted=stop is not None and stop.is_set())
     return result
+
+
+def _check(output: str, cfg: Config) -> None:
+    """Refuse (``ConfigError``) an output or a config a distributed run cannot take."""
+    if is_remote(output):
+        raise ConfigError(
+            f"{output}: a distributed run's directory is on storage its workers share; give"
+            " one (harvester run -o URL --scheduler local stages it and publishes the URL)",
+            key="output",
+        )
+    if cfg.state.path:
+        raise ConfigError(
+            "a distributed run keeps one state file per shard in its output directory;"
+            " leave state.path unset",
+            key="state.path",
+        )
 
 
 def _cut_seeds(seeds: str | Iterable[str], layout: Layout, run: RunReport) -> RunReport:
@@ -220,7 +232,7 @@ def _outcome(future: Any, shard: int, layout: Layout) -> dict[str, Any]:
 
 def _start(layout: Layout) -> None:
     """A new run: no ``_SUCCESS`` until it ends; every shard swept of uncommitted files."""
-    for path in (layout.success_path, os.path.join(layout.root, "crosshost.jsonl")):
+    for path in (layout.success_path, os.path.join(layout.root, "crosshost.ndjson")):
         if os.path.exists(path):
             os.unlink(path)
     for shard in range(layout.shards):
@@ -255,7 +267,7 @@ def _finish(
     )
     run.cross_host_duplicates = sum(counts.values())
     write_atomic(
-        os.path.join(layout.root, "crosshost.jsonl"),
+        os.path.join(layout.root, "crosshost.ndjson"),
         "".join(
             json.dumps({"host": h, "cross_host_duplicates": c}) + "\n" for h, c in counts.items()
         ),

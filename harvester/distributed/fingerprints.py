@@ -8,7 +8,7 @@ So the client counts cross-host duplicates from 8 bytes a URL, without parsing t
 records again (that pass cost more CPU than the rest of the client's work). The shard
 only logs: a count within one shard would miss every other shard's hosts, and its
 seen-set cost the worker memory and CPU for nothing (the client counts them all), so a
-shard's host reports say 0 and ``out/crosshost.jsonl`` has the run's counts per host. Frames:
+shard's host reports say 0 and ``out/crosshost.ndjson`` has the run's counts per host. Frames:
 ``!H`` host length, the host (UTF-8), ``!I`` count, ``count`` fingerprints (native
 ``array("Q")`` bytes: written and read on machines of one byte order, as a cluster is).
 """

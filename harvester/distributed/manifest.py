@@ -7,7 +7,8 @@ first; ``sweep`` deletes what no manifest names; ``committed`` reads the manifes
 The commit protocol, for storage shared by many machines (a local disk, NFS, a
 cluster filesystem that has POSIX ``link``):
 
-1. the attempt writes its files under names of its own (``ATTEMPT.jsonl``, ...),
+1. the attempt writes its files under names of its own (``ATTEMPT.jsonl``, ``.csv``
+   or ``.parquet`` as the run's format says, ``ATTEMPT.hosts.ndjson``, ...),
    fsyncs them and renames each from its ``.part`` name (``shards.run_job`` does
    that for the records, host reports and report; the state file is copied here);
 2. it writes its manifest to ``ATTEMPT.manifest.part`` and fsyncs it;
@@ -26,6 +27,7 @@ import contextlib
 import json
 import os
 import re
+import shutil
 import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -50,26 +52,29 @@ class Attempt:
     layout: Layout
     shard: int
     token: str  # rK-<random>: unique to the attempt, so attempts never share a file
+    fmt: str = "jsonl"  # the records' format, and their file's extension
 
     @classmethod
-    def new(cls, layout: Layout, shard: int) -> Attempt:
-        """A fresh attempt (its shard directory created)."""
+    def new(cls, layout: Layout, shard: int, fmt: str = "jsonl") -> Attempt:
+        """A fresh attempt writing records of format ``fmt`` (its shard directory created)."""
         os.makedirs(layout.shard_dir(shard), exist_ok=True)
-        return cls(layout, shard, f"r{layout.run}-{uuid.uuid4().hex[:12]}")
+        return cls(layout, shard, f"r{layout.run}-{uuid.uuid4().hex[:12]}", fmt)
 
     def path(self, suffix: str) -> str:
-        """The attempt's file ending in ``suffix`` (``.jsonl``, ``.hosts.jsonl``, ...)."""
+        """The attempt's file ending in ``suffix`` (``.parquet``, ``.hosts.ndjson``, ...)."""
         return os.path.join(self.layout.shard_dir(self.shard), self.token + suffix)
 
     @property
     def records(self) -> str:
-        """The records file (``.part`` while being written, as every ``JsonlSink``)."""
-        return self.path(".jsonl")
+        """The records file, ``TOKEN.jsonl``, ``.csv`` or ``.parquet`` (``.part`` while
+        being written: a file, or Parquet's directory of parts)."""
+        return self.path("." + self.fmt)
 
     @property
     def hosts(self) -> str:
-        """The per-host report lines."""
-        return self.path(".hosts.jsonl")
+        """The per-host report lines: ``.ndjson``, so that no glob of the records
+        (``out/**/*.jsonl``) takes them for records."""
+        return self.path(".hosts.ndjson")
 
     @property
     def fingerprints(self) -> str:
@@ -98,10 +103,9 @@ class Attempt:
         return []
 
     def discard(self) -> None:
-        """Delete every file of the attempt."""
+        """Delete every file of the attempt (and Parquet's ``.part`` directory)."""
         for path in self.own_files():
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(path)
+            remove(path)
 
     def commit(self, manifest: dict[str, Any]) -> bool:
         """Publish ``manifest`` as the shard's commit of this run; False (and this
@@ -123,6 +127,16 @@ class Attempt:
                 os.unlink(temp)
         fsync_dir(self.layout.shard_dir(self.shard))
         return True
+
+
+def remove(path: str) -> None:
+    """Delete a file, or a directory with what it holds (a killed Parquet attempt's
+    ``.part``); nothing there is fine."""
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
 
 
 def read_manifest(layout: Layout, shard: int, run: int | None = None) -> dict[str, Any] | None:
@@ -176,7 +190,6 @@ def sweep(layout: Layout, shard: int) -> list[str]:
     with contextlib.suppress(FileNotFoundError):
         for name in sorted(os.listdir(directory)):
             if name not in keep:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(os.path.join(directory, name))
+                remove(os.path.join(directory, name))
                 removed.append(name)
     return removed

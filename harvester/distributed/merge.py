@@ -1,7 +1,8 @@
 """Reading a distributed run's committed output: merge, cross-host count, run report.
 
 In: an output directory (its ``Layout``) and the manifests of the run. Out:
-``merge`` (one JSON Lines file, shards in manifest order: ``harvester merge``),
+``merge`` (one file of the shards' records, shards in manifest order, in the format
+its output names: ``harvester merge``),
 ``CrossHostCount`` (per host, URLs an earlier host had listed, streaming over the
 shards' fingerprint logs as they commit) and ``combine`` (the shards' run reports summed into one).
 
@@ -18,17 +19,17 @@ from typing import TYPE_CHECKING, Any
 from harvester.distributed.fingerprints import read_fingerprints
 from harvester.distributed.manifest import committed
 from harvester.errors import InputError
-from harvester.output.sink import JsonlSink
+from harvester.output.concat import concat
+from harvester.output.formats import FORMATS, resolve_format
 from harvester.urls.crosshost import CrossHostTracker
 
 if TYPE_CHECKING:
     from harvester.config import DedupeConfig
     from harvester.distributed.layout import Layout
+    from harvester.output.formats import Format
     from harvester.output.report import RunReport
 
-__all__ = ["CrossHostCount", "combine", "committed_files", "merge"]
-
-_COPY = 1 << 20  # bytes per read while concatenating
+__all__ = ["CrossHostCount", "combine", "committed_files", "merge", "shards_format"]
 
 
 def committed_files(layout: Layout) -> list[str]:
@@ -39,27 +40,36 @@ def committed_files(layout: Layout) -> list[str]:
     ]
 
 
-def merge(layout: Layout, output: str) -> int:
-    """Concatenate the committed records into ``output`` ('-' = stdout); return bytes.
+def shards_format(layout: Layout) -> Format:
+    """The format the run's committed shards wrote (JSON Lines when none committed).
 
-    Raises ``InputError`` when the run has not finished (no ``_SUCCESS``): its
-    shards are not all committed yet.
+    A manifest from before the format was stored: its records file's extension says.
+    """
+    found: set[Format] = set()
+    for _, manifest in committed(layout):
+        name = manifest.get("format") or os.path.splitext(manifest["records"])[1][1:]
+        found.add(next((f for f in FORMATS if f == name), "jsonl"))
+    if len(found) > 1:  # (one run's shards share its config: not seen in practice)
+        raise InputError(f"{layout.root}: run {layout.run}'s shards wrote {sorted(found)}")
+    return found.pop() if found else "jsonl"
+
+
+def merge(layout: Layout, output: str, fmt: str = "") -> int:
+    """Write the committed records into ``output`` ('-' = stdout); return its bytes.
+
+    The format written: ``fmt``, else the one ``output``'s extension names, else the
+    shards' own (``output/concat.py`` says which conversions it makes). Raises
+    ``InputError`` when the run has not finished (no ``_SUCCESS``): its shards are
+    not all committed yet; ``ConfigError`` for a conversion it does not make.
     """
     if not os.path.exists(layout.success_path):
         raise InputError(
             f"{layout.root}: run {layout.run} has not finished (no _SUCCESS); merge it after"
         )
-    sink = JsonlSink(output)
-    try:
-        for path in committed_files(layout):
-            with open(path, "rb") as fh:
-                while lines := fh.readlines(_COPY):  # whole lines, about _COPY bytes
-                    sink.write(b"".join(lines), len(lines))
-    except BaseException:
-        sink.close(complete=False)
-        raise
-    sink.close(complete=True)
-    return sink.bytes
+    src = shards_format(layout)
+    named = resolve_format(output, fmt)
+    dst = named if fmt or output.lower().endswith(tuple("." + f for f in FORMATS)) else src
+    return concat(committed_files(layout), src, output, dst)
 
 
 class CrossHostCount:

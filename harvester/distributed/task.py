@@ -35,6 +35,7 @@ from harvester.distributed.fingerprints import FingerprintLog
 from harvester.distributed.manifest import DISCARDED, Attempt, latest_manifest
 from harvester.distributed.occupancy import OCCUPANCY
 from harvester.errors import StateError
+from harvester.output.formats import resolve_format
 from harvester.output.parts import fsync_dir, fsync_file
 from harvester.run.shards import Beside, run_job
 from harvester.run.shutdown import Stop
@@ -74,7 +75,7 @@ def run_shard_task(spec: ShardSpec) -> dict[str, Any]:
     attempt's files deleted first), for Dask to retry.
     """
     _freeze_imports()
-    attempt = Attempt.new(spec.layout, spec.shard)
+    attempt = Attempt.new(spec.layout, spec.shard, resolve_format("", spec.cfg.output.format))
     local = tempfile.mkdtemp(prefix=f"harvester-shard-{spec.shard:05d}-")
     stop = Stop()
     done = threading.Event()
@@ -186,7 +187,8 @@ def _manifest(
         "run": spec.layout.run,
         "attempt": attempt.token,
         "records": os.path.basename(records),
-        "records_bytes": os.path.getsize(records),
+        "records_bytes": _size(records),
+        "format": attempt.fmt,
         "hosts": os.path.basename(attempt.hosts),
         "fingerprints": os.path.basename(attempt.fingerprints),
         "report": os.path.basename(attempt.report),
@@ -197,6 +199,13 @@ def _manifest(
         "hosts_done": report["hosts_done"],
         "worker": f"{socket.gethostname()}:{os.getpid()}",
     }
+
+
+def _size(path: str) -> int:
+    """Bytes of a file, or of the files of a directory (an unfinished Parquet ``.part``)."""
+    if os.path.isdir(path):
+        return sum(e.stat().st_size for e in os.scandir(path) if e.is_file())
+    return os.path.getsize(path)
 
 
 def _watch_stop(name: str | None, stop: Stop, done: threading.Event) -> threading.Thread | None:

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 from harvester.errors import ConfigError
 from harvester.output.formats import output_sink, resolve_format
 from harvester.output.parts import cut_back, discard, holds, publish_leftover
+from harvester.output.remote import is_remote
 from harvester.output.sink import JsonlSink
 from harvester.state.ledger import Incremental
 from harvester.state.runs import default_state_path
@@ -55,6 +56,12 @@ def check_output(output: str) -> None:
     output path that can never take the output (a directory, an uncreatable parent)."""
     if output == "-":
         return
+    if is_remote(output):  # a run writes local files; the CLI stages and publishes a URL
+        raise ConfigError(
+            f"-o {output}: a run writes to a local path; the harvester command publishes to"
+            " object storage (output/remote.py), or publish a local output with Remote.publish",
+            key="output",
+        )
     if os.path.isdir(output):
         raise ConfigError(
             f"-o {output} is a directory: give the path of a file (say {output}/urls.jsonl)",

@@ -11,7 +11,6 @@ delta on both.
 from __future__ import annotations
 
 import asyncio
-import gzip
 import hashlib
 import json
 import os
@@ -19,7 +18,6 @@ import platform
 import subprocess
 import sys
 import threading
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,8 +32,8 @@ from harvester.distributed.occupancy import Occupancy  # noqa: E402
 from harvester.output.writer import Writer  # noqa: E402
 from harvester.run.shards import Beside, run_job  # noqa: E402
 from tests.integration.chromium import open_page  # noqa: E402
-from tests.integration.conftest import fast_config, free_port  # noqa: E402
-from tests.integration.webs import index, robots, urlset  # noqa: E402
+from tests.integration.clusters import SERVER, Web, cli, local_cluster, make_web  # noqa: E402
+from tests.integration.conftest import fast_config  # noqa: E402
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -45,69 +43,16 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 
-def _cluster(*, processes: bool) -> Iterator[Any]:
-    # Not ``with Client(...)``: that sets a context variable, and pytest-asyncio tears
-    # module fixtures down in another context; the client is passed explicitly anyway.
-    with distributed.LocalCluster(
-        n_workers=2,
-        threads_per_worker=1,
-        processes=processes,
-        dashboard_address="127.0.0.1:0",
-        host="127.0.0.1",
-        protocol="tcp://",  # (inproc:// looks its address up off loopback: fenced here)
-    ) as cluster:
-        client = distributed.Client(cluster, set_as_default=False)
-        try:
-            yield client
-        finally:
-            client.close()
-
-
 @pytest.fixture(scope="module")
 def threads_client() -> Iterator[Any]:
     """Two single-thread workers in this process (fast to start)."""
-    yield from _cluster(processes=False)
+    yield from local_cluster(processes=False)
 
 
 @pytest.fixture(scope="module")
 def processes_client() -> Iterator[Any]:
     """Two worker processes of one thread each, as ``--scheduler local:2`` starts them."""
-    yield from _cluster(processes=True)
-
-
-@dataclass
-class Web:
-    """A small loopback web: hosts with an index, a gzip child, a shared URL, a dead host."""
-
-    lines: list[str] = field(default_factory=list)
-    routes: dict[str, dict[str, Any]] = field(default_factory=dict)  # origin -> its routes
-    urls: dict[str, list[str]] = field(default_factory=dict)  # origin -> its /a.xml URLs
-
-    def publish(self, origin: str) -> None:
-        """(Re)serve ``origin``'s /a.xml from its URL list."""
-        self.routes[origin]["/a.xml"] = urlset(*self.urls[origin])
-
-
-async def make_web(sites: Sites, hosts: int = 7, first: int = 40) -> Web:
-    web = Web()
-    shared = "http://shared.example/same-page"  # listed by two hosts: a cross-host duplicate
-    for i in range(hosts):
-        routes: dict[str, Any] = {}
-        site = await sites.start(f"127.0.0.{first + i}", routes)
-        origin = site.origin
-        web.routes[origin] = routes
-        routes["/robots.txt"] = robots(site.url("/index.xml"))
-        routes["/index.xml"] = index(site.url("/a.xml"), site.url("/b.xml.gz"))
-        web.urls[origin] = [site.url(f"/a/{j}") for j in range(12)]
-        web.publish(origin)
-        extra = [shared] if i < 2 else []
-        routes["/b.xml.gz"] = gzip.compress(
-            urlset(*[site.url(f"/b/{j}") for j in range(9)], *extra)
-        )
-        web.lines.append(origin)
-    web.lines.append(f"http://127.0.0.{first + hosts}:{free_port('127.0.0.1')}")  # dead
-    web.lines.append("not a host at all!")  # invalid input line, counted once
-    return web
+    yield from local_cluster(processes=True)
 
 
 def read_jsonl(path: Path | str) -> list[dict[str, Any]]:
@@ -217,7 +162,7 @@ def test_the_cli_runs_on_a_local_cluster_and_merge_writes_one_file(tmp_path: Pat
     a site served by a child process, so the CLI's own process stays a plain client.
     """
     server = subprocess.Popen(
-        [sys.executable, "-c", _SERVER, "127.0.0.120"], stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", SERVER, "127.0.0.120"], stdout=subprocess.PIPE, text=True
     )
     try:
         assert server.stdout is not None
@@ -226,18 +171,18 @@ def test_the_cli_runs_on_a_local_cluster_and_merge_writes_one_file(tmp_path: Pat
         config.write_text('[fetch]\nallow = ["127.0.0.0/8"]\n[run]\nuvloop = false\n')
         out = tmp_path / "out"
         args = ["run", origin, "-o", str(out), "--config", str(config), "--no-progress"]
-        done = _cli(*args, "--scheduler", "local:1", "--shards", "3", "--no-state")
+        done = cli(*args, "--scheduler", "local:1", "--shards", "3", "--no-state")
         assert done.returncode == 0, done.stderr
         assert done.stderr.count("committed") == 3
         merged = tmp_path / "urls.jsonl"
-        assert _cli("merge", str(out), "-o", str(merged)).returncode == 0
+        assert cli("merge", str(out), "-o", str(merged)).returncode == 0
         assert sorted(r["loc"] for r in read_jsonl(merged)) == sorted(
             f"{origin}/p/{j}" for j in range(5)
         )
-        refused = _cli("run", origin, "-o", str(out), "--scheduler", "local:1", "--shards", "4")
+        refused = cli("run", origin, "-o", str(out), "--scheduler", "local:1", "--shards", "4")
         assert refused.returncode == 2
         assert "cut into 3 shards" in refused.stderr
-        assert _cli("merge", str(tmp_path)).returncode == 2  # not a run's directory
+        assert cli("merge", str(tmp_path)).returncode == 2  # not a run's directory
     finally:
         server.terminate()
         server.wait()
@@ -363,34 +308,6 @@ async def test_the_local_cluster_s_dashboard_shows_in_chromium(tmp_path: Path) -
     assert "needs bokeh" not in page.text
     assert "Dask" in page.probes["title"]
     assert page.probes["roots"] > 0
-
-
-_SERVER = """
-import sys
-from aiohttp import web
-urls = "".join(f"<url><loc>http://{sys.argv[1]}:{{port}}/p/{j}</loc></url>" for j in range(5))
-async def sitemap(request):
-    port = request.transport.get_extra_info("sockname")[1]
-    body = f'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{urls}</urlset>'
-    return web.Response(text=body.replace("{port}", str(port)), content_type="application/xml")
-app = web.Application()
-app.router.add_get("/sitemap.xml", sitemap)
-import socket
-sock = socket.socket()
-sock.bind((sys.argv[1], 0))
-print(f"http://{sys.argv[1]}:{sock.getsockname()[1]}", flush=True)
-web.run_app(app, sock=sock, print=None)
-"""
-
-
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "harvester", *args],
-        capture_output=True,
-        text=True,
-        timeout=50,
-        check=False,
-    )
 
 
 async def test_a_stop_on_the_client_stops_every_shard_gracefully(
