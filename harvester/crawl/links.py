@@ -57,6 +57,9 @@ class Walk:
     pages: int = 0  # pages requested (the home page included)
     failed: int = 0  # requested and no page: an error status or a transport failure
     disallowed: int = 0  # same-site links robots.txt disallows (never requested)
+    # Fetched pages (canonical) that say noindex, or are not HTML (the coverage check).
+    noindex: set[str] = field(default_factory=set)
+    not_html: set[str] = field(default_factory=set)
 
     def counts(self) -> dict[str, int]:
         """The walk's counts for the host report."""
@@ -111,6 +114,8 @@ async def walk(
             continue  # redirected off the site: not this host's page
         out.urls.setdefault(final, fetched.final)
         seen.add(final)
+        if fetched.page is None or fetched.page.noindex:
+            (out.noindex if fetched.page else out.not_html).add(final)
         if fetched.page is None or depth >= MAX_DEPTH:
             continue
         for link in fetched.page.links:

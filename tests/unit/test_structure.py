@@ -41,7 +41,9 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"crawl"}),  # one host end to end
     frozenset({"output"}),  # a run's files and their one writer
     frozenset({"run"}),  # many hosts: seeds, admission, shards, workers
-    frozenset({"distributed", "view"}),  # shards on Dask; what a person reads
+    frozenset(
+        {"distributed", "view", "coverage"}
+    ),  # shards on Dask; what a person reads; sitemap coverage
     frozenset({"cli", "harvester"}),  # the verbs; the public API
     frozenset({"__main__"}),
 )
