@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
 from tests.integration.conftest import Reply
-from tests.integration.harvesting import collect
+from tests.integration.harvesting import CONFIG, collect, run_cli
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from tests.integration.conftest import Site, Sites
 
 ROBOTS = b"User-agent: *\nDisallow: /private/\n"
@@ -92,3 +95,19 @@ async def test_off_by_default(sites: Sites) -> None:
     assert records == []
     assert hosts[site.origin.removeprefix("http://")]["links"] is None
     assert site.hits("/") == 0
+
+
+async def test_links_fallback_through_run_with_a_state_file(sites: Sites, tmp_path: Path) -> None:
+    # As cron runs it: the records reach the output file and the state file is written.
+    site = await _site(sites, "127.0.49.23")
+    config = tmp_path / "c.toml"
+    config.write_text(CONFIG)
+    out = tmp_path / "urls.jsonl"
+    code, _, err = await run_cli(
+        site.origin, "-o", str(out), "--config", str(config), "--links-fallback", "50"
+    )
+    assert code == 0, err
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(records) == 7
+    assert {r["source"] for r in records} == {"links"}
+    assert (tmp_path / "urls.jsonl.state.sqlite").exists()
