@@ -4,8 +4,9 @@ In: argv. Out: records on stdout (or a file), diagnostics on stderr, and an exit
 status cron users rely on (``exits.py`` has the numbers and the one table that maps
 an exception to them).
 
-May import: every layer (``distributed``, ``frames``, ``view``, ``run``, ``output``, ``crawl``,
-``state``, ``audit``, ``reader``, ``urls``) and the ground floor. It sits beside the
+May import: every layer (``distributed``, ``frames``, ``view``, ``coverage``, ``run``,
+``output``, ``crawl``, ``state``, ``audit``, ``reader``, ``urls``) and the ground floor. It
+sits beside the
 package's public API (``harvester/__init__.py``), and only ``__main__`` is above it.
 
 Verbs, one module each:
@@ -16,6 +17,7 @@ Verbs, one module each:
   tree DOMAIN|URL                print one host's sitemap tree with counts and failures (tree.py)
   report REPORT.json --html PAGE the run report as one self-contained HTML page (report.py)
   merge DIR [-o FILE]            one file from a distributed run's shards (merge.py)
+  coverage DOMAIN ... [--pages K] how much of each site its sitemaps list (coverage.py)
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from harvester.cli import audit, ledger, merge, parse, remote, run
+from harvester.cli import audit, coverage, ledger, merge, parse, remote, run
 from harvester.cli import report as report_verb
 from harvester.cli import tree as tree_verb
 from harvester.cli.exits import EXIT_OK, EXIT_USAGE
@@ -59,6 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     tree_verb.add_parser(sub)
     report_verb.add_parser(sub)
     merge.add_parser(sub)
+    coverage.add_parser(sub)  # issue 49
     return ap
 
 
@@ -100,4 +103,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             return report_verb.command(ns)
         case "merge":
             return merge.command(ns)
+        case "coverage":
+            return coverage.command(ns, cfg)
     return EXIT_USAGE  # pragma: no cover - argparse enforces the choices

@@ -106,6 +106,29 @@ def filter_arguments(parser: argparse.ArgumentParser) -> None:
         )
 
 
+def crawl_arguments(parser: argparse.ArgumentParser) -> None:
+    """``fetch_arguments``, and issue 49's flags: the sitemap probes' budget and the links
+    fallback (crawl/probes.py, crawl/links.py), for ``run``."""
+    fetch_arguments(parser)
+    typed_flags(
+        parser.add_argument_group("where robots.txt lists no sitemap"),
+        [
+            (
+                "--probe-budget",
+                "discovery.probe_budget",
+                int,
+                "requests per host probing the usual sitemap locations (default 6)",
+            ),
+            (
+                "--links-fallback",
+                "discovery.links_fallback",
+                int,
+                "no sitemap found: walk up to N pages of same-site links (default 0: off)",
+            ),
+        ],
+    )
+
+
 def overrides(ns: argparse.Namespace) -> dict[str, object]:
     """Flags whose dest is a dotted config key and that the user actually set."""
     return {

@@ -23,7 +23,7 @@ from harvester.cli.exits import (
     JOB_ERRORS,
     fail,
 )
-from harvester.cli.options import fetch_arguments, filter_arguments, typed_flags
+from harvester.cli.options import crawl_arguments, filter_arguments, typed_flags
 from harvester.version import DISTRIBUTION
 
 if TYPE_CHECKING:
@@ -107,7 +107,7 @@ def add_parser(sub: Any) -> None:
             ("--cross-host", "discovery.cross_host", str, "same-host | same-site | any"),
         ],
     )
-    fetch_arguments(r)
+    crawl_arguments(r)  # the fetch flags and issue 49's
     filter_arguments(r)
     _incremental_arguments(r.add_argument_group("incremental runs (state file)"))
     r.add_argument(

@@ -196,6 +196,10 @@ class DiscoveryConfig:
 
     fallback_paths: tuple[str, ...] = ("/sitemap.xml", "/sitemap_index.xml", "/sitemap.txt")
     cross_host: Literal["same-host", "same-site", "any"] = "same-site"
+    # Issue 49: probes past fallback_paths (crawl/probes.toml) within this many requests per
+    # host, and a links walk of up to links_fallback pages where no sitemap is found (0: off).
+    probe_budget: int = 6
+    links_fallback: int = 0
 
     def __post_init__(self) -> None:
         check_section(self, "discovery")

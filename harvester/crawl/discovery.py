@@ -26,12 +26,14 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from harvester.crawl.frontier import SitemapRef
+from harvester.crawl.probes import probe_urls
 from harvester.crawl.robots import RobotsTxt, parse_robots
 from harvester.crawl.scheduler import host_key
 from harvester.errors import ConnectError, HTTPStatusError, MalformedResponse, TruncatedBody
 
 if TYPE_CHECKING:
     from harvester.crawl.fetch import Fetcher
+    from harvester.crawl.homepage import Fetched
     from harvester.crawl.scheduler import HostSlot
     from harvester.crawl.seed import Seed
     from harvester.crawl.settings import DiscoverySettings
@@ -78,6 +80,7 @@ class Discovered:
     robots_text: bytes = b""  # its first max_robots_bytes (kept for the state's memory)
     redirects: tuple[str, ...] = ()  # URLs that redirected on the way to it
     warning: str | None = None  # robots.txt was read as missing despite a fault (why)
+    home: Fetched | None = None  # the home page, when fetched for the probes (probes.py)
 
 
 def registrable_domain(host: str) -> str:
@@ -154,7 +157,8 @@ async def discover(
         found.refs = [SitemapRef(url, source="robots") for url in robots.sitemaps]
         found.source = "robots"
         return found
-    probes = [f"{found.origin}{path}" for path in settings.fallback_paths]
+    # Issue 49: the locations platforms use, within a budget (crawl/probes.py).
+    probes, found.home = await probe_urls(found.origin, robots, fetcher, slot, settings)
     if probes:
         found.refs = [SitemapRef(probes[0], source="fallback", fallbacks=tuple(probes[1:]))]
         found.source = "fallback"

@@ -121,6 +121,8 @@ class HostReport:
     filtered: int = 0
     sitemaps_filtered: int = 0
     tls_unverified: bool = False
+    # Issue 49: the links fallback's counts (crawl/links.py ``Walk.counts``; None: not run).
+    links: dict[str, int] | None = None
 
     def fail(
         self,

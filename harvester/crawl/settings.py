@@ -51,6 +51,8 @@ class DiscoverySettings:
     # The longest Crawl-delay applied (politeness.max_crawl_delay); None: not respected.
     max_crawl_delay: float | None
     cross_host: Literal["same-host", "same-site", "any"]  # discovery.cross_host
+    probe_budget: int = 6  # discovery.probe_budget (issue 49, crawl/probes.py)
+    links_fallback: int = 0  # discovery.links_fallback: pages walked without a sitemap
 
     @classmethod
     def of(cls, cfg: Config) -> DiscoverySettings:
@@ -62,6 +64,8 @@ class DiscoverySettings:
             max_robots_bytes=cfg.fetch.max_robots_bytes,
             max_crawl_delay=politeness.max_crawl_delay if politeness.respect_crawl_delay else None,
             cross_host=cfg.discovery.cross_host,
+            probe_budget=cfg.discovery.probe_budget,
+            links_fallback=cfg.discovery.links_fallback,
         )
 
     def pace(self, slot: HostSlot, robots: RobotsTxt) -> None:

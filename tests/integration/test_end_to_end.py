@@ -329,6 +329,9 @@ async def test_no_sitemap_anywhere_is_none_whether_404_or_soft_404(sites: Sites)
             "/sitemap.xml",
             "/sitemap_index.xml",
             "/sitemap.txt",
+            "/wp-sitemap.xml",  # issue 49: the probes past fallback_paths (budget 6)
+            "/sitemap.xml.gz",
+            "/sitemap-index.xml",
         ]
 
 

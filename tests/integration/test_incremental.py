@@ -248,6 +248,9 @@ async def test_a_site_whose_probes_all_404_is_remembered_as_having_none(
         "/sitemap.xml",
         "/sitemap_index.xml",
         "/sitemap.txt",
+        "/wp-sitemap.xml",  # issue 49: the probes past fallback_paths (budget 6)
+        "/sitemap.xml.gz",
+        "/sitemap-index.xml",
     ]
 
 

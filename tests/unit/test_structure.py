@@ -41,7 +41,8 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"crawl"}),  # one host end to end
     frozenset({"output"}),  # a run's files and their one writer
     frozenset({"run"}),  # many hosts: seeds, admission, shards, workers
-    frozenset({"distributed", "frames", "view"}),  # shards on Dask; tables; what a person reads
+    # shards on Dask; tables; what a person reads; sitemap coverage
+    frozenset({"distributed", "frames", "view", "coverage"}),
     frozenset({"cli", "harvester"}),  # the verbs; the public API
     frozenset({"__main__"}),
 )

@@ -1,0 +1,119 @@
+"""Issue 49 item 3: discovery finds sitemaps where platforms put them when robots.txt
+lists none, within the per-host probe budget (the server's log counts the requests)."""
+
+from __future__ import annotations
+
+import gzip
+from typing import TYPE_CHECKING, Any
+
+from harvester.crawl.probes import DEFAULT_BUDGET
+from tests.integration.conftest import Reply
+from tests.integration.harvesting import collect
+from tests.integration.webs import urlset
+
+if TYPE_CHECKING:
+    from tests.integration.conftest import Site, Sites
+
+NO_SITEMAP_ROBOTS = b"User-agent: *\nDisallow:\n"
+
+
+async def _site(sites: Sites, host: str, routes: dict[str, Any]) -> Site:
+    site = await sites.start(host, routes)
+    routes.setdefault("/robots.txt", NO_SITEMAP_ROBOTS)
+    return site
+
+
+def _key(site: Site) -> str:
+    return site.origin.removeprefix("http://")
+
+
+async def test_only_wp_sitemap_is_found(sites: Sites) -> None:
+    routes: dict[str, Any] = {}
+    site = await _site(sites, "127.0.49.2", routes)
+    routes["/wp-sitemap.xml"] = urlset(site.url("/hello-world/"), site.url("/about/"))
+    records, hosts = await collect([site.origin])
+    assert sorted(r["loc"] for r in records) == [site.url("/about/"), site.url("/hello-world/")]
+    assert hosts[_key(site)]["discovery"] == f"fallback:{site.url('/wp-sitemap.xml')}"
+    # The config's three locations, then the data file's first: stopped at the hit.
+    paths = [h.path for h in site.log]
+    assert paths == [
+        "/robots.txt",
+        "/sitemap.xml",
+        "/sitemap_index.xml",
+        "/sitemap.txt",
+        "/wp-sitemap.xml",
+    ]
+
+
+async def test_only_gzipped_sitemap_is_found(sites: Sites) -> None:
+    routes: dict[str, Any] = {}
+    site = await _site(sites, "127.0.49.3", routes)
+    body = gzip.compress(urlset(site.url("/a"), site.url("/b")))
+    routes["/sitemap.xml.gz"] = Reply(body, headers={"Content-Type": "application/gzip"})
+    records, hosts = await collect([site.origin])
+    assert sorted(r["loc"] for r in records) == [site.url("/a"), site.url("/b")]
+    assert hosts[_key(site)]["discovery"] == f"fallback:{site.url('/sitemap.xml.gz')}"
+    assert site.hits("/sitemap.xml.gz") == 1
+
+
+async def test_link_rel_sitemap_on_a_fetched_home_page_is_found(sites: Sites) -> None:
+    # A sitemap at a name no probe guesses, announced only by the home page's <link>:
+    # the home page is fetched because the links fallback is on, and its link goes first.
+    routes: dict[str, Any] = {}
+    site = await _site(sites, "127.0.49.4", routes)
+    home = b'<html><head><link rel="sitemap" type="application/xml" href="/maps/all.xml">'
+    routes["/"] = Reply(
+        home + b"</head><body></body></html>", headers={"Content-Type": "text/html"}
+    )
+    routes["/maps/all.xml"] = urlset(site.url("/x"), site.url("/y"))
+    records, hosts = await collect([site.origin], **{"discovery.links_fallback": 5})
+    assert sorted(r["loc"] for r in records) == [site.url("/x"), site.url("/y")]
+    assert all("source" not in r for r in records)  # sitemap records: not the links walk's
+    assert hosts[_key(site)]["discovery"] == f"fallback:{site.url('/maps/all.xml')}"
+    assert [h.path for h in site.log] == ["/robots.txt", "/", "/maps/all.xml"]
+
+
+async def test_generator_orders_the_probes(sites: Sites) -> None:
+    # A WordPress home page (fetched anyway for the links fallback): WordPress's
+    # locations are probed before the generic ones.
+    routes: dict[str, Any] = {}
+    site = await _site(sites, "127.0.49.5", routes)
+    home = b'<html><head><meta name="generator" content="WordPress 6.5.2"></head></html>'
+    routes["/"] = Reply(home, headers={"Content-Type": "text/html"})
+    routes["/wp-sitemap.xml"] = urlset(site.url("/p"))
+    records, _ = await collect([site.origin], **{"discovery.links_fallback": 5})
+    assert [r["loc"] for r in records] == [site.url("/p")]
+    assert [h.path for h in site.log] == [
+        "/robots.txt",
+        "/",
+        "/sitemap_index.xml",
+        "/wp-sitemap.xml",
+    ]
+
+
+async def test_a_site_with_none_costs_at_most_the_budget(sites: Sites) -> None:
+    routes: dict[str, Any] = {}
+    site = await _site(sites, "127.0.49.6", routes)
+    small: dict[str, Any] = {}
+    other = await _site(sites, "127.0.49.7", small)
+    records, hosts = await collect([site.origin])
+    assert records == []
+    assert hosts[_key(site)]["discovery"] == "none"
+    assert hosts[_key(site)]["failures"] == []
+    probes = [h.path for h in site.log if h.path != "/robots.txt"]
+    assert len(probes) == DEFAULT_BUDGET == len(set(probes))
+    # A smaller budget is a smaller cost.
+    await collect([other.origin], **{"discovery.probe_budget": 2})
+    assert [h.path for h in other.log] == ["/robots.txt", "/sitemap.xml", "/sitemap_index.xml"]
+
+
+async def test_robots_disallow_is_honoured_for_probes(sites: Sites) -> None:
+    routes: dict[str, Any] = {"/robots.txt": b"User-agent: *\nDisallow: /wp-sitemap.xml\n"}
+    site = await _site(sites, "127.0.49.8", routes)
+    routes["/wp-sitemap.xml"] = urlset(site.url("/secret"))
+    routes["/sitemap.xml.gz"] = Reply(
+        gzip.compress(urlset(site.url("/open"))), headers={"Content-Type": "application/gzip"}
+    )
+    records, _ = await collect([site.origin])
+    assert [r["loc"] for r in records] == [site.url("/open")]
+    assert site.hits("/wp-sitemap.xml") == 0
