@@ -23,6 +23,13 @@ Profiles:
   urlset of 50-2,000 URLs (log-uniform: mean about 530, so about 3.1 million URLs at 2,000
   hosts), ``<loc>`` 60-120 characters, ``<lastmod>`` on about 90%, about 30% of the children
   gzip files (``.xml.gz``, served as application/gzip, not Content-Encoding).
+* ``mixed`` (issue 52): ``many``'s sites (host ``i`` has the same sitemaps, children, gzip
+  choices and URLs as host ``i`` of ``many``) with the extensions sites publish, drawn from
+  a generator of their own: about 40% of the URLs carry 1-3 ``image:image`` (a caption on
+  some), as WordPress and shop sitemaps do; a fifth of the hosts are multilingual, each of
+  their URLs with 1-3 ``xhtml:link`` hreflang alternates; a twentieth are news sites whose
+  URLs carry ``news:news``. ``--profile many`` beside it at the same ``--hosts`` is the
+  plain corpus of the same size (``benchmarks/bench_mix.py``).
 * ``demo`` (``make demo``; a few hundred URLs, six hosts): every discovery path and the
   usual failures, see ``_DEMO_ROLES``.
 * ``big`` (issue 8): one host, an index of three children of 50,000 URLs each: a "rich"
@@ -71,10 +78,18 @@ from xml.sax.saxutils import escape
 
 GEN_VERSION: Final = 1  # bump whenever the bytes written change: invalidates cached corpora
 DEFAULT_PORT: Final = 8765
-PROFILES: Final = ("many", "demo", "big", "messy", "scale")
+PROFILES: Final = ("many", "demo", "big", "messy", "scale", "mixed")
 NOT_IMPLEMENTED: Final = frozenset[str]()
-DEFAULT_HOSTS: Final = {"many": 2_000, "demo": 6, "big": 1, "messy": 500, "scale": 20_000}
-SIZED_PROFILES: Final = frozenset({"many", "messy", "scale"})  # profiles that take ``hosts``
+DEFAULT_HOSTS: Final = {
+    "many": 2_000,
+    "demo": 6,
+    "big": 1,
+    "messy": 500,
+    "scale": 20_000,
+    "mixed": 2_000,
+}
+# profiles that take ``hosts``
+SIZED_PROFILES: Final = frozenset({"many", "messy", "scale", "mixed"})
 CORPUS_ROOT: Final = Path(__file__).resolve().parent / ".corpus"
 PROTOCOL_MAX_BYTES: Final = 52_428_800
 BIG_RICH_BYTES: Final = round(49.75 * 1024 * 1024)  # "about 50 MiB", under the protocol cap
@@ -82,6 +97,7 @@ BIG_RICH_BYTES: Final = round(49.75 * 1024 * 1024)  # "about 50 MiB", under the 
 NS_SM: Final = "http://www.sitemaps.org/schemas/sitemap/0.9"
 NS_IMAGE: Final = "http://www.google.com/schemas/sitemap-image/1.1"
 NS_XHTML: Final = "http://www.w3.org/1999/xhtml"
+NS_NEWS: Final = "http://www.google.com/schemas/sitemap-news/0.9"
 
 CONTENT_TYPES: Final = {
     ".xml": "application/xml",
@@ -510,6 +526,63 @@ def _scale_host(args: tuple[int, int, int, str]) -> tuple[dict[str, Any], dict[s
     return _shaped_host("scale", args)
 
 
+def _mixed_host(args: tuple[int, int, int, str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Host ``index`` of ``mixed``: ``many``'s host with image, hreflang and news entries."""
+    return _shaped_host("mixed", args)
+
+
+class _Extras:
+    """The extension elements of ``mixed``'s URLs, from a generator apart from the host's."""
+
+    def __init__(self, rng: random.Random, text: _Text) -> None:
+        self.rng = rng
+        self.text = text
+        self.image_share = rng.choice((0.0, 0.2, 0.4, 0.6, 0.8))  # mean 0.4
+        self.captions = rng.random() < 0.5
+        self.langs = rng.sample(_HREFLANGS, rng.randint(1, 3)) if rng.random() < 0.2 else []
+        self.news = rng.random() < 0.05
+
+    def namespaces(self) -> str:
+        ns = f'\n        xmlns:image="{NS_IMAGE}"\n        xmlns:xhtml="{NS_XHTML}"'
+        return ns + (f'\n        xmlns:news="{NS_NEWS}"' if self.news else "")
+
+    def add(self, entry: str, loc: str) -> str:
+        """``entry`` (one ``<url>`` element) with this URL's extension elements."""
+        rng, base = self.rng, self.text.base
+        path = loc[len(base) :]
+        parts: list[str] = []
+        for lang in self.langs:
+            href = escape(f"{base}/{lang.lower()}{path}")
+            parts.append(f'<xhtml:link rel="alternate" hreflang="{lang}" href="{href}"/>')
+        if rng.random() < self.image_share:
+            slug = path.rsplit("/", 1)[-1].split("?")[0] or "item"
+            for number in range(rng.choice((1, 1, 1, 2, 3))):
+                caption = ""
+                if self.captions:
+                    words = " ".join(rng.choice(_SLUG_WORDS) for _ in range(rng.randint(2, 6)))
+                    caption = f"<image:caption>{words}</image:caption>"
+                parts.append(
+                    f"<image:image><image:loc>{base}/img/{slug}-{number}.jpg</image:loc>"
+                    f"{caption}</image:image>"
+                )
+        if self.news:
+            day = _EPOCH + timedelta(seconds=rng.randrange(1_000 * 86_400))
+            title = " ".join(rng.choice(_SLUG_WORDS) for _ in range(rng.randint(3, 8)))
+            parts.append(
+                "<news:news><news:publication><news:name>The Daily</news:name>"
+                "<news:language>en</news:language></news:publication>"
+                f"<news:publication_date>{day.strftime('%Y-%m-%dT%H:%M:%SZ')}"
+                f"</news:publication_date><news:title>{title}</news:title></news:news>"
+            )
+        if not parts:
+            return entry
+        cut = entry.rindex("</url>")
+        return entry[:cut] + "".join(parts) + entry[cut:]
+
+
+_HREFLANGS: Final = ("en-GB", "de-DE", "fr-FR", "es-ES", "it-IT", "nl-NL", "pl-PL")
+
+
 def _shaped_host(
     profile: str, args: tuple[int, int, int, str]
 ) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -520,12 +593,15 @@ def _shaped_host(
     ``scale`` at 2,000 hosts.
     """
     seed, index, port, sites = args
-    least, most, fewest, most_urls = _SHAPES[profile]
+    # mixed: many's host, its extensions drawn apart (the same URLs, files and gzip).
+    shape = "many" if profile == "mixed" else profile
+    least, most, fewest, most_urls = _SHAPES[shape]
     ln_min, ln_max = math.log(fewest), math.log(most_urls)
-    rng = _host_rng(profile, seed, index)
+    rng = _host_rng(shape, seed, index)
     address = host_address(index)
     host = HostFiles(address, port, profile, Path(sites) / address)
     text = _Text(rng, host)
+    extras = _Extras(_host_rng(profile, seed, index), text) if profile == "mixed" else None
     index_path = rng.choice(_INDEX_PATHS)
     host.write("/robots.txt", robots_txt([host.url(index_path)]), "robots")
     children: list[tuple[str, str | None]] = []
@@ -536,7 +612,12 @@ def _shaped_host(
         path += ".gz" if gz else ""
         locs = [text.loc() for _ in range(count)]
         host.locs.extend(locs)
-        host.write(path, urlset([text.url_entry(loc) for loc in locs]), "urlset", len(locs))
+        if extras is None:
+            body = urlset([text.url_entry(loc) for loc in locs])
+        else:
+            entries = [extras.add(text.url_entry(loc), loc) for loc in locs]
+            body = urlset(entries, extra_ns=extras.namespaces())
+        host.write(path, body, "urlset", len(locs))
         children.append((host.url(path), text.lastmod()))
     host.write(index_path, sitemapindex(children), "index")
     return host.summary(), host.truth(with_urls=False)
@@ -546,7 +627,7 @@ def _generate_many(
     seed: int, hosts: int, port: int, sites: Path, jobs: int, profile: str = "many"
 ) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
     work = [(seed, i, port, str(sites)) for i in range(hosts)]
-    one = _scale_host if profile == "scale" else _many_host
+    one = {"scale": _scale_host, "mixed": _mixed_host}.get(profile, _many_host)
     if jobs > 1 and hosts >= 50:
         with ProcessPoolExecutor(jobs) as pool:
             results = list(pool.map(one, work, chunksize=max(1, hosts // (jobs * 8))))
@@ -961,7 +1042,7 @@ def generate(
         (out_dir / name).unlink(missing_ok=True)
     marker.write_text("generation in progress or interrupted; safe to delete this directory\n")
     sites.mkdir()
-    if profile in ("many", "scale"):
+    if profile in ("many", "scale", "mixed"):
         manifest_hosts, truth_hosts = _generate_many(
             seed, hosts, port, sites, jobs or os.cpu_count() or 1, profile
         )

@@ -7,3 +7,6 @@ def w3c(raw: str) -> datetime | None:
 
 def format_utc(dt: datetime) -> str:
     """``YYYY-MM-DDTHH:MM:SS[.ffffff]Z`` in UTC, as ``dates.format_utc``."""
+
+def format_utc_seconds(dt: datetime) -> str:
+    """``YYYY-MM-DDTHH:MM:SSZ`` in UTC, as ``dates.format_utc_seconds``."""

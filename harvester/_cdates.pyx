@@ -13,7 +13,8 @@ In: a trimmed lastmod string, or an aware ``datetime``. Out:
   would give the same ``(datetime, W3C)``, and tests/unit/test_cdates.py checks
   that it does.
 - ``format_utc(dt)``: ``dates.format_utc``: the same string, and the same
-  ``ValueError`` for a naive datetime.
+  ``ValueError`` for a naive datetime; ``format_utc_seconds(dt)`` likewise for
+  ``dates.format_utc_seconds`` (the output records' whole-second form).
 
 Why compiled: sitemaps stamp most URLs with a distinct time, so the Python
 path's cache rarely hits, and its regex, ``fromisoformat`` and ``astimezone``
@@ -157,6 +158,16 @@ cdef inline void _put(char* out, int value, int width) noexcept:
 
 def format_utc(dt):
     """``YYYY-MM-DDTHH:MM:SS[.ffffff]Z`` in UTC, as ``dates.format_utc`` (same errors)."""
+    return _format(dt, True)
+
+
+def format_utc_seconds(dt):
+    """``YYYY-MM-DDTHH:MM:SSZ`` in UTC (a fraction dropped), as
+    ``dates.format_utc_seconds`` (same errors)."""
+    return _format(dt, False)
+
+
+cdef str _format(object dt, bint fraction):
     cdef char buf[28]
     cdef int us
     cdef Py_ssize_t n = 19
@@ -167,7 +178,7 @@ def format_utc(dt):
             raise ValueError(f"naive datetime has no instant: {dt!r}")
         dt = dt.astimezone(_UTC)
         if type(dt) is not _datetime:  # a subclass: what isoformat says, as the Python path
-            return dt.isoformat()[:-6] + "Z"
+            return dt.isoformat(timespec="auto" if fraction else "seconds")[:-6] + "Z"
     _put(buf, PyDateTime_GET_YEAR(dt), 4)
     buf[4] = b"-"
     _put(buf + 5, PyDateTime_GET_MONTH(dt), 2)
@@ -179,7 +190,7 @@ def format_utc(dt):
     _put(buf + 14, PyDateTime_DATE_GET_MINUTE(dt), 2)
     buf[16] = b":"
     _put(buf + 17, PyDateTime_DATE_GET_SECOND(dt), 2)
-    us = PyDateTime_DATE_GET_MICROSECOND(dt)
+    us = PyDateTime_DATE_GET_MICROSECOND(dt) if fraction else 0
     if us:
         buf[19] = b"."
         _put(buf + 20, us, 6)

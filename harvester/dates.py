@@ -48,7 +48,14 @@ from harvester import compiled
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-__all__ = ["DateQuality", "format_utc", "parse_lastmod", "parse_rfc822", "w3c_common"]
+__all__ = [
+    "DateQuality",
+    "format_utc",
+    "format_utc_seconds",
+    "parse_lastmod",
+    "parse_rfc822",
+    "w3c_common",
+]
 
 _cdates = compiled.load("_cdates")
 # The compiled parse of the common strict shapes (None: not handled there, or not built).
@@ -245,5 +252,28 @@ def format_utc_py(dt: datetime) -> str:
     return dt.isoformat()[:-6] + "Z"
 
 
-# The compiled formatter gives the same strings, several times faster.
+def format_utc_seconds_py(dt: datetime) -> str:
+    """Format an aware datetime as ``YYYY-MM-DDTHH:MM:SSZ`` in UTC: the output records' form.
+
+    Always this one form, whole seconds (a fraction is dropped, truncated), for every
+    date of a record in CSV and JSON Lines: pandas' ``parse_dates`` and
+    ``pd.to_datetime(utc=True)`` then read a column as one format (a mix with and
+    without a fraction stayed strings or raised). The state file keeps lastmods as
+    whole epoch seconds too, so a URL's ``removed`` record carries the same lastmod as
+    its ``new`` one. ``ValueError`` for a naive datetime, as ``format_utc``.
+
+    >>> format_utc_seconds(datetime(2018, 12, 31, 23, 30, 5, 250000, tzinfo=UTC))
+    '2018-12-31T23:30:05Z'
+    """
+    if dt.tzinfo is not UTC:
+        if dt.utcoffset() is None:
+            raise ValueError(f"naive datetime has no instant: {dt!r}")
+        dt = dt.astimezone(UTC)
+    return dt.isoformat(timespec="seconds")[:-6] + "Z"
+
+
+# The compiled formatters give the same strings, several times faster.
 format_utc: Callable[[datetime], str] = _cdates.format_utc if _cdates is not None else format_utc_py
+format_utc_seconds: Callable[[datetime], str] = (
+    _cdates.format_utc_seconds if _cdates is not None else format_utc_seconds_py
+)

@@ -16,6 +16,7 @@ RECORDS: list[dict[str, Any]] = [
         "url": "https://example.com/a,b%22c%22?q=1,%202",
         "host": "example.com",
         "sitemap": "https://example.com/sitemap.xml",
+        "source": "sitemap",
         "lastmod": "2024-01-01T10:00:00Z",
         "changefreq": "daily",
         "priority": 0.8,
@@ -28,17 +29,25 @@ RECORDS: list[dict[str, Any]] = [
         "url": "https://example.com/%C3%BC%0D%0Ax",
         "host": "example.com",
         "sitemap": None,
+        "source": "links",
         "lastmod": None,
         "changefreq": None,
         "priority": None,
         "news": {
             "name": "The Paper",
             "language": "en",
-            "publication_date": "2024-05-01T00:00:00.500000Z",
+            "publication_date": "2024-05-01T00:00:00Z",
             "title": "Title, with a comma",
             "keywords": ["a", "b"],
         },
-        "videos": [{"thumbnail_loc": "https://example.com/t.jpg", "title": "v", "tags": ["x"]}],
+        "videos": [
+            {
+                "thumbnail_loc": "https://example.com/t.jpg",
+                "title": "v",
+                "publication_date": "2024-04-30T22:00:00Z",
+                "tags": ["x"],
+            }
+        ],
         "since": "undated",
     },
 ]

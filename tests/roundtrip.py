@@ -13,7 +13,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-SCALARS = ("loc", "url", "host", "sitemap", "lastmod", "changefreq", "priority")
+SCALARS = ("loc", "url", "host", "sitemap", "source", "lastmod", "changefreq", "priority")
 NESTED = ("images", "alternates", "videos", "news")
 LABELS = ("event", "since")
 
@@ -37,6 +37,10 @@ def from_parquet_row(row: dict[str, Any]) -> dict[str, Any]:
     for key in ("images", "alternates", "videos"):
         if row[key] is not None:
             out[key] = [_compact(item) for item in row[key]]
+    for video in out.get("videos", ()):
+        for key in ("publication_date", "expiration_date"):
+            if key in video:
+                video[key] = _iso(video[key])
     if row["news"] is not None:
         news = dict(row["news"])
         news["publication_date"] = _iso(news["publication_date"])

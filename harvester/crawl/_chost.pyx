@@ -17,7 +17,8 @@ entries that are not URLs (index children) are returned.
 
 Only the usual cases are done here; every other one calls the same Python the
 loop calls (``Rules.canonical`` for a URL the check says no to, ``SeenSet.add``
-past its small set, ``records.record`` for an entry with extensions).
+past its small set, ``records.record`` for an entry whose line ``_write_record`` cannot
+write, or with records kept as dicts).
 tests/unit/crawl/test_chost.py runs both loops on the same entries and compares the
 batches, fingerprints, counters, the seen-set and the audit.
 
@@ -29,7 +30,6 @@ canonical check, the fingerprint) need no call at all.
 from cpython.datetime cimport (
     PyDateTime_CheckExact,
     PyDateTime_DATE_GET_HOUR,
-    PyDateTime_DATE_GET_MICROSECOND,
     PyDateTime_DATE_GET_MINUTE,
     PyDateTime_DATE_GET_SECOND,
     PyDateTime_GET_DAY,
@@ -63,7 +63,7 @@ from datetime import UTC
 from harvester.state.chunks import NO_LASTMOD
 from harvester.models import UrlEntry
 from harvester.urls.normalize import Rules
-from harvester.urls.records import encode_record, lastmod_iso, record
+from harvester.urls.records import add_extensions, encode_record, lastmod_iso, record
 
 from harvester._cdates cimport _epoch_us
 from harvester.urls._cdedupe cimport FpTable, _fingerprint
@@ -76,6 +76,7 @@ cdef object _UTC = UTC
 cdef object _URL_ENTRY = UrlEntry
 cdef object _ISO = lastmod_iso
 cdef object _RECORD = record
+cdef object _EXTENSIONS = add_extensions
 
 import_datetime()
 
@@ -191,18 +192,20 @@ cdef inline char* _put(char* p, const char* s, Py_ssize_t n) noexcept:
 
 cdef bint _write_record(
     bytearray buf, str loc, str url, bytes middle, object lastmod, object changefreq,
-    object priority, bytes label,
+    object priority, bytes label, bytes tail=None,
 ) except -1:
     """Append the JSON line ``encode_record`` makes of the record dict built above.
 
-    ``middle`` is ``,"host":<host>,"sitemap":<sitemap>,"lastmod":`` as orjson encodes
-    them (once per batch); ``label`` (or None) goes before the closing brace. False
+    ``middle`` is ``,"host":<host>,"sitemap":<sitemap>,"source":"sitemap","lastmod":`` as
+    orjson encodes them (once per batch); ``tail`` (or None) is the extension fields'
+    JSON (``_extensions_json``) after ``priority``; ``label`` (or None) goes before the
+    closing brace. False
     (nothing written) when a value needs what only orjson does: escapes, non-ASCII, a
     lastmod that is not a UTC ``datetime``; the caller then encodes the dict itself.
     """
     cdef Py_ssize_t n_loc = _plain(loc), n_url, size, start
     cdef Py_ssize_t n_label = PyBytes_GET_SIZE(label) if label is not None else 0
-    cdef int us = 0
+    cdef Py_ssize_t n_tail = PyBytes_GET_SIZE(tail) if tail is not None else 0
     cdef bint dated = lastmod is not None
     cdef char* p
     if n_loc < 0:
@@ -213,13 +216,12 @@ cdef bint _write_record(
     if dated:
         if not PyDateTime_CheckExact(lastmod) or datetime_tzinfo(lastmod) is not _UTC:
             return False
-        us = PyDateTime_DATE_GET_MICROSECOND(lastmod)
     cf = _value_json(changefreq)
     pr = _value_json(priority)
     size = (
         8 + n_loc + 9 + n_url + 1 + PyBytes_GET_SIZE(middle)
-        + ((22 + (7 if us else 0)) if dated else 4)
-        + 14 + PyBytes_GET_SIZE(cf) + 12 + PyBytes_GET_SIZE(pr) + n_label + 2
+        + (22 if dated else 4)
+        + 14 + PyBytes_GET_SIZE(cf) + 12 + PyBytes_GET_SIZE(pr) + n_tail + n_label + 2
     )
     start = PyByteArray_GET_SIZE(buf)
     _grow(buf, start + size)
@@ -231,7 +233,7 @@ cdef bint _write_record(
     p = _put(p, b'"', 1)
     p = _put(p, PyBytes_AS_STRING(middle), PyBytes_GET_SIZE(middle))
     if dated:
-        # records.lastmod_iso (dates.format_utc): YYYY-MM-DDTHH:MM:SS[.ffffff]Z
+        # records.lastmod_iso (dates.format_utc): YYYY-MM-DDTHH:MM:SSZ, whole seconds
         p[0] = b'"'
         p = _put_digits(p + 1, PyDateTime_GET_YEAR(lastmod), 4)
         p[0] = b"-"
@@ -244,9 +246,6 @@ cdef bint _write_record(
         p = _put_digits(p + 1, PyDateTime_DATE_GET_MINUTE(lastmod), 2)
         p[0] = b":"
         p = _put_digits(p + 1, PyDateTime_DATE_GET_SECOND(lastmod), 2)
-        if us:
-            p[0] = b"."
-            p = _put_digits(p + 1, us, 6)
         p = _put(p, b'Z"', 2)
     else:
         p = _put(p, b"null", 4)
@@ -254,10 +253,98 @@ cdef bint _write_record(
     p = _put(p, PyBytes_AS_STRING(cf), PyBytes_GET_SIZE(cf))
     p = _put(p, b',"priority":', 12)
     p = _put(p, PyBytes_AS_STRING(pr), PyBytes_GET_SIZE(pr))
+    if n_tail:
+        p = _put(p, PyBytes_AS_STRING(tail), n_tail)
     if n_label:
         p = _put(p, PyBytes_AS_STRING(label), n_label)
     p = _put(p, b"}\n", 2)
     return True
+
+
+# -- the extension fields of a record, as JSON ------------------------------------------
+
+cdef tuple _IMAGE_KEYS = (b'"loc":', b'"caption":', b'"title":', b'"geo_location":', b'"license":')
+
+
+cdef inline int _raw(bytearray out, const char* s, Py_ssize_t n) except -1:
+    """Append ``n`` bytes at ``s`` to ``out``."""
+    cdef Py_ssize_t start = PyByteArray_GET_SIZE(out)
+    _grow(out, start + n)
+    memcpy(PyByteArray_AS_STRING(out) + start, s, n)
+    return 0
+
+
+cdef inline int _json_value(bytearray out, object value) except -1:
+    """Append orjson's encoding of ``value`` (a str in the usual case: written directly
+    when ``_plain``); a TypeError (a lone surrogate) reaches the caller."""
+    cdef Py_ssize_t n
+    cdef char* p
+    if type(value) is str:
+        n = _plain(<str>value)
+        if n >= 0:
+            _grow(out, PyByteArray_GET_SIZE(out) + n + 2)
+            p = PyByteArray_AS_STRING(out) + PyByteArray_GET_SIZE(out) - n - 2
+            p[0] = b'"'
+            memcpy(p + 1, PyUnicode_DATA(value), n)
+            p[n + 1] = b'"'
+            return 0
+    out += _dumps(value)
+    return 0
+
+
+cdef bytes _extensions_json(tuple entry):
+    """The extension fields of a ``UrlEntry`` (its images, alternates, videos, news) as
+    ``records.record`` puts them in the record and orjson writes them: ``,"images":[...]``
+    and so on, in that order, with the leading comma; None when a value needs
+    ``encode_record``'s json fallback (the caller then encodes the record dict).
+
+    Images and alternates, the usual extensions (shop and multilingual sitemaps), are
+    written here field by field; videos and news (rare) as ``records._extensions``
+    builds them (``records.add_extensions``), through orjson.
+    """
+    cdef bytearray out = bytearray()
+    cdef Py_ssize_t k
+    cdef bint first
+    images, alternates, videos, news = entry[5], entry[6], entry[7], entry[8]
+    try:
+        if images:
+            _raw(out, b',"images":[', 11)
+            for i, image in enumerate(<tuple>images):
+                _raw(out, b'{' if i == 0 else b',{', 1 if i == 0 else 2)
+                first = True
+                for k in range(5):
+                    value = (<tuple>image)[k]
+                    if value is None:
+                        continue
+                    key = <bytes>_IMAGE_KEYS[k]
+                    if not first:
+                        _raw(out, b",", 1)
+                    _raw(out, PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key))
+                    _json_value(out, value)
+                    first = False
+                _raw(out, b"}", 1)
+            _raw(out, b"]", 1)
+        if alternates:
+            _raw(out, b',"alternates":[', 15)
+            for i, pair in enumerate(<tuple>alternates):
+                _raw(out, b'{"hreflang":' if i == 0 else b',{"hreflang":', 12 if i == 0 else 13)
+                _json_value(out, (<tuple>pair)[0])
+                _raw(out, b',"href":', 8)
+                _json_value(out, (<tuple>pair)[1])
+                _raw(out, b"}", 1)
+            _raw(out, b"]", 1)
+        if videos or news is not None:
+            rare = {}
+            _EXTENSIONS(rare, _UrlEntry_without_common(entry))
+            out += b"," + _dumps(rare)[1:-1]
+    except TypeError:  # orjson: a lone surrogate; encode_record's json fallback decides
+        return None
+    return bytes(out)
+
+
+cdef object _UrlEntry_without_common(tuple entry):
+    """``entry`` with its images and alternates emptied (written above already)."""
+    return entry._replace(images=(), alternates=())
 
 
 cdef int _append_labelled(bytearray buf, bytes line, bytes label) except -1:
@@ -278,9 +365,14 @@ cdef int _append_labelled(bytearray buf, bytes line, bytes label) except -1:
 
 
 cdef bytes _middle(str host, str sitemap):
-    """``,"host":...,"sitemap":...,"lastmod":`` as orjson writes them; None if it cannot."""
+    """``,"host":...,"sitemap":...,"source":"sitemap","lastmod":`` as orjson writes them
+    (``records.record``'s order; every entry of this loop came from a sitemap); None if it
+    cannot."""
     try:
-        return b',"host":' + _dumps(host) + b',"sitemap":' + _dumps(sitemap) + b',"lastmod":'
+        return (
+            b',"host":' + _dumps(host) + b',"sitemap":' + _dumps(sitemap)
+            + b',"source":"sitemap","lastmod":'
+        )
     except TypeError:  # a lone surrogate: encode_record's json fallback, record by record
         return None
 
@@ -480,11 +572,21 @@ cdef class _Loop:
             PyList_Append(self.sample, lastmod)
             PyList_Append(self.raws, entry[2])
         if entry[5] or entry[6] or entry[7] or entry[8] is not None:
-            rec = _RECORD(entry, self.sitemap, self.host, url=url)
-            if self.encoded is not None:
-                _append_labelled(self.encoded, encode_record(rec), self.label)
-            else:
-                self.records.append(rec)
+            # An entry with extensions: its line written as one without them, with the
+            # extension fields' JSON before the closing brace; the record dict only for
+            # what that cannot write (and when records are kept as dicts).
+            tail = None
+            if self.encoded is not None and self.middle is not None:
+                tail = _extensions_json(entry)
+            if not (tail is not None and _write_record(
+                self.encoded, loc, url, self.middle, lastmod, entry[3], entry[4], self.label,
+                tail,
+            )):
+                rec = _RECORD(entry, self.sitemap, self.host, url=url)
+                if self.encoded is not None:
+                    _append_labelled(self.encoded, encode_record(rec), self.label)
+                else:
+                    self.records.append(rec)
         elif not (self.encoded is not None and self.middle is not None and _write_record(
             self.encoded, loc, url, self.middle, lastmod, entry[3], entry[4], self.label
         )):
@@ -494,6 +596,7 @@ cdef class _Loop:
                 "url": url,
                 "host": self.host,
                 "sitemap": self.sitemap,
+                "source": "sitemap",
                 "lastmod": _ISO(lastmod) if lastmod is not None else None,
                 "changefreq": entry[3],
                 "priority": entry[4],

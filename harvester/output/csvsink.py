@@ -32,6 +32,7 @@ COLUMNS = (
     "url",
     "host",
     "sitemap",
+    "source",
     "lastmod",
     "changefreq",
     "priority",
@@ -70,7 +71,7 @@ def csv_rows(data: bytes | bytearray | memoryview) -> bytes:
     """JSON lines (whole ones, as ``records.encode_records`` makes them) → their CSV rows.
 
     >>> csv_rows(b'{"loc":"https://example.com/a,b","url":"u","priority":0.5}\\n')
-    b'"https://example.com/a,b",u,,,,,0.5,,,,,,\\r\\n'
+    b'"https://example.com/a,b",u,,,,,,0.5,,,,,,\\r\\n'
     """
     rows: list[list[Any]] = []
     loads = orjson.loads

@@ -69,6 +69,8 @@ SCHEMA = pa.schema(
         ("url", _STR),
         ("host", _STR),
         ("sitemap", _STR),
+        # How the URL was found: "sitemap", or "links" (the links fallback); two values.
+        ("source", _DICT),
         ("lastmod", _TS),
         ("changefreq", _STR),
         # float64: a priority of 0.8 stays 0.8 (as float32, `where priority = 0.8` misses it)
@@ -87,23 +89,22 @@ SCHEMA = pa.schema(
             pa.list_(
                 pa.struct(
                     [
-                        *(
-                            (k, _STR)
-                            for k in (
-                                "thumbnail_loc",
-                                "title",
-                                "description",
-                                "content_loc",
-                                "player_loc",
-                                "duration",
-                                "publication_date",
-                                "expiration_date",
-                                "family_friendly",
-                                "live",
-                            )
-                        ),
-                        ("tags", _STRINGS),
+                        # The dates as timestamps (as news.publication_date), the rest text.
+                        (k, _TS if k.endswith("_date") else _STR)
+                        for k in (
+                            "thumbnail_loc",
+                            "title",
+                            "description",
+                            "content_loc",
+                            "player_loc",
+                            "duration",
+                            "publication_date",
+                            "expiration_date",
+                            "family_friendly",
+                            "live",
+                        )
                     ]
+                    + [("tags", _STRINGS)]
                 )
             ),
         ),
@@ -154,7 +155,7 @@ def _use_jemalloc() -> None:
 
 
 def _encode(table: pa.Table) -> pa.Table:
-    """The JSON reader's table in ``SCHEMA``: event and since dictionary-encoded."""
+    """The JSON reader's table in ``SCHEMA``: source, event and since dictionary-encoded."""
     for i in _DICT_COLUMNS:
         column = table.column(i)
         if not pa.types.is_dictionary(column.type):
@@ -410,7 +411,7 @@ class ParquetSink:
 
 
 def _batches(parts: list[str], rows: int) -> Iterator[pa.Table]:
-    """The rows of ``parts`` as tables of at most ``rows`` rows, event and since as strings
+    """The rows of ``parts`` as tables of at most ``rows`` rows, source, event and since as strings
     (each part has its own dictionaries; ``_encode`` makes one per row group again)."""
     for path in parts:
         with pq.ParquetFile(path, pre_buffer=False) as file:

@@ -8,7 +8,9 @@ the sinks and the writer take:
 ``loc`` exactly as published; ``url`` its canonical form (the dedup key);
 ``host`` the site being harvested (whose sitemaps listed the URL; it differs
 from the URL's own host for cross-host entries); ``sitemap`` the sitemap that
-listed it; ``lastmod`` ISO-8601 UTC or null; ``changefreq``; ``priority``;
+listed it; ``source`` how the URL was found (``"sitemap"``; ``"links"`` for the
+links fallback); ``lastmod`` ISO-8601 UTC (``dates.format_utc_seconds``: whole seconds,
+``YYYY-MM-DDTHH:MM:SSZ``) or null; ``changefreq``; ``priority``;
 then extension fields only when present: ``images``, ``alternates``,
 ``videos``, ``news``. Index children carry ``"is_sitemap": true`` and no
 changefreq/priority.
@@ -22,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from harvester.dates import format_utc, format_utc_py
+from harvester.dates import format_utc_seconds, format_utc_seconds_py, parse_lastmod
 from harvester.models import SitemapChild, UrlEntry
 from harvester.urls.normalize import canonical, host_of
 
@@ -31,24 +33,32 @@ if TYPE_CHECKING:
 
     from harvester.models import Entry, Image, News, Video
 
-__all__ = ["encode_record", "encode_records", "lastmod_iso", "record"]
+__all__ = ["add_extensions", "encode_record", "encode_records", "lastmod_iso", "record"]
 
 _OPTIONS = orjson.OPT_APPEND_NEWLINE
 
 # The compiled formatter beats a cache lookup; the Python one is memoised,
 # for the sitemaps that repeat a handful of timestamps thousands of times.
 lastmod_iso = (
-    format_utc if format_utc is not format_utc_py else functools.lru_cache(8192)(format_utc)
+    format_utc_seconds
+    if format_utc_seconds is not format_utc_seconds_py
+    else functools.lru_cache(8192)(format_utc_seconds)
 )
 
 
 def record(
-    entry: Entry, sitemap: str | None, host: str | None = None, *, url: str | None = None
+    entry: Entry,
+    sitemap: str | None,
+    host: str | None = None,
+    *,
+    url: str | None = None,
+    source: str = "sitemap",
 ) -> dict[str, Any]:
     """Build the output record for ``entry`` listed in ``sitemap`` while harvesting ``host``.
 
     ``host`` defaults to the URL's own host (the pipeline always passes the harvested host);
-    ``url`` is the canonical form when the caller already computed it for dedup.
+    ``url`` is the canonical form when the caller already computed it for dedup;
+    ``source`` how the URL was found (``"sitemap"``, or ``"links"`` for the links fallback).
     """
     if url is None:
         url = canonical(entry.loc)
@@ -60,18 +70,20 @@ def record(
             "url": url,
             "host": host if host is not None else host_of(url),
             "sitemap": sitemap,
+            "source": source,
             "lastmod": lastmod_iso(lastmod) if lastmod is not None else None,
             "changefreq": changefreq,
             "priority": priority,
         }
         if images or alternates or videos or news is not None:
-            _extensions(out, entry)
+            add_extensions(out, entry)
         return out
     out = {
         "loc": entry.loc,
         "url": url,
         "host": host if host is not None else host_of(url),
         "sitemap": sitemap,
+        "source": source,
         "lastmod": lastmod_iso(entry.lastmod) if entry.lastmod is not None else None,
     }
     if isinstance(entry, SitemapChild):
@@ -79,7 +91,7 @@ def record(
         return out
     out["changefreq"] = entry.changefreq
     out["priority"] = entry.priority
-    _extensions(out, entry)
+    add_extensions(out, entry)
     return out
 
 
@@ -121,7 +133,7 @@ def encode_records(records: Iterable[Mapping[str, Any]]) -> bytes:
     return bytes(out)
 
 
-def _extensions(out: dict[str, Any], entry: UrlEntry) -> None:
+def add_extensions(out: dict[str, Any], entry: UrlEntry) -> None:
     """Add the extension fields ``entry`` has (images, alternates, videos, news) to ``out``."""
     if entry.images:
         out["images"] = [_image(i) for i in entry.images]
@@ -141,7 +153,24 @@ def _video(video: Video) -> dict[str, Any]:
     out = {k: getattr(video, k) for k in video.__slots__ if getattr(video, k) not in (None, ())}
     if video.tags:
         out["tags"] = list(video.tags)
+    # The two dates as every other date of a record (format_utc_seconds), so a reader
+    # parses one form and Parquet holds a timestamp; a date that is not one is left out
+    # (as a field the sitemap did not give).
+    for key in ("publication_date", "expiration_date"):
+        if key in out:
+            when = _iso_text(out[key])
+            if when is None:
+                del out[key]
+            else:
+                out[key] = when
     return out
+
+
+def _iso_text(raw: str) -> str | None:
+    """A date as published (W3C Datetime, or a lenient form) as ``format_utc_seconds``;
+    None if it is not a date."""
+    when = parse_lastmod(raw)[0]
+    return None if when is None else format_utc_seconds(when)
 
 
 def _news(news: News) -> dict[str, Any]:
@@ -149,7 +178,7 @@ def _news(news: News) -> dict[str, Any]:
         "name": news.name,
         "language": news.language,
         "publication_date": (
-            format_utc(news.publication_date) if news.publication_date is not None else None
+            format_utc_seconds(news.publication_date) if news.publication_date is not None else None
         ),
         "title": news.title,
         # The optional ones only when the sitemap gave them (fields appear, never null).

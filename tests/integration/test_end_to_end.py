@@ -27,6 +27,7 @@ async def test_robots_index_children_gzip_and_a_failing_child(sites: Sites) -> N
         "url": u("/p/1"),
         "host": f"127.0.0.2:{site.port}",
         "sitemap": u("/a.xml"),
+        "source": "sitemap",
         "lastmod": "2024-01-01T08:00:00Z",
         "changefreq": None,
         "priority": None,

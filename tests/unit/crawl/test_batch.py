@@ -133,6 +133,7 @@ def test_children_come_back_in_order_and_urls_become_records() -> None:
         "url": "https://e.com/a",
         "host": HOST,
         "sitemap": SITEMAP,
+        "source": "sitemap",
         "lastmod": None,
         "changefreq": None,
         "priority": None,

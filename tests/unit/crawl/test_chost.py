@@ -28,11 +28,11 @@ from harvester.crawl import batch as batchmod
 from harvester.crawl.batch import RecordBatch, UrlBatch
 from harvester.crawl.report import HostReport
 from harvester.crawl.settings import BatchSettings
-from harvester.models import Image, SitemapChild, UrlEntry
+from harvester.models import Image, News, SitemapChild, UrlEntry, Video
 from harvester.state.memory import HostMemory
 from harvester.urls.dedupe import SMALL_LIMIT
 from harvester.urls.normalize import Normalizer
-from harvester.urls.records import encode_records
+from harvester.urls.records import encode_records, record
 from tests.compiled import compiled_module
 from tests.lastmods import NOW, T0, distribution, lastmods
 
@@ -68,8 +68,30 @@ def entries(draw: st.DrawFn) -> list[Any]:
         loc = draw(st.sampled_from(LOCS)) + ("" if kind < 3 else str(draw(st.integers(0, 60))))
         when, raw = draw(lastmods())
         images: tuple[Image, ...] = ()
+        alternates: tuple[tuple[str, str], ...] = ()
+        videos: tuple[Video, ...] = ()
+        news = None
         if kind == 9:
-            images = (Image("https://e.com/i.jpg", None, None, None, None),)
+            # Every extension, alone and together, with values orjson escapes.
+            images = tuple(draw(st.lists(image_of(), max_size=3)))
+            alternates = tuple(draw(st.lists(st.tuples(TEXT, TEXT), max_size=3)))
+            if draw(st.integers(0, 3)) == 0:
+                videos = (
+                    Video(
+                        thumbnail_loc=draw(TEXT),
+                        title=draw(st.sampled_from([None, "v", "ü"])),
+                        publication_date=draw(st.sampled_from([None, "2024-05-01", "bad"])),
+                        tags=tuple(draw(st.lists(TEXT, max_size=2))),
+                    ),
+                )
+            if draw(st.integers(0, 3)) == 0:
+                news = News(
+                    name=draw(TEXT),
+                    language="en",
+                    publication_date=draw(st.sampled_from([None, T0])),
+                    title=draw(TEXT),
+                    keywords=tuple(draw(st.lists(TEXT, max_size=2))),
+                )
         out.append(
             UrlEntry(
                 loc,
@@ -78,9 +100,23 @@ def entries(draw: st.DrawFn) -> list[Any]:
                 draw(st.sampled_from([None, "daily", "x\ty"])),
                 draw(st.sampled_from([None, 0.5, 1.0, 0.0, -0.0, 1e-05])),  # "-0.0" is valid
                 images,
+                alternates,
+                videos,
+                news,
             )
         )
     return out
+
+
+# Extension values: plain ASCII (written by the compiled loop itself), escapes,
+# non-ASCII and a lone surrogate (orjson refuses it: encode_record's json fallback).
+TEXT = st.sampled_from(["https://e.com/i.jpg", "de", 'say "x"', "a\\b", "ü", "x\ny", "\ud800"])
+
+
+@st.composite
+def image_of(draw: st.DrawFn) -> Image:
+    values = [draw(st.one_of(st.none(), TEXT)) for _ in range(4)]
+    return Image(draw(TEXT), *values)
 
 
 class Ledger:
@@ -229,6 +265,51 @@ def test_the_compiled_module_is_loaded() -> None:
     # Not built (or not importable) would silently compare the Python loop with itself.
     assert batchmod._chost is chost
     assert batchmod._url_entries is chost.url_entries
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(entries(), min_size=1, max_size=2), st.sampled_from([None, "all", "new"]))
+def test_extension_entries_agree(batches: list[list[Any]], emit_mode: str | None) -> None:
+    # Every entry with extensions (images, alternates, videos, news), written by the
+    # compiled loop straight into JSON lines or through records.record, as the Python loop.
+    with_ext = [
+        [e for e in b if type(e) is UrlEntry and (e.images or e.alternates)] for b in batches
+    ]
+    run_both(with_ext, config(10**7, 10**7, False, False), 0, emit_mode=emit_mode)
+
+
+def test_extension_lines_are_the_records_encoded() -> None:
+    # The line the compiled loop writes for each extension is orjson's of the record dict.
+    image = Image("https://e.com/i.jpg", 'say "x"', None, "Berlin", None)
+    entry = UrlEntry(
+        "https://e.com/p",
+        T0,
+        None,
+        "daily",
+        0.5,
+        (image, Image("https://e.com/j.jpg", None, None, None, None)),
+        (("de", "https://e.com/de/p"), ("x-default", "https://e.com/p")),
+        (Video(thumbnail_loc="https://e.com/t.jpg", publication_date="2024-05-01T10:00:00.5Z"),),
+        News(name="N", language="en", publication_date=T0, title="ü", keywords=("a",)),
+    )
+    b = url_batch(config(10**7, 10**7, False, False), encoded=True)
+    b.take([entry], f"https://{HOST}/sitemap.xml")
+    out = b.flush()
+    assert out is not None
+    assert out.data is not None
+    line = orjson.loads(bytes(out.data))
+    assert line == record(entry, f"https://{HOST}/sitemap.xml", HOST)
+    assert list(line) == [
+        "loc", "url", "host", "sitemap", "source", "lastmod", "changefreq", "priority",
+        "images", "alternates", "videos", "news",
+    ]  # fmt: skip
+    assert line["images"][0] == {
+        "loc": "https://e.com/i.jpg",
+        "caption": 'say "x"',
+        "geo_location": "Berlin",
+    }
+    assert line["videos"][0]["publication_date"] == "2024-05-01T10:00:00Z"
+    b.close()
 
 
 def test_the_audit_sample_agrees_past_audit_all() -> None:

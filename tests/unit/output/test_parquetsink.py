@@ -30,6 +30,7 @@ def records(n: int, start: int = 0) -> list[dict[str, Any]]:
             "url": f"https://example.com/p/{i}",
             "host": f"h{i % 3}.example",
             "sitemap": "https://example.com/sitemap.xml",
+            "source": "sitemap",
             "lastmod": f"2024-01-{1 + i % 28:02d}T00:00:{i % 60:02d}Z" if i % 4 else None,
             "changefreq": "weekly" if i % 2 else None,
             "priority": (i % 10) / 10,
@@ -48,6 +49,7 @@ def test_the_schema_is_the_documented_one(tmp_path: Path) -> None:
     assert schema == SCHEMA
     assert schema.field("lastmod").type == pa.timestamp("us", tz="UTC")
     assert schema.field("priority").type == pa.float64()
+    assert pa.types.is_dictionary(schema.field("source").type)
     assert pa.types.is_dictionary(schema.field("event").type)
     assert pa.types.is_dictionary(schema.field("since").type)
     assert pa.types.is_struct(schema.field("news").type)
@@ -64,7 +66,10 @@ def test_values_read_back_equal_the_json_records(tmp_path: Path) -> None:
     sink.close(complete=True)
     assert read_parquet(str(out)) == RECORDS
     row = pq.read_table(out).to_pylist()[1]
-    assert row["news"]["publication_date"].isoformat() == "2024-05-01T00:00:00.500000+00:00"
+    assert row["news"]["publication_date"].isoformat() == "2024-05-01T00:00:00+00:00"
+    # A video's dates are timestamps too, as the news one (issue 47: dates one way).
+    assert row["videos"][0]["publication_date"].isoformat() == "2024-04-30T22:00:00+00:00"
+    assert row["source"] == "links"
 
 
 def test_row_groups_are_whole_across_commits_and_parts(tmp_path: Path) -> None:
