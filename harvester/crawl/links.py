@@ -152,11 +152,7 @@ async def emit_links(
     records = []
     fps: array[int] = array("Q")
     for url, loc in list(found.urls.items())[:max_urls]:
-        out = record(UrlEntry(loc), None, host, url=url)
-        # The one place a links record gets its source: the record writers' ``source``
-        # keyword (issue 49, another helper's) takes this over at merge.
-        out["source"] = "links"
-        records.append(out)
+        records.append(record(UrlEntry(loc), None, host, url=url, source="links"))
         fps.append(fingerprint(url))
     report.urls += len(records)
     report.links = found.counts()

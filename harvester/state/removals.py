@@ -125,6 +125,7 @@ def _records(
             "url": urls[i],
             "host": host,
             "sitemap": sitemap,
+            "source": "sitemap",
             "lastmod": iso(None if lastmods[i] == NO_LASTMOD else lastmods[i]),
             "event": "removed",
         }
