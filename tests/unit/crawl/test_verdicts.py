@@ -1,0 +1,82 @@
+"""verdicts: one host's per-URL robots.txt verdicts, the fast path, unknown, drop and label."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harvester.config.policy import PolicyConfig
+from harvester.crawl.report import HostReport
+from harvester.crawl.verdicts import HostVerdicts, agent_token
+from harvester.models import SitemapChild, UrlEntry
+
+ROBOTS = "User-agent: *\nDisallow: /p/\n"
+LABEL = PolicyConfig(verdicts=True)
+RESPECT = PolicyConfig(respect_robots=True)
+
+
+def entry(loc: str) -> UrlEntry:
+    return UrlEntry(loc)
+
+
+def records(*paths: str) -> list[dict[str, Any]]:
+    return [{"loc": f"https://e.com{p}", "url": f"https://e.com{p}"} for p in paths]
+
+
+def test_off_by_default() -> None:
+    assert HostVerdicts.of(PolicyConfig(), "x", ROBOTS, 200, HostReport("e.com")) is None
+
+
+def test_label_sets_each_new_record() -> None:
+    verdicts = HostVerdicts.of(LABEL, "x", ROBOTS, 200, HostReport("e.com"))
+    assert verdicts is not None
+    recs = records("/a", "/p/1", "/p")
+    recs[0]["robots"] = "kept"  # before ``start``: not touched
+    verdicts.label(recs, 1)
+    assert [r["robots"] for r in recs] == ["kept", "disallowed", "allowed"]
+
+
+def test_drop_counts_only_disallowed_page_urls() -> None:
+    report = HostReport("e.com")
+    verdicts = HostVerdicts.of(RESPECT, "x", ROBOTS, 200, report)
+    assert verdicts is not None
+    child = SitemapChild("https://e.com/p/sitemap.xml", None, None)
+    kept = verdicts.drop([entry("https://e.com/a"), entry("https://e.com/p/x"), child])
+    assert [e.loc for e in kept] == ["https://e.com/a", child.loc]
+    assert report.robots_disallowed_urls == 1
+
+
+def test_unknown_without_robots_txt_and_4xx_allows() -> None:
+    report = HostReport("e.com")
+    unknown = HostVerdicts.of(LABEL, "x", None, None, report, "robots.txt read as missing: x")
+    assert unknown is not None
+    assert unknown.verdict("https://e.com/p/1") == "unknown"
+    assert report.robots_unknown == "robots.txt read as missing: x"
+    gone = HostVerdicts.of(LABEL, "x", None, 404, HostReport("e.com"))
+    assert gone is not None
+    assert gone.verdict("https://e.com/p/1") == "allowed"
+
+
+def test_respect_with_unknown_drops_nothing() -> None:
+    report = HostReport("e.com")
+    verdicts = HostVerdicts.of(RESPECT, "x", None, None, report)
+    assert verdicts is not None
+    assert len(verdicts.drop([entry("https://e.com/p/1")])) == 1
+    assert report.robots_disallowed_urls == 0
+
+
+def test_fast_path_for_a_host_whose_rules_are_for_others() -> None:
+    verdicts = HostVerdicts.of(
+        LABEL, "x", "User-agent: GPTBot\nDisallow: /\n", 200, HostReport("e")
+    )
+    assert verdicts is not None
+    assert verdicts.verdict("https://e.com/anything") == "allowed"
+    gpt = HostVerdicts.of(
+        LABEL, "gptbot", "User-agent: GPTBot\nDisallow: /\n", 200, HostReport("e")
+    )
+    assert gpt is not None
+    assert gpt.verdict("https://e.com/anything") == "disallowed"
+
+
+def test_agent_token() -> None:
+    assert agent_token(PolicyConfig(), "harvester/0.1 (+https://x)") == "harvester"
+    assert agent_token(PolicyConfig(user_agent="MyBot/2"), "harvester/0.1") == "mybot"
