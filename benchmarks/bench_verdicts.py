@@ -9,8 +9,8 @@ rules for ``*`` (18 Disallow, 2 Allow; about a sixth of the URLs disallowed).
 Variants, side by side in one process, interleaved round by round:
 
 * ``off``: no verdicts (the default): the compiled loop writes JSON lines;
-* ``verdicts``: ``policy.verdicts``: every record gets ``robots`` (records are dicts,
-  encoded at the flush, since the compiled loop writes no such field);
+* ``verdicts``: ``policy.verdicts``: every record gets ``robots`` (added to the JSON
+  lines the compiled loop wrote);
 * ``respect``: ``policy.respect_robots``: disallowed URLs dropped before the loop;
 * ``verdicts-fast``: ``policy.verdicts`` on a host whose 20 rules are for another
   agent only (the fast path: one constant per host).
@@ -79,8 +79,7 @@ def one_pass(files: list[bytes], overrides: dict[str, Any], robots: str) -> tupl
     cfg = load_config(None, {"audit.distribution": False, **overrides})
     report = HostReport(HOST)
     rules = Normalizer(cfg.normalize).rules_for(HOST)
-    # As host.py: the records are dicts when they get a "robots" field.
-    batch = UrlBatch(HOST, BatchSettings.of(cfg), rules, report, encoded=not cfg.policy.verdicts)
+    batch = UrlBatch(HOST, BatchSettings.of(cfg), rules, report, encoded=True)
     written = read = 0
     started = time.process_time()
     batch.verdicts = HostVerdicts.of(cfg.policy, "harvester", robots, 200, report)

@@ -289,9 +289,10 @@ class UrlBatch:
             self.dist = LastmodDistribution(distinct_cap=1024)
         if self._filters is not None:
             entries = self._filter(entries)
-        verdicts, start = self.verdicts, len(self.records)
+        verdicts = self.verdicts
+        marks = (len(self.records), len(self.encoded) if self.encoded is not None else 0)
         if verdicts is not None:
-            entries = verdicts.drop(entries)  # --respect-robots
+            entries = verdicts.drop(entries, self)  # --respect-robots; a host's constant label
         try:
             if _url_entries is not None:
                 others = _url_entries(self, entries, sitemap)
@@ -301,7 +302,7 @@ class UrlBatch:
             # What was sampled reaches the distribution even if a step raised.
             self._count_sample()
         if verdicts is not None:
-            verdicts.label(self.records, start)  # each record's "robots"
+            verdicts.label(self.records, self.encoded, marks)  # each record's "robots"
         runs = self._runs
         if runs is not None and self.urls is not None:
             added = len(self.fps) - sum(n for _, n in runs)

@@ -126,8 +126,7 @@ class HostWorker:
             self.report,
             ledger=ledger,
             emit_mode=emit_mode,
-            # Records as dicts when they get a "robots" field (issue 48: see verdicts.py).
-            encoded=encoded and not settings.policy.verdicts,
+            encoded=encoded,
         )
         self._homes = HomeHosts(rules.canonical)  # where each sitemap's locs belong
         self.incremental: HostIncremental | None = None

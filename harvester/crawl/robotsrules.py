@@ -30,6 +30,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 __all__ = ["Group", "RobotsRules", "compile_rules", "parse_groups", "path_of", "product_token"]
 
@@ -41,6 +45,11 @@ _ESCAPE = re.compile(r"%([0-9a-fA-F]{2})")
 # Misspellings of "disallow" that Google's parser accepts; sites write them.
 _DISALLOW = frozenset({"disallow", "dissallow", "dissalow", "disalow", "diasllow", "disallaw"})
 _USER_AGENT = frozenset({"user-agent", "useragent", "user agent"})
+# A URL's scheme and authority, when its path (which must start with '/') holds only
+# ASCII without '%' or '#': then the path is matched as it stands.
+_PLAIN_URL = r"[^:/?#]*://[^/?#]*(?=/[^#%\x80-\U0010ffff]*\Z)"
+# The same at the start of a JSON line: its loc, the path up to the closing quote.
+_PLAIN_LINE = r'\{"loc":"[^:/?#"\\]*://[^/?#"\\]*(?=/[^#%"\\\x80-\xff]*")'
 
 
 def product_token(user_agent: str) -> str:
@@ -129,12 +138,14 @@ def _normalize(path: str) -> str:
     return path
 
 
-def _pattern(rule: str) -> str:
-    """A rule's path as a regular expression (``*``: any run, final ``$``: the end)."""
+def _pattern(rule: str, *, in_json: bool = False) -> str:
+    """A rule's path as a regular expression (``*``: any run, final ``$``: the end);
+    ``in_json``: of a path inside a JSON string, which its closing quote ends."""
     anchored = rule.endswith("$")
     body = rule[:-1] if anchored else rule
-    regex = ".*".join(re.escape(part) for part in _normalize(body).split("*"))
-    return regex + (r"\Z" if anchored else "")
+    star, end = ('[^"]*', '(?=")') if in_json else (".*", r"\Z")
+    regex = star.join(re.escape(part) for part in _normalize(body).split("*"))
+    return regex + (end if anchored else "")
 
 
 def _priority(rule: tuple[bool, str, int]) -> tuple[int, bool]:
@@ -172,7 +183,7 @@ class RobotsRules:
     every call (the fast path of most hosts).
     """
 
-    __slots__ = ("_allow", "_match", "agent", "matchable", "rules")
+    __slots__ = ("_allow", "_line_match", "_match", "_url_match", "agent", "matchable", "rules")
 
     def __init__(self, rules: list[tuple[bool, str, int]], agent: str) -> None:
         """``rules``: the applicable group's ``(allow, pattern, line)``; ``agent``: which
@@ -184,13 +195,44 @@ class RobotsRules:
         # first that matches at the path's start is the highest-priority rule.
         regex = "|".join(f"({_pattern(p)})" for _, p, _ in self.rules)
         self._match = re.compile(regex, re.DOTALL).match if self.rules else None
+        # The same on a whole URL, in one call: it matches (the rules' group optional)
+        # only when the URL's path needs no normalizing (ASCII, no '%', no '#'), which is
+        # nearly every URL; otherwise ``allowed`` takes the path the long way.
+        self._url_match = re.compile(_PLAIN_URL + f"(?:{regex})?", re.DOTALL).match
+        # And on a JSON line (``records.encode_records``) whose loc is plain: a rule's
+        # pattern stays inside the loc string ('*' stops at its closing quote, '$' is it).
+        line_regex = "|".join(f"({_pattern(p, in_json=True)})" for _, p, _ in self.rules)
+        self._line_match = re.compile((_PLAIN_LINE + f"(?:{line_regex})?").encode()).match
         self._allow = (True, *(allow for allow, _, _ in self.rules))
 
     def allowed(self, url: str) -> bool:
         """Whether the rules let ``url`` (an absolute URL on this host) be fetched."""
         if not self.matchable or self._match is None:
             return True
-        return self.path_allowed(_normalize(path_of(url)))
+        found = self._url_match(url)
+        if found is None:
+            return self.path_allowed(_normalize(path_of(url)))
+        if url.endswith("/robots.txt") and path_of(url) == "/robots.txt":
+            return True  # implicitly allowed (RFC 9309 §2.2.2)
+        return self._allow[found.lastindex or 0]
+
+    def allowed_many(self, urls: list[str]) -> list[bool]:
+        """``allowed`` of each URL, in order (the regex calls in one C-level ``map``)."""
+        allow, slow = self._allow, self.allowed
+        found = list(map(self._url_match, urls))
+        return [
+            slow(url) if m is None or url.endswith("/robots.txt") else allow[m.lastindex or 0]
+            for m, url in zip(found, urls, strict=True)
+        ]
+
+    def lines_allowed(self, lines: list[bytes], loc_of: Callable[[bytes], str]) -> list[bool]:
+        """``allowed`` of each JSON line's loc (``loc_of`` decodes one the long way)."""
+        allow, slow = self._allow, self.allowed
+        found = list(map(self._line_match, lines))
+        return [
+            slow(loc_of(line)) if m is None else allow[m.lastindex or 0]
+            for m, line in zip(found, lines, strict=True)
+        ]
 
     def path_allowed(self, path: str) -> bool:
         """Whether the rules let a normalized path (``/a?b``) be fetched."""

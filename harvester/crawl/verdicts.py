@@ -21,6 +21,8 @@ Usage::
 
 from __future__ import annotations
 
+import json
+import operator
 from typing import TYPE_CHECKING, Any
 
 from harvester.crawl.robotsrules import RobotsRules, compile_rules, parse_groups, product_token
@@ -28,6 +30,7 @@ from harvester.models import UrlEntry
 
 if TYPE_CHECKING:
     from harvester.config.policy import PolicyConfig
+    from harvester.crawl.batch import UrlBatch
     from harvester.crawl.discovery import Discovered
     from harvester.crawl.report import HostReport
     from harvester.models import Entry
@@ -35,6 +38,10 @@ if TYPE_CHECKING:
 __all__ = ["ALLOWED", "DISALLOWED", "UNKNOWN", "HostVerdicts", "agent_token", "for_host"]
 
 ALLOWED, DISALLOWED, UNKNOWN = "allowed", "disallowed", "unknown"
+# What a line gets in place of its closing "}\n", per verdict (as orjson writes the key).
+_FIELD = {v: f',"robots":"{v}"}}\n'.encode() for v in (ALLOWED, DISALLOWED, UNKNOWN)}
+_LOC_AT = len(b'{"loc":"')  # where a line's loc starts
+_LOC = operator.itemgetter(0)  # an entry's loc (UrlEntry, SitemapChild: field 0)
 
 
 def agent_token(policy: PolicyConfig, run_user_agent: str) -> str:
@@ -45,7 +52,7 @@ def agent_token(policy: PolicyConfig, run_user_agent: str) -> str:
 class HostVerdicts:
     """One host's verdicts; ``rules`` None: its robots.txt could not be read (``unknown``)."""
 
-    __slots__ = ("_constant", "_report", "label_records", "respect", "rules")
+    __slots__ = ("_constant", "_labelled", "_report", "label_records", "respect", "rules")
 
     def __init__(
         self,
@@ -62,6 +69,7 @@ class HostVerdicts:
         self._report = report
         # The fast path: one answer for every URL of the host.
         self._constant: str | None = None
+        self._labelled = False  # the compiled loop writes the constant (``drop``)
         if rules is None:
             self._constant = UNKNOWN
         elif not rules.matchable:
@@ -102,20 +110,43 @@ class HostVerdicts:
         assert self.rules is not None  # (no constant: rules that can match)
         return ALLOWED if self.rules.allowed(url) else DISALLOWED
 
-    def drop(self, entries: list[Entry]) -> list[Entry]:
-        """``entries`` less the page URLs robots.txt disallows (with ``respect``), counted."""
-        if not self.respect or self._constant is not None:
+    def drop(self, entries: list[Entry], batch: UrlBatch | None = None) -> list[Entry]:
+        """``entries`` less the page URLs robots.txt disallows (with ``respect``), counted.
+
+        ``batch``: when it writes JSON lines without a selection (which owns its ``label``)
+        and every URL of the host has the same verdict, the compiled loop writes the field
+        itself, as the label of every line (the fast path: no pass over the lines).
+        """
+        constant = self._constant
+        if (
+            batch is not None
+            and constant is not None
+            and self.label_records
+            and batch.encoded is not None
+            and batch.selection is None
+        ):
+            batch.label = _FIELD[constant][:-2]  # (without the closing "}\n")
+            self._labelled = True
+        if not self.respect or constant is not None:
             return entries
-        rules = self.rules
-        assert rules is not None
-        kept = [e for e in entries if type(e) is not UrlEntry or rules.allowed(e.loc)]
+        assert self.rules is not None
+        flags = self.rules.allowed_many(list(map(_LOC, entries)))
+        kept = [e for e, ok in zip(entries, flags, strict=True) if ok or type(e) is not UrlEntry]
         self._report.robots_disallowed_urls += len(entries) - len(kept)
         return kept
 
-    def label(self, records: list[dict[str, Any]], start: int) -> None:
-        """Set ``robots`` on ``records[start:]`` (the records the last loop added)."""
+    def label(
+        self, records: list[dict[str, Any]], lines: bytearray | None, marks: tuple[int, int]
+    ) -> None:
+        """Set ``robots`` on the records the last loop added: ``records[marks[0]:]``, or the
+        JSON lines ``lines[marks[1]:]`` when the batch is encoded (``UrlBatch.encoded``)."""
         if not self.label_records:
             return
+        if lines is not None:
+            if len(lines) > marks[1] and not self._labelled:
+                lines[marks[1] :] = self._label_lines(bytes(lines[marks[1] :]))
+            return
+        start = marks[0]
         constant = self._constant
         if constant is not None:
             for rec in records[start:]:
@@ -125,6 +156,30 @@ class HostVerdicts:
         assert allowed is not None
         for rec in records[start:]:
             rec["robots"] = ALLOWED if allowed(rec["loc"]) else DISALLOWED
+
+    def _label_lines(self, region: bytes) -> bytes:
+        """``region`` (whole JSON lines) with ``"robots"`` before each line's closing brace.
+
+        A raw ``}\n`` only ends a line (JSON escapes newlines in strings). Each line's
+        ``loc`` (its first key, as ``records.record`` orders them) is matched where it
+        stands (``RobotsRules.lines_allowed``).
+        """
+        lines = region.split(b"}\n")
+        lines.pop()  # (after the last line's end)
+        if self._constant is not None:
+            field = _FIELD[self._constant]
+            return field.join(lines) + field
+        assert self.rules is not None
+        flags = self.rules.lines_allowed(lines, _loc_of)
+        fields = [_FIELD[DISALLOWED], _FIELD[ALLOWED]]
+        return b"".join(map(operator.add, lines, [fields[ok] for ok in flags]))
+
+
+def _loc_of(line: bytes) -> str:
+    """The loc of a JSON line (its first key), decoded as JSON."""
+    end = line.index(b',"url":', _LOC_AT)
+    loc: str = json.loads(line[_LOC_AT - 1 : end])
+    return loc
 
 
 def for_host(
