@@ -23,25 +23,46 @@ from __future__ import annotations
 
 import json
 import operator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from harvester.crawl.robotsrules import RobotsRules, compile_rules, parse_groups, product_token
 from harvester.models import UrlEntry
 
 if TYPE_CHECKING:
     from harvester.config.policy import PolicyConfig
-    from harvester.crawl.batch import UrlBatch
     from harvester.crawl.discovery import Discovered
     from harvester.crawl.report import HostReport
     from harvester.models import Entry
 
-__all__ = ["ALLOWED", "DISALLOWED", "UNKNOWN", "HostVerdicts", "agent_token", "for_host"]
+__all__ = [
+    "ALLOWED",
+    "DISALLOWED",
+    "UNKNOWN",
+    "HostVerdicts",
+    "LineBatch",
+    "agent_token",
+    "for_host",
+]
 
 ALLOWED, DISALLOWED, UNKNOWN = "allowed", "disallowed", "unknown"
 # What a line gets in place of its closing "}\n", per verdict (as orjson writes the key).
 _FIELD = {v: f',"robots":"{v}"}}\n'.encode() for v in (ALLOWED, DISALLOWED, UNKNOWN)}
 _LOC_AT = len(b'{"loc":"')  # where a line's loc starts
 _LOC = operator.itemgetter(0)  # an entry's loc (UrlEntry, SitemapChild: field 0)
+
+
+class LineBatch(Protocol):
+    """What ``drop`` reads and sets of the host's ``UrlBatch`` (batch.py imports this module)."""
+
+    label: bytes | None  # what the compiled loop writes before each line's closing brace
+
+    @property
+    def encoded(self) -> bytearray | None:
+        """The batch's JSON lines (None: records as dicts)."""
+
+    @property
+    def selection(self) -> object | None:
+        """The --emit/--since selection, which owns ``label`` when there is one."""
 
 
 def agent_token(policy: PolicyConfig, run_user_agent: str) -> str:
@@ -110,7 +131,7 @@ class HostVerdicts:
         assert self.rules is not None  # (no constant: rules that can match)
         return ALLOWED if self.rules.allowed(url) else DISALLOWED
 
-    def drop(self, entries: list[Entry], batch: UrlBatch | None = None) -> list[Entry]:
+    def drop(self, entries: list[Entry], batch: LineBatch | None = None) -> list[Entry]:
         """``entries`` less the page URLs robots.txt disallows (with ``respect``), counted.
 
         ``batch``: when it writes JSON lines without a selection (which owns its ``label``)
