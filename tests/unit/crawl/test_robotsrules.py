@@ -9,6 +9,9 @@ from typing import Any
 import pytest
 
 from harvester.crawl.robotsrules import compile_rules, parse_groups, path_of, product_token
+from harvester.crawl.verdicts import _loc_of
+from harvester.models import UrlEntry
+from harvester.urls.records import encode_records, record
 
 _DATA = json.loads(
     (Path(__file__).parents[2] / "data" / "robots_conformance.json").read_text("utf-8")
@@ -24,7 +27,11 @@ _CHECKS = [
 def test_conformance(case: dict[str, Any], path: str, allowed: bool) -> None:
     rules = compile_rules(parse_groups(case["robots"]), case["agent"])
     url = _DATA["base"] + path
-    assert rules.allowed(url) is allowed
+    assert rules.allowed(url) is allowed  # the whole-URL match (the odd URL: the path's)
+    assert rules.allowed_many([url]) == [allowed]
+    if path != "/robots.txt":  # the JSON line path: the record's line, its loc matched in place
+        line = bytes(encode_records([record(UrlEntry(url), None, "foo.bar")]))[:-2]
+        assert rules.lines_allowed([line], _loc_of) == [allowed]
     # The deciding rule agrees with the verdict (no rule: allowed).
     rule = rules.decisive(url)
     if path != "/robots.txt":
