@@ -131,3 +131,18 @@ def test_batch_lines_and_records_agree() -> None:
         "disallowed",
         "allowed",
     ]
+
+
+def test_run_flags_set_the_policy_keys() -> None:
+    from harvester.cli import build_parser
+    from harvester.cli.options import overrides
+
+    argv = ["run", "-i", "x", "--respect-robots", "--verdicts", "--no-tdmrep"]
+    ns = build_parser().parse_args([*argv, "--robots-agent", "MyBot"])
+    cfg = load_config(None, overrides(ns))
+    assert cfg.policy == PolicyConfig(
+        user_agent="MyBot", verdicts=True, respect_robots=True, tdmrep=False
+    )
+    assert load_config(None, overrides(build_parser().parse_args(["run", "-i", "x"]))).policy == (
+        PolicyConfig()
+    )
