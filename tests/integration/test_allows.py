@@ -5,13 +5,16 @@ lines and TDMRep file, exactly as the site says them."""
 from __future__ import annotations
 
 import json
+from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from tests.integration.conftest import Reply
-from tests.integration.harvesting import collect
-from tests.integration.webs import urlset
+from tests.integration.harvesting import collect, harvest_state, in_thread
+from tests.integration.webs import ChangingSite, urlset
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from tests.integration.conftest import Site, Sites
 
 ROBOTS = """\
@@ -133,3 +136,21 @@ async def test_missing_robots_txt_allows_everything(sites: Sites) -> None:
     report = hosts[f"127.0.0.2:{s.port}"]
     assert report["robots_status"] == 404
     assert report["allows"] is None  # no robots.txt: no signals to show
+
+
+async def test_a_run_from_the_state_file_keeps_the_verdicts(sites: Sites, tmp_path: Path) -> None:
+    # Run two recalls the host's discovery (robots.txt included) from the state file:
+    # no second robots.txt request, the same verdicts from the remembered text.
+    changing = ChangingSite("etag")
+    routes: dict[str, Any] = {p: changing.handle for p in ("/index.xml", "/a.xml", "/b.xml")}
+    changing.site = await sites.start("127.0.0.2", routes)
+    index = changing.url("/index.xml")
+    routes["/robots.txt"] = f"User-agent: *\nDisallow: /b/\nSitemap: {index}\n".encode()
+    verdicts = []
+    for name in ("one", "two"):
+        _run, records = await in_thread(
+            harvest_state, changing, tmp_path, name, **{"policy.verdicts": True}
+        )
+        verdicts.append(Counter((r["loc"].split("/")[3], r["robots"]) for r in records))
+    assert verdicts[0] == verdicts[1] == Counter({("a", "allowed"): 20, ("b", "disallowed"): 10})
+    assert changing.site.hits("/robots.txt") == 1
