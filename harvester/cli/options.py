@@ -14,7 +14,7 @@ from harvester.crawl.headers import parse_header
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-__all__ = ["fetch_arguments", "filter_arguments", "overrides", "typed_flags"]
+__all__ = ["fetch_arguments", "filter_arguments", "overrides", "policy_arguments", "typed_flags"]
 
 _METAVARS = {int: "N", float: "NUM", str: "TEXT"}
 
@@ -104,6 +104,33 @@ def filter_arguments(parser: argparse.ArgumentParser) -> None:
             metavar="REGEX",
             help=f"{text}; repeatable (config: {key})",
         )
+    policy_arguments(parser)  # issue 48: run's [policy] flags, beside its filters
+
+
+# -- issue 48: what the site allows (config [policy]) ---------------------------------------
+def policy_arguments(parser: argparse.ArgumentParser) -> None:
+    """``run``'s ``[policy]`` flags: --respect-robots, --verdicts, --no-tdmrep, --robots-agent."""
+    group = parser.add_argument_group("what the site allows (docs/what-the-site-allows.md)")
+    for flag, key, value, text in (
+        ("--respect-robots", "policy.respect_robots", True, "drop the URLs robots.txt disallows"),
+        (
+            "--verdicts",
+            "policy.verdicts",
+            True,
+            'each record gets "robots": allowed|disallowed|unknown',
+        ),
+        ("--no-tdmrep", "policy.tdmrep", False, "do not request /.well-known/tdmrep.json"),
+    ):
+        group.add_argument(
+            flag, dest=key, action="store_const", const=value, help=f"{text} (config: {key})"
+        )
+    group.add_argument(
+        "--robots-agent",
+        dest="policy.user_agent",
+        metavar="TOKEN",
+        help="the product token verdicts are for (default: the User-Agent's)"
+        " (config: policy.user_agent)",
+    )
 
 
 def crawl_arguments(parser: argparse.ArgumentParser) -> None:

@@ -28,6 +28,7 @@ from harvester.config.crawl import (
     PolitenessConfig,
     ReaderConfig,
 )
+from harvester.config.policy import PolicyConfig  # issue 48
 from harvester.config.run import (
     AuditConfig,
     DistributedConfig,
@@ -71,6 +72,7 @@ class Config:
     audit: AuditConfig = field(default_factory=AuditConfig)
     filters: FiltersConfig = field(default_factory=FiltersConfig)  # issue 32
     distributed: DistributedConfig = field(default_factory=DistributedConfig)
+    policy: PolicyConfig = field(default_factory=PolicyConfig)  # issue 48
 
 
 def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> Config:

@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from harvester.crawl.report import HostReport
     from harvester.crawl.selection import Ledger
     from harvester.crawl.settings import BatchSettings
+    from harvester.crawl.verdicts import HostVerdicts
     from harvester.models import Entry
     from harvester.state.memory import HostMemory
     from harvester.state.rows import LedgerRows
@@ -176,6 +177,7 @@ class UrlBatch:
         "fetched_at",
         "modified",
         "selection",
+        "verdicts",
     )
 
     def __init__(
@@ -236,6 +238,8 @@ class UrlBatch:
         self.home: tuple[str, ...] | None = None
         self._home_prefixes: tuple[str, ...] = ()
         self._filters = settings.pages  # [filters] on the locs (None: no pass over the entries)
+        # Each URL's robots.txt verdict (crawl/verdicts.py, issue 48); set at discovery.
+        self.verdicts: HostVerdicts | None = None
 
     def at_home(self, authorities: tuple[str, ...]) -> None:
         """The URLs of the sitemap being read belong on these authorities (``authority``).
@@ -285,6 +289,10 @@ class UrlBatch:
             self.dist = LastmodDistribution(distinct_cap=1024)
         if self._filters is not None:
             entries = self._filter(entries)
+        verdicts = self.verdicts
+        marks = (len(self.records), len(self.encoded) if self.encoded is not None else 0)
+        if verdicts is not None:
+            entries = verdicts.drop(entries, self)  # --respect-robots; a host's constant label
         try:
             if _url_entries is not None:
                 others = _url_entries(self, entries, sitemap)
@@ -293,6 +301,8 @@ class UrlBatch:
         finally:
             # What was sampled reaches the distribution even if a step raised.
             self._count_sample()
+        if verdicts is not None:
+            verdicts.label(self.records, self.encoded, marks)  # each record's "robots"
         runs = self._runs
         if runs is not None and self.urls is not None:
             added = len(self.fps) - sum(n for _, n in runs)

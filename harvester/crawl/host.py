@@ -26,6 +26,7 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
+from harvester.crawl import allow, verdicts
 from harvester.crawl.attempt import (
     Attempts,
     BodyBroken,
@@ -180,6 +181,9 @@ class HostWorker:
         found = await self._discover(slot)
         if found is None:
             return
+        if self._settings.policy.tdmrep:  # issue 48: the host's TDMRep, one request
+            tdm = await allow.fetch_tdmrep(self._fetcher, found.origin or self.seed.origin, slot)
+            self.report.allows = {**(self.report.allows or {}), "tdmrep": tdm}
         for ref in found.refs:
             self._queue.admit(ref)
         while (nxt := self._frontier.pop()) is not None and not self.batch.cap_hit:
@@ -245,6 +249,10 @@ class HostWorker:
         if found.robots_truncated:
             report.limit("max_robots_bytes")
         self._policy.discovered(found)
+        policy, agent = self._settings.policy, self._settings.discovery.user_agent
+        self.batch.verdicts = verdicts.for_host(policy, agent, found, report)  # issue 48
+        if policy.signals and found.robots.text:
+            report.allows = allow.signals(found.robots.text, found.robots_url or "")
         self._pace_site(found)
         self._homes.robots(self.seed.origin, found.origin, self._policy.declared)
 

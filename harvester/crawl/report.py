@@ -123,6 +123,13 @@ class HostReport:
     tls_unverified: bool = False
     # Issue 49: the links fallback's counts (crawl/links.py ``Walk.counts``; None: not run).
     links: dict[str, int] | None = None
+    # Issue 48 (what the site allows, crawl/verdicts.py and crawl/allow.py): page URLs
+    # dropped by --respect-robots (robots_disallowed above counts sitemaps); why the
+    # verdicts are "unknown" (no robots.txt read; None: they are not); the host's AI and
+    # TDM signals (``allow.signals``; None: policy.signals off).
+    robots_disallowed_urls: int = 0
+    robots_unknown: str | None = None
+    allows: dict[str, Any] | None = None
 
     def fail(
         self,

@@ -71,6 +71,9 @@ class RobotsTxt:
     _rules: Protego | None = field(default=None, repr=False, compare=False)
     # The product token the rules are matched against.
     _agent: str = field(default="*", repr=False, compare=False)
+    # The decoded text, for the per-URL verdicts and AI/TDM signals (crawl/verdicts.py,
+    # crawl/allow.py: issue 48); "" for a missing robots.txt.
+    text: str = field(default="", repr=False, compare=False)
 
     def can_fetch(self, url: str) -> bool:
         """Return whether the Allow/Disallow rules of our group permit ``url``.
@@ -111,7 +114,11 @@ def parse_robots(body: bytes, robots_url: str, user_agent: str) -> RobotsTxt:
     if delay is not None and not (math.isfinite(delay) and delay >= 0):
         delay = None
     return RobotsTxt(
-        sitemaps=_sitemaps(text, robots_url), crawl_delay=delay, _rules=rules, _agent=agent
+        sitemaps=_sitemaps(text, robots_url),
+        crawl_delay=delay,
+        _rules=rules,
+        _agent=agent,
+        text=text,
     )
 
 

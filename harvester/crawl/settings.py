@@ -32,6 +32,7 @@ from harvester.urls.normalize import Normalizer
 
 if TYPE_CHECKING:
     from harvester.config import Config, DedupeConfig, FetchConfig, LimitsConfig, ReaderConfig
+    from harvester.config.policy import PolicyConfig
     from harvester.crawl.filters import Filters
     from harvester.crawl.robots import RobotsTxt
     from harvester.crawl.scheduler import HostSlot
@@ -133,6 +134,7 @@ class HostSettings:
     normalizer: Normalizer  # the canonical form, its rules compiled once
     filters: Filters | None  # [filters] follow/skip_sitemap on children (None: none set)
     sitemap_log: bool  # output.sitemap_log: each sitemap's counts into the host report
+    policy: PolicyConfig  # [policy]: robots.txt verdicts, AI/TDM signals (issue 48)
 
     @classmethod
     def of(cls, cfg: Config) -> HostSettings:
@@ -147,4 +149,5 @@ class HostSettings:
             normalizer=Normalizer(cfg.normalize),
             filters=compile_filters(cfg.filters),
             sitemap_log=cfg.output.sitemap_log,
+            policy=cfg.policy,
         )
