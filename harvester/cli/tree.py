@@ -85,6 +85,7 @@ def command(ns: argparse.Namespace, cfg: Config) -> int:
     from rich.console import Console
 
     from harvester.run.runtime import event_loop_runner
+    from harvester.view.allows import allows_branch
     from harvester.view.tree import render_tree, tree_data
 
     try:
@@ -95,6 +96,8 @@ def command(ns: argparse.Namespace, cfg: Config) -> int:
     except JOB_ERRORS as exc:
         return fail("tree", exc)
     data = tree_data(report)
+    if report.get("allows") is not None:
+        data["allows"] = report["allows"]
     if ns.json:
         sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
     else:
@@ -102,7 +105,11 @@ def command(ns: argparse.Namespace, cfg: Config) -> int:
         if not console.is_terminal:
             # Into a pipe or file: whole lines, never cut at a guessed width of 80.
             console = Console(width=_PIPE_WIDTH)
-        console.print(render_tree(data))
+        tree = render_tree(data)
+        allows = allows_branch(report)
+        if allows is not None:
+            tree.add(allows)
+        console.print(tree)
     return _status(report)
 
 
