@@ -218,7 +218,9 @@ async def _fetch_robots(
             # No robots.txt: everything allowed (RFC 9309); a 401/403/451 or a challenge
             # may be a bot wall, told apart by the probes (wall.py).
             found = Discovered([], origin=_origin(url), robots_status=exc.status, robots_url=url)
-            found.wall.robots_answer(exc.status, challenge=isinstance(exc, Blocked))
+            found.wall.robots_answer(
+                exc.status, why=exc.message if isinstance(exc, Blocked) else None
+            )
             return found
         raise
     except MalformedResponse as exc:

@@ -93,13 +93,15 @@ class Wall:
     open_probes: int = 0  # probes that answered something else than a wall
 
     def robots_answer(
-        self, status: int | None, body: bytes = b"", *, challenge: bool = False
+        self, status: int | None, body: bytes = b"", *, why: str | None = None
     ) -> None:
-        """robots.txt answered ``status`` (``body``: its text when it was read; ``challenge``:
-        the fetcher saw a challenge page already)."""
+        """robots.txt answered ``status`` (``body``: its text when it was read; ``why``: the
+        fetcher's message when it saw a challenge page already, a ``Blocked``)."""
         vendor = challenge_vendor(body) if body else None
-        if challenge or vendor is not None:
-            self.robots = f"HTTP {status} (challenge page{f': {vendor}' if vendor else ''})"
+        if why is not None:
+            self.robots = why
+        elif vendor is not None:
+            self.robots = f"HTTP {status} (challenge page: {vendor})"
         elif status in WALL_STATUSES:
             self.robots = f"HTTP {status}"
         self.status = status

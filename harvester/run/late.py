@@ -65,6 +65,8 @@ class LatePool:
             patient = dataclasses.replace(
                 fetch,
                 first_byte_timeout=fetch.late_first_byte_timeout,
+                # A site slow to its first byte is as slow on each file: as patient there.
+                read_timeout=max(fetch.read_timeout, fetch.late_first_byte_timeout),
                 max_connections=min(LATE_SLOTS, fetch.max_connections),
             )
             self._fetcher = Fetcher(patient, resolver=resolver, hosts=cfg.politeness)
