@@ -136,20 +136,7 @@ async def run_shard(
     scheduler = Scheduler(cfg.politeness)
     settings = HostSettings.of(cfg)  # read (and compiled) once, shared by the shard's hosts
 
-    async def run_host(seed: Seed, fetcher: Fetcher) -> HostWorker:
-        host = HostWorker(
-            seed,
-            settings,
-            fetcher,
-            scheduler,
-            out.records,
-            ledger=ledger,
-            emit_mode=emit_mode,
-            encoded=encoded,
-            ready=ready,
-        )
-        await host.run()
-        return host
+    run_host = _host_runner(settings, scheduler, out, ledger, emit_mode, encoded, ready)
 
     async def harvest_host(seed: Seed, fetcher: Fetcher) -> None:
         try:
@@ -176,6 +163,36 @@ async def run_shard(
             logger.debug("shard done: %r", admission)
             if ledger is not None:
                 ledger.close()
+
+
+def _host_runner(
+    settings: HostSettings,
+    scheduler: Scheduler,
+    out: ShardOutput,
+    ledger: LedgerReader | None,
+    emit_mode: str,
+    encoded: bool,
+    ready: Callable[[], Awaitable[object]] | None,
+) -> Callable[[Seed, Fetcher], Awaitable[HostWorker]]:
+    """How the shard harvests one seed with a fetcher (the shard's, or the late pool's):
+    the finished ``HostWorker`` (its report, its state update)."""
+
+    async def run_host(seed: Seed, fetcher: Fetcher) -> HostWorker:
+        host = HostWorker(
+            seed,
+            settings,
+            fetcher,
+            scheduler,
+            out.records,
+            ledger=ledger,
+            emit_mode=emit_mode,
+            encoded=encoded,
+            ready=ready,
+        )
+        await host.run()
+        return host
+
+    return run_host
 
 
 @contextlib.asynccontextmanager
