@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 from harvester.config import load_config
 from harvester.crawl.report import HostReport
 from harvester.crawl.seed import Seed
+from harvester.errors import ConfigError
 from harvester.run.late import LatePool
 
 BARE = Seed("a.com", "https://a.com", None, None, 1, explicit_scheme=False)
@@ -44,9 +47,5 @@ def test_no_late_attempt_without_a_first_contact_timeout_or_after_a_read() -> No
 
 
 def test_a_negative_late_timeout_is_refused_naming_its_key() -> None:
-    import pytest
-
-    from harvester.errors import ConfigError
-
     with pytest.raises(ConfigError, match=r"fetch\.late_first_byte_timeout"):
         load_config(None, {"fetch.late_first_byte_timeout": -1})
