@@ -29,7 +29,10 @@ Once ``stream`` has yielded, errors are final. First contact is the
 exception (``HostSlot.answered`` is False until the host sent any response):
 the response is awaited for ``first_byte_timeout``, and a connect or
 first-byte timeout is final at once, so a dead or hanging host costs one
-timeout. A failed TLS handshake is never retried.
+timeout (``FetchTimeout.first_contact`` says which; the run tries such a host once
+more, late and patiently: ``harvester.run.late``). A failed TLS handshake is never
+retried, nor a 403/503 that is a bot vendor's challenge page (``Blocked``, its first
+bytes read: ``harvester.crawl.wall``).
 
 DNS (``harvester.crawl.resolver``) and TLS (one ``ssl.SSLContext``) are set up in
 ``harvester.crawl.connector``.
