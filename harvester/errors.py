@@ -16,7 +16,8 @@ per-host report) and, when known, the ``url`` it concerns::
     │   ├── BadContentEncoding             bad_encoding        body does not decode as its
     │   │                                                      Content-Encoding says
     │   ├── HTTPStatusError                http_status         (status, retry_after)
-    │   │   └── Blocked                    blocked             bot challenge (403 + cf-mitigated)
+    │   │   └── Blocked                    blocked             bot challenge, or a wall: robots.txt
+    │   │                                                      and every probe 401/403/451
     │   ├── TooManyRedirects               redirects
     │   ├── MalformedResponse              bad_http            not valid HTTP (a chunk size, a
     │   │                                                      header, the status line)
@@ -155,9 +156,15 @@ class TruncatedBody(ConnectError):
 
 
 class FetchTimeout(FetchError, TimeoutError):
-    """Connect, read-stall or total-time limit exceeded."""
+    """Connect, read-stall or total-time limit exceeded.
+
+    ``first_contact`` says which wait of a host's first request ran out: ``"connect"``
+    or ``"first_byte"`` (None: not first contact). Such a host gets one late, patient
+    attempt in a run (``harvester.run.late``).
+    """
 
     kind = "timeout"
+    first_contact: str | None = None  # set by the fetcher on a first-contact timeout
 
 
 class TooSlow(FetchError):
@@ -194,7 +201,9 @@ class HTTPStatusError(FetchError):
 
 
 class Blocked(HTTPStatusError):
-    """A bot-protection challenge answered instead of the file (403 with ``cf-mitigated``).
+    """A bot wall: a challenge page answered instead of the file (403 with ``cf-mitigated``,
+    or a small page of a known challenge vendor, ``harvester.crawl.wall``), or a host whose
+    robots.txt and every probed location answered 401/403/451.
 
     Retrying will not help; the site must allow the crawler (or be skipped).
     """

@@ -60,6 +60,10 @@ class FetchConfig:
     connect_timeout: float = 10.0  # TCP connect plus TLS handshake
     # A host's first request: seconds from the request sent to the first response byte.
     first_byte_timeout: float = 10.0
+    # Issue 51: a host whose first contact timed out (connect or first byte) gets one late,
+    # patient attempt in the run, its first byte awaited this long (after an https connect
+    # timeout, over plain http); 0: no late attempts (harvester.run.late).
+    late_first_byte_timeout: float = 45.0
     read_timeout: float = 30.0  # longest silence while reading a body
     # A body averaging fewer than min_speed bytes/s over min_speed_window seconds of waiting
     # for the network is aborted as too_slow (curl's --speed-limit/--speed-time); 0: off.
@@ -111,6 +115,10 @@ class FetchConfig:
         for name in ("connect_timeout", "first_byte_timeout", "read_timeout", "dns_timeout"):
             if not getattr(self, name) > 0:
                 raise ConfigError("must be > 0", key=f"fetch.{name}")
+        if not self.late_first_byte_timeout >= 0:
+            raise ConfigError(
+                "must be >= 0 (0: no late attempts)", key="fetch.late_first_byte_timeout"
+            )
         if self.min_speed and not self.min_speed_window > 0:
             raise ConfigError("must be > 0 when min_speed is set", key="fetch.min_speed_window")
         if self.dns_cache_size < 1:

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from harvester.crawl.fetch import not_before
 from harvester.crawl.scheduler import host_key
+from harvester.crawl.wall import CHALLENGE_MAX, challenge_vendor
 from harvester.errors import (
     BadContentEncoding,
     Blocked,
@@ -96,8 +97,12 @@ class RetryListed:
 
 @dataclass(frozen=True, slots=True)
 class Missed:
-    """A fallback probe answered 4xx (not a challenge, 408 or 429): the next location, if
-    any, is probed; no failure."""
+    """A fallback probe answered 4xx (not a challenge, 408 or 429), or a challenge page
+    with 200 (``challenge``): the next location, if any, is probed; no failure. ``status``
+    tells a bot wall (401/403/451) from a missing file (``harvester.crawl.wall``)."""
+
+    status: int | None = None
+    challenge: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,7 +218,7 @@ class Attempts:
                 and exc.status not in _BUSY
                 and not isinstance(exc, Blocked)
             ):
-                return Missed()
+                return Missed(exc.status)
             return Failed(exc, exc.status, got.requests + (exc.attempts or 1), None)
         except (ConnectError, FetchTimeout) as exc:
             if got.streaming:
@@ -250,7 +255,10 @@ class Attempts:
             stop = hooks.head(ref, body.url, got.status, got.validators)
             if stop is not None:
                 return stop
+            guess = ref.source == "fallback" and got.status == 200
             async for chunk in body.chunks():
+                if guess and not got.received and challenge_vendor(chunk[:CHALLENGE_MAX]):
+                    return Missed(got.status, challenge=True)  # a bot wall's page, no file
                 got.received += len(chunk)
                 if digest is not None:
                     digest.update(chunk)

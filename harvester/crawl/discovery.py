@@ -29,7 +29,14 @@ from harvester.crawl.frontier import SitemapRef
 from harvester.crawl.probes import probe_urls
 from harvester.crawl.robots import RobotsTxt, parse_robots
 from harvester.crawl.scheduler import host_key
-from harvester.errors import ConnectError, HTTPStatusError, MalformedResponse, TruncatedBody
+from harvester.crawl.wall import CHALLENGE_MAX, Wall
+from harvester.errors import (
+    Blocked,
+    ConnectError,
+    HTTPStatusError,
+    MalformedResponse,
+    TruncatedBody,
+)
 
 if TYPE_CHECKING:
     from harvester.crawl.fetch import Fetcher
@@ -81,6 +88,7 @@ class Discovered:
     redirects: tuple[str, ...] = ()  # URLs that redirected on the way to it
     warning: str | None = None  # robots.txt was read as missing despite a fault (why)
     home: Fetched | None = None  # the home page, when fetched for the probes (probes.py)
+    wall: Wall = field(default_factory=Wall)  # robots.txt and the probes as a bot wall
 
 
 def registrable_domain(host: str) -> str:
@@ -210,9 +218,14 @@ async def _fetch_robots(
                     break  # like Google: read the first max_robots_bytes, ignore the rest
             final, status, redirects = body.url, body.status, body.redirects
     except HTTPStatusError as exc:
-        if 400 <= exc.status < 500:
-            # No robots.txt: everything allowed.
-            return Discovered([], origin=_origin(url), robots_status=exc.status, robots_url=url)
+        if 400 <= exc.status < 500 or isinstance(exc, Blocked):
+            # No robots.txt: everything allowed (RFC 9309); a 401/403/451 or a challenge
+            # may be a bot wall, told apart by the probes (wall.py).
+            found = Discovered([], origin=_origin(url), robots_status=exc.status, robots_url=url)
+            found.wall.robots_answer(
+                exc.status, why=exc.message if isinstance(exc, Blocked) else None
+            )
+            return found
         raise
     except MalformedResponse as exc:
         # Not valid HTTP (a Content-Length shorter than the body spills into the next
@@ -221,11 +234,14 @@ async def _fetch_robots(
         why = f"robots.txt read as missing: {exc.message}"
         return Discovered([], origin=_origin(url), robots_url=url, warning=why)
     text = b"".join(parts)[:cap]
-    robots = parse_robots(text, final, settings.user_agent)
+    wall = Wall()
+    wall.robots_answer(status, text[:CHALLENGE_MAX])
+    robots = parse_robots(text, final, settings.user_agent) if wall.robots is None else RobotsTxt()
     return Discovered(
         [],
         robots,
         _origin(final),
+        wall=wall,
         robots_status=status,
         robots_truncated=size > cap,
         robots_url=final,

@@ -29,7 +29,10 @@ Once ``stream`` has yielded, errors are final. First contact is the
 exception (``HostSlot.answered`` is False until the host sent any response):
 the response is awaited for ``first_byte_timeout``, and a connect or
 first-byte timeout is final at once, so a dead or hanging host costs one
-timeout. A failed TLS handshake is never retried.
+timeout (``FetchTimeout.first_contact`` says which; the run tries such a host once
+more, late and patiently: ``harvester.run.late``). A failed TLS handshake is never
+retried, nor a 403/503 that is a bot vendor's challenge page (``Blocked``, its first
+bytes read: ``harvester.crawl.wall``).
 
 DNS (``harvester.crawl.resolver``) and TLS (one ``ssl.SSLContext``) are set up in
 ``harvester.crawl.connector``.
@@ -60,6 +63,7 @@ from harvester.crawl.connector import is_socks, make_session_parts
 from harvester.crawl.guard import ALLOWED_SCHEMES
 from harvester.crawl.headers import HostHeaders
 from harvester.crawl.resolver import make_resolver
+from harvester.crawl.wall import CHALLENGE_MAX, challenge_vendor
 from harvester.errors import (
     Blocked,
     BodyTooLarge,
@@ -90,6 +94,8 @@ logger = logging.getLogger(__name__)
 
 _DELTA_SECONDS = re.compile(r"\d+(?:\.\d+)?")
 _HONOUR_RETRY_AFTER = frozenset({429, 503})
+# Statuses a bot vendor's challenge page comes with (a 200 one is the reader's to see).
+_CHALLENGE_STATUSES = frozenset({403, 503})
 
 
 def retry_after_seconds(value: str | None, *, now: float | None = None) -> float | None:
@@ -149,6 +155,8 @@ def _retryable(error: FetchError) -> bool:
     # Transient by nature: resets, stalls, overload. A missing name (DNSError),
     # a redirect loop, a bad URL or a refused address (ForbiddenAddress) will not
     # change in the next few seconds.
+    if isinstance(error, Blocked):  # a challenge page: it would be met again
+        return False
     if isinstance(error, HTTPStatusError):
         return error.status in (408, 429) or error.status >= 500
     return isinstance(error, ConnectError | FetchTimeout)
@@ -329,7 +337,7 @@ class Fetcher:
                     error = _failed(cfg, exc, url, first=first, expired=budget.expired())
                 else:
                     assert deadline is not None  # set before the request was sent
-                    outcome = self._check_response(response, url, cap)
+                    outcome = await _challenged(response, self._check_response(response, url, cap))
                     if outcome is None:
                         async with self._bodies:
                             body_stream = BodyStream(response, url, cfg, cap, deadline)
@@ -438,6 +446,26 @@ class Fetcher:
         return self._rng.uniform(0.0, ceiling)
 
 
+async def _challenged(
+    response: aiohttp.ClientResponse, error: HTTPStatusError | None
+) -> HTTPStatusError | None:
+    """``error``, or a ``Blocked`` when the 403/503 came with a bot vendor's challenge
+    page (its first bytes read: a small page, ``harvester.crawl.wall``)."""
+    if error is None or isinstance(error, Blocked) or error.status not in _CHALLENGE_STATUSES:
+        return error
+    declared = response.content_length
+    if declared is not None and declared > CHALLENGE_MAX:
+        return error
+    try:
+        head = await response.content.read(CHALLENGE_MAX)
+    except (aiohttp.ClientError, TimeoutError):
+        return error  # the status is the answer; its page could not be read
+    if (vendor := challenge_vendor(head)) is None:
+        return error
+    message = f"{error.message} (challenge page: {vendor})"
+    return Blocked(message, url=error.url, status=error.status, retry_after=error.retry_after)
+
+
 def _check_target(url: str) -> None:
     """Raise ``ForbiddenAddress`` for a scheme other than http(s), ``InvalidURL`` for a host
     no client can name (aiohttp would raise a bare ``UnicodeError`` on ``xn--zz``)."""
@@ -500,11 +528,15 @@ def _failed(
 
 def _timeout_error(cfg: FetchConfig, exc: TimeoutError, url: str, first: bool) -> FetchTimeout:
     """The ``FetchTimeout`` of a connect or response-wait timeout, saying which it was."""
-    if isinstance(exc, aiohttp.ConnectionTimeoutError):
+    connect = isinstance(exc, aiohttp.ConnectionTimeoutError)
+    if connect:
         what = f"connect timeout ({cfg.connect_timeout:g}s)"
     else:
         waited = cfg.first_byte_timeout if first else cfg.read_timeout
         what = f"no response within {waited:g}s"
     if first:
         what += " on first contact, not retried"
-    return FetchTimeout(what, url=url)
+    error = FetchTimeout(what, url=url)
+    if first:
+        error.first_contact = "connect" if connect else "first_byte"
+    return error

@@ -49,6 +49,7 @@ from harvester.crawl.policy import SitemapPolicy, SitemapQueue
 from harvester.crawl.report import HostReport
 from harvester.crawl.scheduler import host_key
 from harvester.crawl.sitemaps import SitemapLog
+from harvester.crawl.wall import Wall
 from harvester.errors import FetchError, NotASitemap
 from harvester.state.codec import iso
 from harvester.urls.normalize import host_of
@@ -118,6 +119,7 @@ class HostWorker:
         # held for the host's life, so the robots.txt's Crawl-delay paces it too.
         self._site_host: str | None = None
         self._deferred = False  # the host said "not today": nothing more is asked of it
+        self._wall = Wall()  # robots.txt and the probes as a bot wall (discovery's)
         # The host's canonicalization rules (its [normalize.hosts] override, if any).
         rules = settings.normalizer.rules_for(host_of(seed.origin))
         self.batch = UrlBatch(
@@ -194,6 +196,7 @@ class HostWorker:
             await self._hooks.flush()
             if self._deferred:
                 return
+        self._wall.close(self.report, found.robots_url or self.seed.origin)
         if self._settings.discovery.links_fallback and self.report.discovery == "none":
             await self._links(found, slot)  # issue 49: no sitemap, links as a safety net
 
@@ -253,6 +256,7 @@ class HostWorker:
         self.batch.verdicts = verdicts.for_host(policy, agent, found, report)  # issue 48
         if policy.signals and found.robots.text:
             report.allows = allow.signals(found.robots.text, found.robots_url or "")
+        self._wall = found.wall
         self._pace_site(found)
         self._homes.robots(self.seed.origin, found.origin, self._policy.declared)
 
@@ -340,7 +344,8 @@ class HostWorker:
             case NotModified(status) if inc is not None:
                 for child in inc.carry(ref, "not_modified", status):
                     self._queue.offer(child)
-            case Missed():
+            case Missed(status, challenge):
+                self._wall.probe(status, challenge=challenge)
                 self._next_probe(ref)
             case BodyBroken() | Undecodable() | Failed():
                 # Entries read before the failure were already emitted; kept.
@@ -368,6 +373,7 @@ class HostWorker:
         if ref.source == "fallback":
             if isinstance(result.error, NotASitemap):
                 # A guess that found an HTML page or an empty body: a miss, not a failure.
+                self._wall.probe(200)
                 self._next_probe(ref)
                 return
             report.discovery = f"fallback:{ref.url}"

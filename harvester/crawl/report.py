@@ -130,6 +130,12 @@ class HostReport:
     robots_disallowed_urls: int = 0
     robots_unknown: str | None = None
     allows: dict[str, Any] | None = None
+    # Issue 51 (harvester.run.late): which wait of the host's first contact timed out
+    # ("connect" or "first_byte"; None: none did), whether the late, patient attempt that
+    # followed reached the host (its report is this one then), and its seconds.
+    first_contact_timeout: str | None = None
+    recovered_late: bool = False
+    late_seconds: float = 0.0
 
     def fail(
         self,
@@ -142,6 +148,8 @@ class HostReport:
         """Record a failure; ``status`` defaults to the error's own (``HTTPStatusError``)."""
         if status is None:
             status = getattr(exc, "status", None)
+        if self.first_contact_timeout is None:
+            self.first_contact_timeout = getattr(exc, "first_contact", None)
         self.failures_total += 1
         self.failures_by_class[exc.kind] = self.failures_by_class.get(exc.kind, 0) + 1
         if len(self.failures) < KEEP:

@@ -54,6 +54,10 @@ class RunReport:
     hosts_done: int = 0
     hosts_failed: int = 0
     hosts_deferred: int = 0  # hosts whose report says ``deferred`` (a Retry-After: not today)
+    # Issue 51: hosts found by their late attempt after a first-contact timeout, and hosts
+    # behind a bot wall (discovery "blocked"; docs/late-and-walls.md).
+    hosts_recovered_late: int = 0
+    hosts_blocked: int = 0
     urls: int = 0
     bytes: int = 0
     sitemaps_fetched: int = 0
@@ -101,6 +105,10 @@ class RunReport:
             self.hosts_failed += 1
         if host.get("deferred"):
             self.hosts_deferred += 1
+        if host.get("recovered_late"):
+            self.hosts_recovered_late += 1
+        if host.get("discovery") == "blocked":
+            self.hosts_blocked += 1
         self.filtered += int(host.get("filtered", 0))
         self.sitemaps_filtered += int(host.get("sitemaps_filtered", 0))
         if host.get("tls_unverified"):

@@ -10,7 +10,8 @@ Data flow (one shard = one process = one loop; ``shards.py`` runs N of them):
 2. Each host task runs ``HostWorker``: discovery (robots.txt) → per-host
    frontier → fetch (``Fetcher``, paced by the host's ``HostSlot`` from the
    ``Scheduler``) → decompress → sniff → parse → normalize → per-host dedupe →
-   records; then it releases its admission.
+   records; then it releases its admission. A host whose first contact timed out
+   is then tried once more, patiently, outside the admission (``late.py``).
 3. Record batches (``RecordBatch``, up to 512 records, flushed at each
    sitemap's end, as ``UrlBatch.flush`` made them) and finished hosts (``HostDone``)
    go to the shard's ``ShardOutput``, its only way out: the writer (in this process,
@@ -47,6 +48,7 @@ from harvester.crawl.scheduler import Scheduler
 from harvester.crawl.settings import HostSettings
 from harvester.errors import InputError
 from harvester.run.admission import Admission, admitted, for_run, stop_watching, watch
+from harvester.run.late import LatePool
 from harvester.run.seeds import iter_seeds
 from harvester.state.ledger import Incremental, LedgerReader
 from harvester.urls.crosshost import CrossHostTracker
@@ -134,29 +136,26 @@ async def run_shard(
     scheduler = Scheduler(cfg.politeness)
     settings = HostSettings.of(cfg)  # read (and compiled) once, shared by the shard's hosts
 
+    run_host = _host_runner(settings, scheduler, out, ledger, emit_mode, encoded, ready)
+
     async def harvest_host(seed: Seed, fetcher: Fetcher) -> None:
         try:
-            host = HostWorker(
-                seed,
-                settings,
-                fetcher,
-                scheduler,
-                out.records,
-                ledger=ledger,
-                emit_mode=emit_mode,
-                encoded=encoded,
-                ready=ready,
-            )
-            report = await host.run()
-            await out.host_done(HostDone(report.as_dict(), host.state))
+            host = await run_host(seed, fetcher)
+            if (again := late.wanted(seed, host.report)) is None:
+                await out.host_done(HostDone(host.report.as_dict(), host.state))
+                return
         finally:
             admission.released()
             changed.set()
+        # A first contact that timed out: once more, patiently, outside the admission.
+        host = await late.retry(again, host.report, run_host)
+        await out.host_done(HostDone(host.report.as_dict(), host.state))
 
     fetcher = Fetcher(cfg.fetch, resolver=resolver, hosts=cfg.politeness)
+    late = LatePool(cfg, resolver)
     async with _admission(cfg, fetcher, changed, blocked, shared) as admission:
         try:
-            async with fetcher, asyncio.TaskGroup() as tg:
+            async with fetcher, late, asyncio.TaskGroup() as tg:
                 # The feeder: each seed admitted is a host task (admitted() was counted).
                 async for seed in admitted(seeds, admission, changed):
                     tg.create_task(harvest_host(seed, fetcher))
@@ -164,6 +163,36 @@ async def run_shard(
             logger.debug("shard done: %r", admission)
             if ledger is not None:
                 ledger.close()
+
+
+def _host_runner(
+    settings: HostSettings,
+    scheduler: Scheduler,
+    out: ShardOutput,
+    ledger: LedgerReader | None,
+    emit_mode: str,
+    encoded: bool,
+    ready: Callable[[], Awaitable[object]] | None,
+) -> Callable[[Seed, Fetcher], Awaitable[HostWorker]]:
+    """How the shard harvests one seed with a fetcher (the shard's, or the late pool's):
+    the finished ``HostWorker`` (its report, its state update)."""
+
+    async def run_host(seed: Seed, fetcher: Fetcher) -> HostWorker:
+        host = HostWorker(
+            seed,
+            settings,
+            fetcher,
+            scheduler,
+            out.records,
+            ledger=ledger,
+            emit_mode=emit_mode,
+            encoded=encoded,
+            ready=ready,
+        )
+        await host.run()
+        return host
+
+    return run_host
 
 
 @contextlib.asynccontextmanager

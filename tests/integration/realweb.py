@@ -11,6 +11,7 @@ FAST = """
 [fetch]
 connect_timeout = 1.0
 first_byte_timeout = 1.0
+late_first_byte_timeout = 2.0
 read_timeout = 1.0
 total_timeout = 4.0
 retries = 0

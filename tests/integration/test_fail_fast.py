@@ -116,6 +116,7 @@ def fail_fast_config(**cfg: Any) -> dict[str, Any]:
         "fetch.first_byte_timeout": TIMEOUT,
         "fetch.read_timeout": 5.0,
         "fetch.retries": 3,
+        "fetch.late_first_byte_timeout": 0,  # fail fast only: no late attempt (issue 51)
     }
     settings.update(cfg)
     return settings
