@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
+from harvester.config.crawl import DiscoveryConfig
+from harvester.crawl.probes import DEFAULT_BUDGET, plan
 from harvester.errors import FetchTimeout
 from tests.integration.conftest import Reply
 from tests.integration.harvesting import collect
@@ -38,7 +40,9 @@ SMALL = {
     "fetch.late_first_byte_timeout": 20.0,
     "fetch.total_timeout": 30.0,
 }
-FALLBACKS = ("/sitemap.xml", "/sitemap_index.xml", "/sitemap.txt")
+# Every location discovery probes by default (robots.txt listing none): a wall answers
+# them all alike.
+FALLBACKS = tuple(plan(DiscoveryConfig().fallback_paths, "", DEFAULT_BUDGET))
 
 
 def slow(route: bytes) -> Any:

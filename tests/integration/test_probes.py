@@ -68,7 +68,7 @@ async def test_link_rel_sitemap_on_a_fetched_home_page_is_found(sites: Sites) ->
     routes["/maps/all.xml"] = urlset(site.url("/x"), site.url("/y"))
     records, hosts = await collect([site.origin], **{"discovery.links_fallback": 5})
     assert sorted(r["loc"] for r in records) == [site.url("/x"), site.url("/y")]
-    assert all("source" not in r for r in records)  # sitemap records: not the links walk's
+    assert all(r["source"] == "sitemap" for r in records)  # not the links walk's
     assert hosts[_key(site)]["discovery"] == f"fallback:{site.url('/maps/all.xml')}"
     assert [h.path for h in site.log] == ["/robots.txt", "/", "/maps/all.xml"]
 
