@@ -62,7 +62,7 @@ class HostHooks:
         self._queue = queue
         self._homes = homes
         self._incremental = incremental
-        self._emit = emit
+        self.emit = emit  # (also the links fallback's records, crawl/links.py)
         self._ready = ready
 
     def head(
@@ -109,4 +109,4 @@ class HostHooks:
         """Hand the batch's records so far to ``emit`` (nothing when it holds none)."""
         out = self._batch.flush()
         if out is not None:
-            await self._emit(out)
+            await self.emit(out)

@@ -26,7 +26,7 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
-from harvester.crawl import allow, verdicts
+from harvester.crawl import allow, links, verdicts
 from harvester.crawl.attempt import (
     Attempts,
     BodyBroken,
@@ -44,7 +44,6 @@ from harvester.crawl.frontier import Frontier, SitemapRef
 from harvester.crawl.home import HomeHosts
 from harvester.crawl.hooks import HostHooks
 from harvester.crawl.incremental import HostIncremental
-from harvester.crawl.links import emit_links, walk
 from harvester.crawl.policy import SitemapPolicy, SitemapQueue
 from harvester.crawl.report import HostReport
 from harvester.crawl.scheduler import host_key
@@ -150,7 +149,6 @@ class HostWorker:
             self.batch, self._queue, self._homes, inc, self.sitemaps, emit, ready
         )
         self._attempts = Attempts(fetcher, settings.fetch, settings.reader, self._hooks)
-        self._emit = emit  # (the links fallback's records, crawl/links.py)
 
     async def run(self) -> HostReport:
         """Harvest the host; return its report (never raises for host-level failures)."""
@@ -198,16 +196,9 @@ class HostWorker:
                 return
         self._wall.close(self.report, found.robots_url or self.seed.origin)
         if self._settings.discovery.links_fallback and self.report.discovery == "none":
-            await self._links(found, slot)  # issue 49: no sitemap, links as a safety net
-
-    async def _links(self, found: Discovered, slot: HostSlot) -> None:
-        """Walk the host's links (crawl/links.py) and emit what it finds."""
-        origin, rules = found.origin or self.seed.origin, self.batch.rules
-        n = self._settings.discovery.links_fallback
-        pages = await walk(
-            origin, found.robots, self._fetcher, slot, rules.canonical, n, found.home
-        )
-        await emit_links(pages, self.host, self.report, self._settings.batch.max_urls, self._emit)
+            # Issue 49: no sitemap, links as a safety net.
+            args = (self._fetcher, slot, self._settings, self.batch.rules, self.report)
+            await links.fallback(found, self.seed.origin, *args, self._hooks.emit)
 
     async def _discover(self, slot: HostSlot) -> Discovered | None:
         """The host's first sitemaps: recalled from the state file, or discovered (its

@@ -38,11 +38,14 @@ from harvester.urls.records import record
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
+    from harvester.crawl.discovery import Discovered
     from harvester.crawl.fetch import Fetcher
     from harvester.crawl.homepage import Fetched
     from harvester.crawl.report import HostReport
     from harvester.crawl.robots import RobotsTxt
     from harvester.crawl.scheduler import HostSlot
+    from harvester.crawl.settings import HostSettings
+    from harvester.urls.normalize import Rules
 
 __all__ = ["MAX_DEPTH", "Walk", "emit_links", "walk"]
 
@@ -161,3 +164,22 @@ async def emit_links(
     if records:
         report.discovery = "links"
         await emit(RecordBatch(host, records, fps))
+
+
+async def fallback(
+    found: Discovered,
+    origin: str,
+    fetcher: Fetcher,
+    slot: HostSlot,
+    settings: HostSettings,
+    rules: Rules,
+    report: HostReport,
+    emit: Callable[[RecordBatch], Awaitable[None]],
+) -> None:
+    """The links fallback of a host whose discovery found no sitemap: walk its links from
+    ``found.origin`` (else ``origin``, the seed's), at most ``discovery.links_fallback``
+    pages, and ``emit`` what the walk found as the host's records, counted in ``report``."""
+    n = settings.discovery.links_fallback
+    start = found.origin or origin
+    pages = await walk(start, found.robots, fetcher, slot, rules.canonical, n, found.home)
+    await emit_links(pages, report.host, report, settings.batch.max_urls, emit)

@@ -29,6 +29,7 @@ from harvester.errors import ConfigError
 from harvester.output.formats import make_sink
 from harvester.output.parts import fsync_file, publish_file
 from harvester.output.sink import JsonlSink
+from harvester.version import install_hint
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -95,7 +96,7 @@ def _parquet(paths: list[str], output: str) -> int:
         import pyarrow.parquet as pq
     except ImportError as exc:
         raise ConfigError(
-            f"merging Parquet needs pyarrow ({exc}): pip install 'harvester[parquet]'",
+            f"merging Parquet needs pyarrow ({exc}): {install_hint('parquet')}",
             key="output.format",
         ) from exc
     from harvester.output.parquetsink import SCHEMA

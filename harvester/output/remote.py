@@ -20,7 +20,7 @@ The run writes locally first (``stage_dir``: one fixed directory per URL under t
 user's cache), streaming as every run does; the same directory on the next run keeps
 the state file, so ``--emit delta``, resume and cron runs work as with a local ``-o``.
 
-Needs fsspec and the store's filesystem (``pip install "harvester[s3]"`` for S3).
+Needs fsspec and the store's filesystem (``pip install "harvester-sitemaps[s3]"`` for S3).
 Credentials and endpoint come from the store's usual sources (for S3: the
 ``AWS_*`` environment variables, ``~/.aws``; ``AWS_ENDPOINT_URL`` for a
 non-AWS endpoint).
@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from harvester.errors import ConfigError
+from harvester.version import install_hint
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -122,13 +123,13 @@ def _filesystem(url: str) -> tuple[Any, str]:
         import fsspec  # type: ignore[import-untyped]
     except ImportError as exc:
         raise ConfigError(
-            f'-o {url} needs fsspec ({exc}): pip install "harvester[s3]"', key="output"
+            f"-o {url} needs fsspec ({exc}): {install_hint('s3')}", key="output"
         ) from exc
     try:
         return fsspec.core.url_to_fs(url, **storage_options(url))  # type: ignore[no-any-return]
     except (ImportError, ValueError) as exc:
         raise ConfigError(
-            f'-o {url}: no filesystem for it ({exc}); for S3: pip install "harvester[s3]"',
+            f"-o {url}: no filesystem for it ({exc}); for S3: {install_hint('s3')}",
             key="output",
         ) from exc
 

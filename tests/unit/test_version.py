@@ -70,7 +70,7 @@ def test_socks_without_aiohttp_socks_names_the_distribution(
 def test_no_hint_names_the_other_projects_package() -> None:
     # A literal "harvester[extra]" anywhere a user reads it: the code's messages, the
     # README and the example config.
-    pattern = re.compile(r"""(?<![\w-])harvester\[(?:parquet|dask|socks|bloom|bench|test|dev)""")
+    pattern = re.compile(r"""(?<![\w-])harvester\[(?:parquet|dask|socks|bloom|bench|test|dev|s3)""")
     files = [*sorted((ROOT / "harvester").rglob("*.py")), ROOT / "README.md"]
     files += [ROOT / "config.example.toml", *sorted((ROOT / "docs").glob("*.md"))]
     found = [
