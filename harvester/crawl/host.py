@@ -147,8 +147,13 @@ class HostWorker:
         )
         self._attempts = Attempts(fetcher, settings.fetch, settings.reader, self._hooks)
 
-    async def run(self) -> HostReport:
-        """Harvest the host; return its report (never raises for host-level failures)."""
+    async def run(self, found: Awaitable[Discovered] | None = None) -> HostReport:
+        """Harvest the host; return its report (never raises for host-level failures).
+
+        ``found``: its discovery read ahead of its admission (``crawl.probe``), awaited
+        instead of discovering again.
+        """
+        self._found_ahead = found
         started = time.monotonic()
         slot = self._scheduler.acquire(self.host)
         self.report.tls_unverified = not slot.policy.verify_tls
@@ -207,7 +212,10 @@ class HostWorker:
                 return None
         else:
             try:
-                found = await discover(self.seed, self._fetcher, slot, self._settings.discovery)
+                found = await (
+                    self._found_ahead
+                    or discover(self.seed, self._fetcher, slot, self._settings.discovery)
+                )
             except FetchError as exc:
                 self.report.fail(exc, status=getattr(exc, "status", None))
                 self.report.discovery = "failed"

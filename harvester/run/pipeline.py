@@ -47,6 +47,7 @@ from harvester.crawl.scheduler import Scheduler
 from harvester.crawl.settings import HostSettings
 from harvester.errors import InputError
 from harvester.run.admission import Admission, admitted, for_run, stop_watching, watch
+from harvester.run.lookahead import looking_ahead
 from harvester.run.seeds import iter_seeds
 from harvester.state.ledger import Incremental, LedgerReader
 from harvester.urls.crosshost import CrossHostTracker
@@ -57,6 +58,7 @@ if TYPE_CHECKING:
     from aiohttp.abc import AbstractResolver
 
     from harvester.crawl.seed import Seed
+    from harvester.run.lookahead import Looked
     from harvester.run.loopadmission import LoopAdmission
     from harvester.state.memory import HostState
 
@@ -115,29 +117,28 @@ async def run_shard(
     ready: Callable[[], Awaitable[object]] | None = None,
     blocked: Callable[[], float] | None = None,
     shared: LoopAdmission | None = None,
+    stopped: Callable[[], bool] | None = None,
 ) -> None:
     """Harvest every seed of ``seeds``; deliver record batches and finished hosts to ``out``.
 
-    ``encoded``: ``out`` writes JSON Lines, so a ``RecordBatch`` may carry its
-    records already encoded (``data``); read them with ``RecordBatch.encoded()``.
-    ``ready``: awaited before each body chunk is parsed; it returns when the output
-    can take more (so a slow consumer holds the hosts before parsing, not after).
-    ``blocked``: seconds so far that the output was behind (``Results.blocked``); the
-    admission holds, then shrinks, the hosts in flight while it is.
-    ``shared``: the admission of every shard on this loop (``loopadmission.py``; a
-    distributed worker's), used instead of one of the shard's own.
+    ``encoded``: ``out`` writes JSON Lines, so a ``RecordBatch`` may carry its records
+    already encoded (``data``; ``RecordBatch.encoded()``). ``ready``: awaited before each
+    body chunk is parsed; it returns when the output can take more (a slow consumer holds
+    the hosts before parsing, not after). ``blocked``: seconds so far that the output was
+    behind (``Results.blocked``); the admission holds, then shrinks, the hosts in flight
+    while it is. ``shared``: the loop's one admission of its shards (``loopadmission``; a
+    distributed worker's), used instead of the shard's own. ``stopped``: the stop flag.
     """
     ledger = LedgerReader(incremental.path, incremental.run_id) if incremental else None
     emit_mode = incremental.emit if incremental else "all"
-    # Set when a host ends or a sample moves the ceiling.
-    changed = shared.changed if shared is not None else asyncio.Event()
+    changed = shared.changed if shared is not None else asyncio.Event()  # host end, ceiling
     scheduler = Scheduler(cfg.politeness)
     settings = HostSettings.of(cfg)  # read (and compiled) once, shared by the shard's hosts
 
-    async def harvest_host(seed: Seed, fetcher: Fetcher) -> None:
+    async def harvest_host(item: Looked, fetcher: Fetcher) -> None:
         try:
             host = HostWorker(
-                seed,
+                item.seed,
                 settings,
                 fetcher,
                 scheduler,
@@ -147,19 +148,20 @@ async def run_shard(
                 encoded=encoded,
                 ready=ready,
             )
-            report = await host.run()
+            report = await host.run(item.found)
             await out.host_done(HostDone(report.as_dict(), host.state))
         finally:
+            item.close()  # (its probe's hold on the host's slot)
             admission.released()
             changed.set()
 
     fetcher = Fetcher(cfg.fetch, resolver=resolver, hosts=cfg.politeness)
     async with _admission(cfg, fetcher, changed, blocked, shared) as admission:
         try:
-            async with fetcher, asyncio.TaskGroup() as tg:
-                # The feeder: each seed admitted is a host task (admitted() was counted).
-                async for seed in admitted(seeds, admission, changed):
-                    tg.create_task(harvest_host(seed, fetcher))
+            looked = looking_ahead(seeds, cfg.run, scheduler, fetcher, settings, ledger, stopped)
+            async with fetcher, asyncio.TaskGroup() as tg, looked as source:
+                async for item in admitted(source, admission, changed):  # the feeder
+                    tg.create_task(harvest_host(item, fetcher))  # a host (admitted() counted)
         finally:
             logger.debug("shard done: %r", admission)
             if ledger is not None:
