@@ -24,8 +24,11 @@ The order of taking, when the admission lets one host start:
    (the host awaits it): the lookahead never makes the admission wait.
 
 Bounds: at most ``window`` seeds held (each a ``Seed`` and a probe with its robots.txt,
-at most ``fetch.max_robots_bytes``), at most ``probes`` probes in flight for seeds not
-taken yet. A stop (``stopped()``) ends the iterator at once; ``close`` cancels the
+at most ``fetch.max_robots_bytes``), at most ``probes`` probes in flight, those of hosts
+taken and still awaiting theirs included: so a run's start (the admission's first hosts
+all discovering at once) asks DNS and the network no more than without a lookahead (a
+burst of twice as many lookups made a loopback DNS server time out).
+A stop (``stopped()``) ends the iterator at once; ``close`` cancels the
 probes of seeds never taken and gives back their slots.
 """
 
@@ -92,7 +95,6 @@ class _Entry:
             self.probe.close()
 
     taken: bool = False
-    queued: bool = False  # in the ready heap
 
 
 async def passthrough(seeds: AsyncIterator[Seed]) -> AsyncIterator[Looked]:
@@ -208,16 +210,14 @@ class Lookahead:
             entry.probe.task.add_done_callback(functools.partial(self._probed, entry))
 
     def _probed(self, entry: _Entry, _task: object) -> None:
-        if entry.taken:
-            return  # its host started with the probe running (and counted it off then)
-        self._probing -= 1
-        probe = entry.probe
-        assert probe is not None
-        self._queue(entry, math.inf if probe.failed() else probe.chain())
+        self._probing -= 1  # taken or not: its request is over
+        if not entry.taken:
+            probe = entry.probe
+            assert probe is not None
+            self._queue(entry, math.inf if probe.failed() else probe.chain())
         self._start_probes()
 
     def _queue(self, entry: _Entry, priority: float) -> None:
-        entry.queued = True
         heapq.heappush(self._ready, (-priority, entry.order, entry))
         self._arrived.set()
 
@@ -237,9 +237,6 @@ class Lookahead:
         entry.taken = True
         self._held -= 1
         probe = entry.probe
-        if probe is not None and not entry.queued:
-            self._probing -= 1  # still running: the host awaits it, a new probe may start
-            self._start_probes()
         entry.probe = None  # the host owns it now (and its robots.txt)
         pending = self._pending
         while pending and pending[0].taken:  # (an old seed not taken keeps those behind)
