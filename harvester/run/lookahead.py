@@ -265,9 +265,8 @@ async def looking_ahead(
         return
 
     def start(seed: Seed) -> RobotsProbe | None:
-        if seed.sitemap is not None:
-            return None
-        if ledger is not None and ledger.host(seed.host).host_id is not None:
+        host, sitemap = seed.host, seed.sitemap
+        if sitemap is not None or (ledger is not None and ledger.host(host).host_id is not None):
             return None
         return RobotsProbe(seed, fetcher, scheduler, settings.discovery)
 
