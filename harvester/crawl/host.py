@@ -150,8 +150,13 @@ class HostWorker:
         )
         self._attempts = Attempts(fetcher, settings.fetch, settings.reader, self._hooks)
 
-    async def run(self) -> HostReport:
-        """Harvest the host; return its report (never raises for host-level failures)."""
+    async def run(self, found: Awaitable[Discovered] | None = None) -> HostReport:
+        """Harvest the host; return its report (never raises for host-level failures).
+
+        ``found``: its discovery read ahead of its admission (``crawl.probe``), awaited
+        instead of discovering again.
+        """
+        self._found_ahead = found
         started = time.monotonic()
         slot = self._scheduler.acquire(self.host)
         self.report.tls_unverified = not slot.policy.verify_tls
@@ -168,13 +173,7 @@ class HostWorker:
             self.report.seconds = round(time.monotonic() - started, 3)
         # Emitted outside the timeout so records harvested before it are never lost.
         await self._hooks.flush()
-        audit = self.batch.audit()
-        if self.incremental is not None:
-            self.incremental.finish(self._frontier, audit)
-        if audit is not None:  # (the months with URLs: a line per host stays short)
-            self.report.lastmod_months = {k: n for k, n in audit["histogram"] if n}
-        if self.sitemaps.enabled:
-            self.report.sitemap_log = self.sitemaps.as_dict()
+        _finish(self.report, self.batch, self.incremental, self._frontier, self.sitemaps)
         return self.report
 
     async def _run(self, slot: HostSlot) -> None:
@@ -218,7 +217,10 @@ class HostWorker:
                 return None
         else:
             try:
-                found = await discover(self.seed, self._fetcher, slot, self._settings.discovery)
+                found = await (
+                    self._found_ahead
+                    or discover(self.seed, self._fetcher, slot, self._settings.discovery)
+                )
             except FetchError as exc:
                 self.report.fail(exc, status=getattr(exc, "status", None))
                 self.report.discovery = "failed"
@@ -379,3 +381,21 @@ class HostWorker:
             self.incremental.missed(ref.url)  # not probed again until rediscovery
             self.incremental.gone()  # a remembered hit is gone: rediscover next run
         self._queue.next_location(ref)
+
+
+def _finish(
+    report: HostReport,
+    batch: UrlBatch,
+    incremental: HostIncremental | None,
+    frontier: Frontier,
+    sitemaps: SitemapLog,
+) -> None:
+    """At a host's end: its lastmod audit into the state's memory and ``report`` (the
+    months with URLs: a line per host stays short), and its sitemap log when kept."""
+    audit = batch.audit()
+    if incremental is not None:
+        incremental.finish(frontier, audit)
+    if audit is not None:
+        report.lastmod_months = {k: n for k, n in audit["histogram"] if n}
+    if sitemaps.enabled:
+        report.sitemap_log = sitemaps.as_dict()

@@ -134,6 +134,13 @@ class HostSlot:
         return self._waiting
 
     @property
+    def interval(self) -> float:
+        """Least seconds between two request starts in the long run: the Crawl-delay
+        spacing (``slow_down``) or ``1 / policy.rate``, whichever is longer (a chain of
+        n requests takes about n times this; run/lookahead.py predicts with it)."""
+        return max(self._min_interval, 1.0 / self.policy.rate)
+
+    @property
     def answered(self) -> bool:
         """Has the host answered a request through this slot (any status)?
 

@@ -49,6 +49,7 @@ from harvester.crawl.settings import HostSettings
 from harvester.errors import InputError
 from harvester.run.admission import Admission, admitted, for_run, stop_watching, watch
 from harvester.run.late import LatePool
+from harvester.run.lookahead import looking_ahead
 from harvester.run.seeds import iter_seeds
 from harvester.state.ledger import Incremental, LedgerReader
 from harvester.urls.crosshost import CrossHostTracker
@@ -58,7 +59,9 @@ if TYPE_CHECKING:
 
     from aiohttp.abc import AbstractResolver
 
+    from harvester.crawl.discovery import Discovered
     from harvester.crawl.seed import Seed
+    from harvester.run.lookahead import Looked
     from harvester.run.loopadmission import LoopAdmission
     from harvester.state.memory import HostState
 
@@ -117,34 +120,34 @@ async def run_shard(
     ready: Callable[[], Awaitable[object]] | None = None,
     blocked: Callable[[], float] | None = None,
     shared: LoopAdmission | None = None,
+    stopped: Callable[[], bool] | None = None,
 ) -> None:
     """Harvest every seed of ``seeds``; deliver record batches and finished hosts to ``out``.
 
-    ``encoded``: ``out`` writes JSON Lines, so a ``RecordBatch`` may carry its
-    records already encoded (``data``); read them with ``RecordBatch.encoded()``.
-    ``ready``: awaited before each body chunk is parsed; it returns when the output
-    can take more (so a slow consumer holds the hosts before parsing, not after).
-    ``blocked``: seconds so far that the output was behind (``Results.blocked``); the
-    admission holds, then shrinks, the hosts in flight while it is.
-    ``shared``: the admission of every shard on this loop (``loopadmission.py``; a
-    distributed worker's), used instead of one of the shard's own.
+    ``encoded``: ``out`` writes JSON Lines, so a ``RecordBatch`` may carry its records
+    already encoded (``data``; ``RecordBatch.encoded()``). ``ready``: awaited before each
+    body chunk is parsed; it returns when the output can take more (a slow consumer holds
+    the hosts before parsing, not after). ``blocked``: seconds so far that the output was
+    behind (``Results.blocked``); the admission holds, then shrinks, the hosts in flight
+    while it is. ``shared``: the loop's one admission of its shards (``loopadmission``; a
+    distributed worker's), used instead of the shard's own. ``stopped``: the stop flag.
     """
     ledger = LedgerReader(incremental.path, incremental.run_id) if incremental else None
     emit_mode = incremental.emit if incremental else "all"
-    # Set when a host ends or a sample moves the ceiling.
-    changed = shared.changed if shared is not None else asyncio.Event()
+    changed = shared.changed if shared is not None else asyncio.Event()  # host end, ceiling
     scheduler = Scheduler(cfg.politeness)
     settings = HostSettings.of(cfg)  # read (and compiled) once, shared by the shard's hosts
 
     run_host = _host_runner(settings, scheduler, out, ledger, emit_mode, encoded, ready)
 
-    async def harvest_host(seed: Seed, fetcher: Fetcher) -> None:
+    async def harvest_host(item: Looked, fetcher: Fetcher) -> None:
         try:
-            host = await run_host(seed, fetcher)
-            if (again := late.wanted(seed, host.report)) is None:
+            host = await run_host(item.seed, fetcher, item.found)
+            if (again := late.wanted(item.seed, host.report)) is None:
                 await out.host_done(HostDone(host.report.as_dict(), host.state))
                 return
         finally:
+            item.close()  # (its probe's hold on the host's slot)
             admission.released()
             changed.set()
         # A first contact that timed out: once more, patiently, outside the admission.
@@ -155,10 +158,10 @@ async def run_shard(
     late = LatePool(cfg, resolver)
     async with _admission(cfg, fetcher, changed, blocked, shared) as admission:
         try:
-            async with fetcher, late, asyncio.TaskGroup() as tg:
-                # The feeder: each seed admitted is a host task (admitted() was counted).
-                async for seed in admitted(seeds, admission, changed):
-                    tg.create_task(harvest_host(seed, fetcher))
+            looked = looking_ahead(seeds, cfg.run, scheduler, fetcher, settings, ledger, stopped)
+            async with fetcher, late, asyncio.TaskGroup() as tg, looked as source:
+                async for item in admitted(source, admission, changed):  # the feeder
+                    tg.create_task(harvest_host(item, fetcher))  # a host (admitted() counted)
         finally:
             logger.debug("shard done: %r", admission)
             if ledger is not None:
@@ -173,11 +176,14 @@ def _host_runner(
     emit_mode: str,
     encoded: bool,
     ready: Callable[[], Awaitable[object]] | None,
-) -> Callable[[Seed, Fetcher], Awaitable[HostWorker]]:
-    """How the shard harvests one seed with a fetcher (the shard's, or the late pool's):
-    the finished ``HostWorker`` (its report, its state update)."""
+) -> Callable[..., Awaitable[HostWorker]]:
+    """How the shard harvests one seed with a fetcher (the shard's, or the late pool's)
+    and, from the lookahead, its discovery's outcome (None: discover it now): the finished
+    ``HostWorker`` (its report, its state update)."""
 
-    async def run_host(seed: Seed, fetcher: Fetcher) -> HostWorker:
+    async def run_host(
+        seed: Seed, fetcher: Fetcher, found: Awaitable[Discovered] | None = None
+    ) -> HostWorker:
         host = HostWorker(
             seed,
             settings,
@@ -189,7 +195,7 @@ def _host_runner(
             encoded=encoded,
             ready=ready,
         )
-        await host.run()
+        await host.run(found)
         return host
 
     return run_host

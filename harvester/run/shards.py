@@ -203,6 +203,7 @@ def _run_inline(
                 incremental=incremental,
                 encoded=True,
                 shared=beside.admission if beside else None,
+                stopped=stop.is_set,
             ),
             stop.is_set,
             cfg.run.shutdown_grace,

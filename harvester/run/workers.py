@@ -402,6 +402,7 @@ async def _serve(
                 encoded=True,
                 ready=results.ready.wait,
                 blocked=results.blocked,
+                stopped=stop.is_set,
             ),
             stop.is_set,
             cfg.run.shutdown_grace,

@@ -24,7 +24,6 @@ README = (ROOT / "README.md").read_text()
 # Pages other helpers write this round (linked ahead of the merge that brings them).
 PENDING = {
     "docs/cron.md",
-    "docs/scheduling.md",
 }
 
 
