@@ -140,9 +140,11 @@ def _incremental_arguments(incremental: argparse._ArgumentGroup) -> None:
     incremental.add_argument(
         "--emit",
         dest="output.emit",
-        choices=("all", "new", "changed", "delta"),
-        help="which URLs to write: all listed (default), new, changed (lastmod advanced), or"
-        " delta = new + changed + removed; each record says its event (config: output.emit)",
+        choices=("all", "new", "changed", "delta", "unverified", "delta,unverified"),
+        help="which URLs to write: all listed (default), new, changed (lastmod advanced),"
+        " delta = new + changed + removed, unverified (listed URLs of hosts whose lastmod"
+        " is not trusted), or delta,unverified; each record says its event; see"
+        " docs/cron.md (config: output.emit)",
     )
     incremental.add_argument(
         "--since",

@@ -70,7 +70,8 @@ class OutputConfig:
     # jsonl | csv | parquet; "" = from the output's extension (.jsonl, .csv, .parquet), else jsonl
     format: Literal["", "jsonl", "csv", "parquet"] = ""
     report: str | None = None  # default: <output>.report.json
-    emit: Literal["all", "new", "changed", "delta"] = "all"  # delta: new, changed and removed
+    # delta: new, changed and removed; unverified: see docs/cron.md
+    emit: Literal["all", "new", "changed", "delta", "unverified", "delta,unverified"] = "all"
     since: str = ""  # ISO date: only URLs with a later lastmod, plus undated ones labelled
     # Issue 32 (seeing a site): each host report's sitemap tree (``sitemap_log``; always on
     # in ``harvester tree``), and an HTML page of the run report beside the output.

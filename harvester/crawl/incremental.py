@@ -112,8 +112,10 @@ class HostIncremental:
         Not trusted: its last distribution verdict proved lastmod useless, or sampled
         verification scored it ``untrusted`` (or not yet ``trusted``, with
         ``audit.require_trust``). Its URLs then go to the ``unverified`` group instead
-        of being filtered by lastmod, and its sitemaps are downloaded in full (a 304
-        would hide URLs whose pages changed behind an unchanged list).
+        of being filtered by lastmod. Its sitemaps are asked conditionally like any
+        other (issue 53: downloading an unchanged list again reveals nothing a 304
+        does not), except where the emit mode writes ``unverified`` records: those
+        need every listed URL in hand, so the sitemaps are then read in full.
         """
         memory = self.memory
         settings = self._settings
@@ -302,6 +304,8 @@ class HostIncremental:
         state = self.state
         report = self._report
         state.audit = audit
+        if self.unverified:  # listed, not new, change unknown (written only on request)
+            report.unverified = report.changed + report.unchanged
         cut_short = bool(report.limits_hit)
         state.finished = "max_host_seconds" not in report.limits_hit
         found = self.discovered

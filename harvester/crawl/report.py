@@ -100,6 +100,9 @@ class HostReport:
     unchanged: int = 0
     removed: int = 0
     replayed: int = 0
+    # Listed, not new URLs of a host whose lastmod is not trusted, read this run: whether
+    # they changed is unknown (written only by --emit unverified / delta,unverified).
+    unverified: int = 0
     # The lastmod audit's distribution verdict of this run (None: disabled or nothing read).
     lastmod_audit: dict[str, Any] | None = None
     # ISO-8601 UTC time before which the host is not asked again: it answered 429/503

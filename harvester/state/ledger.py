@@ -45,16 +45,20 @@ if TYPE_CHECKING:
 __all__ = ["EMIT_EVENTS", "EmitMode", "Incremental", "LedgerReader", "classify"]
 
 
-EmitMode = Literal["all", "new", "changed", "delta"]
+EmitMode = Literal["all", "new", "changed", "delta", "unverified", "delta,unverified"]
 
 # Which events each --emit mode writes to the output ("removed" is decided by the writer).
 # "unverified": a listed, not new URL of a host whose lastmod is not trusted (issue 7):
-# whether it changed is unknown, so it is written rather than filtered out.
+# whether it changed is unknown. "delta" leaves them out (issue 53: a cron user wants
+# what changed, not a third of the web every day; the host report counts them), and
+# only the modes naming them write them (those read untrusted hosts' sitemaps in full).
 EMIT_EVENTS: dict[str, frozenset[str]] = {
     "all": frozenset({"new", "changed", "unchanged", "unverified"}),
     "new": frozenset({"new"}),
     "changed": frozenset({"changed", "unverified"}),
-    "delta": frozenset({"new", "changed", "removed", "unverified"}),
+    "delta": frozenset({"new", "changed", "removed"}),
+    "unverified": frozenset({"unverified"}),
+    "delta,unverified": frozenset({"new", "changed", "removed", "unverified"}),
 }
 
 _LABELS = ("new", "changed", "unchanged")  # classify_many's events, in its order

@@ -166,12 +166,13 @@ async def test_news_site_stamping_generation_time(sites: Sites, tmp_path: Path) 
     assert verdict["verdict"] == "generation_time"
     assert verdict["figures"]["generation_share"] == 1.0
     # Every lastmod moved (it is the generation time), but that says nothing: the cron
-    # delta labels the URLs unverified instead of calling all of them changed.
-    second = await harvest(site, tmp_path, "two")
-    assert _events(second) == {"unverified": 40}
-    assert {
-        r["since"] for r in await harvest(site, tmp_path, "three", **{"output.since": "2020-01-01"})
-    } == {"unverified"}
+    # delta does not call them changed (issue 53: nor writes them at all) ...
+    assert await harvest(site, tmp_path, "two") == []
+    # ... and asked for, they are labelled unverified.
+    unverified = {"output.emit": "delta,unverified"}
+    assert _events(await harvest(site, tmp_path, "three", **unverified)) == {"unverified": 40}
+    since = {"output.since": "2020-01-01", **unverified}
+    assert {r["since"] for r in await harvest(site, tmp_path, "four", **since)} == {"unverified"}
 
 
 async def test_archive_without_lastmod_is_absent(sites: Sites, tmp_path: Path) -> None:
@@ -179,8 +180,12 @@ async def test_archive_without_lastmod_is_absent(sites: Sites, tmp_path: Path) -
     await site.start(sites, "127.0.0.101")
     await harvest(site, tmp_path, "one")
     assert host_report(tmp_path, "one")["lastmod_audit"]["verdict"] == "absent"
-    # Nothing can say which of them changed: they are written, labelled, not dropped.
-    assert _events(await harvest(site, tmp_path, "two")) == {"unverified": 30}
+    # Nothing can say which of them changed: the cron delta leaves them out (issue 53)
+    # and counts them; asked for, they are written, labelled, not dropped.
+    assert await harvest(site, tmp_path, "two") == []
+    assert _events(
+        await harvest(site, tmp_path, "three", **{"output.emit": "delta,unverified"})
+    ) == {"unverified": 30}
 
 
 async def test_honest_site_earns_trust_and_then_its_lastmod_filters(
@@ -227,7 +232,10 @@ async def test_lastmod_that_never_moves_while_pages_change_is_untrusted(
     assert scored["score"]["level"] == "untrusted"  # ... and the pages say it lies
     assert scored["score"]["recall"] == 0.0
     # From now on the host's URLs are written as unverified rather than filtered out.
-    assert _events(await harvest(site, tmp_path, "three")) == {"unverified": 12}
+    assert await harvest(site, tmp_path, "three") == []  # the delta leaves them out
+    assert _events(
+        await harvest(site, tmp_path, "four", **{"output.emit": "delta,unverified"})
+    ) == {"unverified": 12}
 
 
 async def test_lastmod_that_moves_every_run_while_nothing_changes_is_untrusted(
@@ -244,7 +252,10 @@ async def test_lastmod_that_moves_every_run_while_nothing_changes_is_untrusted(
     assert scored["score"]["level"] == "untrusted"
     assert scored["score"]["precision"] == 0.0
     site.change(range(12), content=False, lastmod=True)
-    assert _events(await harvest(site, tmp_path, "three")) == {"unverified": 12}
+    assert await harvest(site, tmp_path, "three") == []  # the delta leaves them out
+    assert _events(
+        await harvest(site, tmp_path, "four", **{"output.emit": "delta,unverified"})
+    ) == {"unverified": 12}
 
 
 async def test_harvester_audit_writes_table_json_and_html(sites: Sites, tmp_path: Path) -> None:

@@ -102,10 +102,23 @@ def test_an_index_child_whose_lastmod_stood_still_is_skipped_and_carried() -> No
 
 
 @pytest.mark.parametrize("verdict", ["constant", "generation_time"])
-def test_a_host_whose_lastmod_lies_is_unverified_and_downloaded_in_full(verdict: str) -> None:
+def test_a_host_whose_lastmod_lies_is_asked_conditionally_for_the_delta(verdict: str) -> None:
+    # Issue 53: an unchanged list downloaded again says no more than a 304.
     memory = remembered(etag='"x"')
     memory.verdict = verdict
     inc = make(memory)
+    assert inc.unverified
+    assert inc.conditional
+    assert inc.plan(SitemapRef(ROOT)) == (ROOT, {"If-None-Match": '"x"'})
+
+
+@pytest.mark.parametrize("mode", ["unverified", "delta,unverified", "changed"])
+def test_a_host_whose_lastmod_lies_is_read_in_full_where_unverified_is_written(
+    mode: str,
+) -> None:
+    memory = remembered(etag='"x"')
+    memory.verdict = "constant"
+    inc = make(memory, emit_mode=mode)
     assert inc.unverified
     assert not inc.conditional
     assert inc.plan(SitemapRef(ROOT)) == (ROOT, {})
