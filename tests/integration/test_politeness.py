@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 from typing import TYPE_CHECKING, Any
 
@@ -70,8 +71,17 @@ async def test_per_host_concurrency_cap(sites: Sites) -> None:
     routes: dict[str, Any] = {}
     site = await sites.start("127.0.0.22", routes)
     u = site.url
+    two = asyncio.Event()  # set by the second request in flight
 
     async def slow(request: web.Request) -> web.Response:
+        # Each answer waits (up to 2 s) for a second request in flight: whether two overlap
+        # is then the cap's decision, not the loaded machine's timing (a 50 ms answer
+        # could end before the next request came).
+        if site.active >= 2:
+            two.set()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(two.wait()), 2.0)
+        two.clear()
         await asyncio.sleep(0.05)
         return web.Response(body=urlset(u(request.path + "/page")))
 
