@@ -172,6 +172,13 @@ def fast_config(**overrides: Any) -> Config:
         "run.workers": 1,
         "run.hosts_in_flight": 8,
         "run.uvloop": False,
+        # The admission's load checks off: they read the whole test process (its RSS
+        # after thousands of tests, a loaded CI machine's lag and CPU), which held runs
+        # to one host at a time in CI, and tests that need hosts side by side then
+        # failed. Admission's own tests set these explicitly.
+        "run.memory_budget": 0,
+        "run.max_cpu": 0.0,
+        "run.max_loop_lag": 0.0,
     }
     base.update(overrides)
     return load_config(None, base)
