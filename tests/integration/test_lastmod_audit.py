@@ -10,7 +10,6 @@ the pages are real HTML over real HTTP.
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
 import random
 import sys
@@ -324,8 +323,11 @@ async def test_audit_honours_robots_and_never_leaves_the_host(sites: Sites, tmp_
     assert result["sample"]["agree"] == 11
     assert s.hits("/p/3") == 0
     # The remembered Crawl-delay paces the sampled pages (measured at the server).
+    # The span, not each gap: a loaded machine can delay one arrival at the server
+    # and so shorten the gap after it, but the last request is sent ten delays after
+    # the first, whatever the load (one gap of 0.088 s failed on a load of 15).
     starts = sorted(h.start for h in s.log if h.path.startswith("/p/"))[-11:]
-    assert min(b - a for a, b in itertools.pairwise(starts)) >= 0.09
+    assert starts[-1] - starts[0] >= 10 * 0.1 - 0.05
 
 
 async def test_run_with_verify_lastmod_writes_the_audit_beside_the_output(
