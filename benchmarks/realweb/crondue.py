@@ -57,15 +57,17 @@ def generations(
 
 
 def not_asked(run_dir: Path, r: int) -> set[str]:
-    """The sitemap URLs run ``r`` did not ask (adaptive revisit)."""
+    """The sitemap URLs run ``r`` did not ask (adaptive revisit), and where they redirected."""
     path = run_dir / f"run{r}" / "sitemaps.json"
     if not path.exists():
         return set()
-    return {
-        url
-        for _host, url, _final, status, _http in json.loads(path.read_text())
-        if status == "not_due"
-    }
+    out = set()
+    for _host, url, final, status, _http in json.loads(path.read_text()):
+        if status == "not_due":
+            out.add(url)
+            if final:  # (listed as http://, found at https://: either names it)
+                out.add(final)
+    return out
 
 
 def _union(held: Lists) -> dict[str, str | None]:
