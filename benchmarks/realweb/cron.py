@@ -15,6 +15,10 @@ Each run is what a cron user runs, with harvester's defaults::
     harvester run -i seeds.txt -o run<r>/out.jsonl --state state.sqlite --emit delta \\
         --workers 2 --allow 127.0.0.0/8
 
+Run r sees a clock ``(r - 1) * --period`` seconds ahead (``HARVESTER_CLOCK_OFFSET``, the
+state's clock for testing): adaptive revisit (``state.revisit``) asks a sitemap again
+after a time, and the runs, made one after another, stand for an hourly cron by default.
+
 The whole sequence runs in one network namespace (``netns.set_up``: nftables, the DNS
 server up throughout); the HTTP server is started for each run with ``--generation g``
 and stopped after it (its counters are the run's requests and bytes; restarting it is
@@ -29,6 +33,7 @@ import argparse
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 import time
@@ -59,6 +64,22 @@ def harvester_run(run_dir: Path, r: int, args: argparse.Namespace) -> list[str]:
     return cmd
 
 
+def checks(state: Path, out: Path) -> None:
+    """What the run did with each sitemap the state knows (status: ``not_due`` when
+    adaptive revisit did not ask it), for checking a run's delta against what it asked."""
+    if not state.exists():
+        return
+    db = sqlite3.connect(f"file:{state}?mode=ro", uri=True)
+    try:
+        rows = db.execute(
+            "SELECT h.name, s.url, s.final_url, s.status, s.http_status FROM sitemaps s "
+            "JOIN hosts h ON h.id = s.host_id"
+        ).fetchall()
+    finally:
+        db.close()
+    out.write_text(json.dumps(rows))
+
+
 def inner(args: argparse.Namespace) -> int:
     """Inside the namespace: the DNS server, then per run the HTTP server and harvester."""
     run_dir: Path = args.run_dir.resolve()
@@ -83,6 +104,9 @@ def inner(args: argparse.Namespace) -> int:
                 one = run_dir / f"run{r}"
                 one.mkdir(parents=True, exist_ok=True)
                 stats = ["--generation", str(g), "--stats", str(one / "serve.json")]
+                # The injected clock (testing only, state.codec.now): run r stands for a
+                # cron run (r - 1) periods after the first, though they follow each other.
+                os.environ["HARVESTER_CLOCK_OFFSET"] = str((r - 1) * args.period)
                 with (one / "serve.stderr").open("w") as log:
                     serve = netns.start([*serve_cmd, *stats], log)
                     try:
@@ -92,6 +116,7 @@ def inner(args: argparse.Namespace) -> int:
                             )
                     finally:
                         netns.stop(serve)
+                checks(run_dir / "state.sqlite", one / "sitemaps.json")
                 result = {"run": r, "generation": g, "process": asdict(res), "nft": nft}
                 (one / "result.json").write_text(json.dumps(result, indent=1))
                 print(
@@ -137,6 +162,8 @@ def outer(args: argparse.Namespace) -> int:
         str(args.changed),
         "--timeout",
         str(args.timeout),
+        "--period",
+        str(args.period),
     ]
     if args.harvester_config:
         argv += ["--harvester-config", str(args.harvester_config.resolve())]
@@ -163,7 +190,8 @@ def write(text: str, label: str, args: argparse.Namespace) -> None:
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     machine = (
         f"{os.cpu_count()} cores (shared); {when};"
-        f" harvester defaults, --state --emit delta, --workers {args.workers}"
+        f" harvester defaults, --state --emit delta, --workers {args.workers};"
+        f" runs {args.period:g} s apart on the injected clock"
     )
     write_results(title, text, machine)
 
@@ -178,6 +206,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--changed", type=int, default=5, help="then one run per generation 1..M")
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument(
+        "--period",
+        type=float,
+        default=3600.0,
+        help="seconds between the cron runs the sequence stands for (HARVESTER_CLOCK_OFFSET,"
+        " a clock for testing: the runs follow each other); default an hourly cron",
+    )
     ap.add_argument("--timeout", type=float, default=1800.0, help="seconds per run, then killed")
     ap.add_argument("--out", type=Path, help="sequence directory (default benchmarks/out/…)")
     ap.add_argument("--harvester-config", type=Path, help="extra TOML (tests only)")

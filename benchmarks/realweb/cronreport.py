@@ -22,6 +22,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from benchmarks.realweb.crondue import truths
 from benchmarks.realweb.generations import delta, snapshots
 
 if TYPE_CHECKING:
@@ -48,6 +49,17 @@ class CronRow:
     truth: dict[str, int] = field(default_factory=dict)
     missing: dict[str, int] = field(default_factory=dict)
     extra: dict[str, int] = field(default_factory=dict)
+    # From harvester's run report: sitemaps adaptive revisit did not ask, unverified URLs.
+    not_due: int = 0
+    unverified: int = 0
+    # Against what a correct tool reports asking what this run asked (crondue.py).
+    asked_missing: dict[str, int] = field(default_factory=dict)
+    asked_extra: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def exact_asked(self) -> bool:
+        """No record missing, none extra, against the truth of what was asked."""
+        return not any(self.asked_missing.values()) and not any(self.asked_extra.values())
 
     @property
     def exact(self) -> bool:
@@ -71,6 +83,11 @@ class CronRow:
             "missing": self.missing,
             "extra": self.extra,
             "exact": self.exact,
+            "asked_missing": self.asked_missing,
+            "asked_extra": self.asked_extra,
+            "exact_asked": self.exact_asked,
+            "sitemaps_not_due": self.not_due,
+            "unverified": self.unverified,
         }
 
 
@@ -103,6 +120,7 @@ def check(
 def rows(run_dir: Path, sites: list[Site], seed: int, gens: list[int]) -> list[CronRow]:
     """One row per run, from what the sequence left in ``run_dir``."""
     snaps, ops = snapshots(sites, seed, max(gens))
+    asked = truths(run_dir, sites, seed, gens)
     out = []
     for r, g in enumerate(gens, start=1):
         one = run_dir / f"run{r}"
@@ -113,7 +131,10 @@ def rows(run_dir: Path, sites: list[Site], seed: int, gens: list[int]) -> list[C
         before = snaps[gens[r - 2]] if r > 1 else None
         truth = delta(before, snaps[g]).events()
         got = emitted(one / "out.jsonl")
+        report_file = one / "out.jsonl.report.json"
+        report = json.loads(report_file.read_text()) if report_file.exists() else {}
         missing, extra = check(got, truth)
+        asked_missing, asked_extra = check(got, asked[r - 1])
         changed_web = r > 1 and g != gens[r - 2]
         out.append(
             CronRow(
@@ -129,6 +150,10 @@ def rows(run_dir: Path, sites: list[Site], seed: int, gens: list[int]) -> list[C
                 truth={e: len(v) for e, v in truth.items()},
                 missing=missing,
                 extra=extra,
+                not_due=int(report.get("sitemaps_not_due", 0)),
+                unverified=int(report.get("unverified", 0)),
+                asked_missing=asked_missing,
+                asked_extra=asked_extra,
             )
         )
     return out
@@ -146,10 +171,12 @@ def table(rows_: list[CronRow]) -> list[str]:
     """The per-run table."""
     out = [
         "| run | gen | mutated | wall s | CPU s | requests | 304 | sitemap bodies (with validators)"
-        " | sitemap MB | records new / changed / removed | other records | truth new / changed /"
-        " removed | missing new / changed / removed | extra new / changed / removed | exact |",
-        "| ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: |"
-        " ---: | --- |",
+        " | sitemaps not due | unverified | sitemap MB | records new / changed / removed"
+        " | other records | truth new / changed / removed | missing new / changed / removed"
+        " | extra new / changed / removed | exact"
+        " | exact against what was asked (missing / extra) |",
+        "| ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
+        " ---: | ---: | ---: | --- | --- |",
     ]
     for r in rows_:
         s = r.server
@@ -159,10 +186,13 @@ def table(rows_: list[CronRow]) -> list[str]:
             f"| {r.run} | {r.generation} | {ops} | {r.wall_s:.1f} | {r.cpu_s:.1f}"
             f" | {s.get('requests', 0):,} | {status.get(304, 0):,}"
             f" | {s.get('sitemap_bodies', 0):,} ({s.get('validated_bodies', 0):,})"
+            f" | {r.not_due:,} | {r.unverified:,}"
             f" | {s.get('sitemap_bytes', 0) / 1e6:.1f} | {_slash(r.records, EVENTS)}"
             f" | {_others(r.records) or '-'} | {_slash(r.truth, EVENTS)}"
             f" | {_slash(r.missing, EVENTS)} | {_slash(r.extra, EVENTS)}"
-            f" | {'yes' if r.exact else '**no**'} |"
+            f" | {'yes' if r.exact else '**no**'}"
+            f" | {'yes' if r.exact_asked else '**no**'} ({sum(r.asked_missing.values()):,}"
+            f" / {sum(r.asked_extra.values()):,}) |"
         )
     return out
 
@@ -196,6 +226,11 @@ def targets(rows_: list[CronRow]) -> list[str]:
     out.append(
         f"| changed web: delta = truth on every run | {runs}"
         f" | {exact} of {len(changed)} exact | {_met(bool(changed) and exact == len(changed))} |"
+    )
+    asked = sum(r.exact_asked for r in rows_)
+    out.append(
+        f"| every run: delta = truth of the sitemaps it asked | all"
+        f" | {asked} of {len(rows_)} exact | {_met(asked == len(rows_))} |"
     )
     return out
 

@@ -105,6 +105,7 @@ def filter_arguments(parser: argparse.ArgumentParser) -> None:
             help=f"{text}; repeatable (config: {key})",
         )
     policy_arguments(parser)  # issue 48: run's [policy] flags, beside its filters
+    revisit_arguments(parser)  # issue 53: adaptive revisit
 
 
 # -- issue 48: what the site allows (config [policy]) ---------------------------------------
@@ -130,6 +131,19 @@ def policy_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="TOKEN",
         help="the product token verdicts are for (default: the User-Agent's)"
         " (config: policy.user_agent)",
+    )
+
+
+# -- issue 53: adaptive revisit (config state.revisit) ------------------------------------
+def revisit_arguments(parser: argparse.ArgumentParser) -> None:
+    """``run``'s ``--revisit due|all`` (docs/cron.md)."""
+    parser.add_argument(
+        "--revisit",
+        dest="state.revisit",
+        choices=("due", "all"),
+        help="with a state file: ask only the sitemaps whose revisit is due (default; an"
+        " unchanged sitemap waits longer each time, at most state.max_revisit_interval),"
+        " or all of them (config: state.revisit)",
     )
 
 

@@ -109,6 +109,11 @@ class StateConfig:
     rediscover_after: float = 86400.0  # seconds a host's discovery memory is trusted
     skip_unchanged_children: bool = False  # skip index children whose index lastmod is unchanged
     commit_interval: float = 2.0  # seconds between commits (each fsyncs the output)
+    # Issue 53 item 4, adaptive revisit (docs/cron.md): "due" asks a sitemap read before
+    # only once its interval has passed (doubling while it stays unchanged, at most
+    # max_revisit_interval seconds); "all" asks every one on every run.
+    revisit: Literal["due", "all"] = "due"
+    max_revisit_interval: float = 604800.0
 
     def __post_init__(self) -> None:
         check_section(self, "state")

@@ -185,7 +185,7 @@ class HostWorker:
             self.report.allows = {**(self.report.allows or {}), "tdmrep": tdm}
         for ref in found.refs:
             self._queue.admit(ref)
-        while (nxt := self._frontier.pop()) is not None and not self.batch.cap_hit:
+        while (nxt := _next(self._frontier, self.incremental)) and not self.batch.cap_hit:
             await self._sitemap(nxt)
             self._queue.children(nxt)  # the newest of its children, if an index
             # Its records go out before the host waits for the next fetch (its rate limit,
@@ -381,6 +381,15 @@ class HostWorker:
             self.incremental.missed(ref.url)  # not probed again until rediscovery
             self.incremental.gone()  # a remembered hit is gone: rediscover next run
         self._queue.next_location(ref)
+
+
+def _next(frontier: Frontier, incremental: HostIncremental | None) -> SitemapRef | None:
+    """The next sitemap to fetch: the frontier's, then those adaptive revisit held back
+    that are to be asked after all (issue 53: a sitemap read lost URLs)."""
+    nxt = frontier.pop()
+    if nxt is None and incremental is not None:
+        nxt = incremental.revisits.held_back()
+    return nxt
 
 
 def _finish(

@@ -22,11 +22,10 @@ Usage::
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
-
-import xxhash
+from typing import TYPE_CHECKING, Any, cast
 
 from harvester.crawl.frontier import Newest, SitemapRef
+from harvester.crawl.revisits import ReadDigest, Revisits
 from harvester.errors import NotASitemap
 from harvester.state.codec import now
 from harvester.state.ledger import EMIT_EVENTS
@@ -34,6 +33,8 @@ from harvester.state.memory import HostMemory, HostState, SitemapState
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+
+    import xxhash
 
     from harvester.crawl.discovery import Discovered
     from harvester.crawl.frontier import Frontier
@@ -59,10 +60,15 @@ class HostIncremental:
         ledger: LedgerReader,
         report: HostReport,
         emit_mode: str,
+        clock: Callable[[], float] = now,
     ) -> None:
-        """``emit_mode`` ``all`` must output every URL, so it downloads everything."""
+        """``emit_mode`` ``all`` must output every URL, so it downloads everything.
+        ``clock``: wall-clock seconds (``codec.now``; tests inject one)."""
         self.host = host
         self._settings = settings
+        # Issue 53 items 4 and 5: which sitemaps are not asked, those held back (``_next``).
+        self.revisits = Revisits(settings, clock)
+        self._skip = "skipped"  # why ``plan`` said not to ask: skipped | not_due
         self._ledger = ledger
         self._report = report
         self._events = EMIT_EVENTS[emit_mode]
@@ -168,7 +174,11 @@ class HostIncremental:
         not advanced: then its URLs carry over and its children go to ``admit``."""
         plan = self.plan(ref)
         if plan is None:
-            for child in self.carry(ref, "skipped", None):
+            memory = self.memory.sitemaps[ref.url]
+            if self._skip == "not_due" and memory.kind != "sitemapindex" and not memory.children:
+                self.revisits.held.append(ref)  # until the frontier is empty (held_back)
+                return None, {}
+            for child in self.carry(ref, self._skip, None):
                 admit(child)
             return None, {}
         return plan
@@ -189,14 +199,9 @@ class HostIncremental:
             target = memory.final_url
         if not self.conditional:
             return target, {}
-        if (
-            self._settings.skip_unchanged_children
-            and self.memory.trust == "trusted"  # only where lastmod earned it
-            and ref.source == "index"
-            and ref.lastmod is not None
-            and memory.index_lastmod is not None
-            and int(ref.lastmod.timestamp()) <= memory.index_lastmod
-        ):
+        skip = self.revisits.skip(ref, memory, self.memory, self.unverified)
+        if skip is not None:
+            self._skip = skip
             return None
         headers: dict[str, str] = {}
         if memory.etag:
@@ -212,9 +217,15 @@ class HostIncremental:
     def carry(self, ref: SitemapRef, status: str, http: int | None) -> list[SitemapRef]:
         """An unchanged sitemap: its URLs stay listed; returns an index's children to admit."""
         memory = self.memory.sitemaps[ref.url]
-        self._report.sitemaps_unchanged += 1
+        if status == "not_due":
+            self._report.sitemaps_not_due += 1  # its URLs are kept, never removed
+        else:
+            self._report.sitemaps_unchanged += 1
+        checked = self.revisits.carried(memory.revisit, status)
         self.state.sitemaps.append(
-            SitemapState(ref.url, ref.parent, status, http, complete=True, carried=True)
+            SitemapState(
+                ref.url, ref.parent, status, http, complete=True, carried=True, revisit=checked
+            )
         )
         out = []
         for url, lastmod in memory.children:
@@ -239,7 +250,8 @@ class HostIncremental:
         it likes, so a cryptographic hash (several times slower) buys nothing here.
         """
         self._children = self._new_children()
-        return xxhash.xxh3_128()
+        # The crawl only updates it and hands it back (``read``): duck-typed as the hash.
+        return cast("xxhash.xxh3_128", ReadDigest())  # news or not: revisits.py
 
     def _new_children(self) -> Newest[tuple[str, int | None]]:
         return Newest(self._settings.max_children)
@@ -265,9 +277,19 @@ class HostIncremental:
         complete = result.status == "ok" and not cap_hit
         content_hash = digest.digest()[:16]
         memory = self.memory.sitemaps.get(ref.url)
-        if complete and memory is not None and memory.content_hash == content_hash:
+        same = complete and memory is not None and memory.content_hash == content_hash
+        if same:
             self._report.sitemaps_unchanged += 1  # same bytes as last time, no validators
         is_index = result.kind is not None and result.kind.value == "sitemapindex"
+        checked = None
+        if complete:
+            news = bool(getattr(digest, "news", False))  # (a ReadDigest: new_read)
+            known = memory.revisit if memory is not None and memory.complete else None
+            checked = self.revisits.checked(known, "s" if same else "c", news)
+            if memory is not None and memory.complete and not same:
+                lied = self.revisits.changed(ref, memory, is_index, result.stats.entries)
+                if lied and ref.parent is not None and ref.parent not in self.state.lied:
+                    self.state.lied.append(ref.parent)
         self.state.sitemaps.append(
             SitemapState(
                 ref.url,
@@ -283,6 +305,7 @@ class HostIncremental:
                 children=self._children.best_first() if is_index else None,
                 index_lastmod=int(ref.lastmod.timestamp()) if ref.lastmod is not None else None,
                 final_url=self._final_url,
+                revisit=checked,
             )
         )
         if complete:
@@ -303,6 +326,9 @@ class HostIncremental:
         """Close the host's state: audit, discovery memory, delisted sitemaps, finished or not."""
         state = self.state
         report = self._report
+        for ref in self.revisits.held:  # not due, not asked after all: its URLs are kept
+            self.carry(ref, "not_due", None)
+        self.revisits.held = []
         state.audit = audit
         if self.unverified:  # listed, not new, change unknown (written only on request)
             report.unverified = report.changed + report.unchanged
@@ -312,7 +338,7 @@ class HostIncremental:
         if self._stale:
             state.discovery = {"source": "stale"}
         elif found is not None and not self.remembered and found.source != "seed":
-            state.discovery = self._discovery_memory(found)
+            state.discovery = _discovery_memory(found, report, self._missing)
         # Sitemaps known from earlier runs that nothing read in full this run lists any
         # more (robots.txt dropped it, its index did): their URLs are removed too.
         complete = {s.url for s in state.sitemaps if s.complete}
@@ -324,24 +350,28 @@ class HostIncremental:
                 if (parent is None and self.robots_fresh) or parent in complete:
                     state.removal_scope.append(url)
 
-    def _discovery_memory(self, found: Discovered) -> dict[str, Any] | None:
-        """What to remember of this run's discovery (None: it told us nothing reliable)."""
-        discovery = self._report.discovery
-        memory: dict[str, Any] = {
-            "origin": found.origin,
-            "robots_url": found.robots_url,
-            "robots_status": found.robots_status,
-            "robots": found.robots_text.decode("utf-8", "replace"),
-            "redirects": list(found.redirects),
-            "missing": list(self._missing),
-        }
-        if found.source == "robots":
-            memory.update(source="robots", refs=[r.url for r in found.refs])
-        elif discovery.startswith("fallback:"):
-            hit = discovery.removeprefix("fallback:")
-            memory.update(source="fallback", refs=[hit])
-        elif self._report.failures_total:
-            return None  # probes failed for other reasons than "not there": ask again
-        else:
-            memory.update(source="none", refs=[])
-        return memory
+
+def _discovery_memory(
+    found: Discovered, report: HostReport, missing: list[str]
+) -> dict[str, Any] | None:
+    """What to remember of this run's discovery (None: it told us nothing reliable);
+    ``missing``: the fallback locations that missed."""
+    discovery = report.discovery
+    memory: dict[str, Any] = {
+        "origin": found.origin,
+        "robots_url": found.robots_url,
+        "robots_status": found.robots_status,
+        "robots": found.robots_text.decode("utf-8", "replace"),
+        "redirects": list(found.redirects),
+        "missing": list(missing),
+    }
+    if found.source == "robots":
+        memory.update(source="robots", refs=[r.url for r in found.refs])
+    elif discovery.startswith("fallback:"):
+        hit = discovery.removeprefix("fallback:")
+        memory.update(source="fallback", refs=[hit])
+    elif report.failures_total:
+        return None  # probes failed for other reasons than "not there": ask again
+    else:
+        memory.update(source="none", refs=[])
+    return memory

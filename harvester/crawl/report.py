@@ -95,6 +95,7 @@ class HostReport:
     # lastmod, same content hash), and the URL events (removed is set by the writer;
     # replayed: recorded by this run before it was cut short, so not emitted again).
     sitemaps_unchanged: int = 0
+    sitemaps_not_due: int = 0  # not asked: adaptive revisit (state.revisit), URLs kept
     new: int = 0
     changed: int = 0
     unchanged: int = 0

@@ -108,6 +108,8 @@ class MemorySettings:
     rediscover_after: float  # state.rediscover_after: seconds a discovery memory holds
     skip_unchanged_children: bool  # state.skip_unchanged_children
     max_children: int  # limits.max_children_per_index
+    revisit: str = "all"  # state.revisit: due (adaptive, issue 53) | all
+    max_revisit_interval: float = 604800.0  # state.max_revisit_interval, seconds
 
     @classmethod
     def of(cls, cfg: Config) -> MemorySettings:
@@ -118,6 +120,8 @@ class MemorySettings:
             rediscover_after=cfg.state.rediscover_after,
             skip_unchanged_children=cfg.state.skip_unchanged_children,
             max_children=cfg.limits.max_children_per_index,
+            revisit=cfg.state.revisit,
+            max_revisit_interval=cfg.state.max_revisit_interval,
         )
 
 

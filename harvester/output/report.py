@@ -80,6 +80,10 @@ class RunReport:
     filtered: int = 0
     sitemaps_filtered: int = 0
     hosts_tls_unverified: int = 0
+    # Issue 53: sitemaps adaptive revisit did not ask (their URLs kept), and listed URLs
+    # of hosts whose lastmod is not trusted (written only with --emit unverified).
+    sitemaps_not_due: int = 0
+    unverified: int = 0
     # Issue 50: every host failed and the earlier output was kept (writer.keep_previous).
     output_kept: bool = False
     seconds: float = 0.0
@@ -113,6 +117,8 @@ class RunReport:
         self.sitemaps_filtered += int(host.get("sitemaps_filtered", 0))
         if host.get("tls_unverified"):
             self.hosts_tls_unverified += 1
+        self.sitemaps_not_due += int(host.get("sitemaps_not_due", 0))
+        self.unverified += int(host.get("unverified", 0))
 
     @property
     def errors(self) -> int:

@@ -37,6 +37,7 @@ from harvester.state.chunks import (
 )
 from harvester.state.codec import iso, load_json
 from harvester.state.memory import HostMemory, SitemapMemory
+from harvester.state.revisit import Revisit
 from harvester.state.undo import LIVE
 
 if TYPE_CHECKING:
@@ -62,6 +63,15 @@ EMIT_EVENTS: dict[str, frozenset[str]] = {
 }
 
 _LABELS = ("new", "changed", "unchanged")  # classify_many's events, in its order
+_REVISIT_COLUMNS = ", checked_at, revisit_interval, quiet, history, news, index_lied"
+
+
+def _revisit(values: list[Any]) -> tuple[Revisit, bool]:
+    """A sitemap's revisit memory and ``index_lied`` from its schema-6 columns (or none)."""
+    if not values:
+        return Revisit(), False
+    checked_at, interval, quiet, history, news, lied = values
+    return Revisit(checked_at, interval or 0.0, quiet or 0, history or "", bool(news)), bool(lied)
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +137,15 @@ class LedgerReader:
         except sqlite3.Error as exc:
             raise StateError(f"cannot open the state file read-only: {exc}", url=path) from exc
         self._live = f" AND {LIVE}" if retiring else ""
+        # The revisit columns (schema 6); a file not migrated yet (`harvester ledger`) has none.
+        self._revisit = _REVISIT_COLUMNS if self._has_revisit() else ""
+
+    def _has_revisit(self) -> bool:
+        try:
+            columns = self._db.execute("PRAGMA table_info(sitemaps)").fetchall()
+        except sqlite3.Error as exc:
+            raise StateError(f"cannot read the state file: {exc}", url=self.path) from exc
+        return any(c[1] == "checked_at" for c in columns)
 
     def close(self) -> None:
         """Close the connection."""
@@ -157,9 +176,12 @@ class LedgerReader:
             lastmod,
             ok,
             final,
+            urls,
+            *revisit,
         ) in self._db.execute(
-            "SELECT url, parent, kind, etag, last_modified, content_hash, children, "
-            "index_lastmod, complete, final_url FROM sitemaps WHERE host_id = ?",
+            "SELECT url, parent, kind, etag, last_modified, content_hash, children, "  # noqa: S608
+            f"index_lastmod, complete, final_url, urls{self._revisit} FROM sitemaps "
+            "WHERE host_id = ?",
             (host_id,),
         ):
             memory.sitemaps[url] = SitemapMemory(
@@ -173,6 +195,8 @@ class LedgerReader:
                 lastmod,
                 bool(ok),
                 final,
+                *_revisit(revisit),
+                urls,
             )
         return memory
 

@@ -17,6 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from harvester.state.revisit import Revisit
+
 if TYPE_CHECKING:
     from harvester.state.chunks import LedgerView
 
@@ -38,6 +40,11 @@ class SitemapMemory:
     index_lastmod: int | None = None  # the lastmod its index gave it at its last full read
     complete: bool = False  # its last read was complete: validators and children are usable
     final_url: str | None = None  # it redirected there: fetched directly next time
+    revisit: Revisit = field(default_factory=Revisit)  # its checks (revisit.py)
+    # An index that listed a child with an unmoved lastmod whose content had changed:
+    # its lastmods never skip a child (state.skip_unchanged_children, issue 53 item 5).
+    index_lied: bool = False
+    urls: int | None = None  # entries its last full read listed
 
 
 @dataclass(slots=True)
@@ -75,6 +82,7 @@ class SitemapState:
     children: list[tuple[str, int | None]] | None = None
     index_lastmod: int | None = None
     final_url: str | None = None  # where it redirected to, if it did
+    revisit: Revisit | None = None  # its history after this run's check (None: not asked)
 
 
 @dataclass(slots=True)
@@ -92,3 +100,5 @@ class HostState:
     # Wall-clock time before which the host is not asked again: it answered a Retry-After
     # beyond fetch.retry_after_max (or still is deferred); None: no longer.
     not_before: float | None = None
+    # Indexes found to give an unchanged lastmod to a child that changed (issue 53 item 5).
+    lied: list[str] = field(default_factory=list)

@@ -41,7 +41,7 @@ __all__ = [
     "migrate",
 ]
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 _CHUNKS = """
 CREATE TABLE url_chunks (
@@ -204,6 +204,25 @@ MIGRATIONS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
         final_url TEXT
     );
     CREATE TABLE undo_retired (id INTEGER PRIMARY KEY);  -- url_chunks to delete on completion
+    """,
+    # 6: adaptive revisit (issue 53 items 4 and 5, ``revisit.py``): per sitemap, when it
+    # was last asked, the interval then set, its unchanged checks in a row and last
+    # outcomes, whether it lists news; per index, whether a child whose lastmod in it
+    # did not move was found changed (its lastmod then never skips a child). Rows of
+    # older files start with no check: due on the next run, as before.
+    """
+    ALTER TABLE sitemaps ADD COLUMN checked_at REAL;   -- wall-clock time of its last check
+    ALTER TABLE sitemaps ADD COLUMN revisit_interval REAL;  -- seconds (NULL, 0: every run)
+    ALTER TABLE sitemaps ADD COLUMN quiet INTEGER;  -- unchanged checks in a row
+    ALTER TABLE sitemaps ADD COLUMN history TEXT;  -- n, s, c; newest last
+    ALTER TABLE sitemaps ADD COLUMN news INTEGER;
+    ALTER TABLE sitemaps ADD COLUMN index_lied INTEGER;
+    ALTER TABLE undo_sitemaps ADD COLUMN checked_at REAL;
+    ALTER TABLE undo_sitemaps ADD COLUMN revisit_interval REAL;
+    ALTER TABLE undo_sitemaps ADD COLUMN quiet INTEGER;
+    ALTER TABLE undo_sitemaps ADD COLUMN history TEXT;
+    ALTER TABLE undo_sitemaps ADD COLUMN news INTEGER;
+    ALTER TABLE undo_sitemaps ADD COLUMN index_lied INTEGER;
     """,
 )
 

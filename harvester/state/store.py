@@ -262,6 +262,11 @@ class StateStore:
         t = now()
         for sitemap in state.sitemaps:
             _save_sitemap(self._db, self._ids.sitemap(host_id, sitemap.url), sitemap, t)
+        for index in state.lied:  # issue 53 item 5: its lastmods never skip a child again
+            self._db.execute(
+                "UPDATE sitemaps SET index_lied = 1 WHERE id = ?",
+                (self._ids.sitemap(host_id, index),),
+            )
         if state.discovery is not None:
             self._db.execute(
                 "UPDATE hosts SET discovery = ?, discovered_at = ? WHERE id = ?",
@@ -368,6 +373,13 @@ class StateStore:
 
 def _save_sitemap(db: sqlite3.Connection, sid: int, s: SitemapState, t: float) -> None:
     """Write what a finished host's run learned of its sitemap ``sid`` (at time ``t``)."""
+    if s.revisit is not None:  # it was asked (a 304 or a full read): its check history
+        r = s.revisit
+        db.execute(
+            "UPDATE sitemaps SET checked_at = ?, revisit_interval = ?, quiet = ?, history = ?, "
+            "news = ? WHERE id = ?",
+            (r.checked_at, r.interval, r.quiet, r.history, int(r.news), sid),
+        )
     if s.complete and not s.carried:
         db.execute(
             "UPDATE sitemaps SET parent = ?, kind = ?, etag = ?, last_modified = ?, "

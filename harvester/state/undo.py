@@ -45,7 +45,8 @@ LIVE = "c.id NOT IN (SELECT id FROM undo_retired)"
 _HOST_COLUMNS = "discovery, discovered_at, audit, not_before, last_run, last_finished"
 _SITEMAP_COLUMNS = (
     "parent, kind, etag, last_modified, content_hash, urls, children, index_lastmod, status, "
-    "http_status, complete, fetched_at, last_complete, final_url"
+    "http_status, complete, fetched_at, last_complete, final_url, checked_at, revisit_interval, "
+    "quiet, history, news, index_lied"
 )
 
 

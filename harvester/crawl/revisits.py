@@ -1,0 +1,157 @@
+"""One host's sitemaps not asked this run: adaptive revisit and the audited index lastmod.
+
+In: a sitemap about to be asked (its ``SitemapRef`` and ``SitemapMemory``), the host's
+memory and trust, ``MemorySettings`` and a clock. Out: whether it is asked, or
+``skipped`` (its index's lastmod for it did not move, issue 53 item 5) or ``not_due``
+(adaptive revisit, item 4: ``state.revisit.due``); the not-due urlsets held back until
+the host's frontier is empty, then asked after all when a sitemap read this run lost
+URLs (they may have moved into one held back); and the check history a 304 or a full
+read leaves (``checked``).
+
+Its own module: ``HostIncremental`` (``incremental.py``) calls it at its plan, carry
+and read points; the interval rule itself is ``state.revisit``'s.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import xxhash
+
+from harvester.state.revisit import Revisit, after, due, overdue
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from harvester.crawl.frontier import SitemapRef
+    from harvester.crawl.settings import MemorySettings
+    from harvester.state.memory import HostMemory, SitemapMemory
+
+__all__ = ["ReadDigest", "Revisits"]
+
+# Google News sitemaps declare this namespace in their root element (the first bytes).
+_NEWS_NS = b"http://www.google.com/schemas/sitemap-news/0.9"
+_HEAD = 4096  # bytes of a body searched for it
+
+
+class ReadDigest:
+    """The hash of a body's bytes (XXH3-128), and whether its first bytes declare Google
+    News; used where an ``xxhash.xxh3_128`` is (``update``, ``digest``).
+
+    (A news sitemap is always due. A gzipped one is not recognised here, its bytes
+    being compressed; it is then revisited like any other.)
+    """
+
+    __slots__ = ("_hash", "head")
+
+    def __init__(self) -> None:
+        self._hash = xxhash.xxh3_128()
+        self.head = b""
+
+    def update(self, data: bytes) -> None:
+        """Hash ``data``; keep the first ``_HEAD`` bytes of the body."""
+        if len(self.head) < _HEAD:
+            self.head += bytes(data[: _HEAD - len(self.head)])
+        self._hash.update(data)
+
+    def digest(self) -> bytes:
+        """The hash so far."""
+        return self._hash.digest()
+
+    @property
+    def news(self) -> bool:
+        """Whether the body's first bytes declare the Google News namespace."""
+        return _NEWS_NS in self.head
+
+
+class Revisits:
+    """What one host asks of the sitemaps earlier runs read in full; one per host."""
+
+    def __init__(self, settings: MemorySettings, clock: Callable[[], float]) -> None:
+        self._settings = settings
+        self._clock = clock
+        self.held: list[SitemapRef] = []  # not-due urlsets, until the frontier is empty
+        self.lost = False  # a sitemap read this run lists fewer URLs (or an index changed)
+        self._forced: set[str] = set()  # held back, then asked after all
+
+    def skip(
+        self, ref: SitemapRef, memory: SitemapMemory, host: HostMemory, unverified: bool
+    ) -> str | None:
+        """Why ``ref`` (read in full before) is not asked: ``skipped``, ``not_due``; None: ask.
+
+        ``skipped``: its index's lastmod for it has not moved, on a host whose lastmod
+        the audit trusts (``unverified`` false, sampled trust ``trusted``) and from an
+        index never caught lying, and it was asked within ``state.max_revisit_interval``.
+        ``not_due``: adaptive revisit. A child whose lastmod in its index moved is always
+        asked (unless that lastmod is known to say nothing: the host's is not trusted,
+        or the index lied before), and so is a news sitemap (``revisit.due``).
+        """
+        parent = host.sitemaps.get(ref.parent) if ref.parent is not None else None
+        honest = not unverified and not (parent is not None and parent.index_lied)
+        moved = (
+            ref.source == "index"
+            and ref.lastmod is not None
+            and (
+                memory.index_lastmod is None or int(ref.lastmod.timestamp()) > memory.index_lastmod
+            )
+        )
+        if moved and honest:
+            return None
+        settings, t = self._settings, self._clock()
+        cap = settings.max_revisit_interval
+        if (
+            settings.skip_unchanged_children
+            and host.trust == "trusted"  # only where the audit found lastmod honest
+            and honest
+            and ref.source == "index"
+            and ref.lastmod is not None
+            and not overdue(memory.revisit, t, cap)
+        ):
+            return "skipped"
+        if settings.revisit == "due" and ref.url not in self._forced:
+            return None if due(memory.revisit, t, cap) else "not_due"
+        return None
+
+    def held_back(self) -> SitemapRef | None:
+        """Once the frontier is empty: a held-back sitemap to ask after all, or None.
+
+        Asked after all when a sitemap read this run lost URLs (or an index changed): a
+        URL that moved from it into a sitemap not asked would otherwise be ``removed``
+        now and ``new`` at that sitemap's due run (moved is not removed, issue 53 item 3).
+        """
+        if not self.lost or not self.held:
+            return None
+        ref = self.held.pop(0)
+        self._forced.add(ref.url)
+        return ref
+
+    def checked(self, memory: Revisit | None, outcome: str, news: bool) -> Revisit:
+        """The history a check now with ``outcome`` (``n``, ``s``, ``c``) leaves."""
+        return after(memory, outcome, self._clock(), self._settings.max_revisit_interval, news)
+
+    def carried(self, memory: Revisit, status: str) -> Revisit | None:
+        """The history a sitemap carried over with ``status`` leaves (None: as it was).
+
+        ``not_modified``: a check, unchanged. ``skipped`` by its index's lastmod, never
+        checked (a state file from before schema 6): the cap counts from now, so that it
+        is asked in time. ``not_due``: no check.
+        """
+        if status == "not_modified":
+            return self.checked(memory, "n", memory.news)
+        if status == "skipped" and memory.checked_at is None:
+            return Revisit(self._clock(), 0.0, 0, memory.history, memory.news)
+        return None
+
+    def changed(self, ref: SitemapRef, memory: SitemapMemory, is_index: bool, urls: int) -> bool:
+        """``ref``, read before, changed (now ``urls`` entries). Notes a loss (fewer URLs,
+        or an index); returns whether its index lied: it gave it the lastmod of its last
+        read (issue 53 item 5: that index's lastmods skip no child from now on)."""
+        fewer = memory.urls is not None and urls < memory.urls
+        self.lost = self.lost or is_index or fewer
+        return (
+            ref.source == "index"
+            and ref.parent is not None
+            and ref.lastmod is not None
+            and memory.index_lastmod is not None
+            and int(ref.lastmod.timestamp()) <= memory.index_lastmod
+        )

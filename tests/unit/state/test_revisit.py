@@ -1,0 +1,76 @@
+"""Adaptive revisit (issue 53 item 4): the interval rule, with explicit clock readings."""
+
+from __future__ import annotations
+
+from harvester.state.revisit import HISTORY, MIN_GAP, Revisit, after, due, overdue
+
+HOUR = 3600.0
+DAY = 86400.0
+WEEK = 7 * DAY
+
+
+def test_a_first_read_is_due_on_the_next_run() -> None:
+    first = after(None, "c", 1000.0, WEEK, news=False)
+    assert first == Revisit(1000.0, 0.0, 0, "c", False)
+    assert due(first, 1000.0 + HOUR, WEEK)
+
+
+def test_unchanged_checks_double_the_interval_and_runs_between_are_skipped() -> None:
+    """An hourly cron, first read at run 0: asked at runs 1, 3, 7, 14 (the last one due
+    at 7/8 of its 8 hours); the runs between are skipped."""
+    memory = after(None, "c", 0.0, WEEK, news=False)
+    asked = []
+    for run in range(1, 20):
+        t = run * HOUR
+        if due(memory, t, WEEK):
+            asked.append(run)
+            memory = after(memory, "n" if run < 5 else "s", t, WEEK, news=False)
+    assert asked == [1, 3, 7, 14]
+    assert memory.quiet == 4
+    assert memory.interval == 2 * 7 * HOUR
+    assert memory.history == "cnnss"
+
+
+def test_the_cap_holds() -> None:
+    memory = Revisit(0.0, 0.0, 3, "nnn")
+    memory = after(memory, "n", 30 * DAY, WEEK, news=False)  # a month unasked
+    assert memory.interval == WEEK
+    assert not due(memory, 30 * DAY + 6 * DAY, WEEK)
+    assert due(memory, 30 * DAY + WEEK, WEEK)
+    # A smaller cap in the config applies to intervals stored under a larger one.
+    assert due(memory, 30 * DAY + DAY, DAY)
+
+
+def test_a_change_resets_the_interval_to_every_run() -> None:
+    memory = Revisit(0.0, 4 * DAY, 4, "nnnn")
+    changed = after(memory, "c", 4 * DAY, WEEK, news=False)
+    assert (changed.interval, changed.quiet, changed.history) == (0.0, 0, "nnnnc")
+    assert due(changed, 4 * DAY + 1.0, WEEK)
+
+
+def test_a_news_sitemap_is_always_due() -> None:
+    memory = Revisit(0.0, WEEK, 9, "n" * 9, news=True)
+    assert due(memory, 1.0, WEEK)
+    assert after(memory, "n", DAY, WEEK, news=memory.news).news
+
+
+def test_a_quick_rerun_does_not_grow_the_interval() -> None:
+    memory = after(None, "c", 0.0, WEEK, news=False)
+    again = after(memory, "n", MIN_GAP / 2, WEEK, news=False)
+    assert again.interval == 0.0  # still asked on every run
+    assert due(again, MIN_GAP, WEEK)
+
+
+def test_a_check_a_little_early_still_counts_as_due() -> None:
+    memory = Revisit(0.0, 2 * DAY, 1, "n")
+    assert due(memory, 2 * DAY - HOUR, WEEK)  # a run that reached the host an hour earlier
+    assert not due(memory, DAY, WEEK)
+
+
+def test_never_checked_is_due_and_overdue_and_history_is_bounded() -> None:
+    assert due(Revisit(), 0.0, WEEK)
+    assert not overdue(Revisit(), 0.0, WEEK)  # (the skip starts its clock: crawl.revisits)
+    assert not overdue(Revisit(0.0, DAY, 1, "n"), DAY, WEEK)
+    assert overdue(Revisit(0.0, DAY, 1, "n"), WEEK, WEEK)
+    memory = Revisit(0.0, 0.0, 0, "c" * HISTORY)
+    assert after(memory, "n", DAY, WEEK, news=False).history == "c" * (HISTORY - 1) + "n"
