@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from harvester.crawl.cover import Spread
 from harvester.output.parts import write_atomic
 
 if TYPE_CHECKING:
@@ -83,6 +84,8 @@ class RunReport:
     # Issue 50: every host failed and the earlier output was kept (writer.keep_previous).
     output_kept: bool = False
     seconds: float = 0.0
+    # Issue 49: the hosts' coverage figures (--coverage K), summed up in ``as_dict``.
+    _coverage: Spread = field(default_factory=Spread, init=False, repr=False, compare=False)
     _t0: float = field(default_factory=time.monotonic, init=False, repr=False, compare=False)
 
     def add_host(self, host: Mapping[str, Any]) -> None:
@@ -113,6 +116,7 @@ class RunReport:
         self.sitemaps_filtered += int(host.get("sitemaps_filtered", 0))
         if host.get("tls_unverified"):
             self.hosts_tls_unverified += 1
+        self._coverage.add(host.get("coverage"))
 
     @property
     def errors(self) -> int:
@@ -137,6 +141,8 @@ class RunReport:
         }
         out["seconds"] = round(self.seconds, 3)
         out["failures_by_class"] = dict(sorted(self.failures_by_class.items()))
+        if self._coverage.hosts:
+            out["coverage"] = self._coverage.summary()
         return out
 
 
