@@ -67,6 +67,7 @@ NEW_SHARES: Final[dict[str, float]] = {
     "wall_451": 0.05,
     "delay": 0.1,
     "bigindex": 0.1,
+    "probe_only": 1.0,  # issue 49: a sitemap only a platform probe finds (web.py)
 }
 KINDS: Final = (*OLD_SHARES, *NEW_SHARES)
 EXPECT: Final[dict[str, str]] = {
@@ -95,6 +96,7 @@ EXPECT: Final[dict[str, str]] = {
     "wall_451": "blocked",
     "delay": "ok",
     "bigindex": "ok",
+    "probe_only": "ok",
 }
 WALL_STATUS: Final = {"wall_403": 403, "wall_challenge": 403, "wall_401": 401, "wall_451": 451}
 MIXES: Final = ("fixed", "random")

@@ -86,13 +86,13 @@ HEALTHY: Final = frozenset(k for k, v in EXPECT.items() if v == "ok")
 # Kinds with the content of `small` (robots -> sitemap), behind a failure for two of them
 WITH_CONTENT: Final = frozenset(
     {"small", "www", "http_only", "fallback", "robots_5xx", "robots_hang", "slow"}
-    | {"https_dropped"}
+    | {"https_dropped", "probe_only"}
 )
 HTTP_ONLY: Final = frozenset({"http_only", "https_dropped"})  # content on http://
 # Kinds whose :443 completes a TLS handshake (a certificate is made for them)
 TLS_KINDS: Final = frozenset(
     {"small", "www", "big", "fallback", "soft404", "nosite", "robots_5xx", "robots_hang"}
-    | {"slow", "delay", "bigindex", *WALL_STATUS}
+    | {"slow", "delay", "bigindex", "probe_only", *WALL_STATUS}
 )
 DNS_KIND: Final = {"dns_nx": "nxdomain", "dns_servfail": "servfail", "dns_empty": "empty"}
 NS_SM: Final = "http://www.sitemaps.org/schemas/sitemap/0.9"
@@ -301,7 +301,12 @@ def _content(site: Site, rng: random.Random, mix: Mix, *, late: bool = False) ->
             pages["/sitemap.xml"] = Page(200, XML, index(children))
         sitemap = "/sitemap.xml"
     robots = ROBOTS + (f"Crawl-delay: {site.crawl_delay:g}\n" if site.crawl_delay else "")
-    if site.kind == "fallback":
+    if site.kind == "probe_only":
+        # Issue 49: a WordPress core sitemap behind a physical robots.txt that names none,
+        # at none of the old fallback paths: only the platform probes find it.
+        pages["/wp-sitemap.xml"] = pages.pop("/sitemap.xml")
+        pages["/robots.txt"] = Page(200, TEXT, robots.encode())
+    elif site.kind == "fallback":
         if rng.random() < 0.5:
             pages["/robots.txt"] = Page(200, TEXT, robots.encode())
     elif site.kind == "robots_5xx":

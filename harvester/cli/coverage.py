@@ -67,8 +67,8 @@ def command(ns: argparse.Namespace, cfg: Config) -> int:
 
 def _line(host: dict[str, Any]) -> str:
     """One host's figures as a line of text."""
-    if "error" in host:
-        return f"{host['host']}: {host['error']}"
+    if "skipped" in host:
+        return f"{host['host']}: not checked: {host['skipped']}"
     c = host["completeness"]
     done = "n/a" if c["share"] is None else f"{c['share']:.0%} ({c['count']}/{c['of']})"
     shares = ", ".join(

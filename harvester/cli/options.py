@@ -148,8 +148,9 @@ def revisit_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def crawl_arguments(parser: argparse.ArgumentParser) -> None:
-    """``fetch_arguments``, and issue 49's flags: the sitemap probes' budget and the links
-    fallback (crawl/probes.py, crawl/links.py), for ``run``."""
+    """``fetch_arguments``, and issue 49's flags: the sitemap probes' budget, the links
+    fallback and the coverage check (crawl/probes.py, crawl/links.py, crawl/cover.py),
+    for ``run``."""
     fetch_arguments(parser)
     typed_flags(
         parser.add_argument_group("where robots.txt lists no sitemap"),
@@ -166,6 +167,18 @@ def crawl_arguments(parser: argparse.ArgumentParser) -> None:
                 int,
                 "no sitemap found: walk up to N pages of same-site links (default 0: off)",
             ),
+        ],
+    )
+    typed_flags(
+        parser.add_argument_group("sitemap coverage (docs/coverage.md)"),
+        [
+            (
+                "--coverage",
+                "discovery.coverage",
+                int,
+                "per host: walk up to N pages of same-site links and sample N listed URLs;"
+                " completeness and listed-but-not-live shares in the host report (default 0: off)",
+            )
         ],
     )
 

@@ -208,6 +208,7 @@ class DiscoveryConfig:
     # host, and a links walk of up to links_fallback pages where no sitemap is found (0: off).
     probe_budget: int = 6
     links_fallback: int = 0
+    coverage: int = 0  # the coverage check's K per host in a run (crawl/cover.py; 0: off)
 
     def __post_init__(self) -> None:
         check_section(self, "discovery")

@@ -26,7 +26,7 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
-from harvester.crawl import allow, links, verdicts
+from harvester.crawl import allow, cover, links, verdicts
 from harvester.crawl.attempt import (
     Attempts,
     BodyBroken,
@@ -144,9 +144,9 @@ class HostWorker:
         self._queue = SitemapQueue(
             self._policy, self._frontier, settings.filters, self._homes, self.incremental
         )
-        inc = self.incremental
+        self._cover, emit = cover.HostCoverage.on(settings.discovery.coverage, emit)  # issue 49
         self._hooks = HostHooks(
-            self.batch, self._queue, self._homes, inc, self.sitemaps, emit, ready
+            self.batch, self._queue, self._homes, self.incremental, self.sitemaps, emit, ready
         )
         self._attempts = Attempts(fetcher, settings.fetch, settings.reader, self._hooks)
 
@@ -194,10 +194,10 @@ class HostWorker:
             if self._deferred:
                 return
         self._wall.close(self.report, found.robots_url or self.seed.origin)
-        if self._settings.discovery.links_fallback and self.report.discovery == "none":
-            # Issue 49: no sitemap, links as a safety net.
-            args = (self._fetcher, slot, self._settings, self.batch.rules, self.report)
-            await links.fallback(found, self.seed.origin, *args, self._hooks.emit)
+        # Issue 49: links as a safety net where no sitemap was found; --coverage K's check.
+        args = (self._fetcher, slot, self._settings, self.batch.rules, self.report)
+        await links.fallback(found, self.seed.origin, *args, self._hooks.emit)
+        await self._cover.run(found, self.seed.origin, self._fetcher, slot, self.batch)
 
     async def _discover(self, slot: HostSlot) -> Discovered | None:
         """The host's first sitemaps: recalled from the state file, or discovered (its

@@ -176,10 +176,13 @@ async def fallback(
     report: HostReport,
     emit: Callable[[RecordBatch], Awaitable[None]],
 ) -> None:
-    """The links fallback of a host whose discovery found no sitemap: walk its links from
-    ``found.origin`` (else ``origin``, the seed's), at most ``discovery.links_fallback``
-    pages, and ``emit`` what the walk found as the host's records, counted in ``report``."""
+    """The links fallback of a host whose discovery found no sitemap (none else: nothing
+    is done): walk its links from ``found.origin`` (else ``origin``, the seed's), at most
+    ``discovery.links_fallback`` pages (0: off), and ``emit`` what the walk found as the
+    host's records, counted in ``report``."""
     n = settings.discovery.links_fallback
+    if not n or report.discovery != "none":
+        return
     start = found.origin or origin
     pages = await walk(start, found.robots, fetcher, slot, rules.canonical, n, found.home)
     await emit_links(pages, report.host, report, settings.batch.max_urls, emit)

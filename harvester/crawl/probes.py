@@ -99,14 +99,15 @@ async def probe_urls(
     """The probe plan for a host whose robots.txt listed no sitemap (discovery's hook),
     and the home page if it was fetched.
 
-    With the links fallback on, the home page will be fetched anyway when nothing is
-    found, so it is fetched first (if robots.txt allows it): its ``<link rel="sitemap">``
-    and generator order the plan, and discovery keeps it for the walk. A home page that
+    With the links fallback on (nothing found) or the coverage check on, the home page
+    will be fetched anyway, so it is fetched first (if robots.txt allows it): its
+    ``<link rel="sitemap">`` and generator order the plan, and discovery keeps it for the
+    walk. A home page that
     fails leaves the plan unguessed (the walk reports the failure).
     """
     home: Fetched | None = None
     url = f"{origin}/"
-    if settings.links_fallback > 0 and robots.can_fetch(url):
+    if (settings.links_fallback > 0 or settings.coverage > 0) and robots.can_fetch(url):
         try:
             home = await fetch_page(url, fetcher, slot)
         except FetchError:

@@ -127,6 +127,8 @@ class HostReport:
     tls_unverified: bool = False
     # Issue 49: the links fallback's counts (crawl/links.py ``Walk.counts``; None: not run).
     links: dict[str, int] | None = None
+    # Issue 49: the coverage check's figures with --coverage K (crawl/cover.py; None: off).
+    coverage: dict[str, Any] | None = None
     # Issue 48 (what the site allows, crawl/verdicts.py and crawl/allow.py): page URLs
     # dropped by --respect-robots (robots_disallowed above counts sitemaps); why the
     # verdicts are "unknown" (no robots.txt read; None: they are not); the host's AI and

@@ -54,6 +54,7 @@ class DiscoverySettings:
     cross_host: Literal["same-host", "same-site", "any"]  # discovery.cross_host
     probe_budget: int = 6  # discovery.probe_budget (issue 49, crawl/probes.py)
     links_fallback: int = 0  # discovery.links_fallback: pages walked without a sitemap
+    coverage: int = 0  # discovery.coverage: K of the coverage check (crawl/cover.py)
 
     @classmethod
     def of(cls, cfg: Config) -> DiscoverySettings:
@@ -67,6 +68,7 @@ class DiscoverySettings:
             cross_host=cfg.discovery.cross_host,
             probe_budget=cfg.discovery.probe_budget,
             links_fallback=cfg.discovery.links_fallback,
+            coverage=cfg.discovery.coverage,
         )
 
     def pace(self, slot: HostSlot, robots: RobotsTxt) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["HOST_COUNTS", "hosts_table"]
+__all__ = ["COVERAGE_SHARES", "HOST_COUNTS", "hosts_table"]
 
 # Whole-number columns, in this order after ``host`` and ``discovery``.
 HOST_COUNTS = (
@@ -39,6 +39,43 @@ HOST_COUNTS = (
 )
 
 
+# Issue 49: the coverage check's figures (crawl/cover.py, with --coverage K), one block of
+# columns: completeness with its 95 % interval and the pages it counts, the listed sample's
+# size and each listed-but-not-live share; ``coverage_skipped`` says why a host has none.
+# Null where the check did not run (or had nothing to count).
+COVERAGE_SHARES = ("dead", "redirect", "redirect_to_listed", "noindex", "canonical_elsewhere")
+
+
+def _coverage_fields(pa: Any) -> list[tuple[str, Any]]:
+    return [
+        ("coverage_completeness", pa.float64()),
+        ("coverage_completeness_low", pa.float64()),
+        ("coverage_completeness_high", pa.float64()),
+        ("coverage_pages", pa.int64()),
+        ("coverage_sampled", pa.int64()),
+        *((f"coverage_{name}", pa.float64()) for name in COVERAGE_SHARES),
+        ("coverage_skipped", pa.string()),
+    ]
+
+
+def _coverage_row(figures: dict[str, Any] | None) -> dict[str, Any]:
+    """A host's ``coverage`` figures (None: not checked) as the block's cells."""
+    figures = figures or {}
+    done = figures.get("completeness") or {}
+    shares = figures.get("listed_not_live") or {}
+    row: dict[str, Any] = {
+        "coverage_completeness": done.get("share"),
+        "coverage_completeness_low": done.get("low"),
+        "coverage_completeness_high": done.get("high"),
+        "coverage_pages": done.get("of"),
+        "coverage_sampled": figures.get("sampled"),
+        "coverage_skipped": figures.get("skipped"),
+    }
+    for name in COVERAGE_SHARES:
+        row[f"coverage_{name}"] = (shares.get(name) or {}).get("share")
+    return row
+
+
 def _schema(pa: Any) -> Any:
     failure = pa.struct(
         [
@@ -61,6 +98,7 @@ def _schema(pa: Any) -> Any:
             ("limits_hit", pa.list_(pa.string())),
             ("warnings", pa.list_(pa.string())),
             ("deferred", pa.string()),
+            *_coverage_fields(pa),
         ]
     )
 
@@ -81,6 +119,7 @@ def _row(report: dict[str, Any]) -> dict[str, Any]:
         "limits_hit": list(report.get("limits_hit") or ()),
         "warnings": list(report.get("warnings") or ()),
         "deferred": report.get("deferred"),
+        **_coverage_row(report.get("coverage")),
     }
     for name in HOST_COUNTS:
         row[name] = int(report.get(name) or 0)

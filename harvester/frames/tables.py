@@ -51,6 +51,7 @@ OPTIONS: dict[str, str] = {
     "host_timeout": "limits.max_host_seconds",
     "cross_host": "discovery.cross_host",
     "hosts_in_flight": "run.hosts_in_flight",
+    "coverage": "discovery.coverage",  # issue 49: the coverage check's K (the hosts' columns)
 }
 
 _BLOCK = 20_000  # records converted at once: a few MB of JSON

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from harvester.crawl.cover import Spread
 from harvester.output.parts import write_atomic
 
 if TYPE_CHECKING:
@@ -87,6 +88,8 @@ class RunReport:
     # Issue 50: every host failed and the earlier output was kept (writer.keep_previous).
     output_kept: bool = False
     seconds: float = 0.0
+    # Issue 49: the hosts' coverage figures (--coverage K), summed up in ``as_dict``.
+    _coverage: Spread = field(default_factory=Spread, init=False, repr=False, compare=False)
     _t0: float = field(default_factory=time.monotonic, init=False, repr=False, compare=False)
 
     def add_host(self, host: Mapping[str, Any]) -> None:
@@ -119,6 +122,7 @@ class RunReport:
             self.hosts_tls_unverified += 1
         self.sitemaps_not_due += int(host.get("sitemaps_not_due", 0))
         self.unverified += int(host.get("unverified", 0))
+        self._coverage.add(host.get("coverage"))
 
     @property
     def errors(self) -> int:
@@ -143,6 +147,8 @@ class RunReport:
         }
         out["seconds"] = round(self.seconds, 3)
         out["failures_by_class"] = dict(sorted(self.failures_by_class.items()))
+        if self._coverage.hosts:
+            out["coverage"] = self._coverage.summary()
         return out
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from harvester.view import coverage
 from harvester.view.charts import bars, columns, escape
 from harvester.view.tree import human_bytes
 
@@ -179,7 +180,7 @@ def render_page(s: RunSummary, *, title: str = "harvester run report") -> str:
         '<meta name="viewport" content="width=device-width,initial-scale=1">'
         # An empty icon: the browser asks for no /favicon.ico (an error in its console).
         f'<link rel="icon" href="data:,"><title>{escape(title)}</title>'
-        f"<style>{_CSS}</style></head><body><h1>{escape(title)}</h1>"
+        f"<style>{_CSS}{coverage.CSS}</style></head><body><h1>{escape(title)}</h1>"
         f"<h2>Totals</h2>{_totals(s)}{notes}"
         f"<h2>Failures by class</h2>{bars(by_class, label='failures by class')}"
         f"<h2>URLs per host ({s.hosts_read:,} hosts)</h2><p>Hosts by their URL count.</p>"
@@ -189,5 +190,6 @@ def render_page(s: RunSummary, *, title: str = "harvester run report") -> str:
         f"{columns([(k, float(v)) for k, v in months], label='lastmod histogram', y_title='URLs')}"
         f"{_hosts_table('Slowest hosts', ('host', 'seconds'), slowest)}"
         f"{_hosts_table('Largest hosts', ('host', 'URLs', 'downloaded'), largest)}"
+        f"{coverage.section(s.coverage, s.run.get('coverage'))}"
         f"{_failed(s)}</body></html>\n"
     )

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from harvester.errors import InputError
+from harvester.view.coverage import CoverageRows
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -82,6 +83,7 @@ class RunSummary:
     failed_total: int = 0
     partial: list[FailedHost] = field(default_factory=list)  # URLs, but failures too
     partial_total: int = 0
+    coverage: CoverageRows = field(default_factory=CoverageRows)  # issue 49 (view/coverage.py)
 
     def add_host(self, line: int, host: dict[str, Any], text: str) -> None:
         """Fold in one host report (``text`` is its line as read)."""
@@ -94,6 +96,7 @@ class RunSummary:
         # Bounded heaps: the TOP largest so far, the smallest of them first.
         _push(self.slowest, (_float(host.get("seconds")), name))
         _push(self.largest, (urls, _int(host.get("bytes")), name))
+        self.coverage.add(name, host.get("coverage"))
         classes = host.get("failures_by_class") or {}
         if sum(_int(n) for n in classes.values()) <= 0:
             return
