@@ -67,7 +67,12 @@ async def test_run_coverage_cli_writes_host_and_run_figures(sites: Sites, tmp_pa
     assert cov["completeness"]["share"] == 0.7
     dead = cov["listed_not_live"]["dead"]
     assert dead["of"] == cov["sampled"] == 20
-    assert dead["low"] <= 0.1 <= dead["high"]
+    # The sample is the 20 lowest fingerprints, and a fingerprint has the server's port
+    # in it: which URLs are sampled changes from run to run, so the figure is checked
+    # against what the server saw, not the truth's 10 % (outside the interval 1 in 20).
+    asked_dead = {h.path for h in known.log if h.path.startswith("/d/")}
+    assert dead["count"] == len(asked_dead)
+    assert dead["low"] <= dead["count"] / 20 <= dead["high"]
     assert cov["requests"] <= 2 * 20
     assert cov["capped"] is False
     assert hosts[bare.origin.removeprefix("http://")]["coverage"] == {"skipped": "no sitemap read"}
