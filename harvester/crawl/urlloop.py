@@ -78,6 +78,10 @@ class UrlLoop(Protocol):
     replayed: int  # URL entries earlier reads of the current file got through
 
     @property
+    def report(self) -> HostReport:
+        """The host's report: the loop counts URLs, duplicates, foreign locs, the cap."""
+
+    @property
     def records(self) -> list[dict[str, Any]]:
         """The records (dicts) of the batch so far, when not ``encoded``."""
 
