@@ -63,7 +63,8 @@ extensions = [
     ),
     Extension("harvester.urls._cnormalize", ["harvester/urls/_cnormalize.pyx"], optional=True),
     Extension("harvester.urls._cdedupe", ["harvester/urls/_cdedupe.pyx"], optional=True),
-    # Uses the two above at C level (their .pxd files).
+    # Uses the two above at C level (their .pxd files); its own .pxd declares the URL
+    # loop's state (UrlLoop, a cdef class each UrlBatch keeps).
     Extension("harvester.crawl._chost", ["harvester/crawl/_chost.pyx"], optional=True),
 ]
 

@@ -1,26 +1,27 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False
 """Compiled half of the URL batch: a list of URL entries into records (``UrlBatch.take``).
 
-In: a ``harvester.crawl.batch.UrlBatch`` (its interface to this module is the fields
-named in ``batch._LOOP_FIELDS``: the host's ``Rules`` and ``SeenSet``, the batch's
-records, fingerprints and lastmod epochs, its counters and the ``HostReport``),
-a list of reader entries and the sitemap that listed them. Out: for each
-``UrlEntry``, what ``UrlBatch._python_loop`` does: the canonical URL (the
-compiled check, else the host's rules), its fingerprint, the per-host dedupe,
-the ``max_urls_per_host`` cap, the lastmod audit's sample (appended to the
-batch's sample lists, which ``LastmodDistribution.add_many`` counts for both
-loops), and the record appended to the batch (or, given ``encoded``, its JSON
-line written by ``_write_record``), and whether its URL is on another host than
-the sitemap's (``batch.home``: counted as a foreign loc, the first few kept as
-examples in the report); the counters are written back to the batch and the
-entries that are not URLs (index children) are returned.
+In: the host's ``UrlLoop`` (a ``cdef class``, declared in _chost.pxd, that the
+``UrlBatch`` makes once and keeps: the host's ``Rules``, ``SeenSet`` and report, the
+batch's records, fingerprints and lastmod epochs, where the reading stands), a list
+of reader entries and the sitemap that listed them. Out: for each ``UrlEntry``,
+what ``urlloop.PyUrlLoop.take`` does: the canonical URL (the compiled check, else
+the host's rules), its fingerprint, the per-host dedupe, the ``max_urls_per_host``
+cap, the lastmod audit's sample (appended to the loop's sample lists, which
+``LastmodDistribution.add_many`` counts for both loops), and the record appended to
+the batch (or, given ``encoded``, its JSON line written by ``_write_record``), and
+whether its URL is on another host than the sitemap's (``home``: counted as a
+foreign loc, the first few kept as examples in the report); the counters go to the
+report and seen-set at the end of each call, and the entries that are not URLs
+(index children) are returned.
 
 Only the usual cases are done here; every other one calls the same Python the
 loop calls (``Rules.canonical`` for a URL the check says no to, ``SeenSet.add``
-past its small set, ``records.record`` for an entry whose line ``_write_record`` cannot
-write, or with records kept as dicts).
-tests/unit/crawl/test_chost.py runs both loops on the same entries and compares the
-batches, fingerprints, counters, the seen-set and the audit.
+past its small set, ``records.record`` for an entry whose line ``_write_record``
+cannot write, or with records kept as dicts). The constants both loops use
+(``AUDIT_ALL``, ``FOREIGN_EXAMPLES``) are imported from urlloop.py.
+tests/unit/crawl/test_chost.py runs both loops on the same entries and compares
+the batches, fingerprints, counters, the seen-set and the audit.
 
 Why compiled: the loop in Python is mostly calls and attribute reads between
 small steps; here those are C, and the steps that were already compiled (the
@@ -60,6 +61,8 @@ import orjson
 
 from datetime import UTC
 
+from harvester.crawl.urlloop import AUDIT_ALL as _AUDIT_ALL, FOREIGN_EXAMPLES as _FOREIGN
+from harvester.crawl.urlloop import authority
 from harvester.state.chunks import NO_LASTMOD
 from harvester.models import UrlEntry
 from harvester.urls.normalize import Rules
@@ -77,6 +80,10 @@ cdef object _URL_ENTRY = UrlEntry
 cdef object _ISO = lastmod_iso
 cdef object _RECORD = record
 cdef object _EXTENSIONS = add_extensions
+cdef object _AUTHORITY = authority  # (the rare URL: not compact ASCII, not http(s))
+# The Python loop's constants (urlloop.py), as C values.
+cdef Py_ssize_t AUDIT_ALL = _AUDIT_ALL  # every URL sampled up to here, then 1 in 8
+cdef Py_ssize_t FOREIGN_EXAMPLES = _FOREIGN  # foreign locs kept as examples
 
 import_datetime()
 
@@ -172,6 +179,27 @@ cdef inline char* _put_digits(char* p, int value, int width) noexcept:
     return p + width
 
 
+cdef inline char* _put_lastmod(char* p, object lastmod) noexcept:
+    """Write a UTC ``datetime`` (checked by the caller) as ``records.lastmod_iso``
+    (``dates.format_utc``) and orjson do: ``"YYYY-MM-DDTHH:MM:SSZ"``, whole seconds, in
+    the 22 bytes at ``p``; returns the byte after them."""
+    p[0] = b'"'
+    p = _put_digits(p + 1, PyDateTime_GET_YEAR(lastmod), 4)
+    p[0] = b"-"
+    p = _put_digits(p + 1, PyDateTime_GET_MONTH(lastmod), 2)
+    p[0] = b"-"
+    p = _put_digits(p + 1, PyDateTime_GET_DAY(lastmod), 2)
+    p[0] = b"T"
+    p = _put_digits(p + 1, PyDateTime_DATE_GET_HOUR(lastmod), 2)
+    p[0] = b":"
+    p = _put_digits(p + 1, PyDateTime_DATE_GET_MINUTE(lastmod), 2)
+    p[0] = b":"
+    p = _put_digits(p + 1, PyDateTime_DATE_GET_SECOND(lastmod), 2)
+    p[0] = b"Z"
+    p[1] = b'"'
+    return p + 2
+
+
 cdef inline int _grow(bytearray buf, Py_ssize_t size) except -1:
     """Make ``buf`` ``size`` bytes long, doubling its room when it must grow.
 
@@ -232,23 +260,7 @@ cdef bint _write_record(
     p = _put(p, PyUnicode_DATA(url), n_url)
     p = _put(p, b'"', 1)
     p = _put(p, PyBytes_AS_STRING(middle), PyBytes_GET_SIZE(middle))
-    if dated:
-        # records.lastmod_iso (dates.format_utc): YYYY-MM-DDTHH:MM:SSZ, whole seconds
-        p[0] = b'"'
-        p = _put_digits(p + 1, PyDateTime_GET_YEAR(lastmod), 4)
-        p[0] = b"-"
-        p = _put_digits(p + 1, PyDateTime_GET_MONTH(lastmod), 2)
-        p[0] = b"-"
-        p = _put_digits(p + 1, PyDateTime_GET_DAY(lastmod), 2)
-        p[0] = b"T"
-        p = _put_digits(p + 1, PyDateTime_DATE_GET_HOUR(lastmod), 2)
-        p[0] = b":"
-        p = _put_digits(p + 1, PyDateTime_DATE_GET_MINUTE(lastmod), 2)
-        p[0] = b":"
-        p = _put_digits(p + 1, PyDateTime_DATE_GET_SECOND(lastmod), 2)
-        p = _put(p, b'Z"', 2)
-    else:
-        p = _put(p, b"null", 4)
+    p = _put_lastmod(p, lastmod) if dated else _put(p, b"null", 4)
     p = _put(p, b',"changefreq":', 14)
     p = _put(p, PyBytes_AS_STRING(cf), PyBytes_GET_SIZE(cf))
     p = _put(p, b',"priority":', 12)
@@ -425,26 +437,8 @@ cdef inline int _append_i64(array.array values, int64_t value) except -1:
     return 0
 
 
-# batch.FOREIGN_EXAMPLES: locs on another host kept as examples in the host report.
-cdef Py_ssize_t FOREIGN_EXAMPLES = 5
-
-
-cdef str _authority_of(str url):
-    """``batch.authority``, for a URL that is not compact ASCII (the loop's rare case)."""
-    cdef Py_ssize_t start = url.find("://"), end, at
-    if start < 0:
-        return ""
-    start += 3
-    end = len(url)
-    for mark in "/?#":
-        at = url.find(mark, start, end)
-        if at >= 0:
-            end = at
-    return url[start:end]
-
-
 cdef bint _foreign(tuple home, str url) except -1:
-    """Whether ``url``'s authority (``batch.authority``) is none of ``home``'s.
+    """Whether ``url``'s authority (``urlloop.authority``) is none of ``home``'s.
 
     For the usual URL (compact ASCII, ``http://`` or ``https://``) in C, with no scan
     of the authority: a home authority matches where it is followed by the end, ``/``,
@@ -454,7 +448,7 @@ cdef bint _foreign(tuple home, str url) except -1:
     cdef const char* d
     cdef char c
     if not PyUnicode_IS_COMPACT_ASCII(url):
-        return _authority_of(url) not in home
+        return _AUTHORITY(url) not in home
     n = PyUnicode_GET_LENGTH(url)
     d = PyUnicode_DATA(url)
     if n >= 8 and memcmp(d, b"https://", 8) == 0:
@@ -462,7 +456,7 @@ cdef bint _foreign(tuple home, str url) except -1:
     elif n >= 7 and memcmp(d, b"http://", 7) == 0:
         start = 7
     else:
-        return _authority_of(url) not in home
+        return _AUTHORITY(url) not in home
     for a in home:
         if not PyUnicode_IS_COMPACT_ASCII(a):
             continue  # (never equal to an ASCII authority)
@@ -476,28 +470,23 @@ cdef bint _foreign(tuple home, str url) except -1:
     return True
 
 
-cdef class _Loop:
-    """One call's view of a ``UrlBatch``: its fields as C values, its counters written
-    back to it (and to the seen-set and report) by ``close``."""
+cdef class UrlLoop:
+    """The state of one host's URL loop, kept between the calls of ``url_entries``
+    (fields declared in _chost.pxd; ``urlloop.PyUrlLoop`` is its Python twin).
 
-    cdef object batch, seen, canon, report, small
-    cdef FpTable table  # the seen-set's small set as a table, else None
-    cdef bint strip_slash, direct, sort, cap_hit
-    cdef frozenset drop
-    cdef tuple prefixes
-    cdef list records, sample, raws, foreign_examples
-    cdef tuple home
-    cdef array.array fps, lastmods
-    cdef str host, sitemap
-    cdef Py_ssize_t cap, listed, position, replayed, audit_all
-    cdef Py_ssize_t duplicates, urls, small_added, small_limit, foreign
-    cdef bytearray encoded, canonical
-    cdef bytes label, middle
+    In: the host, its ``Rules`` and ``HostReport``, ``max_urls_per_host``, and which
+    buffers to keep: lastmod epochs (``filtering``), JSON lines instead of record dicts
+    (``encoded``), the canonical URLs' text for the ledger (``ledger_text``, with
+    ``encoded``), the audit's sample (``audit``). Out: the buffers, read in place by
+    the batch and handed over by ``hand_over``; the counters, into the report and the
+    seen-set at the end of each call (``close``).
+    """
 
-    cdef int open(self, batch, str sitemap) except -1:
-        self.batch = batch
-        self.sitemap = sitemap
-        rules = batch.rules
+    def __init__(
+        self, str host not None, rules, report, Py_ssize_t cap, *, bint filtering,
+        bint encoded, bint ledger_text, bint audit,
+    ):
+        self.host, self.rules, self.report, self.cap = host, rules, report, cap
         self.canon = rules.canonical
         self.strip_slash = rules.strip_slash
         # canon as Rules.canonical does it, its compiled step called here without a
@@ -506,26 +495,56 @@ cdef class _Loop:
         self.direct = type(rules) is Rules and getattr(type(rules), "canonical") is _CANONICAL
         if self.direct:
             self.drop, self.prefixes, self.sort = rules.drop, rules.drop_prefixes, rules.sort_query
-        self.seen = batch.seen
+        self.records = []
+        self.fps = array.array("Q")
+        self.lastmods = array.array("q") if filtering else None
+        self.encoded = bytearray() if encoded else None
+        self.urls = bytearray() if encoded and ledger_text else None
+        self.sample_lastmods = [] if audit else None
+        self.sample_raws = [] if audit else None
+        self.foreign_examples = report.foreign_loc_examples
+
+    def take(self, list entries not None, str sitemap not None):
+        """``url_entries(self, entries, sitemap)``."""
+        return url_entries(self, entries, sitemap)
+
+    def at_home(self, tuple authorities):
+        """The authorities the current sitemap's URLs belong on (``urlloop.authority``)."""
+        self.home = authorities
+
+    def new_file(self):
+        """A sitemap starts: no entry of it read yet."""
+        self.position = self.replayed = 0
+
+    def new_read(self):
+        """A (re-)read of the current file starts from its first entry."""
+        self.replayed = max(self.replayed, self.position)
+        self.position = 0
+
+    def hand_over(self):
+        """The buffers (records, fps, lastmods, encoded, urls) as they are; each one
+        kept (not None) starts again empty."""
+        out = (self.records, self.fps, self.lastmods, self.encoded, self.urls)
+        self.records, self.fps = [], array.array("Q")
+        if self.lastmods is not None:
+            self.lastmods = array.array("q")
+        if self.encoded is not None:
+            # A new buffer rather than a copy (bytes(encoded)): the old one is handed
+            # on as it is, which saves moving every output byte once more.
+            self.encoded = bytearray()
+        if self.urls is not None:
+            self.urls = bytearray()
+        return out
+
+    cdef int open(self, str sitemap) except -1:
+        """A call starts: its counters at zero, the seen-set's small set, the sitemap's
+        JSON (made again only when the sitemap changed)."""
+        self.duplicates = self.added = self.foreign = self.small_added = 0
         self._small()
         self.small_limit = self.seen.small_limit
-        self.records, self.sample, self.raws = batch.records, batch.sample_lastmods, batch.sample_raws
-        # The fingerprints and lastmod epochs go into the arrays' memory directly:
-        # through .append each was a method call, an int object and its conversion back.
-        self.fps, self.lastmods = batch.fps, batch.lastmods
-        if self.fps.ob_descr.typecode != b"Q" or (
-            self.lastmods is not None and self.lastmods.ob_descr.typecode != b"q"
-        ):
-            raise TypeError("fps must be an array('Q'), lastmods an array('q') or None")
-        self.host, self.report = batch.host, batch.report
-        self.cap, self.listed, self.cap_hit = batch.cap, batch.listed, batch.cap_hit
-        self.position, self.replayed, self.audit_all = batch.position, batch.replayed, batch.audit_all
-        self.encoded, self.canonical, self.label = batch.encoded, batch.urls, batch.label
-        if self.encoded is not None and self.host is not None:
+        if self.encoded is not None and (self.sitemap is None or sitemap != self.sitemap):
             self.middle = _middle(self.host, sitemap)
-        self.home = batch.home
-        if self.home is not None:
-            self.foreign_examples = self.report.foreign_loc_examples
+        self.sitemap = sitemap
         return 0
 
     cdef int _small(self) except -1:
@@ -568,28 +587,38 @@ cdef class _Loop:
     cdef int keep(self, tuple entry, str loc, str url, uint64_t fp) except -1:
         """A new URL within the cap: its audit sample, record (or line) and fingerprint."""
         lastmod = entry[1]
-        if self.sample is not None and (self.listed <= self.audit_all or not fp & 7):
-            PyList_Append(self.sample, lastmod)
-            PyList_Append(self.raws, entry[2])
+        if self.sample_lastmods is not None and (self.listed <= AUDIT_ALL or not fp & 7):
+            PyList_Append(self.sample_lastmods, lastmod)
+            PyList_Append(self.sample_raws, entry[2])
+        self.write(entry, loc, url)
+        _append_u64(self.fps, fp)
+        if self.lastmods is not None:
+            _append_i64(self.lastmods, NO_EPOCH if lastmod is None else _epoch_s(lastmod))
+        if self.urls is not None:
+            _append_line(self.urls, url)
+        return 0
+
+    cdef int write(self, tuple entry, str loc, str url) except -1:
+        """The record of a new URL: its JSON line written here (``_write_record``), else
+        ``records.record``'s dict, encoded (``encoded``) or kept as it is."""
+        cdef bint lines = self.encoded is not None and self.middle is not None
+        lastmod = entry[1]
         if entry[5] or entry[6] or entry[7] or entry[8] is not None:
             # An entry with extensions: its line written as one without them, with the
             # extension fields' JSON before the closing brace; the record dict only for
             # what that cannot write (and when records are kept as dicts).
-            tail = None
-            if self.encoded is not None and self.middle is not None:
-                tail = _extensions_json(entry)
-            if not (tail is not None and _write_record(
+            tail = _extensions_json(entry) if lines else None
+            if tail is not None and _write_record(
                 self.encoded, loc, url, self.middle, lastmod, entry[3], entry[4], self.label,
                 tail,
-            )):
-                rec = _RECORD(entry, self.sitemap, self.host, url=url)
-                if self.encoded is not None:
-                    _append_labelled(self.encoded, encode_record(rec), self.label)
-                else:
-                    self.records.append(rec)
-        elif not (self.encoded is not None and self.middle is not None and _write_record(
+            ):
+                return 0
+            rec = _RECORD(entry, self.sitemap, self.host, url=url)
+        elif lines and _write_record(
             self.encoded, loc, url, self.middle, lastmod, entry[3], entry[4], self.label
-        )):
+        ):
+            return 0
+        else:
             # records.record's dict for an entry without extensions, key for key.
             rec = {
                 "loc": loc,
@@ -601,50 +630,43 @@ cdef class _Loop:
                 "changefreq": entry[3],
                 "priority": entry[4],
             }
-            if self.encoded is not None:
-                # A value only orjson can write.
-                _append_labelled(self.encoded, encode_record(rec), self.label)
-            else:
-                self.records.append(rec)
-        _append_u64(self.fps, fp)
-        if self.lastmods is not None:
-            _append_i64(self.lastmods, NO_EPOCH if lastmod is None else _epoch_s(lastmod))
-        if self.canonical is not None:
-            _append_line(self.canonical, url)
+        if self.encoded is not None:
+            # A value only orjson can write.
+            _append_labelled(self.encoded, encode_record(rec), self.label)
+        else:
+            PyList_Append(self.records, rec)
         return 0
 
     cdef int close(self) except -1:
-        batch = self.batch
-        batch.listed, batch.position, batch.cap_hit = self.listed, self.position, self.cap_hit
+        """A call ends: what it counted into the seen-set and the report."""
         if self.small_added:
             self.seen.count += self.small_added
+            self.small_added = 0
         if self.duplicates:
             self.report.duplicates += self.duplicates
-        if self.urls:
-            self.report.urls += self.urls
+        if self.added:
+            self.report.urls += self.added
         if self.foreign:
             self.report.foreign_locs += self.foreign
         return 0
 
 
-def url_entries(batch, list entries, str sitemap):
-    """Handle the ``UrlEntry`` items of ``entries`` as ``UrlBatch._python_loop`` does.
+def url_entries(UrlLoop loop not None, list entries not None, str sitemap not None):
+    """Handle the ``UrlEntry`` items of ``entries`` as ``urlloop.PyUrlLoop.take`` does.
 
-    ``batch``: the host's ``UrlBatch`` (the fields this module reads and writes are
-    named in ``batch._LOOP_FIELDS``); with ``batch.encoded``, records go into it as the
-    JSON lines that ``records.encode_records`` makes of them (``batch.records`` stays
-    empty); with ``batch.urls``, each record's canonical URL is appended to it too,
-    as UTF-8 and a newline (``_append_line``): the state file's ledger chunks are made
-    of that text (``LedgerRows.pack_text``), and it cannot be read back from an
-    escaped line; ``batch.label``: with ``encoded``, a label such as
+    ``loop``: the host's ``UrlLoop`` (its batch's state); with ``loop.encoded``, records
+    go into it as the JSON lines that ``records.encode_records`` makes of them
+    (``loop.records`` stays empty); with ``loop.urls``, each record's canonical URL is
+    appended to it too, as UTF-8 and a newline (``_append_line``): the state file's
+    ledger chunks are made of that text (``LedgerRows.pack_text``), and it cannot be
+    read back from an escaped line; ``loop.label``: with ``encoded``, a label such as
     ``,"event":"new"`` that every line gets before its closing brace.
 
     Returns, in order, the entries that are not ``UrlEntry`` (for the crawl).
     """
-    cdef _Loop loop = _Loop()
     cdef list others = []
     cdef uint64_t fp
-    loop.open(batch, sitemap)
+    loop.open(sitemap)
     try:
         for entry in entries:
             if type(entry) is not _URL_ENTRY:
@@ -668,14 +690,14 @@ def url_entries(batch, list entries, str sitemap):
                 loop.report.limit("max_urls_per_host")
                 continue
             loop.listed += 1
-            loop.urls += 1
+            loop.added += 1
             loop.keep(<tuple>entry, loc, url, fp)
             if loop.home is not None and _foreign(loop.home, url):
                 loop.foreign += 1  # emitted all the same
                 if len(loop.foreign_examples) < FOREIGN_EXAMPLES:
                     PyList_Append(loop.foreign_examples, loc)
     finally:
-        # What the call counted reaches the batch even if a step raised.
+        # What the call counted reaches the report and seen-set even if a step raised.
         loop.close()
     return others
 

@@ -14,10 +14,10 @@ host (``at_home``; else a foreign loc, counted in the report). Per batch, with a
 ``--since``: which records ``--emit``/``--since`` keep and their labels
 (``Selection``).
 
-The per-URL loop has a compiled half (harvester/crawl/_chost.pyx, ``url_entries``):
-it reads and writes the ``UrlBatch`` fields named in ``_LOOP_FIELDS``, and
-nothing else of it; ``_python_loop`` below does the same steps, and tests/unit/crawl/test_chost.py
-compares the two.
+The per-URL loop and its state are the batch's ``loop`` (urlloop.py): compiled
+(``_chost.UrlLoop``, a ``cdef class`` declared in harvester/crawl/_chost.pxd) or its
+Python twin (``PyUrlLoop``); made with the batch and kept, it holds the buffers and
+where the host's reading stands. tests/unit/crawl/test_chost.py compares the two.
 
 Usage::
 
@@ -30,7 +30,6 @@ Usage::
 from __future__ import annotations
 
 import operator
-from array import array
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -38,19 +37,20 @@ from typing import TYPE_CHECKING, Any
 from harvester import compiled
 from harvester.audit.distribution import LastmodDistribution
 from harvester.crawl.selection import Selection
+from harvester.crawl.urlloop import AUDIT_ALL, FOREIGN_EXAMPLES, PyUrlLoop, authority
 from harvester.models import UrlEntry
-from harvester.state.chunks import NO_LASTMOD
 from harvester.state.ledger import EMIT_EVENTS
 from harvester.urls.dedupe import SeenSet
-from harvester.urls.fingerprint import fingerprint
-from harvester.urls.records import encode_records, record
+from harvester.urls.records import encode_records
 
 if TYPE_CHECKING:
+    from array import array
     from collections.abc import Callable
 
     from harvester.crawl.report import HostReport
     from harvester.crawl.selection import Ledger
     from harvester.crawl.settings import BatchSettings
+    from harvester.crawl.urlloop import UrlLoop
     from harvester.crawl.verdicts import HostVerdicts
     from harvester.models import Entry
     from harvester.state.memory import HostMemory
@@ -66,23 +66,16 @@ __all__ = [
     "authority",
 ]
 
-# The compiled URL loop (harvester/crawl/_chost.pyx); None: ``_python_loop`` does it all.
+# The compiled URL loop (harvester/crawl/_chost.pyx); None: each batch's loop is a
+# ``PyUrlLoop``. (Tests set it to None to run the Python loop.)
 _chost = compiled.load("_chost")
-_url_entries: Callable[[UrlBatch, list[Entry], str], list[Entry]] | None = (
-    _chost.url_entries if _chost is not None else None
-)
+_url_entries: Callable[..., list[Entry]] | None = _chost.url_entries if _chost is not None else None
 # An entry's loc (UrlEntry and SitemapChild are NamedTuples: field 0), in C.
 _LOC = operator.itemgetter(0)
 # Records per emitted batch: amortises each batch's fixed costs (its flush, message,
 # ledger chunk and the writer's insert); x hosts in flight = memory (see
 # benchmarks/README.md for the sizes tried).
 BATCH = 512
-# URLs of a host that all feed the lastmod distribution; then 1 in 8 by fingerprint
-# (shares stay within a few percent). The compiled loop reads it from the batch.
-AUDIT_ALL = 500
-# Locs on another host kept as examples in the host report (``foreign_loc_examples``);
-# the compiled loop keeps as many (its own constant: a change here is a change there).
-FOREIGN_EXAMPLES = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,66 +109,24 @@ class RecordBatch:
         return len(self.fingerprints) if self.lines is None else self.lines
 
 
-# The fields of ``UrlBatch`` that its compiled loop (harvester/crawl/_chost.pyx, ``url_entries``)
-# reads and writes, by name: its whole interface to the batch. A change here is a change
-# there.
-_LOOP_FIELDS = (
-    "rules",  # the host's Rules (canonical forms)
-    "seen",  # SeenSet of the canonical URLs' fingerprints (the per-host dedupe)
-    "records",  # the batch's records (dicts), when not ``encoded``
-    "fps",  # array('Q'): fingerprints of the batch's records, in order
-    "lastmods",  # array('q') of their lastmod epochs (NO_LASTMOD: none) when filtering
-    "host",  # the host harvested (each record's ``host``)
-    "cap",  # max_urls_per_host
-    "audit_all",  # AUDIT_ALL
-    "listed",  # distinct URLs listed so far (what the cap counts); written back
-    "position",  # URL entries the current read of the file has passed; written back
-    "replayed",  # how far earlier reads of it got (seen-hits up to there: replays)
-    "cap_hit",  # the cap was reached: every later URL is skipped; written back
-    "report",  # the HostReport (urls, duplicates, limits)
-    "encoded",  # bytearray of the batch as JSON lines, or None (records as dicts)
-    "urls",  # bytearray of the canonical URLs as UTF-8 lines (ledger text), or None
-    "label",  # bytes every line gets before its closing brace, or None
-    "sample_lastmods",  # the audit's sample (lastmods), or None without the audit
-    "sample_raws",  # ...and their texts, same order
-    "home",  # authorities a record's URL may have (``at_home``), or None: not checked
-)
-
-
-def authority(url: str) -> str:
-    """The ``host[:port]`` of a canonical URL: after ``://``, up to ``/``, ``?``, ``#``.
-
-    >>> authority("https://e.com:8443/a?b"), authority("http://e.com?x"), authority("e.com")
-    ('e.com:8443', 'e.com', '')
-    """
-    start = url.find("://")
-    if start < 0:
-        return ""
-    start += 3
-    end = len(url)
-    for mark in "/?#":
-        at = url.find(mark, start, end)
-        if at >= 0:
-            end = at
-    return url[start:end]
-
-
 class UrlBatch:
     """The records of one host's URLs, in batches; create one per host."""
 
     __slots__ = (
-        *_LOOP_FIELDS,
         "_audit",
         "_dedupe",
         "_encode_selected",
         "_ends",
         "_filters",
-        "_home_prefixes",
         "_label_decided",
         "_runs",
         "dist",
         "fetched_at",
+        "host",
+        "loop",
         "modified",
+        "report",
+        "rules",
         "selection",
         "verdicts",
     )
@@ -198,48 +149,83 @@ class UrlBatch:
         compiled loop then writes each record's line itself; when filtering, a batch
         is encoded once selected; without the compiled loop, batches stay dicts.
         """
-        self.rules = rules
-        # The seen-set and the audit's sketch are made at the first entries (``take``):
-        # a host waiting on its robots.txt or rate limit holds neither (issue 29).
-        self._dedupe = settings.dedupe
-        self.seen: SeenSet | None = None
-        self.records: list[dict[str, Any]] = []
-        self.fps: array[int] = array("Q")
-        self.host = host
-        self.cap = settings.max_urls
-        self.audit_all = AUDIT_ALL
-        self.listed = self.position = self.replayed = 0
-        self.cap_hit = False
-        self.report = report
+        self.host, self.rules, self.report = host, rules, report
         filtering = ledger is not None or settings.since is not None
         events = EMIT_EVENTS[emit_mode]
         self.selection = Selection(ledger, events, settings.since) if filtering else None
-        self.lastmods: array[int] | None = array("q") if filtering else None
-        # A filter labels the lines (``Selection.select_lines``): a line is a fraction of its
-        # record dict with its strings and datetime, and the writer would encode it anyway.
-        self.encoded = bytearray() if encoded and _url_entries is not None else None
-        # With a state file and lines, the ledger rows' URLs (UTF-8 lines: ``LedgerRows.
-        # pack_text``), sitemaps (runs of (sitemap, count)) and where each run ends in them.
-        lines_ledger = self.encoded is not None and ledger is not None
-        self.urls = bytearray() if lines_ledger else None
-        self._runs: list[tuple[str, int]] | None = [] if lines_ledger else None
+        # The loop's state, kept for the host (urlloop.py). Compiled, with ``encoded`` it
+        # writes JSON lines: a filter labels the lines (``Selection.select_lines``), since
+        # a line is a fraction of its record dict and the writer would encode it anyway;
+        # with a state file too, the ledger rows' URLs as UTF-8 lines (``LedgerRows.
+        # pack_text``).
+        lines = encoded and _url_entries is not None
+        self.loop: UrlLoop
+        if _chost is not None and _url_entries is not None:
+            self.loop = _chost.UrlLoop(
+                host,
+                rules,
+                report,
+                settings.max_urls,
+                filtering=filtering,
+                encoded=lines,
+                ledger_text=ledger is not None,
+                audit=settings.audit,
+            )
+        else:
+            self.loop = PyUrlLoop(host, rules, report, settings.max_urls, filtering, settings.audit)
+        # The seen-set and the audit's sketch are made at the first entries (``take``):
+        # a host waiting on its robots.txt or rate limit holds neither (issue 29).
+        self._dedupe = settings.dedupe
+        # With lines and a state file: the sitemaps of the ledger rows (runs of
+        # (sitemap, count)) and where each run ends in the loop's URL text.
+        self._runs: list[tuple[str, int]] | None = [] if lines and ledger is not None else None
         self._ends: list[int] = []
-        self._encode_selected = encoded and filtering and self.encoded is None
-        self.label: bytes | None = None
+        self._encode_selected = encoded and filtering and not lines
         self._label_decided = False  # label is decided at the first batch (ledger read)
         # The lastmod audit's distribution checks (issue 7): sampled URLs with their sitemap's
         # Last-Modified and fetch time; the sketch's 1,024 hashes cost a host little memory.
         self._audit = settings.audit
         self.dist: LastmodDistribution | None = None
-        self.sample_lastmods: list[datetime | None] | None = [] if self._audit else None
-        self.sample_raws: list[str | None] | None = [] if self._audit else None
         self.modified: datetime | None = None
         self.fetched_at = datetime.now(UTC)
-        self.home: tuple[str, ...] | None = None
-        self._home_prefixes: tuple[str, ...] = ()
         self._filters = settings.pages  # [filters] on the locs (None: no pass over the entries)
         # Each URL's robots.txt verdict (crawl/verdicts.py, issue 48); set at discovery.
         self.verdicts: HostVerdicts | None = None
+
+    # What others read of the loop (the host worker, the verdicts, the tests).
+    @property
+    def cap_hit(self) -> bool:
+        """Whether ``max_urls_per_host`` was reached: every later URL is skipped."""
+        return self.loop.cap_hit
+
+    @property
+    def listed(self) -> int:
+        """Distinct URLs of the host listed so far (what the cap counts)."""
+        return self.loop.listed
+
+    @property
+    def fps(self) -> array[int]:
+        """The fingerprints of the open batch's records, in order."""
+        return self.loop.fps
+
+    @property
+    def lastmods(self) -> array[int] | None:
+        """Their lastmod epochs (``NO_LASTMOD``: none) when filtering, else None."""
+        return self.loop.lastmods
+
+    @property
+    def encoded(self) -> bytearray | None:
+        """The open batch as JSON lines (None: its records are dicts)."""
+        return self.loop.encoded
+
+    @property
+    def label(self) -> bytes | None:
+        """What the compiled loop writes before each line's closing brace (or None)."""
+        return self.loop.label
+
+    @label.setter
+    def label(self, value: bytes | None) -> None:
+        self.loop.label = value
 
     def at_home(self, authorities: tuple[str, ...]) -> None:
         """The URLs of the sitemap being read belong on these authorities (``authority``).
@@ -247,14 +233,12 @@ class UrlBatch:
         A record whose URL is elsewhere is still emitted, and counted in the report
         (``foreign_locs``, the first ``FOREIGN_EXAMPLES`` locs as examples).
         """
-        self.home = authorities
-        # The usual URL's test in the Python loop: one startswith, not a split.
-        self._home_prefixes = tuple(f"{s}://{a}/" for a in authorities for s in ("http", "https"))
+        self.loop.at_home(authorities)
 
     @property
     def full(self) -> bool:
         """Whether the batch holds enough records to be flushed."""
-        return len(self.fps) >= BATCH
+        return len(self.loop.fps) >= BATCH
 
     def remember(self, memory: HostMemory, unverified: bool) -> None:
         """The host's state-file memory, and whether its lastmod is not trusted."""
@@ -264,15 +248,14 @@ class UrlBatch:
 
     def new_file(self) -> None:
         """A sitemap starts: no entry of it has been read yet."""
-        self.position = self.replayed = 0
+        self.loop.new_file()
 
     def new_read(self) -> None:
         """A (re-)read of the current file starts from its first entry.
 
         Entries up to where earlier reads got were already handled once.
         """
-        self.replayed = max(self.replayed, self.position)
-        self.position = 0
+        self.loop.new_read()
 
     def sitemap_dates(self, modified: datetime | None, fetched_at: datetime) -> None:
         """The Last-Modified header and fetch time of the body being read (the audit's)."""
@@ -280,39 +263,37 @@ class UrlBatch:
 
     def take(self, entries: list[Entry], sitemap: str) -> list[Entry]:
         """Records of ``entries``' URLs into the batch; returns the others, in order."""
+        loop = self.loop
         if not self._label_decided and self.selection is not None:
-            self.label = self.selection.every_line_label(self.encoded is not None)
+            loop.label = self.selection.every_line_label(loop.encoded is not None)
         self._label_decided = True
-        if self.seen is None:
-            self.seen = SeenSet(self._dedupe)
+        if loop.seen is None:
+            loop.seen = SeenSet(self._dedupe)
         if self._audit and self.dist is None:
             self.dist = LastmodDistribution(distinct_cap=1024)
         if self._filters is not None:
             entries = self._filter(entries)
         verdicts = self.verdicts
-        marks = (len(self.records), len(self.encoded) if self.encoded is not None else 0)
+        marks = (len(loop.records), len(loop.encoded) if loop.encoded is not None else 0)
         if verdicts is not None:
             entries = verdicts.drop(entries, self)  # --respect-robots; a host's constant label
         try:
-            if _url_entries is not None:
-                others = _url_entries(self, entries, sitemap)
-            else:
-                others = self._python_loop(entries, sitemap)
+            others = loop.take(entries, sitemap)
         finally:
             # What was sampled reaches the distribution even if a step raised.
             self._count_sample()
         if verdicts is not None:
-            verdicts.label(self.records, self.encoded, marks)  # each record's "robots"
+            verdicts.label(loop.records, loop.encoded, marks)  # each record's "robots"
         runs = self._runs
-        if runs is not None and self.urls is not None:
-            added = len(self.fps) - sum(n for _, n in runs)
+        if runs is not None and loop.urls is not None:
+            added = len(loop.fps) - sum(n for _, n in runs)
             if added and runs and runs[-1][0] == sitemap:
                 # The same sitemap as the last take: one run, so one chunk.
                 runs[-1] = (sitemap, runs[-1][1] + added)
-                self._ends[-1] = len(self.urls)
+                self._ends[-1] = len(loop.urls)
             elif added:
                 runs.append((sitemap, added))
-                self._ends.append(len(self.urls))
+                self._ends.append(len(loop.urls))
         return others
 
     def _filter(self, entries: list[Entry]) -> list[Entry]:
@@ -330,58 +311,8 @@ class UrlBatch:
         self.report.filtered += len(entries) - len(kept)
         return kept
 
-    def _python_loop(self, entries: list[Entry], sitemap: str) -> list[Entry]:
-        """``url_entries``' steps in Python (the compiled module is missing)."""
-        seen, canon, report = self.seen, self.rules.canonical, self.report
-        assert seen is not None  # (made by take)
-        records, fps, lastmods = self.records, self.fps, self.lastmods
-        home, prefixes = self.home, self._home_prefixes
-        sample, raws = self.sample_lastmods, self.sample_raws
-        host, cap, replayed = self.host, self.cap, self.replayed
-        position, listed = self.position, self.listed
-        others: list[Entry] = []
-        try:
-            for entry in entries:
-                if type(entry) is not UrlEntry:
-                    others.append(entry)
-                    continue
-                if self.cap_hit:
-                    continue
-                url = canon(entry.loc)
-                position += 1
-                fp = fingerprint(url)
-                if not seen.add(fp):
-                    # Within what a broken earlier read of this file already handled,
-                    # a seen URL is that read's record (or duplicate) again: not counted.
-                    if position > replayed:
-                        report.duplicates += 1
-                    continue
-                if listed >= cap:
-                    # Added to the seen-set above but not emitted: harmless, since every
-                    # later URL of this host is skipped too.
-                    self.cap_hit = True
-                    report.limit("max_urls_per_host")
-                    continue
-                listed += 1
-                report.urls += 1
-                if sample is not None and raws is not None and (listed <= AUDIT_ALL or not fp & 7):
-                    sample.append(entry.lastmod)
-                    raws.append(entry.lastmod_raw)
-                records.append(record(entry, sitemap, host, url=url))
-                if home is not None and not url.startswith(prefixes) and authority(url) not in home:
-                    report.foreign_locs += 1  # emitted all the same
-                    if len(report.foreign_loc_examples) < FOREIGN_EXAMPLES:
-                        report.foreign_loc_examples.append(entry.loc)
-                fps.append(fp)
-                if lastmods is not None:
-                    when = entry.lastmod
-                    lastmods.append(NO_LASTMOD if when is None else int(when.timestamp()))
-        finally:
-            self.position, self.listed = position, listed
-        return others
-
     def _count_sample(self) -> None:
-        lastmods, raws = self.sample_lastmods, self.sample_raws
+        lastmods, raws = self.loop.sample_lastmods, self.loop.sample_raws
         if self.dist is not None and lastmods and raws is not None:
             self.dist.add_many(
                 lastmods, raws, sitemap_last_modified=self.modified, fetched_at=self.fetched_at
@@ -391,36 +322,31 @@ class UrlBatch:
 
     def flush(self) -> RecordBatch | None:
         """Hand over the batch (selected and labelled when filtering); None when empty."""
-        if not self.fps:
+        if not self.loop.fps:
             return None
-        records, self.records = self.records, []
-        fps, self.fps = self.fps, array("Q")
+        # The loop's buffers as they are (data may be its lines, handed on without a
+        # copy, which would move every output byte once more in the workers); it
+        # starts new ones.
+        records, fps, lastmods, encoded, text = self.loop.hand_over()
         rows: LedgerRows | None = None
-        data: bytes | bytearray | None = None
+        data: bytes | bytearray | None = encoded
         lines: int | None = None
-        encoded = self.encoded
         selection = self.selection
-        if selection is not None and self.lastmods is not None:
-            lastmods, self.lastmods = self.lastmods, array("q")
+        if selection is not None and lastmods is not None:
             if encoded is not None:
                 urls: tuple[bytearray, list[int]] | None = None
                 runs = self._runs
-                if self.urls is not None and runs is not None:
-                    urls = (self.urls, self._ends)
-                    self.urls, self._runs, self._ends = bytearray(), [], []
+                if text is not None and runs is not None:
+                    urls = (text, self._ends)
+                    self._runs, self._ends = [], []
                 data, lines, rows = selection.select_lines(
-                    self.report, encoded, fps, lastmods, urls, runs, self.label
+                    self.report, encoded, fps, lastmods, urls, runs, self.loop.label
                 )
-                self.encoded = bytearray()  # data may be this one (see select_lines)
             else:
                 records, rows = selection.select_records(self.report, records, fps, lastmods)
                 if self._encode_selected:
                     data, lines = encode_records(records), len(records)
                     records = []
-        elif encoded is not None:
-            # Handed on as it is, and the next batch gets a new buffer: a copy
-            # (bytes(encoded)) would move every output byte once more in the workers.
-            data, self.encoded = encoded, bytearray()
         return RecordBatch(self.host, records, fps, rows, data, lines)
 
     def audit(self) -> dict[str, Any] | None:
@@ -439,5 +365,5 @@ class UrlBatch:
 
     def close(self) -> None:
         """Delete the seen-set's spill file, if the host was that big."""
-        if self.seen is not None:
-            self.seen.close()
+        if self.loop.seen is not None:
+            self.loop.seen.close()

@@ -388,10 +388,7 @@ def _too_long(path: Path) -> list[str]:
 
 # Issue 46 left these to the changes that own them this round: each test fails (strict
 # xfail) once they are split, to be taken off this list.
-_PENDING = {
-    # _chost._write_record: the compiled loop's state is item 4's (with the CPU work).
-    "_chost.pyx": "crawl/_chost.pyx is item 4's this round",
-}
+_PENDING: dict[str, str] = {}
 
 
 def _pending(name: str) -> object:

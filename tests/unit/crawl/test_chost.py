@@ -28,6 +28,7 @@ from harvester.crawl import batch as batchmod
 from harvester.crawl.batch import RecordBatch, UrlBatch
 from harvester.crawl.report import HostReport
 from harvester.crawl.settings import BatchSettings
+from harvester.crawl.urlloop import PyUrlLoop
 from harvester.models import Image, News, SitemapChild, UrlEntry, Video
 from harvester.state.memory import HostMemory
 from harvester.urls.dedupe import SMALL_LIMIT
@@ -191,6 +192,7 @@ def state(b: UrlBatch, emitted: list[RecordBatch], others: list[Any]) -> dict[st
     report = b.report.as_dict()
     report.pop("seconds", None)
     dist = b.dist
+    seen = b.loop.seen
     return {
         "dicts": [[list(r.items()) for r in f.records] for f in emitted],
         "lines": [
@@ -200,9 +202,10 @@ def state(b: UrlBatch, emitted: list[RecordBatch], others: list[Any]) -> dict[st
         "filtering": b.selection is not None,
         "rows": [f.rows for f in emitted],
         "report": report,
-        "seen": None if b.seen is None else (len(b.seen), sorted(b.seen.small or [])),
+        "seen": None if seen is None else (len(seen), sorted(seen.small or [])),
         "listed": b.listed,
-        "position": b.position,
+        "position": b.loop.position,
+        "replayed": b.loop.replayed,
         "cap_hit": b.cap_hit,
         "others": others,
         "dist": None if dist is None else distribution(dist),
@@ -234,7 +237,8 @@ def run_both(
         batchmod._url_entries = saved if compiled else None
         try:
             b = url_batch(cfg, encoded, emit_mode, unverified, fresh)
-            b.replayed = replayed
+            assert isinstance(b.loop, chost.UrlLoop if compiled else PyUrlLoop)
+            b.loop.replayed = replayed
             b.sitemap_dates(modified, NOW)  # the sitemap's Last-Modified header, fetch time
             emitted, others = feed(b, batches, sitemap)
             results.append(state(b, emitted, others))
