@@ -26,7 +26,7 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
-from harvester.crawl import allow, links, verdicts
+from harvester.crawl import allow, links, tdmheaders, tdmrep, verdicts
 from harvester.crawl.attempt import (
     Attempts,
     BodyBroken,
@@ -170,6 +170,8 @@ class HostWorker:
             if self._site_host is not None:
                 self._scheduler.release(self._site_host)
             self.batch.close()
+            heard = self._fetcher.signals.take(slot)  # issue 48: tdm-*, X-Robots-Tag headers
+            tdmheaders.into_report(self.report, heard if self._settings.policy.signals else [])
             self.report.seconds = round(time.monotonic() - started, 3)
         # Emitted outside the timeout so records harvested before it are never lost.
         await self._hooks.flush()
@@ -180,9 +182,9 @@ class HostWorker:
         found = await self._discover(slot)
         if found is None:
             return
-        if self._settings.policy.tdmrep:  # issue 48: the host's TDMRep, one request
-            tdm = await allow.fetch_tdmrep(self._fetcher, found.origin or self.seed.origin, slot)
-            self.report.allows = {**(self.report.allows or {}), "tdmrep": tdm}
+        if self._settings.policy.tdmrep:  # issue 48: the host's TDMRep, one request at most
+            origin = found.origin or self.seed.origin
+            await tdmrep.into_report(self.report, self._fetcher, slot, origin, self.incremental)
         for ref in found.refs:
             self._queue.admit(ref)
         while (nxt := self._frontier.pop()) is not None and not self.batch.cap_hit:

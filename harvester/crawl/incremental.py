@@ -335,6 +335,8 @@ class HostIncremental:
             "redirects": list(found.redirects),
             "missing": list(self._missing),
         }
+        if tdm := (self._report.allows or {}).get("tdmrep"):  # issue 48: kept like robots.txt
+            memory["tdmrep"] = tdm
         if found.source == "robots":
             memory.update(source="robots", refs=[r.url for r in found.refs])
         elif discovery.startswith("fallback:"):

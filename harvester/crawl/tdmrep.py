@@ -1,0 +1,108 @@
+"""A host's ``/.well-known/tdmrep.json`` (W3C TDM Reservation Protocol), at most one request.
+
+In: the host's fetcher and slot, the origin its robots.txt was read from, and the state
+file's discovery memory of the host (``HostIncremental``; None without a state file).
+Out: the host report's ``allows["tdmrep"]``: ``allow.parse_tdmrep``'s rules with the
+``status`` and the validators (``etag``, ``last_modified``) of the answer; ``{"url",
+"status"}`` for a 4xx (none published); ``{"url", "error"}`` when it could not be read.
+The state file keeps it with the discovery memory (``HostIncremental._discovery_memory``
+stores the report's block), like robots.txt's text.
+
+Cheap and harmless by design (the host's sitemaps are what the run is for):
+
+* one attempt, no retries: a 404 is "no TDMRep" at once, and a timeout or a 5xx costs
+  one wait at most (the host has answered robots.txt, so it is a read timeout, not a
+  first contact's);
+* under the host's slot, after robots.txt: its politeness (rate, Crawl-delay, a
+  Retry-After) applies as to any request;
+* never a failure of the host: nothing here touches the report's failures, the wall or
+  the discovery outcome; an error is only this block's ``error``;
+* a host recalled from the state file (its robots.txt not asked again either) reuses the
+  remembered answer without a request; a host discovered again asks with the
+  remembered validators, and a 304 keeps the remembered rules.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from harvester.crawl.allow import TDMREP_PATH, parse_tdmrep
+from harvester.errors import FetchError
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from harvester.crawl.fetch import Fetcher
+    from harvester.crawl.incremental import HostIncremental
+    from harvester.crawl.report import HostReport
+    from harvester.crawl.scheduler import HostSlot
+
+__all__ = ["MAX_BYTES", "fetch", "into_report", "remembered"]
+
+MAX_BYTES = 65_536  # a tdmrep.json is a few rules; more is not one
+
+
+async def into_report(
+    report: HostReport,
+    fetcher: Fetcher,
+    slot: HostSlot,
+    origin: str,
+    inc: HostIncremental | None,
+) -> None:
+    """The host's TDMRep into ``report.allows["tdmrep"]`` (see the module doc)."""
+    memory = remembered(inc, origin + TDMREP_PATH)
+    if memory is not None and inc is not None and inc.remembered:
+        found = {**memory, "recalled": True}  # its discovery was recalled: no request
+    else:
+        found = await fetch(fetcher, origin, slot, memory)
+    report.allows = {**(report.allows or {}), "tdmrep": found}
+
+
+def remembered(inc: HostIncremental | None, url: str) -> dict[str, Any] | None:
+    """The tdmrep.json answer the state file remembers for ``url`` (None: none usable:
+    no state file, another URL, or an error, which is asked again)."""
+    discovery = inc.memory.discovery if inc is not None else None
+    memory = (discovery or {}).get("tdmrep")
+    if not isinstance(memory, dict) or memory.get("url") != url or "error" in memory:
+        return None
+    return memory
+
+
+async def fetch(
+    fetcher: Fetcher, origin: str, slot: HostSlot, memory: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """Ask for ``origin``'s tdmrep.json once (conditionally when ``memory``, an earlier
+    answer, has validators). Never raises a ``FetchError``."""
+    url = origin + TDMREP_PATH
+    headers = _validators(memory)
+    try:
+        async with fetcher.stream(
+            url, slot, max_bytes=MAX_BYTES, headers=headers, retries=0
+        ) as body:
+            status, answer = body.status, body.headers
+            parts = [] if status == 304 else [chunk async for chunk in body.chunks()]
+    except FetchError as exc:
+        status_of = getattr(exc, "status", None)
+        if status_of is not None and 400 <= status_of < 500:
+            return {"url": url, "status": status_of}
+        return {"url": url, "error": exc.message}
+    if status == 304 and memory is not None:
+        return {**memory, "status": 304}
+    out = parse_tdmrep(b"".join(parts), url)
+    out["status"] = status
+    for key, name in (("etag", "ETag"), ("last_modified", "Last-Modified")):
+        if (value := answer.get(name)) is not None:
+            out[key] = value
+    return out
+
+
+def _validators(memory: Mapping[str, Any] | None) -> dict[str, str]:
+    """The conditional-GET headers of an earlier answer with rules (none for a 4xx)."""
+    if memory is None or "rules" not in memory:
+        return {}
+    headers = {}
+    if isinstance(etag := memory.get("etag"), str):
+        headers["If-None-Match"] = etag
+    if isinstance(since := memory.get("last_modified"), str):
+        headers["If-Modified-Since"] = since
+    return headers
