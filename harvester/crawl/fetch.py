@@ -50,14 +50,12 @@ import contextlib
 import logging
 import random
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit
 
 import aiohttp
 
 from harvester.crawl.body import Body, BodyStream, redact
 from harvester.crawl.challenge import challenged
 from harvester.crawl.connector import is_socks, make_session_parts
-from harvester.crawl.guard import ALLOWED_SCHEMES
 from harvester.crawl.headers import HostHeaders
 from harvester.crawl.resolver import make_resolver
 from harvester.crawl.retry import (
@@ -67,6 +65,7 @@ from harvester.crawl.retry import (
     retry_after_seconds,
     retryable,
 )
+from harvester.crawl.targets import check_target, valid_hop
 from harvester.crawl.tdmheaders import HeaderSignals
 from harvester.errors import (
     Blocked,
@@ -77,14 +76,11 @@ from harvester.errors import (
     HTTPStatusError,
     InvalidURL,
 )
-from harvester.urls.validate import valid_authority
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
     from contextlib import AbstractAsyncContextManager
     from types import TracebackType
-
-    from aiohttp.client_middlewares import ClientHandlerType
 
     from harvester.config import FetchConfig, PolitenessConfig
     from harvester.crawl.connector import ConnectionQueue
@@ -196,7 +192,7 @@ class Fetcher:
             headers={**cfg.headers, "User-Agent": cfg.user_agent},
             # Per hop, in this order: a host no client can name is refused before anything
             # else sees it; the guard's last, so it judges the request as it is sent.
-            middlewares=(_valid_hop, *extra, *parts.middlewares),
+            middlewares=(valid_hop, *extra, *parts.middlewares),
             trace_configs=list(parts.trace_configs),  # the queue count (Fetcher.queued)
             timeout=self._timeout,
             auto_decompress=True,
@@ -261,7 +257,7 @@ class Fetcher:
         retries: int,
     ) -> AsyncIterator[Body]:
         cfg = self._cfg
-        _check_target(url)  # before the slot: a refused URL costs the host no politeness time
+        check_target(url)  # before the slot: a refused URL costs the host no politeness time
         loop = asyncio.get_running_loop()
         deadline: float | None = None  # loop time; fixed when the slot first admits us
         attempt = 0
@@ -406,31 +402,6 @@ class Fetcher:
         # Full jitter (AWS architecture blog): uniform over [0, capped exponential].
         ceiling = min(self._cfg.backoff_max, self._cfg.backoff_base * 2 ** min(attempt - 1, 62))
         return self._rng.uniform(0.0, ceiling)
-
-
-def _check_target(url: str) -> None:
-    """Raise ``ForbiddenAddress`` for a scheme other than http(s), ``InvalidURL`` for a host
-    no client can name (aiohttp would raise a bare ``UnicodeError`` on ``xn--zz``)."""
-    scheme = urlsplit(url).scheme.lower()
-    if scheme not in ALLOWED_SCHEMES:
-        raise ForbiddenAddress(f"scheme {scheme or '(none)'!r} is not http or https", url=url)
-    if not valid_authority(url):
-        raise InvalidURL("the URL's host can be no DNS name or IP address", url=url)
-
-
-async def _valid_hop(
-    req: aiohttp.ClientRequest, handler: ClientHandlerType
-) -> aiohttp.ClientResponse:
-    """aiohttp client middleware: no request, redirect hops included, to a host no client
-    can name (``stream`` checks the first URL itself; aiohttp follows redirects).
-
-    Before the connection, so such a name is never looked up; and yarl would raise a bare
-    ``UnicodeError`` on an A-label that does not decode (``xn--zz``), which no caller
-    expects.
-    """
-    if not valid_authority(target := str(req.url)):
-        raise InvalidURL(f"redirect to a host that can be no DNS name or IP address: {target}")
-    return await handler(req)
 
 
 def _body(response: aiohttp.ClientResponse, attempts: int, stream: BodyStream) -> Body:

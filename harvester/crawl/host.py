@@ -182,9 +182,9 @@ class HostWorker:
         found = await self._discover(slot)
         if found is None:
             return
-        if self._settings.policy.tdmrep:  # issue 48: the host's TDMRep, one request at most
-            origin = found.origin or self.seed.origin
-            await tdmrep.into_report(self.report, self._fetcher, slot, origin, self.incremental)
+        origin, on = found.origin or self.seed.origin, self._settings.policy.tdmrep
+        tdm = tdmrep.HostTdmRep(on, self.report, self._fetcher, origin, self.incremental)
+        await tdm.ask(slot)  # issue 48: the host's TDMRep, once it has answered robots.txt
         for ref in found.refs:
             self._queue.admit(ref)
         while (nxt := self._frontier.pop()) is not None and not self.batch.cap_hit:
@@ -195,6 +195,7 @@ class HostWorker:
             await self._hooks.flush()
             if self._deferred:
                 return
+            await tdm.ask(slot)  # ... or its first sitemap (a seed, a recalled discovery)
         self._wall.close(self.report, found.robots_url or self.seed.origin)
         if self._settings.discovery.links_fallback and self.report.discovery == "none":
             # Issue 49: no sitemap, links as a safety net.

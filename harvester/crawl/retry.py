@@ -114,7 +114,7 @@ def attempt_error(
     if isinstance(exc, ForbiddenAddress):
         # Raised by the guard (connector, socks): it knows the peer, not the URL.
         raise ForbiddenAddress(exc.message, url=url) from exc
-    if isinstance(exc, InvalidURL):  # a redirect hop (fetch._valid_hop)
+    if isinstance(exc, InvalidURL):  # a redirect hop (targets.valid_hop)
         raise InvalidURL(exc.message, url=url) from exc
     raise exc
 

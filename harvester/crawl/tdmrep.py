@@ -11,8 +11,8 @@ stores the report's block), like robots.txt's text.
 Cheap and harmless by design (the host's sitemaps are what the run is for):
 
 * one attempt, no retries: a 404 is "no TDMRep" at once, and a timeout or a 5xx costs
-  one wait at most (the host has answered robots.txt, so it is a read timeout, not a
-  first contact's);
+  one wait at most (a read timeout: it is never the host's first contact, see
+  ``HostTdmRep``);
 * under the host's slot, after robots.txt: its politeness (rate, Crawl-delay, a
   Retry-After) applies as to any request;
 * never a failure of the host: nothing here touches the report's failures, the wall or
@@ -37,25 +37,53 @@ if TYPE_CHECKING:
     from harvester.crawl.report import HostReport
     from harvester.crawl.scheduler import HostSlot
 
-__all__ = ["MAX_BYTES", "fetch", "into_report", "remembered"]
+__all__ = ["MAX_BYTES", "HostTdmRep", "fetch", "remembered"]
 
 MAX_BYTES = 65_536  # a tdmrep.json is a few rules; more is not one
 
 
-async def into_report(
-    report: HostReport,
-    fetcher: Fetcher,
-    slot: HostSlot,
-    origin: str,
-    inc: HostIncremental | None,
-) -> None:
-    """The host's TDMRep into ``report.allows["tdmrep"]`` (see the module doc)."""
-    memory = remembered(inc, origin + TDMREP_PATH)
-    if memory is not None and inc is not None and inc.remembered:
-        found = {**memory, "recalled": True}  # its discovery was recalled: no request
-    else:
-        found = await fetch(fetcher, origin, slot, memory)
-    report.allows = {**(report.allows or {}), "tdmrep": found}
+class HostTdmRep:
+    """One host's tdmrep.json question, asked once: ``ask`` before each of its requests
+    (a no-op once asked, or when ``policy.tdmrep`` is off).
+
+    Never the host's first contact: until the host has answered something (a recalled
+    discovery or a seed sitemap asks robots.txt nothing), a dead host would cost a
+    first-contact timeout twice; it is then asked after the host's first answer.
+    """
+
+    __slots__ = ("_fetcher", "_inc", "_origin", "_pending", "_report")
+
+    def __init__(
+        self,
+        enabled: bool,
+        report: HostReport,
+        fetcher: Fetcher,
+        origin: str,
+        inc: HostIncremental | None,
+    ) -> None:
+        """``origin``: where robots.txt was read from (tdmrep.json is asked there)."""
+        self._pending = enabled
+        self._report = report
+        self._fetcher = fetcher
+        self._origin = origin
+        self._inc = inc
+
+    async def ask(self, slot: HostSlot) -> None:
+        """The host's TDMRep into ``report.allows["tdmrep"]``, if not done yet and the
+        host has answered or its discovery was recalled (see the class doc)."""
+        if not self._pending:
+            return
+        inc = self._inc
+        memory = remembered(inc, self._origin + TDMREP_PATH)
+        recalled = memory is not None and inc is not None and inc.remembered
+        if not recalled and not slot.answered:
+            return
+        self._pending = False
+        if memory is not None and recalled:
+            found = {**memory, "recalled": True}  # robots.txt was not asked: nor is this
+        else:
+            found = await fetch(self._fetcher, self._origin, slot, memory)
+        self._report.allows = {**(self._report.allows or {}), "tdmrep": found}
 
 
 def remembered(inc: HostIncremental | None, url: str) -> dict[str, Any] | None:

@@ -90,6 +90,23 @@ async def test_a_timeout_is_one_wait_and_never_fails_the_host(sites: Sites) -> N
     assert report["discovery"] == "robots"
 
 
+async def test_never_the_first_contact_of_a_seed_sitemap(sites: Sites) -> None:
+    # A seed sitemap asks robots.txt nothing: tdmrep.json waits for the host's first
+    # answer (a dead host would otherwise cost two first-contact timeouts).
+    routes: dict[str, Any] = {}
+    s = await sites.start("127.0.0.2", routes)
+    routes["/index.xml"] = (
+        '<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        f"<sitemap><loc>{s.url('/a.xml')}</loc></sitemap></sitemapindex>"
+    ).encode()
+    routes["/a.xml"] = urlset(s.url("/a"))
+    routes[TDM] = json.dumps(RULES).encode()
+    records, hosts = await collect([s.url("/index.xml")])
+    assert paths(s) == ["/index.xml", TDM, "/a.xml"]
+    assert len(records) == 1
+    assert hosts[f"127.0.0.2:{s.port}"]["allows"]["tdmrep"]["rules"] == RULES
+
+
 async def test_off_asks_nothing(sites: Sites) -> None:
     s, records, report = await one_host(sites, b"[]", **{"policy.tdmrep": False})
     assert paths(s) == ["/robots.txt", "/sitemap.xml"]
