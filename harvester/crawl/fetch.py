@@ -281,8 +281,7 @@ class Fetcher:
                         response = await stack.enter_async_context(
                             self._get(session, url, slot, headers, decompress, first=first)
                         )
-                        slot.mark_answered()
-                        self.signals.seen(slot, response.url, response.headers)
+                        self._answered(slot, response)
                         if first:
                             _body_read_timeout(response, cfg.read_timeout)
                 except (TimeoutError, aiohttp.ClientError, ForbiddenAddress, InvalidURL) as exc:
@@ -306,8 +305,13 @@ class Fetcher:
                         slot.back_off(outcome.retry_after)
             # Slot and connection are released here; decide whether to try again.
             assert deadline is not None  # any error after admission left it set
-            tried = (attempt, retries)
-            await self._after_failure(error, cause, first=first, tried=tried, deadline=deadline)
+            await self._after_failure(error, cause, first, (attempt, retries), deadline)
+
+    def _answered(self, slot: HostSlot, response: aiohttp.ClientResponse) -> None:
+        """The host answered: first contact is over, and its signal headers are looked
+        at (``tdmheaders``: tdm-*, X-Robots-Tag), whatever its status."""
+        slot.mark_answered()
+        self.signals.seen(slot, response.url, response.headers)
 
     def _get(
         self,
@@ -337,14 +341,14 @@ class Fetcher:
         self,
         error: FetchError,
         cause: BaseException | None,
-        *,
         first: bool,
         tried: tuple[int, int],
         deadline: float,
     ) -> None:
         """Raise ``error`` when it is final (the retry policy); else wait out the delay.
 
-        ``tried``: the attempt that failed (1 for the first) and the retries allowed.
+        ``first``: the attempt was first contact; ``tried``: the attempt that failed (1
+        for the first) and the retries allowed.
         """
         attempt, retries = tried
         # First contact decides quickly: a host that let a connect or its first

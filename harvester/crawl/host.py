@@ -26,7 +26,7 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
-from harvester.crawl import allow, links, tdmheaders, tdmrep, verdicts
+from harvester.crawl import allow, links, tdmrep, verdicts
 from harvester.crawl.attempt import (
     Attempts,
     BodyBroken,
@@ -65,6 +65,7 @@ if TYPE_CHECKING:
     from harvester.crawl.scheduler import HostSlot, Scheduler
     from harvester.crawl.seed import Seed
     from harvester.crawl.settings import HostSettings
+    from harvester.crawl.tdmrep import HostTdmRep
     from harvester.models import ReadResult
     from harvester.state.ledger import LedgerReader
     from harvester.state.memory import HostState
@@ -141,10 +142,9 @@ class HostWorker:
         self.sitemaps = SitemapLog(enabled=settings.sitemap_log)
         cross_host = settings.discovery.cross_host
         self._policy = SitemapPolicy(self.host, cross_host, self.report, self.sitemaps)
-        self._queue = SitemapQueue(
-            self._policy, self._frontier, settings.filters, self._homes, self.incremental
-        )
         inc = self.incremental
+        self._queue = SitemapQueue(self._policy, self._frontier, settings.filters, self._homes, inc)
+        self._tdm = tdmrep.HostTdmRep(settings.policy, self.report, fetcher, scheduler, inc)
         self._hooks = HostHooks(
             self.batch, self._queue, self._homes, inc, self.sitemaps, emit, ready
         )
@@ -170,21 +170,17 @@ class HostWorker:
             if self._site_host is not None:
                 self._scheduler.release(self._site_host)
             self.batch.close()
-            heard = self._fetcher.signals.take(slot)  # issue 48: tdm-*, X-Robots-Tag headers
-            tdmheaders.into_report(self.report, heard if self._settings.policy.signals else [])
             self.report.seconds = round(time.monotonic() - started, 3)
         # Emitted outside the timeout so records harvested before it are never lost.
         await self._hooks.flush()
-        _finish(self.report, self.batch, self.incremental, self._frontier, self.sitemaps)
+        _finish(self.report, self.batch, self.incremental, self._frontier, self.sitemaps, self._tdm)
         return self.report
 
     async def _run(self, slot: HostSlot) -> None:
         found = await self._discover(slot)
         if found is None:
             return
-        origin, on = found.origin or self.seed.origin, self._settings.policy.tdmrep
-        tdm = tdmrep.HostTdmRep(on, self.report, self._fetcher, origin, self.incremental)
-        await tdm.ask(slot)  # issue 48: the host's TDMRep, once it has answered robots.txt
+        await self._tdm.ask(slot, found)  # issue 48: tdmrep.json, once the host answered
         for ref in found.refs:
             self._queue.admit(ref)
         while (nxt := self._frontier.pop()) is not None and not self.batch.cap_hit:
@@ -195,7 +191,7 @@ class HostWorker:
             await self._hooks.flush()
             if self._deferred:
                 return
-            await tdm.ask(slot)  # ... or its first sitemap (a seed, a recalled discovery)
+            await self._tdm.ask(slot, found)  # (a seed sitemap: after it)
         self._wall.close(self.report, found.robots_url or self.seed.origin)
         if self._settings.discovery.links_fallback and self.report.discovery == "none":
             # Issue 49: no sitemap, links as a safety net.
@@ -392,9 +388,11 @@ def _finish(
     incremental: HostIncremental | None,
     frontier: Frontier,
     sitemaps: SitemapLog,
+    tdm: HostTdmRep,
 ) -> None:
     """At a host's end: its lastmod audit into the state's memory and ``report`` (the
     months with URLs: a line per host stays short), and its sitemap log when kept."""
+    tdm.close()  # the tdm-* and X-Robots-Tag headers of its responses (issue 48)
     audit = batch.audit()
     if incremental is not None:
         incremental.finish(frontier, audit)

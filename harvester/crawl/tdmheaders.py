@@ -8,26 +8,30 @@ probes fetched it, robots.txt, the sitemaps, tdmrep.json. Out: per host, the
 with the first URL that carried it and how many responses did: ``take`` gives them
 for the host report's ``allows`` block (``"headers"``) and forgets them.
 
-Kept by slot (the host's ``HostSlot``: the lookahead's discovery and the host worker
-share it) and only once a header was seen: most hosts send none, and a host that did
-is forgotten when its worker takes them. Harvester reports these; it decides nothing
-from them.
+Kept for the host run whose task fetched the response (a context variable the worker
+sets: a www host's or another host's sitemap counts for the host harvested), or, outside
+a host run (its discovery, the lookahead's ahead of the worker), by the host of the
+``HostSlot`` it went through, which the worker takes. Only once a header was seen:
+most hosts send none, and what a host sent is forgotten when its worker takes it.
+Harvester reports these; it decides nothing from them.
 
 Example::
 
     signals = HeaderSignals()
     signals.seen(slot, "https://e.com/sitemap.xml", {"X-Robots-Tag": "noindex"})
-    signals.take(slot)
+    signals.take(slot.host)
     # [{"header": "x-robots-tag", "value": "noindex", "url": "https://e.com/sitemap.xml",
     #   "responses": 1, "directives": ["noindex"]}]
 """
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
+    from contextvars import Token
 
     from harvester.crawl.report import HostReport
     from harvester.crawl.scheduler import HostSlot
@@ -43,16 +47,28 @@ _VALUE_CHARS = 512  # a header value longer than this is cut (it comes from the 
 _VALUED = frozenset({"max-snippet", "max-image-preview", "max-video-preview", "unavailable_after"})
 
 
+# The host run in this task's context (``HeaderSignals.watch``): its responses are kept
+# for it whatever slot they went through (a www host's, another host's sitemap).
+_HOST: ContextVar[dict[tuple[str, str], dict[str, Any]] | None] = ContextVar(
+    "harvester_tdm_headers", default=None
+)
+
+
 class HeaderSignals:
-    """The signal headers seen per host, until its worker ``take``s them."""
+    """The signal headers seen per host run, until its worker ``take``s them.
+
+    A host worker ``watch``es from its start: what its task fetches is kept for it. A
+    response outside any host run (the lookahead's discovery, ahead of the worker) is
+    kept by its slot's host, and the worker's ``take`` gathers that too.
+    """
 
     __slots__ = ("_seen",)
 
     def __init__(self) -> None:
-        self._seen: dict[HostSlot, dict[tuple[str, str], dict[str, Any]]] = {}
+        self._seen: dict[str, dict[tuple[str, str], dict[str, Any]]] = {}  # by slot host
 
     def seen(self, slot: HostSlot, url: object, headers: Mapping[str, str]) -> None:
-        """A response of ``slot``'s host at ``url`` (its final URL: a ``str`` or a
+        """A response through ``slot`` at ``url`` (its final URL: a ``str`` or a
         ``yarl.URL``, made a string only when kept) came with ``headers``.
 
         Cheap for the usual response: three lookups, nothing kept.
@@ -60,28 +76,50 @@ class HeaderSignals:
         for name in HEADERS:
             value = headers.get(name)
             if value is not None:
-                self._keep(slot, name, value[:_VALUE_CHARS].strip(), url)
+                kept = _HOST.get()
+                if kept is None:
+                    kept = self._seen.setdefault(slot.host, {})
+                _keep(kept, name, value[:_VALUE_CHARS].strip(), url)
 
-    def _keep(self, slot: HostSlot, name: str, value: str, url: object) -> None:
-        kept = self._seen.setdefault(slot, {})
-        entry = kept.get((name, value))
-        if entry is not None:
-            entry["responses"] += 1
-            return
-        if len(kept) >= _VALUES:
-            return
-        entry = {"header": name, "value": value, "url": str(url), "responses": 1}
-        if name == "x-robots-tag":
-            entry.update(robots_tag(value))
-        kept[(name, value)] = entry
+    def watch(self) -> Token[dict[tuple[str, str], dict[str, Any]] | None]:
+        """Keep what this task (and the tasks it starts) fetches for its host run; the
+        token goes back to ``take``."""
+        return _HOST.set({})
 
-    def take(self, slot: HostSlot) -> list[dict[str, Any]]:
-        """The headers seen for ``slot``'s host, in the order first seen; forgotten here."""
-        return list(self._seen.pop(slot, {}).values())
+    def take(
+        self, host: str, token: Token[dict[tuple[str, str], dict[str, Any]] | None] | None = None
+    ) -> list[dict[str, Any]]:
+        """The headers seen for ``host`` (a slot's host key): through its slot outside a
+        host run, then in the run ``token`` watched (ended here); in the order first seen,
+        each pair once (its responses added up). Forgotten here."""
+        kept = self._seen.pop(host, {})
+        if token is not None:
+            for key, entry in (_HOST.get() or {}).items():
+                if key in kept:
+                    kept[key]["responses"] += entry["responses"]
+                elif len(kept) < _VALUES:
+                    kept[key] = entry
+            _HOST.reset(token)
+        return list(kept.values())
 
     def __len__(self) -> int:
-        """Hosts with headers kept and not yet taken."""
+        """Hosts with headers kept outside a host run and not yet taken."""
         return len(self._seen)
+
+
+def _keep(kept: dict[tuple[str, str], dict[str, Any]], name: str, value: str, url: object) -> None:
+    """Count one more response with ``name: value``; keep the pair if it is new and there
+    is room."""
+    entry = kept.get((name, value))
+    if entry is not None:
+        entry["responses"] += 1
+        return
+    if len(kept) >= _VALUES:
+        return
+    entry = {"header": name, "value": value, "url": str(url), "responses": 1}
+    if name == "x-robots-tag":
+        entry.update(robots_tag(value))
+    kept[(name, value)] = entry
 
 
 def robots_tag(value: str) -> dict[str, Any]:

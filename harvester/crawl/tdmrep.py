@@ -27,15 +27,20 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from harvester.crawl.allow import TDMREP_PATH, parse_tdmrep
+from harvester.crawl.scheduler import host_key
+from harvester.crawl.tdmheaders import into_report
 from harvester.errors import FetchError
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
+    from contextvars import Token
 
+    from harvester.config.policy import PolicyConfig
+    from harvester.crawl.discovery import Discovered
     from harvester.crawl.fetch import Fetcher
     from harvester.crawl.incremental import HostIncremental
     from harvester.crawl.report import HostReport
-    from harvester.crawl.scheduler import HostSlot
+    from harvester.crawl.scheduler import HostSlot, Scheduler
 
 __all__ = ["MAX_BYTES", "HostTdmRep", "fetch", "remembered"]
 
@@ -43,47 +48,81 @@ MAX_BYTES = 65_536  # a tdmrep.json is a few rules; more is not one
 
 
 class HostTdmRep:
-    """One host's tdmrep.json question, asked once: ``ask`` before each of its requests
-    (a no-op once asked, or when ``policy.tdmrep`` is off).
+    """One host run's TDMRep and signal headers: ``ask`` after discovery and after each
+    sitemap (it asks once), ``close`` at the host's end.
 
-    Never the host's first contact: until the host has answered something (a recalled
-    discovery or a seed sitemap asks robots.txt nothing), a dead host would cost a
-    first-contact timeout twice; it is then asked after the host's first answer.
+    tdmrep.json is never the host's first contact: until the host has answered something
+    (a recalled discovery or a seed sitemap asks robots.txt nothing), a dead host would
+    cost a first-contact timeout twice; it is then asked after the host's first answer.
+    Not asked of a host that refused us (robots.txt a 401/403/451 or a challenge page, a
+    ``blocked`` failure): ``{"url", "skipped": why}``, as the same answer would come.
+    Asked under the slot of the host it is on (``www.`` when robots.txt was served
+    there: that host's Crawl-delay paces it, as it paces the sitemaps).
     """
 
-    __slots__ = ("_fetcher", "_inc", "_origin", "_pending", "_report")
+    __slots__ = ("_fetcher", "_inc", "_pending", "_policy", "_report", "_scheduler", "_watch")
 
     def __init__(
         self,
-        enabled: bool,
+        policy: PolicyConfig,
         report: HostReport,
         fetcher: Fetcher,
-        origin: str,
+        scheduler: Scheduler,
         inc: HostIncremental | None,
     ) -> None:
-        """``origin``: where robots.txt was read from (tdmrep.json is asked there)."""
-        self._pending = enabled
+        """``policy``: ``tdmrep`` (ask at all) and ``signals`` (report the headers)."""
+        self._policy = policy
         self._report = report
         self._fetcher = fetcher
-        self._origin = origin
+        self._scheduler = scheduler
         self._inc = inc
+        self._pending = policy.tdmrep
+        # The host run's watch of its responses' headers (tdmheaders), from the first ask.
+        self._watch: Token[Any] | None = None
 
-    async def ask(self, slot: HostSlot) -> None:
+    async def ask(self, slot: HostSlot, found: Discovered) -> None:
         """The host's TDMRep into ``report.allows["tdmrep"]``, if not done yet and the
-        host has answered or its discovery was recalled (see the class doc)."""
-        if not self._pending:
+        host has answered or its discovery was recalled (see the class doc); ``found``:
+        the host's discovery (tdmrep.json is asked where robots.txt was read from)."""
+        if self._watch is None:
+            self._watch = self._fetcher.signals.watch()
+        if not self._pending or not found.origin:
             return
-        inc = self._inc
-        memory = remembered(inc, self._origin + TDMREP_PATH)
+        url, inc = found.origin + TDMREP_PATH, self._inc
+        memory = remembered(inc, url)  # the state file's answer, if any
         recalled = memory is not None and inc is not None and inc.remembered
         if not recalled and not slot.answered:
             return
         self._pending = False
         if memory is not None and recalled:
-            found = {**memory, "recalled": True}  # robots.txt was not asked: nor is this
+            answer = {**memory, "recalled": True}  # robots.txt was not asked: nor is this
+        elif found.wall.robots is not None:
+            answer = {"url": url, "skipped": f"robots.txt answered {found.wall.robots}"}
+        elif self._report.failures_by_class.get("blocked"):
+            answer = {"url": url, "skipped": "the host answered with a bot wall"}
         else:
-            found = await fetch(self._fetcher, self._origin, slot, memory)
-        self._report.allows = {**(self._report.allows or {}), "tdmrep": found}
+            answer = await self._fetch(slot, found.origin, memory)
+        self._report.allows = {**(self._report.allows or {}), "tdmrep": answer}
+
+    async def _fetch(
+        self, slot: HostSlot, origin: str, memory: Mapping[str, Any] | None
+    ) -> dict[str, Any]:
+        """``fetch`` under the slot of ``origin``'s host (``slot`` when it is its own)."""
+        host = host_key(origin)
+        if host == slot.host:
+            return await fetch(self._fetcher, origin, slot, memory)
+        try:
+            return await fetch(self._fetcher, origin, self._scheduler.acquire(host), memory)
+        finally:
+            self._scheduler.release(host)
+
+    def close(self) -> None:
+        """At the host's end: the signal headers of its responses into ``report.allows``
+        (``tdmheaders``; with ``policy.signals``), and the run's watch ended."""
+        heard = self._fetcher.signals.take(self._report.host, self._watch)
+        self._watch = None
+        if self._policy.signals:
+            into_report(self._report, heard)
 
 
 def remembered(inc: HostIncremental | None, url: str) -> dict[str, Any] | None:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from tests.integration.conftest import Reply
+from tests.integration.conftest import LoopbackResolver, Reply
 from tests.integration.harvesting import collect, harvest_state, in_thread
 from tests.integration.webs import ChangingSite, urlset
 
@@ -105,6 +105,19 @@ async def test_never_the_first_contact_of_a_seed_sitemap(sites: Sites) -> None:
     assert paths(s) == ["/index.xml", TDM, "/a.xml"]
     assert len(records) == 1
     assert hosts[f"127.0.0.2:{s.port}"]["allows"]["tdmrep"]["rules"] == RULES
+
+
+async def test_not_asked_of_a_host_whose_robots_txt_is_a_wall(sites: Sites) -> None:
+    routes: dict[str, Any] = {"/robots.txt": Reply(b"Access denied", status=403)}
+    s = await sites.start("127.0.0.2", routes)
+    routes["/sitemap.xml"] = urlset(s.url("/a"))  # a wall with a hole: harvested all the same
+    records, hosts = await collect([s.origin])
+    assert len(records) == 1
+    assert s.hits(TDM) == 0
+    assert hosts[f"127.0.0.2:{s.port}"]["allows"]["tdmrep"] == {
+        "url": s.url(TDM),
+        "skipped": "robots.txt answered HTTP 403",
+    }
 
 
 async def test_off_asks_nothing(sites: Sites) -> None:
@@ -215,3 +228,45 @@ async def test_a_rediscovered_host_asks_conditionally(sites: Sites, tmp_path: Pa
     assert (tdm.bodies, tdm.not_modified) == (1, 1)
     first, second = (r["allows"]["tdmrep"] for r in reports)
     assert second == {**first, "status": 304}  # the remembered rules, confirmed unchanged
+
+
+async def test_a_www_hosts_answers_count_for_the_apex(sites: Sites) -> None:
+    # The apex's robots.txt redirects to www, where the sitemap and tdmrep.json are:
+    # asked there once, under www's Crawl-delay like the sitemap; www's headers are in
+    # the apex's report (its run fetched them).
+    apex_routes: dict[str, Any] = {}
+    www_routes: dict[str, Any] = {}
+    apex = await sites.start("127.0.0.150", apex_routes)
+    www = await sites.start("127.0.0.151", www_routes)
+    resolver = LoopbackResolver({"example.test": apex.host, "www.example.test": www.host})
+
+    def w(path: str) -> str:
+        return f"http://www.example.test:{www.port}{path}"
+
+    apex_routes["/robots.txt"] = Reply(status=301, headers={"Location": w("/robots.txt")})
+    delay = 0.25
+    robots = f"User-agent: *\nCrawl-delay: {delay}\nSitemap: {w('/a.xml')}\n"
+    www_routes.update(
+        {
+            "/robots.txt": robots.encode(),
+            "/a.xml": Reply(urlset(w("/p/1")), headers={"X-Robots-Tag": "noai"}),
+            TDM: json.dumps(RULES).encode(),
+        }
+    )
+    records, hosts = await collect([f"http://example.test:{apex.port}"], resolver=resolver)
+    assert len(records) == 1
+    allows = hosts[f"example.test:{apex.port}"]["allows"]
+    assert allows["tdmrep"] == {"url": w(TDM), "rules": RULES, "status": 200}
+    assert paths(www) == ["/robots.txt", TDM, "/a.xml"]
+    assert apex.hits(TDM) == 0
+    hits = {h.path: h.start for h in www.log}
+    assert hits["/a.xml"] - hits[TDM] >= delay * 0.9  # www's Crawl-delay spaced them
+    assert allows["headers"] == [
+        {
+            "header": "x-robots-tag",
+            "value": "noai",
+            "url": w("/a.xml"),
+            "responses": 1,
+            "directives": ["noai"],
+        }
+    ]
