@@ -55,6 +55,8 @@ def allows_lines(report: Mapping[str, Any]) -> list[str]:
                 f"TDMRep {rule['location']}: reservation {rule['tdm-reservation']}{policy}"
                 f" ({tdm['url']})"
             )
+    if tdm is not None and tdm.get("skipped"):
+        lines.append(f"TDMRep not asked: {tdm['skipped']} ({tdm['url']})")
     for seen in allows.get("headers") or ():  # issue 48: tdm-*, X-Robots-Tag (tdmheaders.py)
         times = f", {seen['responses']} responses" if seen["responses"] > 1 else ""
         lines.append(f"header {seen['header']}: {seen['value']} ({seen['url']}{times})")

@@ -35,3 +35,13 @@ def test_each_header_with_its_first_url_and_count() -> None:
 
 def test_no_headers_no_line() -> None:
     assert allows_lines(report([])) == []
+
+
+def test_a_skipped_tdmrep_says_why() -> None:
+    tdm = {
+        "url": "https://e.com/.well-known/tdmrep.json",
+        "skipped": "robots.txt answered HTTP 403",
+    }
+    assert allows_lines({"host": "e.com", "allows": {"tdmrep": tdm}}) == [
+        "TDMRep not asked: robots.txt answered HTTP 403 (https://e.com/.well-known/tdmrep.json)"
+    ]
