@@ -27,9 +27,10 @@ class PolicyConfig:
     respect_robots: bool = False
     # The host report's signals: AI crawler groups, Content-Signal lines of robots.txt.
     signals: bool = True
-    # One request per host for /.well-known/tdmrep.json (W3C TDMRep). Off by default
-    # until the tests that count each host's requests expect it (see the docs page).
-    tdmrep: bool = False
+    # One request per host for /.well-known/tdmrep.json (W3C TDMRep): after robots.txt,
+    # one attempt, under the host's politeness; remembered in the state file with the
+    # discovery memory (crawl/tdmrep.py). --no-tdmrep turns it off.
+    tdmrep: bool = True
 
     def __post_init__(self) -> None:
         check_section(self, "policy")

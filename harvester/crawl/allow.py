@@ -13,7 +13,8 @@ number, the tdmrep.json URL), so a reviewer can check it:
 * ``content_signals``: each ``Content-Signal:`` line (``search``, ``ai-input``,
   ``ai-train`` = yes/no, as the line says) with its group's agents and line number.
 * ``tdmrep``: the tdmrep.json's rules (``location``, ``tdm-reservation``,
-  ``tdm-policy``), its URL and status, or why it could not be read.
+  ``tdm-policy``), its URL and status, or why it could not be read (parsed here,
+  fetched by ``tdmrep.py``; the response headers are ``tdmheaders.py``'s).
 
 Harvester reports these; it decides nothing from them (``--respect-robots`` is the one
 filter, and it reads only the verdict for ``policy.user_agent``: verdicts.py).
@@ -27,17 +28,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harvester.crawl.robotsrules import compile_rules, parse_groups
-from harvester.errors import FetchError
 
 if TYPE_CHECKING:
-    from harvester.crawl.fetch import Fetcher
     from harvester.crawl.robotsrules import Group
-    from harvester.crawl.scheduler import HostSlot
 
-__all__ = ["TDMREP_PATH", "ai_crawlers", "fetch_tdmrep", "parse_tdmrep", "signals"]
+__all__ = ["TDMREP_PATH", "ai_crawlers", "parse_tdmrep", "signals"]
 
 TDMREP_PATH = "/.well-known/tdmrep.json"
-_TDMREP_BYTES = 65_536  # a tdmrep.json is a few rules; more is not one
 _LINES = 5  # Disallow lines kept per AI crawler
 _SIGNAL_WORDS = frozenset({"yes", "no"})
 
@@ -118,25 +115,3 @@ def parse_tdmrep(body: bytes, url: str) -> dict[str, Any]:
             rule["tdm-policy"] = item["tdm-policy"]
         rules.append(rule)
     return {"url": url, "rules": rules}
-
-
-async def fetch_tdmrep(fetcher: Fetcher, origin: str, slot: HostSlot) -> dict[str, Any]:
-    """Fetch and parse ``origin``'s tdmrep.json (one request): ``parse_tdmrep``'s answer,
-    with ``status``; a 4xx: ``{"url", "status"}`` (none published); another failure:
-    ``{"url", "error"}``. Never raises a ``FetchError``."""
-    url = origin + TDMREP_PATH
-    try:
-        async with fetcher.stream(url, slot, max_bytes=_TDMREP_BYTES) as body:
-            parts = [chunk async for chunk in body.chunks()]
-            status, headers = body.status, body.headers
-    except FetchError as exc:
-        status_of = getattr(exc, "status", None)
-        if status_of is not None and 400 <= status_of < 500:
-            return {"url": url, "status": status_of}
-        return {"url": url, "error": exc.message}
-    out = parse_tdmrep(b"".join(parts), url)
-    out["status"] = status
-    for name in ("tdm-reservation", "tdm-policy"):
-        if (value := headers.get(name)) is not None:
-            out.setdefault("headers", {})[name] = value
-    return out

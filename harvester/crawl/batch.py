@@ -204,6 +204,11 @@ class UrlBatch:
         return self.loop.listed
 
     @property
+    def seen(self) -> SeenSet | None:
+        """The host's dedupe set (None before its first entries): what it listed."""
+        return self.loop.seen
+
+    @property
     def fps(self) -> array[int]:
         """The fingerprints of the open batch's records, in order."""
         return self.loop.fps

@@ -47,41 +47,40 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import datetime
-import email.utils
 import logging
 import random
-import re
-import time
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit
 
 import aiohttp
 
-from harvester.crawl.body import Body, BodyStream, map_error, redact
+from harvester.crawl.body import Body, BodyStream, redact
+from harvester.crawl.challenge import challenged
 from harvester.crawl.connector import is_socks, make_session_parts
-from harvester.crawl.guard import ALLOWED_SCHEMES
 from harvester.crawl.headers import HostHeaders
 from harvester.crawl.resolver import make_resolver
-from harvester.crawl.wall import CHALLENGE_MAX, challenge_vendor
+from harvester.crawl.retry import (
+    HONOUR_RETRY_AFTER,
+    attempt_error,
+    not_before,
+    retry_after_seconds,
+    retryable,
+)
+from harvester.crawl.targets import check_target, valid_hop
+from harvester.crawl.tdmheaders import HeaderSignals
 from harvester.errors import (
     Blocked,
     BodyTooLarge,
-    ConnectError,
     FetchError,
     FetchTimeout,
     ForbiddenAddress,
     HTTPStatusError,
     InvalidURL,
 )
-from harvester.urls.validate import valid_authority
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
     from contextlib import AbstractAsyncContextManager
     from types import TracebackType
-
-    from aiohttp.client_middlewares import ClientHandlerType
 
     from harvester.config import FetchConfig, PolitenessConfig
     from harvester.crawl.connector import ConnectionQueue
@@ -91,49 +90,6 @@ if TYPE_CHECKING:
 __all__ = ["Body", "Fetcher", "not_before", "retry_after_seconds"]
 
 logger = logging.getLogger(__name__)
-
-_DELTA_SECONDS = re.compile(r"\d+(?:\.\d+)?")
-_HONOUR_RETRY_AFTER = frozenset({429, 503})
-# Statuses a bot vendor's challenge page comes with (a 200 one is the reader's to see).
-_CHALLENGE_STATUSES = frozenset({403, 503})
-
-
-def retry_after_seconds(value: str | None, *, now: float | None = None) -> float | None:
-    """Seconds to wait per a Retry-After header: delta-seconds or an HTTP-date.
-
-    ``now`` is the wall-clock time (``time.time()`` by default) an HTTP-date is
-    measured from; a date in the past means 0. Returns None when the header is
-    absent or unreadable (the caller then falls back to its own backoff).
-
-    >>> retry_after_seconds("120")
-    120.0
-    >>> retry_after_seconds("Wed, 21 Oct 2015 07:28:00 GMT", now=1445412470.0)
-    10.0
-    """
-    if value is None:
-        return None
-    value = value.strip()
-    if _DELTA_SECONDS.fullmatch(value):
-        return float(value)
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:  # "-0000" or no zone: not quite HTTP-date; read it as GMT
-        when = when.replace(tzinfo=datetime.UTC)
-    return max(0.0, when.timestamp() - (time.time() if now is None else now))
-
-
-def not_before(error: BaseException, cfg: FetchConfig) -> float | None:
-    """The seconds a 429/503 asked to be left alone, when longer than a run waits.
-
-    None for any other error, and for a Retry-After within ``cfg.retry_after_max``
-    (the fetcher waited it out and retried). Otherwise the fetcher gave up at
-    once, and the host is not to be asked again before that many seconds.
-    """
-    if not isinstance(error, HTTPStatusError) or error.retry_after is None:
-        return None
-    return error.retry_after if error.retry_after > cfg.retry_after_max else None
 
 
 def _body_read_timeout(response: aiohttp.ClientResponse, seconds: float) -> None:
@@ -149,17 +105,6 @@ def _body_read_timeout(response: aiohttp.ClientResponse, seconds: float) -> None
     if protocol is not None:
         protocol.read_timeout = seconds
         protocol.start_timeout()  # re-arm: the running timer still has the first-byte wait
-
-
-def _retryable(error: FetchError) -> bool:
-    # Transient by nature: resets, stalls, overload. A missing name (DNSError),
-    # a redirect loop, a bad URL or a refused address (ForbiddenAddress) will not
-    # change in the next few seconds.
-    if isinstance(error, Blocked):  # a challenge page: it would be met again
-        return False
-    if isinstance(error, HTTPStatusError):
-        return error.status in (408, 429) or error.status >= 500
-    return isinstance(error, ConnectError | FetchTimeout)
 
 
 class Fetcher:
@@ -203,6 +148,9 @@ class Fetcher:
         # Bodies being read at once (fetch.max_bodies); a stream waits for one before its
         # body is handed over. Never held across another stream: no deadlock.
         self._bodies = asyncio.Semaphore(cfg.max_bodies)
+        # The tdm-* and X-Robots-Tag headers of each host's responses (issue 48): kept
+        # per slot until the host worker takes them for its report.
+        self.signals = HeaderSignals()
         self._dns: CachingResolver | None = None  # the caching resolver, set by __aenter__
         self._queue: ConnectionQueue | None = None  # the open session's; set by __aenter__
         # Timeouts of a request to a host that has answered before, and of one that has
@@ -244,7 +192,7 @@ class Fetcher:
             headers={**cfg.headers, "User-Agent": cfg.user_agent},
             # Per hop, in this order: a host no client can name is refused before anything
             # else sees it; the guard's last, so it judges the request as it is sent.
-            middlewares=(_valid_hop, *extra, *parts.middlewares),
+            middlewares=(valid_hop, *extra, *parts.middlewares),
             trace_configs=list(parts.trace_configs),  # the queue count (Fetcher.queued)
             timeout=self._timeout,
             auto_decompress=True,
@@ -274,6 +222,7 @@ class Fetcher:
         max_bytes: int | None = None,
         headers: Mapping[str, str] | None = None,
         decompress: bool = True,
+        retries: int | None = None,
     ) -> AbstractAsyncContextManager[Body]:
         """Request ``url`` under ``slot``; yield the ``Body`` once a usable response arrived.
 
@@ -282,7 +231,8 @@ class Fetcher:
         ``headers`` are added to the request (e.g. If-None-Match). The slot
         and the connection stay held until the context exits. ``decompress``
         False: the body comes as sent, Content-Encoding not undone (after a
-        ``BadContentEncoding``: the reader sniffs what the bytes are).
+        ``BadContentEncoding``: the reader sniffs what the bytes are). ``retries``: the
+        attempts after the first (default ``cfg.retries``; 0 for a file worth one try).
 
         The total deadline (``cfg.total_timeout``) starts when the slot first
         admits the request and covers retries, their waits and the body.
@@ -292,7 +242,8 @@ class Fetcher:
         if self._session is None:
             raise RuntimeError("use 'async with Fetcher(...)' before stream()")
         cap = self._cfg.max_body_bytes if max_bytes is None else max_bytes
-        return self._stream(self._session, url, slot, cap, headers, decompress)
+        tries = self._cfg.retries if retries is None else retries
+        return self._stream(self._session, url, slot, cap, headers, decompress, tries)
 
     @contextlib.asynccontextmanager
     async def _stream(
@@ -303,9 +254,10 @@ class Fetcher:
         cap: int,
         headers: Mapping[str, str] | None,
         decompress: bool,
+        retries: int,
     ) -> AsyncIterator[Body]:
         cfg = self._cfg
-        _check_target(url)  # before the slot: a refused URL costs the host no politeness time
+        check_target(url)  # before the slot: a refused URL costs the host no politeness time
         loop = asyncio.get_running_loop()
         deadline: float | None = None  # loop time; fixed when the slot first admits us
         attempt = 0
@@ -329,15 +281,15 @@ class Fetcher:
                         response = await stack.enter_async_context(
                             self._get(session, url, slot, headers, decompress, first=first)
                         )
-                        slot.mark_answered()
+                        self._answered(slot, response)
                         if first:
                             _body_read_timeout(response, cfg.read_timeout)
                 except (TimeoutError, aiohttp.ClientError, ForbiddenAddress, InvalidURL) as exc:
                     cause = exc
-                    error = _failed(cfg, exc, url, first=first, expired=budget.expired())
+                    error = attempt_error(cfg, exc, url, first=first, expired=budget.expired())
                 else:
                     assert deadline is not None  # set before the request was sent
-                    outcome = await _challenged(response, self._check_response(response, url, cap))
+                    outcome = await challenged(response, self._check_response(response, url, cap))
                     if outcome is None:
                         async with self._bodies:
                             body_stream = BodyStream(response, url, cfg, cap, deadline)
@@ -353,7 +305,13 @@ class Fetcher:
                         slot.back_off(outcome.retry_after)
             # Slot and connection are released here; decide whether to try again.
             assert deadline is not None  # any error after admission left it set
-            await self._after_failure(error, cause, first=first, attempt=attempt, deadline=deadline)
+            await self._after_failure(error, cause, first, (attempt, retries), deadline)
+
+    def _answered(self, slot: HostSlot, response: aiohttp.ClientResponse) -> None:
+        """The host answered: first contact is over, and its signal headers are looked
+        at (``tdmheaders``: tdm-*, X-Robots-Tag), whatever its status."""
+        slot.mark_answered()
+        self.signals.seen(slot, response.url, response.headers)
 
     def _get(
         self,
@@ -383,12 +341,16 @@ class Fetcher:
         self,
         error: FetchError,
         cause: BaseException | None,
-        *,
         first: bool,
-        attempt: int,
+        tried: tuple[int, int],
         deadline: float,
     ) -> None:
-        """Raise ``error`` when it is final (the retry policy); else wait out the delay."""
+        """Raise ``error`` when it is final (the retry policy); else wait out the delay.
+
+        ``first``: the attempt was first contact; ``tried``: the attempt that failed (1
+        for the first) and the retries allowed.
+        """
+        attempt, retries = tried
         # First contact decides quickly: a host that let a connect or its first
         # response time out is dead or hanging, and each retry would cost the
         # same timeout again. A failed TLS handshake (a certificate problem, no
@@ -396,7 +358,7 @@ class Fetcher:
         if (first and isinstance(error, FetchTimeout)) or isinstance(cause, aiohttp.ClientSSLError):
             delay = None
         else:
-            delay = self._retry_delay(error, attempt)
+            delay = self._retry_delay(error, attempt, retries)
         # Give up now rather than sleep into a FetchTimeout: the last real
         # error (say, the 429 and its Retry-After) says more to the report.
         if delay is None or asyncio.get_running_loop().time() + delay >= deadline:
@@ -424,7 +386,7 @@ class Fetcher:
                 raise BodyTooLarge(f"Content-Length {declared} is larger than {cap} bytes", url=url)
             return None
         retry_after = None  # as the server asked (see _retry_delay and not_before)
-        if status in _HONOUR_RETRY_AFTER:
+        if status in HONOUR_RETRY_AFTER:
             retry_after = retry_after_seconds(response.headers.get("Retry-After"))
         reason = response.reason or ""
         message = f"HTTP {status} {reason}".rstrip()
@@ -433,9 +395,9 @@ class Fetcher:
             return Blocked(f"{message} (bot challenge)", url=url, status=status)
         return HTTPStatusError(message, url=url, status=status, retry_after=retry_after)
 
-    def _retry_delay(self, error: FetchError, attempt: int) -> float | None:
+    def _retry_delay(self, error: FetchError, attempt: int, retries: int) -> float | None:
         """Seconds to wait before attempt ``attempt + 1``, or None to give up."""
-        if attempt > self._cfg.retries or not _retryable(error):
+        if attempt > retries or not retryable(error):
             return None
         if isinstance(error, HTTPStatusError) and error.retry_after is not None:
             # The server said when. Longer than a run waits ("come back tomorrow"):
@@ -444,51 +406,6 @@ class Fetcher:
         # Full jitter (AWS architecture blog): uniform over [0, capped exponential].
         ceiling = min(self._cfg.backoff_max, self._cfg.backoff_base * 2 ** min(attempt - 1, 62))
         return self._rng.uniform(0.0, ceiling)
-
-
-async def _challenged(
-    response: aiohttp.ClientResponse, error: HTTPStatusError | None
-) -> HTTPStatusError | None:
-    """``error``, or a ``Blocked`` when the 403/503 came with a bot vendor's challenge
-    page (its first bytes read: a small page, ``harvester.crawl.wall``)."""
-    if error is None or isinstance(error, Blocked) or error.status not in _CHALLENGE_STATUSES:
-        return error
-    declared = response.content_length
-    if declared is not None and declared > CHALLENGE_MAX:
-        return error
-    try:
-        head = await response.content.read(CHALLENGE_MAX)
-    except (aiohttp.ClientError, TimeoutError):
-        return error  # the status is the answer; its page could not be read
-    if (vendor := challenge_vendor(head)) is None:
-        return error
-    message = f"{error.message} (challenge page: {vendor})"
-    return Blocked(message, url=error.url, status=error.status, retry_after=error.retry_after)
-
-
-def _check_target(url: str) -> None:
-    """Raise ``ForbiddenAddress`` for a scheme other than http(s), ``InvalidURL`` for a host
-    no client can name (aiohttp would raise a bare ``UnicodeError`` on ``xn--zz``)."""
-    scheme = urlsplit(url).scheme.lower()
-    if scheme not in ALLOWED_SCHEMES:
-        raise ForbiddenAddress(f"scheme {scheme or '(none)'!r} is not http or https", url=url)
-    if not valid_authority(url):
-        raise InvalidURL("the URL's host can be no DNS name or IP address", url=url)
-
-
-async def _valid_hop(
-    req: aiohttp.ClientRequest, handler: ClientHandlerType
-) -> aiohttp.ClientResponse:
-    """aiohttp client middleware: no request, redirect hops included, to a host no client
-    can name (``stream`` checks the first URL itself; aiohttp follows redirects).
-
-    Before the connection, so such a name is never looked up; and yarl would raise a bare
-    ``UnicodeError`` on an A-label that does not decode (``xn--zz``), which no caller
-    expects.
-    """
-    if not valid_authority(target := str(req.url)):
-        raise InvalidURL(f"redirect to a host that can be no DNS name or IP address: {target}")
-    return await handler(req)
 
 
 def _body(response: aiohttp.ClientResponse, attempts: int, stream: BodyStream) -> Body:
@@ -501,42 +418,3 @@ def _body(response: aiohttp.ClientResponse, attempts: int, stream: BodyStream) -
         attempts=attempts,
         _stream=stream,
     )
-
-
-def _failed(
-    cfg: FetchConfig, exc: BaseException, url: str, *, first: bool, expired: bool
-) -> FetchError:
-    """The ``FetchError`` of an attempt that got no response; raised when it is final.
-
-    In: what the attempt raised, whether it was first contact and whether the file's
-    total deadline had passed. A refused address or redirect hop is never retried.
-    """
-    if isinstance(exc, TimeoutError):
-        if expired:
-            msg = f"total deadline of {cfg.total_timeout:g}s passed"
-            raise FetchTimeout(msg, url=url) from exc
-        return _timeout_error(cfg, exc, url, first)
-    if isinstance(exc, aiohttp.ClientError):
-        return map_error(exc, url, cfg)
-    if isinstance(exc, ForbiddenAddress):
-        # Raised by the guard (connector, socks): it knows the peer, not the URL.
-        raise ForbiddenAddress(exc.message, url=url) from exc
-    if isinstance(exc, InvalidURL):  # a redirect hop (_valid_hop)
-        raise InvalidURL(exc.message, url=url) from exc
-    raise exc
-
-
-def _timeout_error(cfg: FetchConfig, exc: TimeoutError, url: str, first: bool) -> FetchTimeout:
-    """The ``FetchTimeout`` of a connect or response-wait timeout, saying which it was."""
-    connect = isinstance(exc, aiohttp.ConnectionTimeoutError)
-    if connect:
-        what = f"connect timeout ({cfg.connect_timeout:g}s)"
-    else:
-        waited = cfg.first_byte_timeout if first else cfg.read_timeout
-        what = f"no response within {waited:g}s"
-    if first:
-        what += " on first contact, not retried"
-    error = FetchTimeout(what, url=url)
-    if first:
-        error.first_contact = "connect" if connect else "first_byte"
-    return error

@@ -26,7 +26,7 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
-from harvester.crawl import allow, cover, links, verdicts
+from harvester.crawl import allow, cover, links, tdmrep, verdicts
 from harvester.crawl.attempt import (
     Attempts,
     BodyBroken,
@@ -65,6 +65,7 @@ if TYPE_CHECKING:
     from harvester.crawl.scheduler import HostSlot, Scheduler
     from harvester.crawl.seed import Seed
     from harvester.crawl.settings import HostSettings
+    from harvester.crawl.tdmrep import HostTdmRep
     from harvester.models import ReadResult
     from harvester.state.ledger import LedgerReader
     from harvester.state.memory import HostState
@@ -141,12 +142,12 @@ class HostWorker:
         self.sitemaps = SitemapLog(enabled=settings.sitemap_log)
         cross_host = settings.discovery.cross_host
         self._policy = SitemapPolicy(self.host, cross_host, self.report, self.sitemaps)
-        self._queue = SitemapQueue(
-            self._policy, self._frontier, settings.filters, self._homes, self.incremental
-        )
+        inc = self.incremental
+        self._queue = SitemapQueue(self._policy, self._frontier, settings.filters, self._homes, inc)
+        self._tdm = tdmrep.HostTdmRep(settings.policy, self.report, fetcher, scheduler, inc)
         self._cover, emit = cover.HostCoverage.on(settings.discovery.coverage, emit)  # issue 49
         self._hooks = HostHooks(
-            self.batch, self._queue, self._homes, self.incremental, self.sitemaps, emit, ready
+            self.batch, self._queue, self._homes, inc, self.sitemaps, emit, ready
         )
         self._attempts = Attempts(fetcher, settings.fetch, settings.reader, self._hooks)
 
@@ -173,16 +174,14 @@ class HostWorker:
             self.report.seconds = round(time.monotonic() - started, 3)
         # Emitted outside the timeout so records harvested before it are never lost.
         await self._hooks.flush()
-        _finish(self.report, self.batch, self.incremental, self._frontier, self.sitemaps)
+        _finish(self.report, self.batch, self.incremental, self._frontier, self.sitemaps, self._tdm)
         return self.report
 
     async def _run(self, slot: HostSlot) -> None:
         found = await self._discover(slot)
         if found is None:
             return
-        if self._settings.policy.tdmrep:  # issue 48: the host's TDMRep, one request
-            tdm = await allow.fetch_tdmrep(self._fetcher, found.origin or self.seed.origin, slot)
-            self.report.allows = {**(self.report.allows or {}), "tdmrep": tdm}
+        await self._tdm.ask(slot, found)  # issue 48: tdmrep.json, once the host answered
         for ref in found.refs:
             self._queue.admit(ref)
         while (nxt := _next(self._frontier, self.incremental)) and not self.batch.cap_hit:
@@ -193,6 +192,7 @@ class HostWorker:
             await self._hooks.flush()
             if self._deferred:
                 return
+            await self._tdm.ask(slot, found)  # (a seed sitemap: after it)
         self._wall.close(self.report, found.robots_url or self.seed.origin)
         # Issue 49: links as a safety net where no sitemap was found; --coverage K's check.
         args = (self._fetcher, slot, self._settings, self.batch.rules, self.report)
@@ -398,9 +398,11 @@ def _finish(
     incremental: HostIncremental | None,
     frontier: Frontier,
     sitemaps: SitemapLog,
+    tdm: HostTdmRep,
 ) -> None:
     """At a host's end: its lastmod audit into the state's memory and ``report`` (the
     months with URLs: a line per host stays short), and its sitemap log when kept."""
+    tdm.close()  # the tdm-* and X-Robots-Tag headers of its responses (issue 48)
     audit = batch.audit()
     if incremental is not None:
         incremental.finish(frontier, audit)

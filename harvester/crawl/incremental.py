@@ -365,6 +365,8 @@ def _discovery_memory(
         "redirects": list(found.redirects),
         "missing": list(missing),
     }
+    if tdm := (report.allows or {}).get("tdmrep"):  # issue 48: kept like robots.txt
+        memory["tdmrep"] = tdm
     if found.source == "robots":
         memory.update(source="robots", refs=[r.url for r in found.refs])
     elif discovery.startswith("fallback:"):

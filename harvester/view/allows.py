@@ -3,7 +3,8 @@
 In: a host report dict (``HostReport.as_dict()``) with its ``allows`` block
 (``crawl/allow.py``) and its verdict counts. Out: ``allows_branch``, a
 ``rich.tree.Tree`` to add under the host's tree (None when the host said
-nothing), one line per signal with its source (robots.txt line, tdmrep.json URL).
+nothing), one line per signal with its source (robots.txt line, tdmrep.json URL, the
+first response that carried a header).
 Pure: no I/O. Like ``tree.py``, every label is ``rich.text.Text`` with control
 characters escaped: the values come from the web.
 
@@ -54,6 +55,11 @@ def allows_lines(report: Mapping[str, Any]) -> list[str]:
                 f"TDMRep {rule['location']}: reservation {rule['tdm-reservation']}{policy}"
                 f" ({tdm['url']})"
             )
+    if tdm is not None and tdm.get("skipped"):
+        lines.append(f"TDMRep not asked: {tdm['skipped']} ({tdm['url']})")
+    for seen in allows.get("headers") or ():  # issue 48: tdm-*, X-Robots-Tag (tdmheaders.py)
+        times = f", {seen['responses']} responses" if seen["responses"] > 1 else ""
+        lines.append(f"header {seen['header']}: {seen['value']} ({seen['url']}{times})")
     if report.get("robots_disallowed_urls"):
         lines.append(f"{report['robots_disallowed_urls']} URLs dropped by --respect-robots")
     if report.get("robots_unknown"):

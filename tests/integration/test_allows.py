@@ -96,7 +96,7 @@ async def test_without_policy_nothing_changes(sites: Sites) -> None:
     s, verdicts, _ = await harvested(sites)
     assert len(verdicts) == len(PATHS)
     assert set(verdicts.values()) == {None}
-    assert s.hits("/.well-known/tdmrep.json") == 0  # policy.tdmrep is off by default
+    assert s.hits("/.well-known/tdmrep.json") == 1  # policy.tdmrep is on by default
 
 
 async def test_host_report_says_what_the_site_said(sites: Sites) -> None:
@@ -122,8 +122,16 @@ async def test_host_report_says_what_the_site_said(sites: Sites) -> None:
         "url": s.url("/.well-known/tdmrep.json"),
         "rules": TDMREP,
         "status": 200,
-        "headers": {"tdm-reservation": "1"},
     }
+    # Its response's header, as any response's (crawl/tdmheaders.py).
+    assert allows["headers"] == [
+        {
+            "header": "tdm-reservation",
+            "value": "1",
+            "url": s.url("/.well-known/tdmrep.json"),
+            "responses": 1,
+        }
+    ]
     assert s.hits("/.well-known/tdmrep.json") == 1
 
 
@@ -135,7 +143,9 @@ async def test_missing_robots_txt_allows_everything(sites: Sites) -> None:
     assert [r["robots"] for r in records] == ["allowed", "allowed"]  # RFC 9309 §2.3.1.3
     report = hosts[f"127.0.0.2:{s.port}"]
     assert report["robots_status"] == 404
-    assert report["allows"] is None  # no robots.txt: no signals to show
+    # No robots.txt: no robots.txt signals; tdmrep.json (on by default) was not there either.
+    tdmrep = {"url": s.url("/.well-known/tdmrep.json"), "status": 404}
+    assert report["allows"] == {"tdmrep": tdmrep}
 
 
 async def test_a_run_from_the_state_file_keeps_the_verdicts(sites: Sites, tmp_path: Path) -> None:

@@ -14,6 +14,9 @@ from tests.integration.webs import index, robots, site_with_tree, urlset
 if TYPE_CHECKING:
     from tests.integration.conftest import Site, Sites
 
+# Asked once per host after discovery (policy.tdmrep, on by default): part of each sequence.
+TDM = "/.well-known/tdmrep.json"
+
 
 async def test_robots_index_children_gzip_and_a_failing_child(sites: Sites) -> None:
     site = await site_with_tree(sites)
@@ -63,6 +66,7 @@ async def test_fallback_when_robots_lists_no_sitemap(sites: Sites) -> None:
     assert report["failures"] == []
     assert [h.path for h in site.log] == [
         "/robots.txt",
+        TDM,
         "/sitemap.xml",
         "/sitemap_index.xml",
         "/sitemap.txt",
@@ -92,6 +96,7 @@ async def test_fallback_goes_on_past_junk_text(sites: Sites) -> None:
     assert report["failures"] == []
     assert [h.path for h in site.log] == [
         "/robots.txt",
+        TDM,
         "/sitemap.xml",
         "/sitemap_index.xml",
         "/a.xml",
@@ -104,7 +109,7 @@ async def test_fallback_stops_at_first_hit_and_robots_404(sites: Sites) -> None:
     routes["/sitemap.xml"] = urlset(site.url("/x"))
     records, hosts = await collect([site.origin])
     assert [r["loc"] for r in records] == [site.url("/x")]
-    assert [h.path for h in site.log] == ["/robots.txt", "/sitemap.xml"]
+    assert [h.path for h in site.log] == ["/robots.txt", TDM, "/sitemap.xml"]
     assert hosts[site.origin.removeprefix("http://")]["robots_status"] == 404
 
 
@@ -182,7 +187,8 @@ async def test_sitemap_seed_skips_discovery(sites: Sites) -> None:
     routes["/deep/sm.xml"] = urlset(site.url("/a"))
     records, _ = await collect([site.url("/deep/sm.xml")])
     assert [r["loc"] for r in records] == [site.url("/a")]
-    assert [h.path for h in site.log] == ["/deep/sm.xml"]
+    # No robots.txt; tdmrep.json after the host's first answer (never its first contact).
+    assert [h.path for h in site.log] == ["/deep/sm.xml", TDM]
 
 
 async def test_broken_child_keeps_entries_before_the_fault(sites: Sites) -> None:
@@ -327,6 +333,7 @@ async def test_no_sitemap_anywhere_is_none_whether_404_or_soft_404(sites: Sites)
         assert (report["urls"], report["sitemaps_failed"]) == (0, 0), site.host
         assert [h.path for h in site.log] == [
             "/robots.txt",
+            TDM,
             "/sitemap.xml",
             "/sitemap_index.xml",
             "/sitemap.txt",

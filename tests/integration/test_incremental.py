@@ -245,6 +245,7 @@ async def test_a_site_whose_probes_all_404_is_remembered_as_having_none(
     assert (two["discovery"], two["failures"]) == ("memory:none", [])
     assert [h.path for h in s.log] == [
         "/robots.txt",
+        "/.well-known/tdmrep.json",  # policy.tdmrep (on by default), once: run two asks nothing
         "/sitemap.xml",
         "/sitemap_index.xml",
         "/sitemap.txt",

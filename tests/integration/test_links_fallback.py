@@ -19,6 +19,7 @@ PROBES = {"/sitemap.xml", "/sitemap_index.xml", "/sitemap.txt", "/wp-sitemap.xml
     "/sitemap.xml.gz",
     "/sitemap-index.xml",
 }
+TDM = "/.well-known/tdmrep.json"  # asked once after discovery (policy.tdmrep, on by default)
 
 
 def html(*hrefs: str, head: str = "") -> Reply:
@@ -45,8 +46,8 @@ async def _site(sites: Sites, host: str) -> Site:
 
 
 def _pages(site: Site) -> list[str]:
-    """The pages the walk requested (robots.txt and the sitemap probes left out)."""
-    return [h.path for h in site.log if h.path not in PROBES and h.path != "/robots.txt"]
+    """The pages the walk requested (robots.txt, tdmrep.json and the probes left out)."""
+    return [h.path for h in site.log if h.path not in PROBES and h.path not in ("/robots.txt", TDM)]
 
 
 async def test_links_fallback_finds_the_pages_and_never_fetches_disallowed(sites: Sites) -> None:
@@ -73,8 +74,8 @@ async def test_links_fallback_finds_the_pages_and_never_fetches_disallowed(sites
     assert report["urls"] == len(found)
     assert report["links"] == {"urls": 7, "pages": 8, "failed": 1, "disallowed": 2}
     # Breadth first: the home page (fetched once, before the probes), then depth 1, 2, 3.
-    assert [h.path for h in site.log[:2]] == ["/robots.txt", "/"]
-    assert sorted(h.path for h in site.log[2:8]) == sorted(PROBES)
+    assert [h.path for h in site.log[:3]] == ["/robots.txt", "/", TDM]
+    assert sorted(h.path for h in site.log[3:9]) == sorted(PROBES)
     assert _pages(site) == ["/", "/a", "/b", "/a/1", "/a/2", "/b/1", "/a/1/deep", "/gone"]
 
 

@@ -27,7 +27,7 @@ async def test_per_host_rate_spaces_requests(sites: Sites) -> None:
         routes[f"/c{i}.xml"] = urlset(u(f"/p{i}"))
     await collect([site.origin], **{"politeness.default.rate": 10.0})
     starts = sorted(h.start for h in site.log)
-    assert len(starts) == 7
+    assert len(starts) == 8  # robots.txt, tdmrep.json (policy.tdmrep), the index, 5 children
     gaps = [b - a for a, b in itertools.pairwise(starts)]
     # 10 requests/s: starts at least ~100 ms apart (small slack for timer granularity).
     assert min(gaps) >= 0.09, gaps
@@ -58,6 +58,7 @@ async def test_a_short_crawl_delay_never_speeds_a_host_up(sites: Sites) -> None:
     starts = sorted(h.start for h in site.log)
     assert [h.path for h in sorted(site.log, key=lambda h: h.start)] == [
         "/robots.txt",
+        "/.well-known/tdmrep.json",  # policy.tdmrep (on by default): paced like any request
         "/a.xml",
         "/b.xml",
     ]

@@ -15,6 +15,8 @@ if TYPE_CHECKING:
     from tests.integration.conftest import Site, Sites
 
 NO_SITEMAP_ROBOTS = b"User-agent: *\nDisallow:\n"
+# Asked once per host after discovery (policy.tdmrep, on by default): part of the cost.
+TDM = "/.well-known/tdmrep.json"
 
 
 async def _site(sites: Sites, host: str, routes: dict[str, Any]) -> Site:
@@ -38,6 +40,7 @@ async def test_only_wp_sitemap_is_found(sites: Sites) -> None:
     paths = [h.path for h in site.log]
     assert paths == [
         "/robots.txt",
+        TDM,
         "/sitemap.xml",
         "/sitemap_index.xml",
         "/sitemap.txt",
@@ -70,7 +73,7 @@ async def test_link_rel_sitemap_on_a_fetched_home_page_is_found(sites: Sites) ->
     assert sorted(r["loc"] for r in records) == [site.url("/x"), site.url("/y")]
     assert all(r["source"] == "sitemap" for r in records)  # not the links walk's
     assert hosts[_key(site)]["discovery"] == f"fallback:{site.url('/maps/all.xml')}"
-    assert [h.path for h in site.log] == ["/robots.txt", "/", "/maps/all.xml"]
+    assert [h.path for h in site.log] == ["/robots.txt", "/", TDM, "/maps/all.xml"]
 
 
 async def test_generator_orders_the_probes(sites: Sites) -> None:
@@ -86,6 +89,7 @@ async def test_generator_orders_the_probes(sites: Sites) -> None:
     assert [h.path for h in site.log] == [
         "/robots.txt",
         "/",
+        TDM,
         "/sitemap_index.xml",
         "/wp-sitemap.xml",
     ]
@@ -100,11 +104,12 @@ async def test_a_site_with_none_costs_at_most_the_budget(sites: Sites) -> None:
     assert records == []
     assert hosts[_key(site)]["discovery"] == "none"
     assert hosts[_key(site)]["failures"] == []
-    probes = [h.path for h in site.log if h.path != "/robots.txt"]
+    probes = [h.path for h in site.log if h.path not in ("/robots.txt", TDM)]
+    assert site.hits(TDM) == 1
     assert len(probes) == DEFAULT_BUDGET == len(set(probes))
     # A smaller budget is a smaller cost.
     await collect([other.origin], **{"discovery.probe_budget": 2})
-    assert [h.path for h in other.log] == ["/robots.txt", "/sitemap.xml", "/sitemap_index.xml"]
+    assert [h.path for h in other.log] == ["/robots.txt", TDM, "/sitemap.xml", "/sitemap_index.xml"]
 
 
 async def test_robots_disallow_is_honoured_for_probes(sites: Sites) -> None:

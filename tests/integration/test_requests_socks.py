@@ -142,7 +142,8 @@ async def test_harvest_through_a_socks_proxy(
     )
     assert sorted(r["loc"] for r in records) == [site.url("/p/1"), site.url("/p/2")]
     assert ("127.0.0.2", site.port) in proxy.connects  # every request went through it
-    assert {h.path for h in site.log} == {"/robots.txt", "/s.xml"}
+    # (and tdmrep.json: policy.tdmrep, on by default, through the proxy like the rest)
+    assert {h.path for h in site.log} == {"/robots.txt", "/.well-known/tdmrep.json", "/s.xml"}
     assert hosts[f"127.0.0.2:{site.port}"]["failures"] == []
 
 

@@ -151,7 +151,8 @@ async def test_index_child_on_a_name_resolving_outside_the_allowlist_is_refused(
     assert f"refused to connect to {EVIL} (resolved from evil.test): loopback" in failure["message"]
     assert "evil.test" in resolver.queries  # refused after resolution, at connect time
     assert evil.log == []
-    assert [h.path for h in good.log] == ["/robots.txt", "/index.xml", "/a.xml"]
+    tdmrep = "/.well-known/tdmrep.json"  # policy.tdmrep, on by default: asked once
+    assert [h.path for h in good.log] == ["/robots.txt", tdmrep, "/index.xml", "/a.xml"]
 
 
 async def test_redirects_outside_the_allowlist_are_refused(sites: Sites) -> None:

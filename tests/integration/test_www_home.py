@@ -181,9 +181,9 @@ async def test_a_redirected_robots_txts_crawl_delay_paces_the_www_host(sites: Si
     records, _ = await collect([site.seed], resolver=site.resolver)
     assert len(records) == 3
     starts = sorted(h.start for h in site.www.log)
-    assert len(starts) == 4  # robots.txt, the index, two children
+    assert len(starts) == 5  # robots.txt, tdmrep.json (policy.tdmrep), the index, two children
     gaps = [b - a for a, b in itertools.pairwise(starts[1:])]
-    # (the robots.txt -> index gap is not paced: the delay is read from that answer)
+    # (the gap after robots.txt is not paced: the delay is read from that answer)
     assert min(gaps) >= delay * 0.9, gaps
 
 

@@ -1,0 +1,49 @@
+"""What the fetcher may request at all: an http(s) URL whose host a client can name.
+
+In: a URL about to be requested (``check_target``, before the host's slot is taken: a
+refused URL costs the host no politeness time) and each redirect hop aiohttp is about
+to follow (``valid_hop``, a client middleware). Out: nothing, or the ``ForbiddenAddress``
+/ ``InvalidURL`` naming the URL. Which *addresses* may be dialed is the SSRF guard's
+(``guard.py``, enforced by the connector). Split from ``fetch.py`` to keep it to the
+request and its attempts.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+from harvester.crawl.guard import ALLOWED_SCHEMES
+from harvester.errors import ForbiddenAddress, InvalidURL
+from harvester.urls.validate import valid_authority
+
+if TYPE_CHECKING:
+    import aiohttp
+    from aiohttp.client_middlewares import ClientHandlerType
+
+__all__ = ["check_target", "valid_hop"]
+
+
+def check_target(url: str) -> None:
+    """Raise ``ForbiddenAddress`` for a scheme other than http(s), ``InvalidURL`` for a host
+    no client can name (aiohttp would raise a bare ``UnicodeError`` on ``xn--zz``)."""
+    scheme = urlsplit(url).scheme.lower()
+    if scheme not in ALLOWED_SCHEMES:
+        raise ForbiddenAddress(f"scheme {scheme or '(none)'!r} is not http or https", url=url)
+    if not valid_authority(url):
+        raise InvalidURL("the URL's host can be no DNS name or IP address", url=url)
+
+
+async def valid_hop(
+    req: aiohttp.ClientRequest, handler: ClientHandlerType
+) -> aiohttp.ClientResponse:
+    """aiohttp client middleware: no request, redirect hops included, to a host no client
+    can name (``stream`` checks the first URL itself; aiohttp follows redirects).
+
+    Before the connection, so such a name is never looked up; and yarl would raise a bare
+    ``UnicodeError`` on an A-label that does not decode (``xn--zz``), which no caller
+    expects.
+    """
+    if not valid_authority(target := str(req.url)):
+        raise InvalidURL(f"redirect to a host that can be no DNS name or IP address: {target}")
+    return await handler(req)

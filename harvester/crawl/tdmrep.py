@@ -1,0 +1,175 @@
+"""A host's ``/.well-known/tdmrep.json`` (W3C TDM Reservation Protocol), at most one request.
+
+In: the host's fetcher and slot, the origin its robots.txt was read from, and the state
+file's discovery memory of the host (``HostIncremental``; None without a state file).
+Out: the host report's ``allows["tdmrep"]``: ``allow.parse_tdmrep``'s rules with the
+``status`` and the validators (``etag``, ``last_modified``) of the answer; ``{"url",
+"status"}`` for a 4xx (none published); ``{"url", "error"}`` when it could not be read.
+The state file keeps it with the discovery memory (``HostIncremental._discovery_memory``
+stores the report's block), like robots.txt's text.
+
+Cheap and harmless by design (the host's sitemaps are what the run is for):
+
+* one attempt, no retries: a 404 is "no TDMRep" at once, and a timeout or a 5xx costs
+  one wait at most (a read timeout: it is never the host's first contact, see
+  ``HostTdmRep``);
+* under the host's slot, after robots.txt: its politeness (rate, Crawl-delay, a
+  Retry-After) applies as to any request;
+* never a failure of the host: nothing here touches the report's failures, the wall or
+  the discovery outcome; an error is only this block's ``error``;
+* a host recalled from the state file (its robots.txt not asked again either) reuses the
+  remembered answer without a request; a host discovered again asks with the
+  remembered validators, and a 304 keeps the remembered rules.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from harvester.crawl.allow import TDMREP_PATH, parse_tdmrep
+from harvester.crawl.scheduler import host_key
+from harvester.crawl.tdmheaders import into_report
+from harvester.errors import FetchError
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from contextvars import Token
+
+    from harvester.config.policy import PolicyConfig
+    from harvester.crawl.discovery import Discovered
+    from harvester.crawl.fetch import Fetcher
+    from harvester.crawl.incremental import HostIncremental
+    from harvester.crawl.report import HostReport
+    from harvester.crawl.scheduler import HostSlot, Scheduler
+
+__all__ = ["MAX_BYTES", "HostTdmRep", "fetch", "remembered"]
+
+MAX_BYTES = 65_536  # a tdmrep.json is a few rules; more is not one
+
+
+class HostTdmRep:
+    """One host run's TDMRep and signal headers: ``ask`` after discovery and after each
+    sitemap (it asks once), ``close`` at the host's end.
+
+    tdmrep.json is never the host's first contact: until the host has answered something
+    (a recalled discovery or a seed sitemap asks robots.txt nothing), a dead host would
+    cost a first-contact timeout twice; it is then asked after the host's first answer.
+    Not asked of a host that refused us (robots.txt a 401/403/451 or a challenge page, a
+    ``blocked`` failure): ``{"url", "skipped": why}``, as the same answer would come.
+    Asked under the slot of the host it is on (``www.`` when robots.txt was served
+    there: that host's Crawl-delay paces it, as it paces the sitemaps).
+    """
+
+    __slots__ = ("_fetcher", "_inc", "_pending", "_policy", "_report", "_scheduler", "_watch")
+
+    def __init__(
+        self,
+        policy: PolicyConfig,
+        report: HostReport,
+        fetcher: Fetcher,
+        scheduler: Scheduler,
+        inc: HostIncremental | None,
+    ) -> None:
+        """``policy``: ``tdmrep`` (ask at all) and ``signals`` (report the headers)."""
+        self._policy = policy
+        self._report = report
+        self._fetcher = fetcher
+        self._scheduler = scheduler
+        self._inc = inc
+        self._pending = policy.tdmrep
+        # The host run's watch of its responses' headers (tdmheaders), from the first ask.
+        self._watch: Token[Any] | None = None
+
+    async def ask(self, slot: HostSlot, found: Discovered) -> None:
+        """The host's TDMRep into ``report.allows["tdmrep"]``, if not done yet and the
+        host has answered or its discovery was recalled (see the class doc); ``found``:
+        the host's discovery (tdmrep.json is asked where robots.txt was read from)."""
+        if self._watch is None:
+            self._watch = self._fetcher.signals.watch()
+        if not self._pending or not found.origin:
+            return
+        url, inc = found.origin + TDMREP_PATH, self._inc
+        memory = remembered(inc, url)  # the state file's answer, if any
+        recalled = memory is not None and inc is not None and inc.remembered
+        if not recalled and not slot.answered:
+            return
+        self._pending = False
+        if memory is not None and recalled:
+            answer = {**memory, "recalled": True}  # robots.txt was not asked: nor is this
+        elif found.wall.robots is not None:
+            answer = {"url": url, "skipped": f"robots.txt answered {found.wall.robots}"}
+        elif self._report.failures_by_class.get("blocked"):
+            answer = {"url": url, "skipped": "the host answered with a bot wall"}
+        else:
+            answer = await self._fetch(slot, found.origin, memory)
+        self._report.allows = {**(self._report.allows or {}), "tdmrep": answer}
+
+    async def _fetch(
+        self, slot: HostSlot, origin: str, memory: Mapping[str, Any] | None
+    ) -> dict[str, Any]:
+        """``fetch`` under the slot of ``origin``'s host (``slot`` when it is its own)."""
+        host = host_key(origin)
+        if host == slot.host:
+            return await fetch(self._fetcher, origin, slot, memory)
+        try:
+            return await fetch(self._fetcher, origin, self._scheduler.acquire(host), memory)
+        finally:
+            self._scheduler.release(host)
+
+    def close(self) -> None:
+        """At the host's end: the signal headers of its responses into ``report.allows``
+        (``tdmheaders``; with ``policy.signals``), and the run's watch ended."""
+        heard = self._fetcher.signals.take(self._report.host, self._watch)
+        self._watch = None
+        if self._policy.signals:
+            into_report(self._report, heard)
+
+
+def remembered(inc: HostIncremental | None, url: str) -> dict[str, Any] | None:
+    """The tdmrep.json answer the state file remembers for ``url`` (None: none usable:
+    no state file, another URL, or an error, which is asked again)."""
+    discovery = inc.memory.discovery if inc is not None else None
+    memory = (discovery or {}).get("tdmrep")
+    if not isinstance(memory, dict) or memory.get("url") != url or "error" in memory:
+        return None
+    return memory
+
+
+async def fetch(
+    fetcher: Fetcher, origin: str, slot: HostSlot, memory: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """Ask for ``origin``'s tdmrep.json once (conditionally when ``memory``, an earlier
+    answer, has validators). Never raises a ``FetchError``."""
+    url = origin + TDMREP_PATH
+    headers = _validators(memory)
+    try:
+        async with fetcher.stream(
+            url, slot, max_bytes=MAX_BYTES, headers=headers, retries=0
+        ) as body:
+            status, answer = body.status, body.headers
+            parts = [] if status == 304 else [chunk async for chunk in body.chunks()]
+    except FetchError as exc:
+        status_of = getattr(exc, "status", None)
+        if status_of is not None and 400 <= status_of < 500:
+            return {"url": url, "status": status_of}
+        return {"url": url, "error": exc.message}
+    if status == 304 and memory is not None:
+        return {**memory, "status": 304}
+    out = parse_tdmrep(b"".join(parts), url)
+    out["status"] = status
+    for key, name in (("etag", "ETag"), ("last_modified", "Last-Modified")):
+        if (value := answer.get(name)) is not None:
+            out[key] = value
+    return out
+
+
+def _validators(memory: Mapping[str, Any] | None) -> dict[str, str]:
+    """The conditional-GET headers of an earlier answer with rules (none for a 4xx)."""
+    if memory is None or "rules" not in memory:
+        return {}
+    headers = {}
+    if isinstance(etag := memory.get("etag"), str):
+        headers["If-None-Match"] = etag
+    if isinstance(since := memory.get("last_modified"), str):
+        headers["If-Modified-Since"] = since
+    return headers
