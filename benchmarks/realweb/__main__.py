@@ -7,7 +7,8 @@ web each, then a table of them side by side), ``--webs fixed:1,random:2`` (any l
 webs), ``--tools`` (``harvester,scrapy``; also ``scrapy-tuned``), ``--timeout`` (seconds
 per tool), ``--with-earlier`` (add the rows of tools run before on the same web),
 ``--write-results``, ``--harvester CMD`` (another checkout's harvester on the same web),
-``--wrap CMD`` (put before harvester's command: a sampling profiler). Out: one JSON line per tool and web and markdown tables on stdout
+``--wrap CMD`` (put before harvester's command: a sampling profiler). Out: one JSON line
+per tool and web and markdown tables on stdout
 (``report.markdown``, ``sides.markdown`` for several webs); with ``--write-results`` the
 section of this (domains, webs) in ``benchmarks/realweb/RESULTS.md``; everything of a run
 in ``benchmarks/out/realweb-d<N>-s<seed>/`` (``-r<seed>`` for a random web; git-ignored):
