@@ -5,8 +5,9 @@ its connect, or the wait for its first response byte, ran out; the fetcher gives
 on such a host at once, which keeps a run with dead hosts fast) and found nothing.
 Out: the host harvested once more, late, by a second fetcher whose first-byte wait (and
 connect wait: TCP and TLS handshake) is ``fetch.late_first_byte_timeout``; after an
-https connect timeout of a bare domain, over plain http. Its report is the host's report, with ``first_contact_timeout``
-kept, ``recovered_late`` (the late attempt reached the host) and ``late_seconds``.
+https connect timeout of a bare domain, over plain http. Its report is the host's
+report, with ``first_contact_timeout`` kept, ``recovered_late`` (the late attempt
+reached the host) and ``late_seconds``.
 
 Why a pool beside the admission: a late attempt spends its time waiting (on a CMS
 that builds its sitemap on request, on a firewall), not computing, so it does not
