@@ -6,7 +6,9 @@ from the seed, ``benchmarks/realweb/mix.py``), ``--seed`` (1) or ``--seeds 1,2,3
 web each, then a table of them side by side), ``--webs fixed:1,random:2`` (any list of
 webs), ``--tools`` (``harvester,scrapy``; also ``scrapy-tuned``), ``--timeout`` (seconds
 per tool), ``--with-earlier`` (add the rows of tools run before on the same web),
-``--write-results``. Out: one JSON line per tool and web and markdown tables on stdout
+``--write-results``, ``--harvester CMD`` (another checkout's harvester on the same web),
+``--wrap CMD`` (put before harvester's command: a sampling profiler). Out: one JSON line
+per tool and web and markdown tables on stdout
 (``report.markdown``, ``sides.markdown`` for several webs); with ``--write-results`` the
 section of this (domains, webs) in ``benchmarks/realweb/RESULTS.md``; everything of a run
 in ``benchmarks/out/realweb-d<N>-s<seed>/`` (``-r<seed>`` for a random web; git-ignored):
@@ -34,6 +36,7 @@ import dataclasses
 import json
 import os
 import re
+import shlex
 import shutil
 import sys
 import time
@@ -91,7 +94,8 @@ def tool_cmd(tool: str, run_dir: Path, args: argparse.Namespace) -> list[str]:
     if tool == "harvester":
         extra = args.harvester_config.read_text() if args.harvester_config else ""
         return [
-            *harvester_cmd(),
+            *shlex.split(args.wrap or ""),
+            *harvester_cmd(args.harvester or None),
             "run",
             "-i",
             str(run_dir / "seeds.txt"),
@@ -255,6 +259,18 @@ def arguments() -> argparse.ArgumentParser:
         action="store_true",
         help="also report the tools not in --tools whose earlier run on this web is in the"
         " run directory (e.g. Scrapy re-run alone)",
+    )
+    ap.add_argument(
+        "--harvester",
+        default="",
+        help="harvester's command (another checkout's .venv/bin/harvester: compare builds"
+        " on the same web); default: the one beside this interpreter",
+    )
+    ap.add_argument(
+        "--wrap",
+        default="",
+        help="a command put before harvester's (a profiler: 'py-spy record -o p.svg"
+        " --subprocesses --'); its CPU counts in the row (profiles only, not figures)",
     )
     ap.add_argument("--write-results", action="store_true")
     return ap

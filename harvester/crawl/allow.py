@@ -55,9 +55,16 @@ def signals(robots_text: str, robots_url: str) -> dict[str, Any]:
     {'disallowed': 'entirely', 'group': 'gptbot', 'lines': [2]}
     """
     groups = parse_groups(robots_text)
+    named = {agent for group in groups for agent in group.agents}
+    # Every token without a group of its own gets the '*' group's entry: compiled once
+    # per host, not once per token (the list has a few dozen tokens, a run many hosts).
+    fallback = _crawler(groups, "*")
     crawlers: dict[str, Any] = {}
     for token in ai_crawlers():
-        found = _crawler(groups, token)
+        if token.lower() in named:
+            found = _crawler(groups, token)
+        else:
+            found = None if fallback is None else {**fallback, "lines": list(fallback["lines"])}
         if found is not None:
             crawlers[token] = found
     content = [

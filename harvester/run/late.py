@@ -3,10 +3,11 @@
 In: a host whose harvest ended on a first-contact timeout (``HostReport.first_contact_timeout``:
 its connect, or the wait for its first response byte, ran out; the fetcher gives up
 on such a host at once, which keeps a run with dead hosts fast) and found nothing.
-Out: the host harvested once more, late, by a second fetcher whose first-byte wait is
-``fetch.late_first_byte_timeout``; after an https connect timeout of a bare domain,
-over plain http. Its report is the host's report, with ``first_contact_timeout``
-kept, ``recovered_late`` (the late attempt reached the host) and ``late_seconds``.
+Out: the host harvested once more, late, by a second fetcher whose first-byte wait (and
+connect wait: TCP and TLS handshake) is ``fetch.late_first_byte_timeout``; after an
+https connect timeout of a bare domain, over plain http. Its report is the host's
+report, with ``first_contact_timeout`` kept, ``recovered_late`` (the late attempt
+reached the host) and ``late_seconds``.
 
 Why a pool beside the admission: a late attempt spends its time waiting (on a CMS
 that builds its sitemap on request, on a firewall), not computing, so it does not
@@ -64,6 +65,11 @@ class LatePool:
         if fetch.late_first_byte_timeout > 0:
             patient = dataclasses.replace(
                 fetch,
+                # Patient on the connect too (TCP and TLS handshake): on a loaded machine
+                # (its own, or the site's) handshakes take longer than connect_timeout for
+                # a while, and an attempt that gives up as fast as the first one meets the
+                # same wall and loses the host.
+                connect_timeout=max(fetch.connect_timeout, fetch.late_first_byte_timeout),
                 first_byte_timeout=fetch.late_first_byte_timeout,
                 # A site slow to its first byte is as slow on each file: as patient there.
                 read_timeout=max(fetch.read_timeout, fetch.late_first_byte_timeout),
