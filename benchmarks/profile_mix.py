@@ -11,9 +11,15 @@ the most cumulative time.
 The profiler's own cost inflates Python frames far more than C calls, so the shares
 here say where to look, and bench_mix's figures say what a change is worth.
 
+``--reader``: instead, the reading stage alone on both corpora, in this process: every
+sitemap file of the corpus read from disk by harvester's ``SitemapReader``
+(``bench_parse``'s loop), CPU seconds (best of ``--repeat``) per entry (URLs and index
+children), plain and mixed side by side.
+
 Usage::
 
     python -m benchmarks.profile_mix --profile mixed --hosts 100
+    python -m benchmarks.profile_mix --reader --hosts 100
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks.bench_parse import run_ours
 from benchmarks.bench_pipeline import ServerProcess, StepError, run_measured, write_config
 from benchmarks.webgen import DEFAULT_PORT, default_out_dir, generate
 
@@ -41,6 +48,25 @@ def profiled(stats_path: str, args: list[str]) -> int:
         profiler.dump_stats(stats_path)
 
 
+def reader_only(hosts: int, repeat: int) -> None:
+    """Print the reading stage's CPU µs per entry on both corpora."""
+    print("| corpus | entries | XML MB | reader CPU µs/entry |")
+    print("|---|---:|---:|---:|")
+    for profile in ("many", "mixed"):
+        corpus = default_out_dir(profile, hosts, 1, DEFAULT_PORT)
+        generate(profile, corpus, hosts=hosts, port=DEFAULT_PORT)
+        files = sorted(p for p in corpus.rglob("*") if p.name.endswith((".xml", ".xml.gz")))
+        best = float("inf")
+        counted: list[tuple[int, int]] = []
+        for _ in range(repeat):
+            start = time.process_time()
+            counted = [run_ours(path) for path in files]
+            best = min(best, time.process_time() - start)
+        urls = sum(n for n, _ in counted)
+        size = sum(b for _, b in counted)
+        print(f"| {profile} | {urls:,} | {size / 1e6:.1f} | {best / urls * 1e6:.2f} |")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Profile one run; print the tables; 0 done."""
     argv = sys.argv[1:] if argv is None else argv
@@ -50,7 +76,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--profile", default="mixed", choices=("many", "mixed"))
     ap.add_argument("--hosts", type=int, default=100)
     ap.add_argument("--top", type=int, default=35)
+    ap.add_argument("--reader", action="store_true", help="the reading stage alone, both corpora")
+    ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args(argv)
+    if args.reader:
+        reader_only(args.hosts, args.repeat)
+        return 0
     corpus = default_out_dir(args.profile, args.hosts, 1, DEFAULT_PORT)
     total = generate(args.profile, corpus, hosts=args.hosts, port=DEFAULT_PORT).total_urls
     with tempfile.TemporaryDirectory(prefix="profile-mix-") as tmp:
