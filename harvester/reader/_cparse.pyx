@@ -71,9 +71,9 @@ cdef inline void _put(object entry, Py_ssize_t i, object value) noexcept:
 
 cdef object _entry(
     object cls, object loc, object when, object raw, object changefreq, object priority,
-    object images, object alternates,
+    object images, object alternates, object videos, object news,
 ):
-    """``cls(loc, when, raw, changefreq, priority, images, alternates, (), None)``: a
+    """``cls(loc, when, raw, changefreq, priority, images, alternates, videos, news)``: a
     ``UrlEntry`` allocated as its type allocates and filled in place, as ``tuple.__new__``
     does, without the argument tuple it copies from (an allocation and a call per
     ``<url>``)."""
@@ -85,8 +85,8 @@ cdef object _entry(
     _put(entry, 4, priority)
     _put(entry, 5, images)
     _put(entry, 6, alternates)
-    _put(entry, 7, ())
-    _put(entry, 8, None)
+    _put(entry, 7, videos)
+    _put(entry, 8, news)
     return entry
 
 
@@ -324,7 +324,7 @@ cdef object _entry_or_values(
             # Read by libxml2 without lxml (harvester/reader/_cpush.pyx): the Python walker gets a
             # copy of the element in a document of lxml's; the copy is freed with its proxy.
             el = cetree.deepcopyNodeToDocument(_SCRATCH, c_url)
-        return ctx.builder.values(el)  # the Python walker (video, news, nested markup)
+        return ctx.builder.values(el)  # the Python walker (nested markup, entity references)
     return _entry_from_values(values, ctx, out, count)
 
 
@@ -336,7 +336,7 @@ cdef object _values_entry(
     fast path: the core values of ``_url_values``, no extensions in it): the entry
     appended and None, or ``_url_values``' tuple of them for the Python path, the count
     flushed first as there. (The tuple is made only then: one less object per URL.)"""
-    if _entry_of(raw_loc, lastmod, changefreq, priority, None, None, ctx, out, count):
+    if _entry_of(raw_loc, lastmod, changefreq, priority, None, None, None, None, ctx, out, count):
         return None
     _flush_count(ctx, count)
     return (raw_loc, lastmod, changefreq, priority, None, None, None, None)
@@ -345,16 +345,19 @@ cdef object _values_entry(
 cdef object _entry_from_values(tuple values, EntryContext ctx, list out, Count* count):
     """The second half of ``_entry_or_values``: from the raw values, the entry appended
     and None, or ``values`` back unchanged for the Python path to finish."""
-    if _entry_of(values[0], values[1], values[2], values[3], values[4], values[5], ctx, out, count):
+    if _entry_of(
+        values[0], values[1], values[2], values[3], values[4], values[5], values[6], values[7],
+        ctx, out, count,
+    ):
         return None
     return values
 
 
 cdef bint _entry_of(
     object raw_loc, object lastmod, object changefreq, object priority, object images,
-    object alternates, EntryContext ctx, list out, Count* count,
+    object alternates, object videos, object news, EntryContext ctx, list out, Count* count,
 ) except -1:
-    """The entry of a ``<url>``'s raw values (``_url_values``' first six) appended to
+    """The entry of a ``<url>``'s raw values (``_url_values``' eight) appended to
     ``out``: True; or False, nothing changed, for the Python path to finish."""
     cdef Py_ssize_t total
     cdef set seen = ctx.seen
@@ -400,6 +403,8 @@ cdef bint _entry_of(
             _cached(ctx.priorities, priority, ctx.builder, True),
             tuple(images) if images else (),
             tuple(alternates) if alternates else (),
+            tuple(videos) if videos else (),
+            news,
         )
     )
     return True

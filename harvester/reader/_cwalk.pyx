@@ -4,16 +4,17 @@ libxml2's nodes.
 
 ``_url_values`` is the walk. In: a ``<url>`` node that has just closed, still
 whole (built by lxml, or by libxml2 for ``_cpush``), and whether extension
-children (image, xhtml:link) are read. Out: the raw values that
+children (image, video, news, xhtml:link) are read. Out: the raw values that
 ``entries.UrlBuilder.values`` reads from the same element, as the tuple
-``(loc, lastmod, changefreq, priority, images, alternates, None, None)`` (``images``
-a list of ``Image`` or None, ``alternates`` a list of ``(hreflang, href)`` or None;
-the last two, videos and news, are always None here), or ``None`` when the element
-holds something this walker leaves to Python: a video or news child, markup nested
-inside a value, an attribute made of several nodes. The caller
-(``harvester/reader/_cparse.pyx``) then runs the Python path on that element, so the two
-agree by construction and the tests check they agree everywhere else
-(tests/unit/reader/test_cparse.py).
+``(loc, lastmod, changefreq, priority, images, alternates, videos, news)``
+(``images`` a list of ``Image`` or None, ``alternates`` a list of
+``(hreflang, href)`` or None, ``videos`` a list of ``Video`` or None, ``news`` a
+``News`` or None, each as ``extensions.parse_video`` / ``parse_news`` make them), or
+``None`` when the element holds something this walker leaves to Python: markup
+nested inside a value, an attribute made of several nodes, an entity reference. The
+caller (``harvester/reader/_cparse.pyx``) then runs the Python path on that element,
+so the two agree by construction and the tests check they agree everywhere else
+(tests/unit/reader/test_cparse.py, test_cwalk_extensions.py).
 
 Why compiled: through lxml's Python API every child, sub-child and attribute read
 makes a proxy object and a string for its tag, which costs more per ``<url>`` than
@@ -23,14 +24,17 @@ struct layout, from the headers that lxml ships), so the module links against
 nothing but Python.
 """
 
-from cpython.object cimport PyObject
+from cpython.object cimport PyObject, PyObject_GenericSetAttr
 from cpython.ref cimport Py_INCREF, Py_XDECREF
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.string cimport memcmp, memcpy, strcmp, strlen
 
 from lxml.includes cimport tree
 
-from harvester.models import Image
+from harvester._cdates cimport _w3c
+
+from harvester.dates import parse_lastmod
+from harvester.models import Image, News, Video
 
 cdef const char* NS_IMAGE = b"http://www.google.com/schemas/sitemap-image/1.1"
 cdef const char* NS_VIDEO = b"http://www.google.com/schemas/sitemap-video/1.1"
@@ -39,6 +43,7 @@ cdef const char* NS_XHTML = b"http://www.w3.org/1999/xhtml"
 
 # tuple.__new__ straight: Image._make is a Python-level function, a frame per image.
 cdef object _new_tuple = tuple.__new__
+cdef object _new_object = object.__new__
 
 
 cdef inline bint _eq(const tree.const_xmlChar* a, const char* b) noexcept:
@@ -234,7 +239,7 @@ cdef object _url_values(tree.xmlNode* c_url, bint extensions):
     cdef bint punt = False
     cdef int code
     loc = lastmod = changefreq = priority = None
-    images = alternates = None
+    images = alternates = videos = news = None
     while c is not NULL:
         if c.type != tree.XML_ELEMENT_NODE:
             if c.type == tree.XML_ENTITY_REF_NODE:
@@ -268,9 +273,159 @@ cdef object _url_values(tree.xmlNode* c_url, bint extensions):
                 if alternates is None:
                     alternates = []
                 alternates.append((lang.strip(), href.strip()))
-        elif code == VIDEO or code == NEWS:
-            return None
+        elif code == VIDEO:
+            video = _video(c, &punt)
+            if video is not None:
+                if videos is None:
+                    videos = []
+                videos.append(video)
+        elif code == NEWS:
+            news = _news(c, &punt)
         if punt:
             return None
         c = c.next
-    return loc, lastmod, changefreq, priority, images, alternates, None, None
+    return loc, lastmod, changefreq, priority, images, alternates, videos, news
+
+
+# -- video:video and news:news: extensions.parse_video and parse_news over the nodes ----
+#
+# Their sub-elements match on local name in any namespace (or none), the first with
+# non-empty trimmed text winning (extensions._fields); a field whose text is not all
+# text nodes sends the <url> to Python (``punt``), as for images.
+
+cdef const char* _VIDEO_NAMES[10]
+_VIDEO_NAMES[:] = [
+    b"thumbnail_loc", b"title", b"description", b"content_loc", b"player_loc",
+    b"duration", b"publication_date", b"expiration_date", b"family_friendly", b"live",
+]
+cdef const char* _NEWS_NAMES[6]
+_NEWS_NAMES[:] = [
+    b"publication_date", b"title", b"keywords", b"genres", b"stock_tickers", b"access",
+]
+cdef const char* _PUBLICATION_NAMES[2]
+_PUBLICATION_NAMES[:] = [b"name", b"language"]
+
+# The fields of Video and News, in their order, and the (interned) attribute names
+# that fill them.
+cdef tuple _VIDEO_SLOTS = (
+    "thumbnail_loc", "title", "description", "content_loc", "player_loc", "duration",
+    "publication_date", "expiration_date", "family_friendly", "live", "tags",
+)
+cdef tuple _NEWS_SLOTS = (
+    "name", "language", "publication_date", "publication_date_raw", "title", "keywords",
+    "genres", "stock_tickers", "access",
+)
+
+
+cdef inline int _field_index(
+    const tree.const_xmlChar* name, const char** names, int n
+) noexcept:
+    """Index of the local name ``name`` in ``names[:n]``, -1 when it is none of them."""
+    cdef int i
+    for i in range(n):
+        if _eq(name, names[i]):
+            return i
+    return -1
+
+
+cdef inline bint _in_some_ns(tree.xmlNode* c, const char* name) noexcept:
+    """``c``'s lxml tag ends with ``"}" + name``: a namespace (any) and that local name."""
+    return c.ns is not NULL and c.ns.href is not NULL and _eq(c.name, name)
+
+
+cdef int _fields(
+    tree.xmlNode* parent, const char** names, int n, list found, bint* punt
+) except -1:
+    """``extensions._fields`` of ``parent`` into ``found`` (one slot per name, None where
+    absent): trimmed non-empty text of the children named ``names[:n]``, first wins."""
+    cdef tree.xmlNode* c = parent.children
+    cdef int index
+    while c is not NULL:
+        if c.type == tree.XML_ELEMENT_NODE:
+            index = _field_index(c.name, names, n)
+            if index >= 0 and found[index] is None:
+                text = _text(c, punt)
+                if punt[0]:
+                    return 0
+                if text:
+                    text = text.strip()
+                    if text:
+                        found[index] = text
+        c = c.next
+    return 0
+
+
+cdef object _filled(object cls, tuple slots, list values):
+    """An instance of the frozen slots dataclass ``cls`` with ``values[i]`` in its field
+    ``slots[i]`` (every field given): what ``cls(**fields)`` builds, without the Python
+    frame of its ``__init__`` (which sets each field with ``object.__setattr__``, the C
+    call made here)."""
+    obj = _new_object(cls)
+    cdef Py_ssize_t i
+    for i in range(len(slots)):
+        PyObject_GenericSetAttr(obj, slots[i], values[i])
+    return obj
+
+
+cdef object _video(tree.xmlNode* c_video, bint* punt):
+    """``extensions.parse_video`` of a video:video node (None and ``punt`` set: Python's)."""
+    cdef list found = [None] * 10
+    cdef tree.xmlNode* c
+    _fields(c_video, _VIDEO_NAMES, 10, found, punt)
+    if punt[0]:
+        return None
+    tags = []
+    c = c_video.children
+    while c is not NULL:
+        if c.type == tree.XML_ELEMENT_NODE and _in_some_ns(c, b"tag"):
+            text = _text(c, punt)  # lxml's .text; anything but text nodes: Python's
+            if punt[0]:
+                return None
+            if text:
+                text = text.strip()
+                if text:
+                    tags.append(text)
+        c = c.next
+    found.append(tuple(tags))
+    return _filled(Video, _VIDEO_SLOTS, found)
+
+
+cdef tuple _split(object text):
+    """``extensions._split``: a comma-separated list, each item trimmed, empty ones dropped."""
+    if not text:
+        return ()
+    items = []
+    for part in (<str>text).split(","):
+        item = part.strip()
+        if item:
+            items.append(item)
+    return tuple(items)
+
+
+cdef object _news(tree.xmlNode* c_news, bint* punt):
+    """``extensions.parse_news`` of a news:news node (None and ``punt`` set: Python's)."""
+    cdef list f = [None] * 6
+    cdef list pub = [None, None]
+    cdef tree.xmlNode* c
+    _fields(c_news, _NEWS_NAMES, 6, f, punt)
+    if punt[0]:
+        return None
+    c = c_news.children
+    while c is not NULL:  # the first news:publication (in any namespace) only
+        if c.type == tree.XML_ELEMENT_NODE and _in_some_ns(c, b"publication"):
+            _fields(c, _PUBLICATION_NAMES, 2, pub, punt)
+            if punt[0]:
+                return None
+            break
+        c = c.next
+    raw = f[0]
+    when = None
+    if raw is not None:
+        when = _w3c(<str>raw)  # parse_lastmod's own first try, without its frame
+        if when is None:
+            when = parse_lastmod(raw)[0]
+    return _filled(
+        News,
+        _NEWS_SLOTS,
+        [pub[0], pub[1], when, raw, f[1], _split(f[2]), f[3], _split(f[4]), f[5]],
+    )

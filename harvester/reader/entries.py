@@ -272,8 +272,9 @@ class UrlBuilder:
 
         Out: ``(loc, lastmod, changefreq, priority, images, alternates, videos, news)``,
         raw text (None when absent) and lists (None when empty). The compiled
-        ``_cwalk``'s walker reads the same from the C tree and leaves to this the
-        elements it does not handle (video, news, nested markup).
+        ``_cwalk``'s walker reads the same from the C tree (every extension too) and
+        leaves to this the elements it does not handle (nested markup in a value, entity
+        references): this is the reference the parity tests hold it to.
         """
         known = self._codes.known
         loc = lastmod = changefreq = priority = None

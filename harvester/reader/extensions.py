@@ -5,6 +5,10 @@ In: the ``video:video`` / ``news:news`` element (already complete). Out: frozen
 far commoner, are read inline in ``parse.XmlSitemapParser._url`` for speed.)
 Sub-elements match on local name: they live in the extension's namespace,
 whatever prefix the document chose.
+
+These are the reference: ``harvester/reader/_cwalk.pyx`` (``_video``, ``_news``) reads
+the same from libxml2's nodes, and the parity tests (tests/unit/reader/test_cparse.py,
+test_cwalk_extensions.py) hold the two together; a change here needs the same there.
 """
 
 from __future__ import annotations

@@ -60,6 +60,23 @@ EXTRA = [
         "<url><loc>http://[::1/e</loc></url><url><loc>https://e.com/caf\u00e9</loc></url>"
         "</urlset>"
     ).encode(),
+    # news and video, every field, read by the compiled walker since issue 52.
+    (
+        f'<?xml version="1.0" encoding="UTF-8"?><urlset {NS} '
+        'xmlns:news="http://www.google.com/schemas/sitemap-news/0.9" '
+        'xmlns:video="http://www.google.com/schemas/sitemap-video/1.1">'
+        "<url><loc>https://e.com/n</loc><news:news><news:publication><news:name> The Daily"
+        "</news:name><news:language>en</news:language></news:publication>"
+        "<news:publication_date>2024-05-01 10:00:00+02:00</news:publication_date>"
+        "<news:title><![CDATA[T & U]]></news:title><news:keywords>a, ,b</news:keywords>"
+        "<news:genres>Blog</news:genres><news:stock_tickers>X:1, Y:2</news:stock_tickers>"
+        "<news:access>Subscription</news:access></news:news></url>"
+        "<url><loc>https://e.com/v</loc><video:video><video:thumbnail_loc>https://e.com/t.jpg"
+        "</video:thumbnail_loc><video:title>V &amp; W</video:title><video:duration>60"
+        "</video:duration><video:publication_date>2024-05-01</video:publication_date>"
+        "<video:tag>a</video:tag><video:tag> b </video:tag><video:live>no</video:live>"
+        "</video:video></url></urlset>"
+    ).encode(),
     b'<urlset xmlns="http://www}sitemaps.org/schemas/sitemap/0.9"><url><loc>https://e.com/a'
     b"</loc></url><url><loc>https://e.com/b</loc><lastmod>2024</lastmod></url></urlset>",
     b'<?xml version="1.0" encoding="UTF-8"?><urlset><url><loc>https://e.com/caf\xe9</loc>'

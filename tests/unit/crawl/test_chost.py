@@ -277,7 +277,12 @@ def test_extension_entries_agree(batches: list[list[Any]], emit_mode: str | None
     # Every entry with extensions (images, alternates, videos, news), written by the
     # compiled loop straight into JSON lines or through records.record, as the Python loop.
     with_ext = [
-        [e for e in b if type(e) is UrlEntry and (e.images or e.alternates)] for b in batches
+        [
+            e
+            for e in b
+            if type(e) is UrlEntry and (e.images or e.alternates or e.videos or e.news is not None)
+        ]
+        for b in batches
     ]
     run_both(with_ext, config(10**7, 10**7, False, False), 0, emit_mode=emit_mode)
 

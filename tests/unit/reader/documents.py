@@ -103,6 +103,43 @@ CORNERS = {
         "<news:news><news:title>N</news:title><news:publication_date>2024-01-02"
         "</news:publication_date></news:news>"
     ),
+    # Every field of parse_news and parse_video, and what their rules decide: first
+    # non-empty text wins, any namespace (or none) for a field, a publication only with
+    # a namespace, dates W3C or not, comma lists with empty items, CDATA and entities.
+    "news in full": urlset(
+        "<loc>https://e.com/a</loc><news:news><news:publication><news:name> The Daily "
+        "</news:name><news:language>en</news:language><news:name>2nd</news:name>"
+        "</news:publication><news:publication><news:name>Other</news:name>"
+        "</news:publication><news:publication_date>2024-05-01T10:00:00+02:00"
+        "</news:publication_date><news:title/><news:title>  </news:title><title>T &amp; U"
+        "</title><news:keywords>a, b,, c ,</news:keywords><news:genres>Blog, Opinion"
+        "</news:genres><news:stock_tickers>NASDAQ:A, BOM:1</news:stock_tickers>"
+        "<news:access><![CDATA[Subscription]]></news:access><news:other>x</news:other>"
+        "</news:news>",
+        "<loc>https://e.com/b</loc><news:news><news:publication_date>05/01/2024"
+        "</news:publication_date><publication><name>default namespace</name></publication>"
+        "</news:news>",
+        "<loc>https://e.com/c</loc><news:news><news:publication_date>2024-02-30"
+        "</news:publication_date></news:news><news:news><news:title>second</news:title>"
+        "</news:news>",
+        "<loc>https://e.com/d</loc><news:news/>",
+        "<loc>https://e.com/e</loc><news:news><news:title>x <b>y</b></news:title></news:news>",
+        "<loc>https://e.com/f</loc><news:news><news:publication><news:name>a<i>b</i>"
+        "</news:name></news:publication></news:news>",
+    ),
+    "videos in full": urlset(
+        "<loc>https://e.com/a</loc><video:video><video:thumbnail_loc>https://e.com/t.jpg"
+        "</video:thumbnail_loc><video:title> T </video:title><video:description>D &amp; E"
+        "</video:description><video:content_loc>https://v.e.com/1.mp4</video:content_loc>"
+        "<video:player_loc>https://e.com/p</video:player_loc><video:duration>600"
+        "</video:duration><video:publication_date>2024-05-01</video:publication_date>"
+        "<video:expiration_date>bad</video:expiration_date><video:family_friendly>yes"
+        "</video:family_friendly><video:live>no</video:live><video:tag> a </video:tag>"
+        "<video:tag/><video:tag>b</video:tag><tag>default namespace</tag></video:video>"
+        "<video:video><video:title>second</video:title></video:video><video:video/>",
+        "<loc>https://e.com/b</loc><video:video><video:tag>x<b>y</b></video:tag></video:video>",
+        "<loc>https://e.com/c</loc><video:video><video:title>t<b>y</b></video:title></video:video>",
+    ),
     "invalid and relative locs": urlset(
         "<loc>/relative</loc>", "<loc>ftp://e.com/x</loc>", "<loc>https://e.com/a</loc>"
     ),
@@ -295,6 +332,18 @@ CHILDREN = [
     '<xhtml:link rel="next" hreflang="x" href="https://e.com/n"/>',
     "<video:video><video:title>v{d}</video:title></video:video>",
     "<news:news><news:title>n{d}</news:title></news:news>",
+    "<news:news><news:publication><news:name>P{d}</news:name><news:language>l{d}"
+    "</news:language></news:publication><news:publication_date>2024-0{d}-01T10:00:00Z"
+    "</news:publication_date><news:keywords>k{d}, ,x</news:keywords>"
+    "<news:stock_tickers>S:{d}</news:stock_tickers></news:news>",
+    "<news:news><news:publication_date>0{d}/01/2024</news:publication_date>"
+    "<news:title><![CDATA[ t{d} ]]></news:title><news:genres>G</news:genres>"
+    "<news:access>Registration</news:access></news:news>",
+    "<news:news><news:title>a<b>{d}</b></news:title></news:news>",
+    "<video:video><video:thumbnail_loc>https://e.com/{d}.jpg</video:thumbnail_loc>"
+    "<video:publication_date>2024-0{d}-01</video:publication_date><video:tag>t{d}"
+    "</video:tag><video:tag> </video:tag><video:live>no</video:live></video:video>",
+    "<video:video><video:tag>a<b>{d}</b></video:tag></video:video>",
     "<other>ignored {d}</other>",
 ]
 
