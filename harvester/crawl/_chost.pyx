@@ -68,6 +68,7 @@ from harvester.urls.records import add_extensions, encode_record, lastmod_iso, r
 from harvester._cdates cimport _epoch_us
 from harvester.urls._cdedupe cimport FpTable, _fingerprint
 from harvester.urls._cnormalize cimport _already_canonical, _canonical_query
+from harvester.crawl._crobots cimport LineLabels
 
 cdef object _CANONICAL = Rules.canonical  # the method the loop may stand in for
 cdef int64_t EXACT_DOUBLE = 1LL << 53  # |µs| below this: the float timestamp is key / 1e6
@@ -493,6 +494,7 @@ cdef class _Loop:
     cdef Py_ssize_t duplicates, urls, small_added, small_limit, foreign
     cdef bytearray encoded, canonical
     cdef bytes label, middle
+    cdef LineLabels labels  # issue 48: each line's label by its loc (robots, tdm_reserved)
 
     cdef int open(self, batch, str sitemap) except -1:
         self.batch = batch
@@ -523,6 +525,8 @@ cdef class _Loop:
         self.encoded, self.canonical, self.label = batch.encoded, batch.urls, batch.label
         if self.encoded is not None and self.host is not None:
             self.middle = _middle(self.host, sitemap)
+        verdicts = batch.verdicts
+        self.labels = verdicts.line_labels if verdicts is not None else None
         self.home = batch.home
         if self.home is not None:
             self.foreign_examples = self.report.foreign_loc_examples
@@ -669,6 +673,8 @@ def url_entries(batch, list entries, str sitemap):
                 continue
             loop.listed += 1
             loop.urls += 1
+            if loop.labels is not None:
+                loop.label = loop.labels.of(loc)
             loop.keep(<tuple>entry, loc, url, fp)
             if loop.home is not None and _foreign(loop.home, url):
                 loop.foreign += 1  # emitted all the same

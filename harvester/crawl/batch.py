@@ -139,6 +139,7 @@ _LOOP_FIELDS = (
     "sample_lastmods",  # the audit's sample (lastmods), or None without the audit
     "sample_raws",  # ...and their texts, same order
     "home",  # authorities a record's URL may have (``at_home``), or None: not checked
+    "verdicts",  # HostVerdicts or None: its ``line_labels`` label each line by its loc
 )
 
 

@@ -30,12 +30,26 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from harvester import compiled
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-__all__ = ["Group", "RobotsRules", "compile_rules", "parse_groups", "path_of", "product_token"]
+__all__ = [
+    "Group",
+    "PathPatterns",
+    "RobotsRules",
+    "compile_rules",
+    "normalized_path",
+    "parse_groups",
+    "path_of",
+    "product_token",
+]
+
+# The compiled matcher (harvester/crawl/_crobots.pyx); None: the regular expressions alone.
+_crobots = compiled.load("_crobots")
 
 # RFC 9309: CR, LF and CRLF each end a line.
 _EOL = re.compile(r"\r\n|\r|\n").split
@@ -148,6 +162,17 @@ def _pattern(rule: str, *, in_json: bool = False) -> str:
     return regex + (end if anchored else "")
 
 
+def _c_rule(pattern: str, value: int) -> tuple[str, bool, int]:
+    """A pattern as ``_crobots.Matcher`` takes it: normalized, its final ``$`` a flag."""
+    anchored = pattern.endswith("$")
+    return _normalize(pattern[:-1] if anchored else pattern), anchored, value
+
+
+def normalized_path(url: str) -> str:
+    """The path and query of ``url`` percent-normalized, as the rules are matched."""
+    return _normalize(path_of(url))
+
+
 def _priority(rule: tuple[bool, str, int]) -> tuple[int, bool]:
     # Longest pattern first (its length as written, percent-encoded, like Google's
     # matcher), Allow before Disallow of the same length.
@@ -183,7 +208,16 @@ class RobotsRules:
     every call (the fast path of most hosts).
     """
 
-    __slots__ = ("_allow", "_line_match", "_match", "_url_match", "agent", "matchable", "rules")
+    __slots__ = (
+        "_allow",
+        "_line_match",
+        "_match",
+        "_url_match",
+        "agent",
+        "compiled",
+        "matchable",
+        "rules",
+    )
 
     def __init__(self, rules: list[tuple[bool, str, int]], agent: str) -> None:
         """``rules``: the applicable group's ``(allow, pattern, line)``; ``agent``: which
@@ -204,9 +238,16 @@ class RobotsRules:
         line_regex = "|".join(f"({_pattern(p, in_json=True)})" for _, p, _ in self.rules)
         self._line_match = re.compile((_PLAIN_LINE + f"(?:{line_regex})?").encode()).match
         self._allow = (True, *(allow for allow, _, _ in self.rules))
+        # The same rules matched in C (``_crobots.Matcher``: 1 allowed, 0 disallowed), or
+        # None without the compiled module; the regular expressions stay the reference.
+        self.compiled: Any = None
+        if _crobots is not None and self.matchable:
+            c_rules = [_c_rule(p, int(allow)) for allow, p, _ in self.rules]
+            self.compiled = _crobots.Matcher(c_rules, 1, normalized_path, True)
 
     def allowed(self, url: str) -> bool:
-        """Whether the rules let ``url`` (an absolute URL on this host) be fetched."""
+        """Whether the rules let ``url`` (an absolute URL on this host) be fetched
+        (the regular expression: the reference the compiled matcher is tested against)."""
         if not self.matchable or self._match is None:
             return True
         found = self._url_match(url)
@@ -217,7 +258,9 @@ class RobotsRules:
         return self._allow[found.lastindex or 0]
 
     def allowed_many(self, urls: list[str]) -> list[bool]:
-        """``allowed`` of each URL, in order (the regex calls in one C-level ``map``)."""
+        """``allowed`` of each URL, in order (compiled, else the regex calls in one ``map``)."""
+        if self.compiled is not None:
+            return list(map(bool, self.compiled.many(urls)))
         allow, slow = self._allow, self.allowed
         found = list(map(self._url_match, urls))
         return [
@@ -263,3 +306,36 @@ def compile_rules(groups: list[Group], product: str) -> RobotsRules:
     if not mine:
         return RobotsRules([], "")
     return RobotsRules([rule for group in mine for rule in group.rules], which)
+
+
+class PathPatterns:
+    """Path patterns in order, the first that matches a URL gives its value (TDMRep's
+    ``location`` rules: "the most specific match is the first in sequence").
+
+    The patterns are robots.txt's (``*``, a final ``$``, percent-normalized paths and
+    query). ``value(url)`` is None when none matches. One regular expression (the
+    reference) and, when built, the compiled matcher (``compiled``, values -1 for none).
+
+    >>> tdm = PathPatterns([("/a/*.pdf$", True), ("/a/", False)])
+    >>> tdm.value("https://e.com/a/x.pdf"), tdm.value("https://e.com/a/x"), tdm.value("https://e.com/")
+    (True, False, None)
+    """
+
+    __slots__ = ("_match", "compiled", "values")
+
+    def __init__(self, patterns: list[tuple[str, bool]]) -> None:
+        """``patterns``: ``(location pattern, value)`` in file order."""
+        self.values = [value for _, value in patterns]
+        regex = "|".join(f"({_pattern(p)})" for p, _ in patterns)
+        self._match = re.compile(regex, re.DOTALL).match if patterns else None
+        self.compiled: Any = None
+        if _crobots is not None:
+            c_rules = [_c_rule(p, int(v)) for p, v in patterns]
+            self.compiled = _crobots.Matcher(c_rules, -1, normalized_path, False)
+
+    def value(self, url: str) -> bool | None:
+        """The value of the first pattern matching ``url``'s path (the regex), or None."""
+        if self._match is None:
+            return None
+        found = self._match(normalized_path(url))
+        return None if found is None else self.values[(found.lastindex or 1) - 1]
