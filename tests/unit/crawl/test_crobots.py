@@ -94,6 +94,18 @@ def test_random_rules_agree_with_the_regular_expressions() -> None:
     assert checked == 3000
 
 
+def test_root_allowed_without_regexes_agrees_with_path_allowed() -> None:
+    rng = random.Random(9309)
+    patterns = ["/", "/$", "*", "*$", "$", "/*", "*/", "*/$", "/a", "/*a", "/?", "/%2F"]
+    for _ in range(300):
+        lines = [
+            f"{rng.choice(['Allow', 'Disallow'])}: {rng.choice([*patterns, _random_pattern(rng)])}"
+            for _ in range(rng.randint(1, 4))
+        ]
+        rules = compile_rules(parse_groups("User-agent: *\n" + "\n".join(lines)), "x")
+        assert rules.root_allowed() is rules.path_allowed("/"), lines
+
+
 @needs_compiled
 def test_line_labels_pick_the_label_by_loc() -> None:
     assert _crobots is not None
