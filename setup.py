@@ -13,6 +13,8 @@
 - ``harvester.urls._cnormalize``: the canonical form of URLs without a query or with a plain one.
 - ``harvester.urls._cdedupe``: the URL fingerprint (BLAKE2b-64, the same value as hashlib's).
 - ``harvester.audit._cdistribution``: the lastmod distribution's count of a host's sample.
+- ``harvester.crawl._crobots``: robots.txt rules and TDMRep locations matched against URLs
+  (each record's ``robots`` / ``tdm_reserved`` label).
 - ``harvester.crawl._chost``: ``UrlBatch``'s loop over a batch of URL entries (records, or
   their JSON lines, and the lastmod audit's sample).
 
@@ -63,7 +65,8 @@ extensions = [
     ),
     Extension("harvester.urls._cnormalize", ["harvester/urls/_cnormalize.pyx"], optional=True),
     Extension("harvester.urls._cdedupe", ["harvester/urls/_cdedupe.pyx"], optional=True),
-    # Uses the two above at C level (their .pxd files); its own .pxd declares the URL
+    Extension("harvester.crawl._crobots", ["harvester/crawl/_crobots.pyx"], optional=True),
+    # Uses the three above at C level (their .pxd files); its own .pxd declares the URL
     # loop's state (UrlLoop, a cdef class each UrlBatch keeps).
     Extension("harvester.crawl._chost", ["harvester/crawl/_chost.pyx"], optional=True),
 ]

@@ -13,7 +13,13 @@ Variants, side by side in one process, interleaved round by round:
   lines the compiled loop wrote);
 * ``respect``: ``policy.respect_robots``: disallowed URLs dropped before the loop;
 * ``verdicts-fast``: ``policy.verdicts`` on a host whose 20 rules are for another
-  agent only (the fast path: one constant per host).
+  agent only (the fast path: one constant per host);
+* ``tdm``: ``policy.tdmrep`` with a tdmrep.json of 5 location rules (each record's
+  ``tdm_reserved``);
+* ``verdicts+tdm``: both fields on every record.
+
+With the compiled modules, the fields are written as the compiled loop writes each
+line (``_crobots.LineLabels``); ``HARVESTER_PURE_PYTHON=1`` measures the Python path.
 
 Times are this process's CPU time (``time.process_time``); each variant's cost is
 the median over rounds of its time relative to ``off`` in the same round.
@@ -66,11 +72,23 @@ _RULES = [
 ]
 ROBOTS = "User-agent: *\n" + "\n".join(_RULES) + "\n"
 OTHER = "User-agent: otherbot\n" + "\n".join(_RULES) + "\n"
+TDMREP = {
+    "url": f"https://{HOST}/.well-known/tdmrep.json",
+    "rules": [
+        {"location": "/help/*-omega-", "tdm-reservation": 0},
+        {"location": "/store/", "tdm-reservation": 1},
+        {"location": "/*.pdf$", "tdm-reservation": 1},
+        {"location": "/category/*beta", "tdm-reservation": 0},
+        {"location": "/news/", "tdm-reservation": 1},
+    ],
+}
 VARIANTS: dict[str, tuple[dict[str, Any], str]] = {
     "off": ({}, ROBOTS),
     "verdicts": ({"policy.verdicts": True}, ROBOTS),
     "respect": ({"policy.respect_robots": True}, ROBOTS),
     "verdicts-fast": ({"policy.verdicts": True}, OTHER),
+    "tdm": ({"policy.tdmrep": True}, ROBOTS),
+    "verdicts+tdm": ({"policy.verdicts": True, "policy.tdmrep": True}, ROBOTS),
 }
 
 
@@ -81,6 +99,7 @@ def one_pass(files: list[bytes], overrides: dict[str, Any], robots: str) -> tupl
     rules = Normalizer(cfg.normalize).rules_for(HOST)
     batch = UrlBatch(HOST, BatchSettings.of(cfg), rules, report, encoded=True)
     written = read = 0
+    report.allows = {"tdmrep": TDMREP}  # (what the host worker fetched before its sitemaps)
     started = time.process_time()
     batch.verdicts = HostVerdicts.of(cfg.policy, "harvester", robots, 200, report)
     for i, body in enumerate(files):
@@ -111,7 +130,12 @@ def main() -> None:
     ap.add_argument("--files", type=int, default=4, help="sitemaps (each --urls URLs)")
     ap.add_argument("--urls", type=int, default=50_000)
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--only", default="", help="comma-separated variants (off always runs)")
     args = ap.parse_args()
+    if args.only:
+        wanted = {"off", *args.only.split(",")}
+        for name in [n for n in VARIANTS if n not in wanted]:
+            del VARIANTS[name]
     files = [sitemap(args.urls, seed) for seed in range(args.files)]
     one_pass(files[:1], {}, ROBOTS)  # warm-up
     seconds: dict[str, list[float]] = {name: [] for name in VARIANTS}

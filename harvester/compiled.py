@@ -53,6 +53,7 @@ PACKAGES = {
     "_cnormalize": "urls",
     "_cdedupe": "urls",
     "_cdistribution": "audit",
+    "_crobots": "crawl",
     "_chost": "crawl",
 }
 NAMES = tuple(PACKAGES)

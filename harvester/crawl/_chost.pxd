@@ -7,6 +7,7 @@
 from cpython cimport array
 from libc.stdint cimport uint64_t
 
+from harvester.crawl._crobots cimport LineLabels
 from harvester.urls._cdedupe cimport FpTable
 
 
@@ -28,6 +29,7 @@ cdef class UrlLoop:
     # ... and where the host's reading stands.
     cdef public object seen  # SeenSet, made by the batch at its first entries
     cdef public bytes label
+    cdef public LineLabels labels  # issue 48: each line's label by its loc, or None
     cdef public Py_ssize_t replayed
     cdef readonly Py_ssize_t listed, position
     cdef readonly bint cap_hit

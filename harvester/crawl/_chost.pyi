@@ -15,6 +15,7 @@ class UrlLoop:
 
     seen: SeenSet | None
     label: bytes | None
+    labels: Any  # _crobots.LineLabels or None
     replayed: int
     @property
     def host(self) -> str: ...

@@ -71,6 +71,7 @@ from harvester.urls.records import add_extensions, encode_record, lastmod_iso, r
 from harvester._cdates cimport _epoch_us
 from harvester.urls._cdedupe cimport FpTable, _fingerprint
 from harvester.urls._cnormalize cimport _already_canonical, _canonical_query
+from harvester.crawl._crobots cimport LineLabels
 
 cdef object _CANONICAL = Rules.canonical  # the method the loop may stand in for
 cdef int64_t EXACT_DOUBLE = 1LL << 53  # |µs| below this: the float timestamp is key / 1e6
@@ -691,6 +692,8 @@ def url_entries(UrlLoop loop not None, list entries not None, str sitemap not No
                 continue
             loop.listed += 1
             loop.added += 1
+            if loop.labels is not None:
+                loop.label = loop.labels.of(loc)
             loop.keep(<tuple>entry, loc, url, fp)
             if loop.home is not None and _foreign(loop.home, url):
                 loop.foreign += 1  # emitted all the same

@@ -83,7 +83,7 @@ def _crawler(groups: list[Group], token: str) -> dict[str, Any] | None:
         if rules.agent in ("", "*"):
             return None
         verdict = "not"
-    elif not rules.path_allowed("/") and all(not allow for allow, _, _ in rules.rules):
+    elif all(not allow for allow, _, _ in rules.rules) and not rules.root_allowed():
         verdict = "entirely"
     else:
         verdict = "partly"

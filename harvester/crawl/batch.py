@@ -282,6 +282,7 @@ class UrlBatch:
         marks = (len(loop.records), len(loop.encoded) if loop.encoded is not None else 0)
         if verdicts is not None:
             entries = verdicts.drop(entries, self)  # --respect-robots; a host's constant label
+            loop.labels = verdicts.line_labels  # (set by drop: the compiled loop's labels)
         try:
             others = loop.take(entries, sitemap)
         finally:

@@ -30,12 +30,26 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from harvester import compiled
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-__all__ = ["Group", "RobotsRules", "compile_rules", "parse_groups", "path_of", "product_token"]
+__all__ = [
+    "Group",
+    "PathPatterns",
+    "RobotsRules",
+    "compile_rules",
+    "normalized_path",
+    "parse_groups",
+    "path_of",
+    "product_token",
+]
+
+# The compiled matcher (harvester/crawl/_crobots.pyx); None: the regular expressions alone.
+_crobots = compiled.load("_crobots")
 
 # RFC 9309: CR, LF and CRLF each end a line.
 _EOL = re.compile(r"\r\n|\r|\n").split
@@ -148,6 +162,17 @@ def _pattern(rule: str, *, in_json: bool = False) -> str:
     return regex + (end if anchored else "")
 
 
+def _c_rule(pattern: str, value: int) -> tuple[str, bool, int]:
+    """A pattern as ``_crobots.Matcher`` takes it: normalized, its final ``$`` a flag."""
+    anchored = pattern.endswith("$")
+    return _normalize(pattern[:-1] if anchored else pattern), anchored, value
+
+
+def normalized_path(url: str) -> str:
+    """The path and query of ``url`` percent-normalized, as the rules are matched."""
+    return _normalize(path_of(url))
+
+
 def _priority(rule: tuple[bool, str, int]) -> tuple[int, bool]:
     # Longest pattern first (its length as written, percent-encoded, like Google's
     # matcher), Allow before Disallow of the same length.
@@ -183,7 +208,7 @@ class RobotsRules:
     every call (the fast path of most hosts).
     """
 
-    __slots__ = ("_allow", "_line_match", "_match", "_url_match", "agent", "matchable", "rules")
+    __slots__ = ("_allow", "_regexes", "agent", "compiled", "matchable", "rules")
 
     def __init__(self, rules: list[tuple[bool, str, int]], agent: str) -> None:
         """``rules``: the applicable group's ``(allow, pattern, line)``; ``agent``: which
@@ -191,25 +216,30 @@ class RobotsRules:
         self.agent = agent
         self.rules = sorted(rules, key=_priority)
         self.matchable = any(not allow for allow, _, _ in self.rules)
-        # Group i+1 of the alternation is rule i: re tries alternatives in order, so the
-        # first that matches at the path's start is the highest-priority rule.
-        regex = "|".join(f"({_pattern(p)})" for _, p, _ in self.rules)
-        self._match = re.compile(regex, re.DOTALL).match if self.rules else None
-        # The same on a whole URL, in one call: it matches (the rules' group optional)
-        # only when the URL's path needs no normalizing (ASCII, no '%', no '#'), which is
-        # nearly every URL; otherwise ``allowed`` takes the path the long way.
-        self._url_match = re.compile(_PLAIN_URL + f"(?:{regex})?", re.DOTALL).match
-        # And on a JSON line (``records.encode_records``) whose loc is plain: a rule's
-        # pattern stays inside the loc string ('*' stops at its closing quote, '$' is it).
-        line_regex = "|".join(f"({_pattern(p, in_json=True)})" for _, p, _ in self.rules)
-        self._line_match = re.compile((_PLAIN_LINE + f"(?:{line_regex})?").encode()).match
         self._allow = (True, *(allow for allow, _, _ in self.rules))
+        # The regular expressions, compiled at their first use (``_re``): ``re.compile``
+        # of a score of rules costs milliseconds, and a host whose verdicts are constant,
+        # or the AI crawler signals of each token (allow.py), or the compiled matcher
+        # need none of them.
+        self._regexes: _Regexes | None = None
+        # The same rules matched in C (``_crobots.Matcher``: 1 allowed, 0 disallowed), or
+        # None without the compiled module; the regular expressions stay the reference.
+        self.compiled: Any = None
+        if _crobots is not None and self.matchable:
+            c_rules = [_c_rule(p, int(allow)) for allow, p, _ in self.rules]
+            self.compiled = _crobots.Matcher(c_rules, 1, normalized_path, True)
+
+    def _re(self) -> _Regexes:
+        if self._regexes is None:
+            self._regexes = _Regexes(self.rules)
+        return self._regexes
 
     def allowed(self, url: str) -> bool:
-        """Whether the rules let ``url`` (an absolute URL on this host) be fetched."""
-        if not self.matchable or self._match is None:
+        """Whether the rules let ``url`` (an absolute URL on this host) be fetched
+        (the regular expression: the reference the compiled matcher is tested against)."""
+        if not self.matchable:
             return True
-        found = self._url_match(url)
+        found = self._re().url_match(url)
         if found is None:
             return self.path_allowed(_normalize(path_of(url)))
         if url.endswith("/robots.txt") and path_of(url) == "/robots.txt":
@@ -217,9 +247,13 @@ class RobotsRules:
         return self._allow[found.lastindex or 0]
 
     def allowed_many(self, urls: list[str]) -> list[bool]:
-        """``allowed`` of each URL, in order (the regex calls in one C-level ``map``)."""
+        """``allowed`` of each URL, in order (compiled, else the regex calls in one ``map``)."""
+        if self.compiled is not None:
+            return list(map(bool, self.compiled.many(urls)))
+        if not self.matchable:
+            return [True] * len(urls)
         allow, slow = self._allow, self.allowed
-        found = list(map(self._url_match, urls))
+        found = list(map(self._re().url_match, urls))
         return [
             slow(url) if m is None or url.endswith("/robots.txt") else allow[m.lastindex or 0]
             for m, url in zip(found, urls, strict=True)
@@ -227,8 +261,10 @@ class RobotsRules:
 
     def lines_allowed(self, lines: list[bytes], loc_of: Callable[[bytes], str]) -> list[bool]:
         """``allowed`` of each JSON line's loc (``loc_of`` decodes one the long way)."""
+        if not self.matchable:
+            return [True] * len(lines)
         allow, slow = self._allow, self.allowed
-        found = list(map(self._line_match, lines))
+        found = list(map(self._re().line_match, lines))
         return [
             slow(loc_of(line)) if m is None else allow[m.lastindex or 0]
             for m, line in zip(found, lines, strict=True)
@@ -236,17 +272,49 @@ class RobotsRules:
 
     def path_allowed(self, path: str) -> bool:
         """Whether the rules let a normalized path (``/a?b``) be fetched."""
-        if self._match is None or path == "/robots.txt":  # implicitly allowed (RFC 9309 §2.2.2)
+        if not self.rules or path == "/robots.txt":  # implicitly allowed (RFC 9309 §2.2.2)
             return True
-        found = self._match(path)
+        found = self._re().match(path)
         return True if found is None else self._allow[found.lastindex or 0]
+
+    def root_allowed(self) -> bool:
+        """``path_allowed("/")`` without the regular expressions (allow.py asks it of
+        every AI crawler token): the first rule in priority order that matches ``/``."""
+        for allow, pattern, _ in self.rules:
+            anchored = pattern.endswith("$")
+            parts = _normalize(pattern[:-1] if anchored else pattern).split("*")
+            # "/" matches when the parts are, in order: "" or "/" then only "" (one '/').
+            text = "".join(parts)
+            if text in ("", "/") and (not anchored or text == "/" or len(parts) > 1):
+                return allow
+        return True
 
     def decisive(self, url: str) -> tuple[bool, str, int] | None:
         """The rule that decides ``url`` (``(allow, pattern, line)``), or None: no rule matches."""
-        if self._match is None:
+        if not self.rules:
             return None
-        found = self._match(_normalize(path_of(url)))
+        found = self._re().match(_normalize(path_of(url)))
         return None if found is None else self.rules[(found.lastindex or 1) - 1]
+
+
+class _Regexes:
+    """A ``RobotsRules``' rules (in priority order) as three regular expressions."""
+
+    __slots__ = ("line_match", "match", "url_match")
+
+    def __init__(self, rules: list[tuple[bool, str, int]]) -> None:
+        # Group i+1 of the alternation is rule i: re tries alternatives in order, so the
+        # first that matches at the path's start is the highest-priority rule.
+        regex = "|".join(f"({_pattern(p)})" for _, p, _ in rules)
+        self.match = re.compile(regex, re.DOTALL).match
+        # The same on a whole URL, in one call: it matches (the rules' group optional)
+        # only when the URL's path needs no normalizing (ASCII, no '%', no '#'), which is
+        # nearly every URL; otherwise ``allowed`` takes the path the long way.
+        self.url_match = re.compile(_PLAIN_URL + f"(?:{regex})?", re.DOTALL).match
+        # And on a JSON line (``records.encode_records``) whose loc is plain: a rule's
+        # pattern stays inside the loc string ('*' stops at its closing quote, '$' is it).
+        line_regex = "|".join(f"({_pattern(p, in_json=True)})" for _, p, _ in rules)
+        self.line_match = re.compile((_PLAIN_LINE + f"(?:{line_regex})?").encode()).match
 
 
 def compile_rules(groups: list[Group], product: str) -> RobotsRules:
@@ -263,3 +331,36 @@ def compile_rules(groups: list[Group], product: str) -> RobotsRules:
     if not mine:
         return RobotsRules([], "")
     return RobotsRules([rule for group in mine for rule in group.rules], which)
+
+
+class PathPatterns:
+    """Path patterns in order, the first that matches a URL gives its value (TDMRep's
+    ``location`` rules: "the most specific match is the first in sequence").
+
+    The patterns are robots.txt's (``*``, a final ``$``, percent-normalized paths and
+    query). ``value(url)`` is None when none matches. One regular expression (the
+    reference) and, when built, the compiled matcher (``compiled``, values -1 for none).
+
+    >>> tdm = PathPatterns([("/a/*.pdf$", True), ("/a/", False)])
+    >>> tdm.value("https://e.com/a/x.pdf"), tdm.value("https://e.com/a/x"), tdm.value("https://e.com/")
+    (True, False, None)
+    """
+
+    __slots__ = ("_match", "compiled", "values")
+
+    def __init__(self, patterns: list[tuple[str, bool]]) -> None:
+        """``patterns``: ``(location pattern, value)`` in file order."""
+        self.values = [value for _, value in patterns]
+        regex = "|".join(f"({_pattern(p)})" for p, _ in patterns)
+        self._match = re.compile(regex, re.DOTALL).match if patterns else None
+        self.compiled: Any = None
+        if _crobots is not None:
+            c_rules = [_c_rule(p, int(v)) for p, v in patterns]
+            self.compiled = _crobots.Matcher(c_rules, -1, normalized_path, False)
+
+    def value(self, url: str) -> bool | None:
+        """The value of the first pattern matching ``url``'s path (the regex), or None."""
+        if self._match is None:
+            return None
+        found = self._match(normalized_path(url))
+        return None if found is None else self.values[(found.lastindex or 1) - 1]

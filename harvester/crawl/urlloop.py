@@ -75,6 +75,8 @@ class UrlLoop(Protocol):
 
     seen: SeenSet | None  # the per-host dedupe; set by the batch at its first entries
     label: bytes | None  # with ``encoded``: what every line gets before its closing brace
+    # Issue 48: each line's label by its loc (``_crobots.LineLabels``; compiled loop only).
+    labels: Any
     replayed: int  # URL entries earlier reads of the current file got through
 
     @property
@@ -149,6 +151,7 @@ class PyUrlLoop:
     audit: bool  # keep the lastmod audit's sample
     seen: SeenSet | None = None
     label: bytes | None = None  # (only used with encoded lines: never here)
+    labels: Any = None  # (likewise)
     replayed: int = 0
     records: list[dict[str, Any]] = field(default_factory=list)
     fps: array[int] = field(default_factory=lambda: array("Q"))

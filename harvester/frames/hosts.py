@@ -4,15 +4,17 @@ In: pyarrow and the host report dicts (``crawl.report.HostReport.as_dict``).
 Out: a table of ``HOSTS``' columns, one row per host: its counts, how its
 sitemaps were found, ``failed`` (no URL and at least one failure, as the run
 report counts a failed host), ``partial`` (URLs, but failures too: a truncated
-gzip, a failed child) and its failures as a list of structs. The columns are
-fixed, so every run's table has the same schema, whatever its hosts met.
+gzip, a failed child) and its failures as a list of structs; what the site allows
+(``ALLOWS``, issue 48: a summary of the report's ``allows`` block, ``allows_row``).
+The columns are fixed, so every run's table has the same schema, whatever its
+hosts met.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["COVERAGE_SHARES", "HOST_COUNTS", "hosts_table"]
+__all__ = ["ALLOWS", "COVERAGE_SHARES", "HOST_COUNTS", "allows_row", "hosts_table"]
 
 # Whole-number columns, in this order after ``host`` and ``discovery``.
 HOST_COUNTS = (
@@ -76,6 +78,62 @@ def _coverage_row(figures: dict[str, Any] | None) -> dict[str, Any]:
     return row
 
 
+# What the site allows (issue 48), one block after ``deferred``: the host report's
+# ``allows`` summarized (the report keeps each signal's file and line), and the
+# verdict counts. A list: the ai_crawlers.txt tokens; a content signal: yes/no/null.
+ALLOWS = (
+    ("robots_disallowed_urls", "int"),  # page URLs --respect-robots dropped
+    ("robots_unknown", "str"),  # why no verdict could be given (robots.txt not read)
+    ("ai_crawlers_disallowed", "list"),  # AI crawlers robots.txt disallows entirely
+    ("ai_crawlers_partly", "list"),  # ...and partly
+    ("content_signal_search", "str"),  # the "*" group's Content-Signal values
+    ("content_signal_ai_input", "str"),
+    ("content_signal_ai_train", "str"),
+    ("tdm_reservation", "int"),  # 1: tdmrep.json or a header reserves (anywhere); 0: not
+    ("tdm_policy", "str"),  # the first tdm-policy URL given
+)
+
+
+def allows_row(report: dict[str, Any]) -> dict[str, Any]:
+    """The ``ALLOWS`` columns of one host report (None where it says nothing)."""
+    allows = report.get("allows") or {}
+    crawlers = allows.get("ai_crawlers") or {}
+    row: dict[str, Any] = {
+        "robots_disallowed_urls": int(report.get("robots_disallowed_urls") or 0),
+        "robots_unknown": report.get("robots_unknown"),
+        "ai_crawlers_disallowed": [
+            t for t, c in crawlers.items() if c.get("disallowed") == "entirely"
+        ],
+        "ai_crawlers_partly": [t for t, c in crawlers.items() if c.get("disallowed") == "partly"],
+    }
+    for key in ("search", "ai-input", "ai-train"):
+        row["content_signal_" + key.replace("-", "_")] = next(
+            (
+                line["signals"][key]
+                for line in allows.get("content_signals") or ()
+                if "*" in line.get("agents", ()) and key in (line.get("signals") or {})
+            ),
+            None,
+        )
+    tdmrep = allows.get("tdmrep") or {}
+    rules = [r for r in tdmrep.get("rules") or () if r.get("tdm-reservation") in (0, 1)]
+    said = [r["tdm-reservation"] for r in rules]
+    # The response headers (crawl/tdmheaders.py): each distinct (header, value) once.
+    headers = [h for h in allows.get("headers") or () if isinstance(h, dict)]
+    said += [
+        int(v)
+        for h in headers
+        if h.get("header") == "tdm-reservation"
+        and (v := str(h.get("value", "")).strip()) in "01"
+        and v
+    ]
+    row["tdm_reservation"] = max(said) if said else None
+    policies = [r["tdm-policy"] for r in rules if r.get("tdm-policy")]
+    policies += [h.get("value") for h in headers if h.get("header") == "tdm-policy"]
+    row["tdm_policy"] = policies[0] if policies else None
+    return row
+
+
 def _schema(pa: Any) -> Any:
     failure = pa.struct(
         [
@@ -85,6 +143,7 @@ def _schema(pa: Any) -> Any:
             ("status", pa.int64()),
         ]
     )
+    kinds = {"int": pa.int64(), "str": pa.string(), "list": pa.list_(pa.string())}
     return pa.schema(
         [
             ("host", pa.string()),
@@ -99,6 +158,7 @@ def _schema(pa: Any) -> Any:
             ("warnings", pa.list_(pa.string())),
             ("deferred", pa.string()),
             *_coverage_fields(pa),
+            *((name, kinds[kind]) for name, kind in ALLOWS),
         ]
     )
 
@@ -123,6 +183,7 @@ def _row(report: dict[str, Any]) -> dict[str, Any]:
     }
     for name in HOST_COUNTS:
         row[name] = int(report.get(name) or 0)
+    row.update(allows_row(report))
     return row
 
 

@@ -52,6 +52,10 @@ OPTIONS: dict[str, str] = {
     "cross_host": "discovery.cross_host",
     "hosts_in_flight": "run.hosts_in_flight",
     "coverage": "discovery.coverage",  # issue 49: the coverage check's K (the hosts' columns)
+    # What the site allows (issue 48): the urls table's robots / tdm_reserved columns.
+    "verdicts": "policy.verdicts",
+    "respect_robots": "policy.respect_robots",
+    "tdmrep": "policy.tdmrep",
 }
 
 _BLOCK = 20_000  # records converted at once: a few MB of JSON

@@ -8,7 +8,9 @@ break (quotes doubled), so any loc survives a round trip.
 
 Columns (``COLUMNS``, the header): the scalar fields as they are, null as an
 empty field, ``priority`` as its JSON number; the nested ones (``images``,
-``alternates``, ``videos``, ``news``) as JSON text, empty when absent. The file
+``alternates``, ``videos``, ``news``) as JSON text, empty when absent; ``robots``
+(``allowed`` | ``disallowed`` | ``unknown``) and ``tdm_reserved`` (``true`` | ``false``,
+empty: null or absent) with ``policy.verdicts`` / ``policy.tdmrep``. The file
 is appended to and cut back by bytes exactly as JSON Lines (``sink.JsonlSink``
 does the file handling), so a resumed run continues it at the committed length.
 """
@@ -42,11 +44,15 @@ COLUMNS = (
     "news",
     "event",
     "since",
+    "robots",
+    "tdm_reserved",
 )
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 _NESTED = tuple(COLUMNS.index(k) for k in ("images", "alternates", "videos", "news"))
+_TDM = COLUMNS.index("tdm_reserved")
+_BOOL = {True: "true", False: "false"}
 
 
 def _json(value: Any) -> str:
@@ -71,7 +77,7 @@ def csv_rows(data: bytes | bytearray | memoryview) -> bytes:
     """JSON lines (whole ones, as ``records.encode_records`` makes them) → their CSV rows.
 
     >>> csv_rows(b'{"loc":"https://example.com/a,b","url":"u","priority":0.5}\\n')
-    b'"https://example.com/a,b",u,,,,,,0.5,,,,,,\\r\\n'
+    b'"https://example.com/a,b",u,,,,,,0.5,,,,,,,,\\r\\n'
     """
     rows: list[list[Any]] = []
     loads = orjson.loads
@@ -85,6 +91,8 @@ def csv_rows(data: bytes | bytearray | memoryview) -> bytes:
         for i in _NESTED:
             if row[i] is not None:
                 row[i] = _json(row[i])
+        if row[_TDM] is not None:
+            row[_TDM] = _BOOL.get(row[_TDM], row[_TDM])
         rows.append(row)
     return _encode(rows) if rows else b""
 

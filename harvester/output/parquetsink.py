@@ -126,6 +126,10 @@ SCHEMA = pa.schema(
         # A handful of distinct values over millions of rows: dictionary-encoded.
         ("event", _DICT),
         ("since", _DICT),
+        # Issue 48 (policy.verdicts, policy.tdmrep): the URL's robots.txt verdict for the
+        # run's agent (allowed | disallowed | unknown) and its TDMRep reservation.
+        ("robots", _DICT),
+        ("tdm_reserved", pa.bool_()),
     ]
 )
 _DICT_COLUMNS = tuple(i for i, f in enumerate(SCHEMA) if pa.types.is_dictionary(f.type))
@@ -155,7 +159,8 @@ def _use_jemalloc() -> None:
 
 
 def _encode(table: pa.Table) -> pa.Table:
-    """The JSON reader's table in ``SCHEMA``: source, event and since dictionary-encoded."""
+    """The JSON reader's table in ``SCHEMA``: its string columns (source, event, since,
+    robots) dictionary-encoded."""
     for i in _DICT_COLUMNS:
         column = table.column(i)
         if not pa.types.is_dictionary(column.type):

@@ -146,3 +146,75 @@ def test_run_flags_set_the_policy_keys() -> None:
     assert load_config(None, overrides(build_parser().parse_args(["run", "-i", "x"]))).policy == (
         PolicyConfig()
     )
+
+
+TDMREP = {
+    "url": "https://e.com/.well-known/tdmrep.json",
+    "rules": [
+        {"location": "/p/open/*", "tdm-reservation": 0},
+        {"location": "/p/", "tdm-reservation": 1},
+        {"location": "/bad", "tdm-reservation": None},  # no valid value: left out
+    ],
+}
+
+
+def tdm_lines(
+    overrides: dict[str, Any], robots: str, tdmrep: dict[str, Any] | None, *, encoded: bool
+) -> list[dict[str, Any]]:
+    """A batch's records with ``overrides``, the host's tdmrep.json answer ``tdmrep``."""
+    cfg = load_config(None, {**overrides, "audit.distribution": False})
+    report = HostReport("e.com")
+    report.allows = {"tdmrep": tdmrep} if tdmrep is not None else None
+    rules = Normalizer(cfg.normalize).rules_for("e.com")
+    batch = UrlBatch("e.com", BatchSettings.of(cfg), rules, report, encoded=encoded)
+    batch.verdicts = HostVerdicts.of(cfg.policy, "x", robots, 200, report)
+    paths = ["/a", "/p/1", "/p/open/x", "/p/\u00fc", "/bad", "/p/open/%c3%bc"]
+    for half in (paths[:3], paths[3:]):  # two takes: the labels set at the first stay right
+        batch.take([entry(f"https://e.com{p}") for p in half], "https://e.com/s.xml")
+    out = batch.flush()
+    assert out is not None
+    assert report.urls + report.robots_disallowed_urls == len(paths)
+    return [json.loads(line) for line in out.encoded().splitlines()]
+
+
+def test_tdm_reserved_first_matching_location_and_lines_agree_with_records() -> None:
+    both = {"policy.verdicts": True, "policy.tdmrep": True}
+    lines = tdm_lines(both, ROBOTS, TDMREP, encoded=True)
+    assert lines == tdm_lines(both, ROBOTS, TDMREP, encoded=False)
+    # With --since, whose selection owns the batch's label: the same fields, beside its own.
+    since = {**both, "output.since": "2000-01-01"}
+    selected = tdm_lines(since, ROBOTS, TDMREP, encoded=True)
+    assert selected == tdm_lines(since, ROBOTS, TDMREP, encoded=False)
+    assert [{k: v for k, v in r.items() if k != "since"} for r in selected] == lines
+    assert {r["since"] for r in selected} == {"undated"}
+    assert [(r["robots"], r["tdm_reserved"]) for r in lines] == [
+        ("allowed", None),
+        ("disallowed", True),
+        ("disallowed", False),
+        ("disallowed", True),
+        ("allowed", None),
+        ("disallowed", False),
+    ]
+    # The key order is the one the dict path gives (what JSON Lines readers see).
+    assert list(lines[0])[-2:] == ["robots", "tdm_reserved"]
+
+
+def test_tdm_reserved_alone_and_null_without_rules() -> None:
+    tdm_only = {"policy.tdmrep": True}
+    lines = tdm_lines(tdm_only, ROBOTS, TDMREP, encoded=True)
+    assert "robots" not in lines[0]
+    assert [r["tdm_reserved"] for r in lines] == [None, True, False, True, None, False]
+    for published in (None, {"url": "u", "status": 404}, {"url": "u", "rules": []}):
+        for encoded in (True, False):
+            nothing = tdm_lines(tdm_only, ROBOTS, published, encoded=encoded)
+            assert [r["tdm_reserved"] for r in nothing] == [None] * 6
+
+
+def test_respect_and_labels_keep_only_allowed_records() -> None:
+    over = {"policy.verdicts": True, "policy.respect_robots": True, "policy.tdmrep": True}
+    lines = tdm_lines(over, ROBOTS, TDMREP, encoded=True)
+    assert lines == tdm_lines(over, ROBOTS, TDMREP, encoded=False)
+    assert [(r["loc"][13:], r["robots"], r["tdm_reserved"]) for r in lines] == [
+        ("/a", "allowed", None),
+        ("/bad", "allowed", None),
+    ]
