@@ -209,6 +209,11 @@ class HostVerdicts:
             if self.tdm_on:
                 self.tdm = tdm_patterns((self._report.allows or {}).get("tdmrep"))
 
+    def _with_tdm(self) -> bool:
+        """Whether records get ``tdm_reserved``: only where the host published TDMRep
+        rules (issue 48: "when the host published any"; no key on the others)."""
+        return self.tdm_on and self.tdm is not None
+
     def _robots_fixed(self) -> str | None:
         """The verdict every labelled record gets, or None: per URL. With ``respect``,
         the page URLs left after ``drop`` are all allowed."""
@@ -219,7 +224,7 @@ class HostVerdicts:
         robots = self._robots_fixed() if self.label_records else None
         if (self.label_records and robots is None) or (self.tdm_on and self.tdm is not None):
             return None
-        return _label(robots, None, self.tdm_on)
+        return _label(robots, None, self._with_tdm())
 
     def drop(self, entries: list[Entry], batch: LineBatch | None = None) -> list[Entry]:
         """``entries`` less the page URLs robots.txt disallows (with ``respect``), counted.
@@ -245,8 +250,12 @@ class HostVerdicts:
         """Have the loop write the fields into each line (at the host's first batch)."""
         if not (self.label_records or self.tdm_on):
             return
+        if batch.selection is not None:
+            # --emit/--since own the loop's label (each line's event, checked at the
+            # flush as what the loop wrote): the fields go in after the loop (``label``).
+            return
         constant = self._constant_label()
-        if constant is not None and batch.selection is None:
+        if constant is not None:
             batch.label = constant  # (kept by the batch: its label is decided at its first take)
             self._labelled = True
             return
@@ -264,7 +273,7 @@ class HostVerdicts:
             return
         base = batch.label or b""
         table = tuple(
-            base + _label(verdict if self.label_records else None, reserved, self.tdm_on)
+            base + _label(verdict if self.label_records else None, reserved, self._with_tdm())
             for verdict in _VERDICTS
             for reserved in (None, False, True)
         )
@@ -290,8 +299,8 @@ class HostVerdicts:
             loc = rec["loc"]
             if self.label_records:
                 rec["robots"] = robots if robots is not None else self.verdict(loc)
-            if self.tdm_on:
-                rec["tdm_reserved"] = None if tdm is None else tdm.value(loc)
+            if self.tdm_on and tdm is not None:
+                rec["tdm_reserved"] = tdm.value(loc)
 
     def _label_lines(self, region: bytes) -> bytes:
         """``region`` (whole JSON lines) with the fields before each line's closing brace.
@@ -315,7 +324,7 @@ class HostVerdicts:
         tdm = self.tdm
         reserved = [None if tdm is None else tdm.value(_loc_of(line)) for line in lines]
         fields = [
-            _label(verdict, res, self.tdm_on) + b"}\n"
+            _label(verdict, res, self._with_tdm()) + b"}\n"
             for verdict, res in zip(robots, reserved, strict=True)
         ]
         return b"".join(map(operator.add, lines, fields))

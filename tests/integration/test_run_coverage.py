@@ -32,8 +32,11 @@ async def test_run_coverage_reuses_robots_and_the_home_page(sites: Sites) -> Non
     assert site.hits("/robots.txt") == 1
     # Discovery read it for the probes (the walk reuses it); the sample asks once more.
     assert site.hits("/") == 2
-    # The home page first, its generator (WordPress) ordering the probes.
-    assert [h.path for h in site.log[1:4]] == ["/", "/sitemap_index.xml", "/wp-sitemap.xml"]
+    # The home page first, its generator (WordPress) ordering the probes (tdmrep.json,
+    # on by default, is asked after the home page, before the sitemaps).
+    paths = [h.path for h in site.log if h.path != "/.well-known/tdmrep.json"]
+    assert paths[1:4] == ["/", "/sitemap_index.xml", "/wp-sitemap.xml"]
+    assert site.hits("/.well-known/tdmrep.json") == 1
     assert not any(h.path.startswith("/private/") for h in site.log)
     assert len(records) == 5  # the run's records are as without the check
 

@@ -29,7 +29,16 @@ def records(*paths: str) -> list[dict[str, Any]]:
 
 
 def test_off_by_default() -> None:
-    assert HostVerdicts.of(PolicyConfig(), "x", ROBOTS, 200, HostReport("e.com")) is None
+    off = PolicyConfig(tdmrep=False)  # (tdmrep.json is asked by default: its own test below)
+    assert HostVerdicts.of(off, "x", ROBOTS, 200, HostReport("e.com")) is None
+
+
+def test_by_default_a_record_gets_no_field_from_a_host_without_tdmrep() -> None:
+    verdicts = HostVerdicts.of(PolicyConfig(), "x", ROBOTS, 200, HostReport("e.com"))
+    assert verdicts is not None
+    recs = records("/a", "/p/1")
+    verdicts.label(recs, None, (0, 0))
+    assert all("tdm_reserved" not in r and "robots" not in r for r in recs)
 
 
 def test_label_sets_each_new_record() -> None:
@@ -206,8 +215,10 @@ def test_tdm_reserved_alone_and_null_without_rules() -> None:
     assert [r["tdm_reserved"] for r in lines] == [None, True, False, True, None, False]
     for published in (None, {"url": "u", "status": 404}, {"url": "u", "rules": []}):
         for encoded in (True, False):
+            # No rules published: no key at all ("when the host published any").
             nothing = tdm_lines(tdm_only, ROBOTS, published, encoded=encoded)
-            assert [r["tdm_reserved"] for r in nothing] == [None] * 6
+            assert len(nothing) == 6
+            assert not any("tdm_reserved" in r for r in nothing)
 
 
 def test_respect_and_labels_keep_only_allowed_records() -> None:
