@@ -10,6 +10,7 @@ In this process: ``collect`` (``harvest()``: its records and its hosts' reports)
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import sys
 from typing import TYPE_CHECKING, Any
@@ -95,3 +96,18 @@ def harvest_state(
 async def in_thread(fn: Any, *args: Any, **kwargs: Any) -> Any:
     """Run a blocking harvest in a thread so this loop keeps serving the sites."""
     return await asyncio.to_thread(fn, *args, **kwargs)
+
+
+def assert_paced(starts: list[float], interval: float) -> None:
+    """Fail unless request starts (seen at a loopback server) are paced ``interval`` apart.
+
+    In: the start times, sorted, and the interval the client must keep. Each start is
+    the client's send time plus a delivery delay that a loaded machine varies per request,
+    so a single gap measured at the server can come out shorter than the client's; only
+    the span is robust. Checked: every gap is at least half the interval (an unpaced burst
+    has gaps near 0), and the span is at least 90 % of the paced span less 50 ms.
+    """
+    gaps = [b - a for a, b in itertools.pairwise(starts)]
+    assert gaps, starts
+    assert min(gaps) >= interval / 2, gaps
+    assert starts[-1] - starts[0] >= 0.9 * interval * len(gaps) - 0.05, gaps

@@ -11,10 +11,9 @@ first request on. No wall-clock bound.
 from __future__ import annotations
 
 import asyncio
-import itertools
 from typing import TYPE_CHECKING, Any
 
-from tests.integration.harvesting import collect
+from tests.integration.harvesting import assert_paced, collect
 from tests.integration.webs import robots, urlset
 
 if TYPE_CHECKING:
@@ -82,8 +81,7 @@ async def test_a_long_chain_placed_last_starts_before_the_short_hosts(sites: Sit
     # Politeness is exact from the first request (the probe's robots.txt) on.
     starts = sorted(hit.start for hit in long.log)
     assert len(starts) == FILES + 2  # robots.txt, tdmrep.json (policy.tdmrep), the sitemaps
-    gaps = [b - a for a, b in itertools.pairwise(starts)]
-    assert min(gaps) >= DELAY - 0.05, gaps
+    assert_paced(starts, DELAY)
 
 
 async def test_without_lookahead_the_input_order_holds(sites: Sites) -> None:
