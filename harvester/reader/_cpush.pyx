@@ -228,10 +228,10 @@ cdef void _on_start(
             and nb_namespaces == 0
             and (prefix is NULL or uri is not NULL)  # (else the builder names it "p:name")
             and self._ncaps < _MAX_CAPS
-            and self._open_fast(ctxt, localname, prefix, uri, nb_attributes, attributes)
+            and _open_fast(self, ctxt, localname, prefix, uri, nb_attributes, attributes)
         ):
             return
-        self._materialize(ctxt)
+        _materialize(self, ctxt)
     self._build_start(ctx, localname, prefix, uri, nb_namespaces, namespaces, nb_attributes,
                 nb_defaulted, attributes)
     node = ctxt.node
@@ -248,7 +248,7 @@ cdef void _on_characters(void* ctx, const tree.const_xmlChar* ch, int n) noexcep
     if self._in_value and self._text_len + n > _MAX_TEXT:
         # A huge value: the builder's, whose limit on a text node (10 MB, "huge text
         # node") ends the document where it would have.
-        self._materialize(ctxt)
+        _materialize(self, ctxt)
     elif self._in_value:
         if self._keep(ch, n) < 0:
             LIB.stop(ctxt)
@@ -271,7 +271,7 @@ cdef void _on_characters(void* ctx, const tree.const_xmlChar* ch, int n) noexcep
         ):
             # Blanks before </url>: with the children built, areBlanks drops them.
             return
-        self._materialize(ctxt)  # (inside an image or a link: see the comment above)
+        _materialize(self, ctxt)  # (inside an image or a link: see the comment above)
     self._build_characters(ctx, ch, n)
 
 
@@ -280,7 +280,7 @@ cdef void _on_reference(void* ctx, const tree.const_xmlChar* name) noexcept:
     cdef xmlparser.xmlParserCtxt* ctxt = <xmlparser.xmlParserCtxt*>ctx
     cdef UrlsetPush self = <UrlsetPush>ctxt._private
     if self._fast is not NULL:
-        self._materialize(ctxt)
+        _materialize(self, ctxt)
     self._build_reference(ctx, name)
 
 
@@ -299,7 +299,7 @@ cdef void _on_end(
     cdef tree.xmlNode* root
     cdef tree.xmlNode* first
     cdef bint fast
-    if self._fast is not NULL and self._close_fast(ctxt):
+    if self._fast is not NULL and _close_fast(self, ctxt):
         return
     node = ctxt.node  # the element closing (the builder pops it)
     fast = node is not NULL and node is self._fast
@@ -455,161 +455,6 @@ cdef class UrlsetPush:
             code = _classify_name(NULL, localname)
         return code
 
-    cdef bint _open_fast(
-        self,
-        xmlparser.xmlParserCtxt* ctxt,
-        const tree.const_xmlChar* localname,
-        const tree.const_xmlChar* prefix,
-        const tree.const_xmlChar* uri,
-        int nb_attributes,
-        const tree.const_xmlChar** attributes,
-    ) noexcept:
-        """An element opens in the fast <url>, no value or link open: kept in the next
-        ``_Cap`` (True), or False when it is none the fast path reads there."""
-        cdef int code, field
-        cdef _Cap* cap
-        if self._image >= 0:  # a child of the image open
-            if ctxt.node is not &self._shadow_image or nb_attributes:
-                return False
-            field = self._image_field(localname, uri)
-            if field < 0:
-                return False
-            self._open_cap(ctxt, _IMAGE_FIELD, localname, prefix, uri).field = field
-            self._in_value = True
-            return True
-        if ctxt.node is not self._fast:
-            return False
-        code = self._value_code(localname, uri)
-        if LOC <= code <= PRIORITY or code == IMAGE:
-            if nb_attributes:
-                return False
-            self._open_cap(ctxt, code, localname, prefix, uri)
-            if code == IMAGE:
-                self._image = self._ncaps - 1
-                self._shadow_image.children = NULL
-                self._shadow_image.last = NULL
-                ctxt.node = &self._shadow_image
-            else:
-                self._in_value = True
-            return True
-        if code == XLINK and self._keep_attributes(nb_attributes, attributes):
-            cap = self._open_cap(ctxt, code, localname, prefix, uri)
-            cap.attr_first = self._nattrs - nb_attributes
-            cap.attr_count = nb_attributes
-            self._in_link = True
-            return True
-        return False
-
-    cdef _Cap* _open_cap(
-        self,
-        xmlparser.xmlParserCtxt* ctxt,
-        int code,
-        const tree.const_xmlChar* localname,
-        const tree.const_xmlChar* prefix,
-        const tree.const_xmlChar* uri,
-    ) noexcept:
-        """The next ``_Cap`` for an element of the fast <url>, not built; the parser's
-        current node is a stand-in (``_shadow``, with no children) until it closes."""
-        cdef _Cap* cap = &self._caps[self._ncaps]
-        self._ncaps += 1
-        cap.code = code
-        cap.parent = self._image
-        cap.field = -1
-        cap.closed = False
-        cap.localname = localname
-        cap.prefix = prefix
-        cap.uri = uri
-        cap.start = self._text_len
-        cap.length = -1
-        cap.attr_first = 0
-        cap.attr_count = 0
-        self._shadow.children = NULL
-        self._shadow.last = NULL
-        ctxt.node = &self._shadow
-        return cap
-
-    cdef bint _close_fast(self, xmlparser.xmlParserCtxt* ctxt) noexcept:
-        """An end tag in the fast <url>: a value, link or image closes (True), or the
-        <url> itself (False)."""
-        cdef _Cap* cap
-        if self._in_value or self._in_link:
-            cap = &self._caps[self._ncaps - 1]
-            cap.closed = True
-            self._in_value = self._in_link = False
-            if cap.parent >= 0:
-                # The image has a child now, as areBlanks would find it in the tree.
-                self._shadow_image.children = &self._shadow_child
-                self._shadow_image.last = &self._shadow_child
-                ctxt.node = &self._shadow_image
-            else:
-                ctxt.node = self._fast
-            return True
-        if self._image >= 0:
-            self._caps[self._image].closed = True
-            self._image = -1
-            ctxt.node = self._fast
-            return True
-        return False
-
-    cdef int _image_field(
-        self, const tree.const_xmlChar* localname, const tree.const_xmlChar* uri
-    ) noexcept:
-        """Index of an image child in ``Image``'s fields (``_cwalk._image_field``), -1
-        when it is none of them (or in another namespace)."""
-        if uri is NULL:
-            return -1
-        if uri is not self._image_uri:
-            if strcmp(<const char*>uri, NS_IMAGE) != 0:
-                return -1
-            self._image_uri = uri
-        if strcmp(<const char*>localname, b"loc") == 0:
-            return 0
-        if strcmp(<const char*>localname, b"caption") == 0:
-            return 1
-        if strcmp(<const char*>localname, b"title") == 0:
-            return 2
-        if strcmp(<const char*>localname, b"geo_location") == 0:
-            return 3
-        if strcmp(<const char*>localname, b"license") == 0:
-            return 4
-        return -1
-
-    cdef bint _keep_attributes(
-        self, int n, const tree.const_xmlChar** attributes
-    ) noexcept:
-        """Keep the ``n`` attributes of a link (SAX2's five pointers each): their values
-        as the tree builder would make them, the parser's "&#38;" decoded. False (nothing
-        kept) for a prefixed one, a '&' in any other form, or past the bounds."""
-        cdef int i, first = self._nattrs
-        cdef Py_ssize_t k, length, start
-        cdef const tree.const_xmlChar* value
-        cdef _Attr* attr
-        if first + n > _MAX_ATTRS:
-            return False
-        for i in range(n):
-            if attributes[5 * i + 1] is not NULL or attributes[5 * i + 2] is not NULL:
-                return False
-        start = self._text_len
-        for i in range(n):
-            value = attributes[5 * i + 3]
-            length = attributes[5 * i + 4] - value
-            if self._text_len + length + 1 > _MAX_TEXT or self._keep(value, <int>length) < 0:
-                self._text_len = start
-                return False
-            attr = &self._attrs[first + i]
-            attr.localname = attributes[5 * i]
-            attr.start = self._text_len - length
-            attr.length = _decode_amp(self._text + attr.start, length)
-            if attr.length < 0:
-                self._text_len = start
-                return False
-            self._text_len = attr.start + attr.length
-            if self._keep(<const tree.const_xmlChar*>b'"', 1) < 0:  # not NUL: see _replay
-                self._text_len = start
-                return False
-        self._nattrs = first + n
-        return True
-
     cdef void _maybe_fast(
         self,
         xmlparser.xmlParserCtxt* ctxt,
@@ -661,69 +506,6 @@ cdef class UrlsetPush:
         memcpy(self._text + self._text_len, ch, n)
         self._text_len = need
         return 0
-
-    cdef void _materialize(self, xmlparser.xmlParserCtxt* ctxt) noexcept:
-        """Give the tree builder the children of the fast <url> read so far, as the parser
-        gave them (start, text or attributes, end; what is open left open), and read the
-        rest of this <url> from the tree."""
-        cdef tree.xmlNode* url = self._fast
-        cdef int i, image = -1, n = self._ncaps
-        cdef _Cap* cap
-        self._fast = NULL
-        self._in_value = self._in_link = False
-        self._image = -1
-        ctxt.node = url
-        for i in range(n):
-            cap = &self._caps[i]
-            if image >= 0 and cap.parent != image:
-                self._end_image(ctxt, image)
-                image = -1
-            self._replay(ctxt, cap)
-            if cap.code == IMAGE:
-                image = i
-        if image >= 0 and self._caps[image].closed:
-            self._end_image(ctxt, image)
-
-    cdef void _end_image(self, xmlparser.xmlParserCtxt* ctxt, int image) noexcept:
-        cdef _Cap* cap = &self._caps[image]
-        self._end(<void*>ctxt, cap.localname, cap.prefix, cap.uri)
-
-    cdef void _replay(self, xmlparser.xmlParserCtxt* ctxt, _Cap* cap) noexcept:
-        """One kept element to the tree builder: its start, with its attributes (a link)
-        or text (a value), and its end if it was seen (not an image's: ``_materialize``)."""
-        cdef tree.xmlNode* parent = ctxt.node
-        cdef tree.xmlNode* node
-        cdef const tree.const_xmlChar* attributes[5 * _MAX_ATTRS]
-        cdef const tree.const_xmlChar* value
-        cdef _Attr* attr
-        cdef int i
-        for i in range(cap.attr_count):
-            # Unprefixed; the value followed by a byte that is not NUL, which tells the
-            # builder it is the text itself, already decoded (SAX2.c, xmlSAX2AttributeNs).
-            attr = &self._attrs[cap.attr_first + i]
-            value = <const tree.const_xmlChar*>(self._text + attr.start)
-            attributes[5 * i] = attr.localname
-            attributes[5 * i + 1] = NULL
-            attributes[5 * i + 2] = NULL
-            attributes[5 * i + 3] = value
-            attributes[5 * i + 4] = value + attr.length
-        # No prefix and namespace to the builder: what it would do with them looks up the
-        # parser's bindings now, and the element that made this call may have declared
-        # new ones. The binding in scope at the value is its parent's, from the tree.
-        self._build_start(
-            <void*>ctxt, cap.localname, NULL, NULL, 0, NULL, cap.attr_count, 0, attributes
-        )
-        node = ctxt.node
-        if node is parent:
-            return  # the builder made nothing (out of memory: it stopped the parser)
-        if cap.uri is not NULL and node is not NULL:
-            node.ns = LIB.search_ns(ctxt.myDoc, parent, cap.prefix)
-        if cap.length >= 0:
-            self._build_characters(
-                <void*>ctxt, <const tree.const_xmlChar*>(self._text + cap.start), <int>cap.length
-            )
-        if cap.closed and cap.code != IMAGE:
-            self._end(<void*>ctxt, cap.localname, cap.prefix, cap.uri)
 
     cdef object _result(self, int status, bint end):
         """After a parse call: raise the Python exception raised in it, or return the
@@ -804,6 +586,232 @@ cdef class UrlsetPush:
         """How many nodes the root element holds now: what is read is freed, so at most
         the ``<url>`` still open (the tests check it)."""
         return _held(self._ctxt)
+
+
+cdef bint _open_fast(
+    UrlsetPush self,
+    xmlparser.xmlParserCtxt* ctxt,
+    const tree.const_xmlChar* localname,
+    const tree.const_xmlChar* prefix,
+    const tree.const_xmlChar* uri,
+    int nb_attributes,
+    const tree.const_xmlChar** attributes,
+) noexcept:
+    """An element opens in the fast <url>, no value or link open: kept in the next
+    ``_Cap`` (True), or False when it is none the fast path reads there."""
+    cdef int code, field
+    cdef _Cap* cap
+    if self._image >= 0:  # a child of the image open
+        if ctxt.node is not &self._shadow_image or nb_attributes:
+            return False
+        field = _image_field(self, localname, uri)
+        if field < 0:
+            return False
+        _open_cap(self, ctxt, _IMAGE_FIELD, localname, prefix, uri).field = field
+        self._in_value = True
+        return True
+    if ctxt.node is not self._fast:
+        return False
+    code = self._value_code(localname, uri)
+    if LOC <= code <= PRIORITY or code == IMAGE:
+        if nb_attributes:
+            return False
+        _open_cap(self, ctxt, code, localname, prefix, uri)
+        if code == IMAGE:
+            self._image = self._ncaps - 1
+            self._shadow_image.children = NULL
+            self._shadow_image.last = NULL
+            ctxt.node = &self._shadow_image
+        else:
+            self._in_value = True
+        return True
+    if code == XLINK and _keep_attributes(self, nb_attributes, attributes):
+        cap = _open_cap(self, ctxt, code, localname, prefix, uri)
+        cap.attr_first = self._nattrs - nb_attributes
+        cap.attr_count = nb_attributes
+        self._in_link = True
+        return True
+    return False
+
+
+cdef _Cap* _open_cap(
+    UrlsetPush self,
+    xmlparser.xmlParserCtxt* ctxt,
+    int code,
+    const tree.const_xmlChar* localname,
+    const tree.const_xmlChar* prefix,
+    const tree.const_xmlChar* uri,
+) noexcept:
+    """The next ``_Cap`` for an element of the fast <url>, not built; the parser's
+    current node is a stand-in (``_shadow``, with no children) until it closes."""
+    cdef _Cap* cap = &self._caps[self._ncaps]
+    self._ncaps += 1
+    cap.code = code
+    cap.parent = self._image
+    cap.field = -1
+    cap.closed = False
+    cap.localname = localname
+    cap.prefix = prefix
+    cap.uri = uri
+    cap.start = self._text_len
+    cap.length = -1
+    cap.attr_first = 0
+    cap.attr_count = 0
+    self._shadow.children = NULL
+    self._shadow.last = NULL
+    ctxt.node = &self._shadow
+    return cap
+
+
+cdef bint _close_fast(UrlsetPush self, xmlparser.xmlParserCtxt* ctxt) noexcept:
+    """An end tag in the fast <url>: a value, link or image closes (True), or the
+    <url> itself (False)."""
+    cdef _Cap* cap
+    if self._in_value or self._in_link:
+        cap = &self._caps[self._ncaps - 1]
+        cap.closed = True
+        self._in_value = self._in_link = False
+        if cap.parent >= 0:
+            # The image has a child now, as areBlanks would find it in the tree.
+            self._shadow_image.children = &self._shadow_child
+            self._shadow_image.last = &self._shadow_child
+            ctxt.node = &self._shadow_image
+        else:
+            ctxt.node = self._fast
+        return True
+    if self._image >= 0:
+        self._caps[self._image].closed = True
+        self._image = -1
+        ctxt.node = self._fast
+        return True
+    return False
+
+
+cdef int _image_field(
+    UrlsetPush self, const tree.const_xmlChar* localname, const tree.const_xmlChar* uri
+) noexcept:
+    """Index of an image child in ``Image``'s fields (``_cwalk._image_field``), -1
+    when it is none of them (or in another namespace)."""
+    if uri is NULL:
+        return -1
+    if uri is not self._image_uri:
+        if strcmp(<const char*>uri, NS_IMAGE) != 0:
+            return -1
+        self._image_uri = uri
+    if strcmp(<const char*>localname, b"loc") == 0:
+        return 0
+    if strcmp(<const char*>localname, b"caption") == 0:
+        return 1
+    if strcmp(<const char*>localname, b"title") == 0:
+        return 2
+    if strcmp(<const char*>localname, b"geo_location") == 0:
+        return 3
+    if strcmp(<const char*>localname, b"license") == 0:
+        return 4
+    return -1
+
+
+cdef bint _keep_attributes(
+    UrlsetPush self, int n, const tree.const_xmlChar** attributes
+) noexcept:
+    """Keep the ``n`` attributes of a link (SAX2's five pointers each): their values
+    as the tree builder would make them, the parser's "&#38;" decoded. False (nothing
+    kept) for a prefixed one, a '&' in any other form, or past the bounds."""
+    cdef int i, first = self._nattrs
+    cdef Py_ssize_t k, length, start
+    cdef const tree.const_xmlChar* value
+    cdef _Attr* attr
+    if first + n > _MAX_ATTRS:
+        return False
+    for i in range(n):
+        if attributes[5 * i + 1] is not NULL or attributes[5 * i + 2] is not NULL:
+            return False
+    start = self._text_len
+    for i in range(n):
+        value = attributes[5 * i + 3]
+        length = attributes[5 * i + 4] - value
+        if self._text_len + length + 1 > _MAX_TEXT or self._keep(value, <int>length) < 0:
+            self._text_len = start
+            return False
+        attr = &self._attrs[first + i]
+        attr.localname = attributes[5 * i]
+        attr.start = self._text_len - length
+        attr.length = _decode_amp(self._text + attr.start, length)
+        if attr.length < 0:
+            self._text_len = start
+            return False
+        self._text_len = attr.start + attr.length
+        if self._keep(<const tree.const_xmlChar*>b'"', 1) < 0:  # not NUL: see _replay
+            self._text_len = start
+            return False
+    self._nattrs = first + n
+    return True
+
+
+cdef void _materialize(UrlsetPush self, xmlparser.xmlParserCtxt* ctxt) noexcept:
+    """Give the tree builder the children of the fast <url> read so far, as the parser
+    gave them (start, text or attributes, end; what is open left open), and read the
+    rest of this <url> from the tree."""
+    cdef tree.xmlNode* url = self._fast
+    cdef int i, image = -1, n = self._ncaps
+    cdef _Cap* cap
+    self._fast = NULL
+    self._in_value = self._in_link = False
+    self._image = -1
+    ctxt.node = url
+    for i in range(n):
+        cap = &self._caps[i]
+        if image >= 0 and cap.parent != image:
+            _end_image(self, ctxt, image)
+            image = -1
+        _replay(self, ctxt, cap)
+        if cap.code == IMAGE:
+            image = i
+    if image >= 0 and self._caps[image].closed:
+        _end_image(self, ctxt, image)
+
+
+cdef void _end_image(UrlsetPush self, xmlparser.xmlParserCtxt* ctxt, int image) noexcept:
+    cdef _Cap* cap = &self._caps[image]
+    self._end(<void*>ctxt, cap.localname, cap.prefix, cap.uri)
+
+
+cdef void _replay(UrlsetPush self, xmlparser.xmlParserCtxt* ctxt, _Cap* cap) noexcept:
+    """One kept element to the tree builder: its start, with its attributes (a link)
+    or text (a value), and its end if it was seen (not an image's: ``_materialize``)."""
+    cdef tree.xmlNode* parent = ctxt.node
+    cdef tree.xmlNode* node
+    cdef const tree.const_xmlChar* attributes[5 * _MAX_ATTRS]
+    cdef const tree.const_xmlChar* value
+    cdef _Attr* attr
+    cdef int i
+    for i in range(cap.attr_count):
+        # Unprefixed; the value followed by a byte that is not NUL, which tells the
+        # builder it is the text itself, already decoded (SAX2.c, xmlSAX2AttributeNs).
+        attr = &self._attrs[cap.attr_first + i]
+        value = <const tree.const_xmlChar*>(self._text + attr.start)
+        attributes[5 * i] = attr.localname
+        attributes[5 * i + 1] = NULL
+        attributes[5 * i + 2] = NULL
+        attributes[5 * i + 3] = value
+        attributes[5 * i + 4] = value + attr.length
+    # No prefix and namespace to the builder: what it would do with them looks up the
+    # parser's bindings now, and the element that made this call may have declared
+    # new ones. The binding in scope at the value is its parent's, from the tree.
+    self._build_start(
+        <void*>ctxt, cap.localname, NULL, NULL, 0, NULL, cap.attr_count, 0, attributes
+    )
+    node = ctxt.node
+    if node is parent:
+        return  # the builder made nothing (out of memory: it stopped the parser)
+    if cap.uri is not NULL and node is not NULL:
+        node.ns = LIB.search_ns(ctxt.myDoc, parent, cap.prefix)
+    if cap.length >= 0:
+        self._build_characters(
+            <void*>ctxt, <const tree.const_xmlChar*>(self._text + cap.start), <int>cap.length
+        )
+    if cap.closed and cap.code != IMAGE:
+        self._end(<void*>ctxt, cap.localname, cap.prefix, cap.uri)
 
 
 cdef object _fast_entry(
