@@ -79,12 +79,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--timeout", type=float, default=1800.0)
     ap.add_argument("--harvester", help="the command to run instead of this checkout's harvester")
+    ap.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help="the corpora's port (one not in use)"
+    )
     args = ap.parse_args(argv)
     compile_bytecode()
     corpora = {}
     for profile in PROFILES:
-        out = default_out_dir(profile, args.hosts, 1, DEFAULT_PORT)
-        truth = generate(profile, out, hosts=args.hosts, port=DEFAULT_PORT)
+        out = default_out_dir(profile, args.hosts, 1, args.port)
+        truth = generate(profile, out, hosts=args.hosts, port=args.port)
         corpora[profile] = (out, truth.total_urls)
     results: dict[str, list[dict[str, Any]]] = {p: [] for p in PROFILES}
     with tempfile.TemporaryDirectory(prefix="bench-mix-") as tmp:

@@ -48,13 +48,13 @@ def profiled(stats_path: str, args: list[str]) -> int:
         profiler.dump_stats(stats_path)
 
 
-def reader_only(hosts: int, repeat: int) -> None:
+def reader_only(hosts: int, repeat: int, port: int = DEFAULT_PORT) -> None:
     """Print the reading stage's CPU µs per entry on both corpora."""
     print("| corpus | entries | XML MB | reader CPU µs/entry |")
     print("|---|---:|---:|---:|")
     for profile in ("many", "mixed"):
-        corpus = default_out_dir(profile, hosts, 1, DEFAULT_PORT)
-        generate(profile, corpus, hosts=hosts, port=DEFAULT_PORT)
+        corpus = default_out_dir(profile, hosts, 1, port)
+        generate(profile, corpus, hosts=hosts, port=port)
         files = sorted(p for p in corpus.rglob("*") if p.name.endswith((".xml", ".xml.gz")))
         best = float("inf")
         counted: list[tuple[int, int]] = []
@@ -78,12 +78,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--top", type=int, default=35)
     ap.add_argument("--reader", action="store_true", help="the reading stage alone, both corpora")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--port", type=int, default=DEFAULT_PORT, help="the corpus's port")
     args = ap.parse_args(argv)
     if args.reader:
-        reader_only(args.hosts, args.repeat)
+        reader_only(args.hosts, args.repeat, args.port)
         return 0
-    corpus = default_out_dir(args.profile, args.hosts, 1, DEFAULT_PORT)
-    total = generate(args.profile, corpus, hosts=args.hosts, port=DEFAULT_PORT).total_urls
+    corpus = default_out_dir(args.profile, args.hosts, 1, args.port)
+    total = generate(args.profile, corpus, hosts=args.hosts, port=args.port).total_urls
     with tempfile.TemporaryDirectory(prefix="profile-mix-") as tmp:
         work = Path(tmp)
         cfg = write_config(work / "harvester.toml", concurrency=0, rate=0, hosts_in_flight=0)

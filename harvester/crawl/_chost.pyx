@@ -66,7 +66,8 @@ from harvester.crawl.urlloop import authority
 from harvester.state.chunks import NO_LASTMOD
 from harvester.models import UrlEntry
 from harvester.urls.normalize import Rules
-from harvester.urls.records import add_extensions, encode_record, lastmod_iso, record
+from harvester.dates import format_utc_seconds
+from harvester.urls.records import encode_record, iso_text, lastmod_iso, record
 
 from harvester._cdates cimport _epoch_us
 from harvester.urls._cdedupe cimport FpTable, _fingerprint
@@ -80,7 +81,8 @@ cdef object _UTC = UTC
 cdef object _URL_ENTRY = UrlEntry
 cdef object _ISO = lastmod_iso
 cdef object _RECORD = record
-cdef object _EXTENSIONS = add_extensions
+cdef object _ISO_TEXT = iso_text  # a video's dates, as records writes them
+cdef object _FORMAT_UTC = format_utc_seconds  # a news item's date, likewise
 cdef object _AUTHORITY = authority  # (the rare URL: not compact ASCII, not http(s))
 # The Python loop's constants (urlloop.py), as C values.
 cdef Py_ssize_t AUDIT_ALL = _AUDIT_ALL  # every URL sampled up to here, then 1 in 8
@@ -292,6 +294,8 @@ cdef inline int _json_value(bytearray out, object value) except -1:
     when ``_plain``); a TypeError (a lone surrogate) reaches the caller."""
     cdef Py_ssize_t n
     cdef char* p
+    if value is None:
+        return _raw(out, b"null", 4)
     if type(value) is str:
         n = _plain(<str>value)
         if n >= 0:
@@ -311,9 +315,10 @@ cdef bytes _extensions_json(tuple entry):
     and so on, in that order, with the leading comma; None when a value needs
     ``encode_record``'s json fallback (the caller then encodes the record dict).
 
-    Images and alternates, the usual extensions (shop and multilingual sitemaps), are
-    written here field by field; videos and news (rare) as ``records._extensions``
-    builds them (``records.add_extensions``), through orjson.
+    Every field is written here, from the entry's own values, in the order
+    ``records.add_extensions`` puts it in the record (no dict, namedtuple or dataclass
+    copy per entry); only a video's dates (``records.iso_text``) and a news item's
+    (``format_utc_seconds``) go through Python.
     """
     cdef bytearray out = bytearray()
     cdef Py_ssize_t k
@@ -346,18 +351,102 @@ cdef bytes _extensions_json(tuple entry):
                 _json_value(out, (<tuple>pair)[1])
                 _raw(out, b"}", 1)
             _raw(out, b"]", 1)
-        if videos or news is not None:
-            rare = {}
-            _EXTENSIONS(rare, _UrlEntry_without_common(entry))
-            out += b"," + _dumps(rare)[1:-1]
+        if videos:
+            _raw(out, b',"videos":[', 11)
+            for i, video in enumerate(<tuple>videos):
+                if i:
+                    _raw(out, b",", 1)
+                _video_json(out, video)
+            _raw(out, b"]", 1)
+        if news is not None:
+            _raw(out, b',"news":', 8)
+            _news_json(out, news)
     except TypeError:  # orjson: a lone surrogate; encode_record's json fallback decides
         return None
     return bytes(out)
 
 
-cdef object _UrlEntry_without_common(tuple entry):
-    """``entry`` with its images and alternates emptied (written above already)."""
-    return entry._replace(images=(), alternates=())
+# A Video's fields in its order (records._video's keys), as JSON keys; the two dates
+# and the tags are told apart by index.
+cdef tuple _VIDEO_FIELDS = (
+    "thumbnail_loc", "title", "description", "content_loc", "player_loc", "duration",
+    "publication_date", "expiration_date", "family_friendly", "live", "tags",
+)
+cdef tuple _VIDEO_KEYS = tuple(f'"{name}":'.encode() for name in _VIDEO_FIELDS)
+
+
+cdef int _key(bytearray out, bint first, bytes key) except -1:
+    """Append ``key`` (``"name":``), after a comma unless it is the object's first."""
+    if not first:
+        _raw(out, b",", 1)
+    _raw(out, PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key))
+    return 0
+
+
+cdef int _json_array(bytearray out, tuple values) except -1:
+    """Append a tuple of values as the JSON array orjson writes for its list."""
+    cdef Py_ssize_t i
+    _raw(out, b"[", 1)
+    for i in range(len(values)):
+        if i:
+            _raw(out, b",", 1)
+        _json_value(out, values[i])
+    _raw(out, b"]", 1)
+    return 0
+
+
+cdef int _video_json(bytearray out, object video) except -1:
+    """Append the JSON object ``records._video`` makes of a ``Video``: its fields that
+    are not None or empty, in order; the dates as ``records.iso_text`` writes them (one
+    that is not a date left out), the tags as a list."""
+    cdef Py_ssize_t k
+    cdef bint first = True
+    _raw(out, b"{", 1)
+    for k in range(11):
+        value = getattr(video, <str>_VIDEO_FIELDS[k])
+        if value is None or value == ():
+            continue
+        if k == 6 or k == 7:
+            value = _ISO_TEXT(value)
+            if value is None:
+                continue
+        _key(out, first, <bytes>_VIDEO_KEYS[k])
+        first = False
+        if k == 10:
+            _json_array(out, tuple(value))
+        else:
+            _json_value(out, value)
+    _raw(out, b"}", 1)
+    return 0
+
+
+cdef int _news_json(bytearray out, object news) except -1:
+    """Append the JSON object ``records._news`` makes of a ``News``: name, language,
+    publication_date (``format_utc_seconds``, or null) and title always; keywords,
+    genres, stock_tickers and access when given."""
+    _raw(out, b'{"name":', 8)
+    _json_value(out, news.name)
+    _raw(out, b',"language":', 12)
+    _json_value(out, news.language)
+    _raw(out, b',"publication_date":', 20)
+    when = news.publication_date
+    _json_value(out, _FORMAT_UTC(when) if when is not None else None)
+    _raw(out, b',"title":', 9)
+    _json_value(out, news.title)
+    if news.keywords:
+        _raw(out, b',"keywords":', 12)
+        _json_array(out, tuple(news.keywords))
+    if news.genres:
+        _raw(out, b',"genres":', 10)
+        _json_value(out, news.genres)
+    if news.stock_tickers:
+        _raw(out, b',"stock_tickers":', 17)
+        _json_array(out, tuple(news.stock_tickers))
+    if news.access:
+        _raw(out, b',"access":', 10)
+        _json_value(out, news.access)
+    _raw(out, b"}", 1)
+    return 0
 
 
 cdef int _append_labelled(bytearray buf, bytes line, bytes label) except -1:

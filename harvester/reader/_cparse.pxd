@@ -29,6 +29,6 @@ cdef object _url_entry(
     tree.xmlNode* c_url, object el, EntryContext ctx, list out, Count* count
 )
 cdef object _values_entry(
-    object raw_loc, object lastmod, object changefreq, object priority,
-    EntryContext ctx, list out, Count* count,
+    object raw_loc, object lastmod, object changefreq, object priority, object images,
+    object alternates, EntryContext ctx, list out, Count* count,
 )

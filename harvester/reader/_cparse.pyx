@@ -329,17 +329,19 @@ cdef object _entry_or_values(
 
 
 cdef object _values_entry(
-    object raw_loc, object lastmod, object changefreq, object priority,
-    EntryContext ctx, list out, Count* count,
+    object raw_loc, object lastmod, object changefreq, object priority, object images,
+    object alternates, EntryContext ctx, list out, Count* count,
 ):
     """``_url_entry`` for the raw values of a ``<url>`` read without its nodes (``_cpush``'s
-    fast path: the core values of ``_url_values``, no extensions in it): the entry
+    fast path: the values of ``_url_values`` but videos and news, not in it): the entry
     appended and None, or ``_url_values``' tuple of them for the Python path, the count
     flushed first as there. (The tuple is made only then: one less object per URL.)"""
-    if _entry_of(raw_loc, lastmod, changefreq, priority, None, None, None, None, ctx, out, count):
+    if _entry_of(
+        raw_loc, lastmod, changefreq, priority, images, alternates, None, None, ctx, out, count
+    ):
         return None
     _flush_count(ctx, count)
-    return (raw_loc, lastmod, changefreq, priority, None, None, None, None)
+    return (raw_loc, lastmod, changefreq, priority, images, alternates, None, None)
 
 
 cdef object _entry_from_values(tuple values, EntryContext ctx, list out, Count* count):

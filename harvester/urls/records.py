@@ -33,7 +33,14 @@ if TYPE_CHECKING:
 
     from harvester.models import Entry, Image, News, Video
 
-__all__ = ["add_extensions", "encode_record", "encode_records", "lastmod_iso", "record"]
+__all__ = [
+    "add_extensions",
+    "encode_record",
+    "encode_records",
+    "iso_text",
+    "lastmod_iso",
+    "record",
+]
 
 _OPTIONS = orjson.OPT_APPEND_NEWLINE
 
@@ -158,7 +165,7 @@ def _video(video: Video) -> dict[str, Any]:
     # (as a field the sitemap did not give).
     for key in ("publication_date", "expiration_date"):
         if key in out:
-            when = _iso_text(out[key])
+            when = iso_text(out[key])
             if when is None:
                 del out[key]
             else:
@@ -166,7 +173,7 @@ def _video(video: Video) -> dict[str, Any]:
     return out
 
 
-def _iso_text(raw: str) -> str | None:
+def iso_text(raw: str) -> str | None:
     """A date as published (W3C Datetime, or a lenient form) as ``format_utc_seconds``;
     None if it is not a date."""
     when = parse_lastmod(raw)[0]

@@ -77,6 +77,23 @@ EXTRA = [
         "<video:tag>a</video:tag><video:tag> b </video:tag><video:live>no</video:live>"
         "</video:video></url></urlset>"
     ).encode(),
+    # images and alternates as shops publish them, read by _cpush's fast path since issue 52.
+    (
+        f'<?xml version="1.0" encoding="UTF-8"?>\n<urlset {NS} '
+        'xmlns:image="http://www.google.com/schemas/sitemap-image/1.1" '
+        'xmlns:xhtml="http://www.w3.org/1999/xhtml">\n'
+        "  <url>\n    <loc>https://e.com/p/1</loc>\n    <lastmod>2024-05-01T10:00:00+00:00"
+        "</lastmod>\n    <image:image>\n      <image:loc>https://e.com/i/1.jpg</image:loc>\n"
+        "      <image:title><![CDATA[Shirt & tie]]></image:title>\n      <image:caption>"
+        "A &amp; B</image:caption>\n      <image:geo_location>X</image:geo_location>\n"
+        "      <image:license>https://e.com/l</image:license>\n    </image:image>\n"
+        "    <image:image>\n      <image:loc>https://e.com/i/2.jpg?w=1&amp;h=2</image:loc>\n"
+        "    </image:image>\n"
+        '    <xhtml:link rel="alternate" hreflang="de" href="https://e.com/de/p/1?a=1&amp;b=2"/>\n'
+        '    <xhtml:link rel="alternate" hreflang="x-default" href="https://e.com/p/1" />\n'
+        "  </url>\n  <url>\n    <loc>https://e.com/p/2</loc>\n    <image:image>"
+        "<image:loc>https://e.com/i/3.jpg</image:loc></image:image>\n  </url>\n</urlset>\n"
+    ).encode(),
     b'<urlset xmlns="http://www}sitemaps.org/schemas/sitemap/0.9"><url><loc>https://e.com/a'
     b"</loc></url><url><loc>https://e.com/b</loc><lastmod>2024</lastmod></url></urlset>",
     b'<?xml version="1.0" encoding="UTF-8"?><urlset><url><loc>https://e.com/caf\xe9</loc>'

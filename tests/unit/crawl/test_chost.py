@@ -77,21 +77,18 @@ def entries(draw: st.DrawFn) -> list[Any]:
             images = tuple(draw(st.lists(image_of(), max_size=3)))
             alternates = tuple(draw(st.lists(st.tuples(TEXT, TEXT), max_size=3)))
             if draw(st.integers(0, 3)) == 0:
-                videos = (
-                    Video(
-                        thumbnail_loc=draw(TEXT),
-                        title=draw(st.sampled_from([None, "v", "ü"])),
-                        publication_date=draw(st.sampled_from([None, "2024-05-01", "bad"])),
-                        tags=tuple(draw(st.lists(TEXT, max_size=2))),
-                    ),
-                )
+                videos = tuple(draw(st.lists(video_of(), min_size=1, max_size=2)))
             if draw(st.integers(0, 3)) == 0:
                 news = News(
-                    name=draw(TEXT),
-                    language="en",
+                    name=draw(st.one_of(st.none(), TEXT)),
+                    language=draw(st.sampled_from([None, "en", ""])),
                     publication_date=draw(st.sampled_from([None, T0])),
-                    title=draw(TEXT),
+                    publication_date_raw=draw(st.sampled_from([None, "x"])),
+                    title=draw(st.one_of(st.none(), TEXT)),
                     keywords=tuple(draw(st.lists(TEXT, max_size=2))),
+                    genres=draw(st.one_of(st.none(), st.just(""), TEXT)),
+                    stock_tickers=tuple(draw(st.lists(TEXT, max_size=2))),
+                    access=draw(st.sampled_from([None, "", "Subscription"])),
                 )
         out.append(
             UrlEntry(
@@ -112,6 +109,26 @@ def entries(draw: st.DrawFn) -> list[Any]:
 # Extension values: plain ASCII (written by the compiled loop itself), escapes,
 # non-ASCII and a lone surrogate (orjson refuses it: encode_record's json fallback).
 TEXT = st.sampled_from(["https://e.com/i.jpg", "de", 'say "x"', "a\\b", "ü", "x\ny", "\ud800"])
+
+
+@st.composite
+def video_of(draw: st.DrawFn) -> Video:
+    # Every field: absent, empty (kept, as records._video keeps it) or a value; the dates
+    # valid, lenient or not dates at all (left out).
+    date = st.sampled_from([None, "", "2024-05-01", "2024-05-01T10:00:00.5+02:00", "bad"])
+    return Video(
+        thumbnail_loc=draw(st.one_of(st.none(), TEXT)),
+        title=draw(st.sampled_from([None, "v", "ü", ""])),
+        description=draw(st.one_of(st.none(), TEXT)),
+        content_loc=draw(st.one_of(st.none(), TEXT)),
+        player_loc=draw(st.sampled_from([None, "https://e.com/p"])),
+        duration=draw(st.sampled_from([None, "600"])),
+        publication_date=draw(date),
+        expiration_date=draw(date),
+        family_friendly=draw(st.sampled_from([None, "yes"])),
+        live=draw(st.sampled_from([None, "no"])),
+        tags=tuple(draw(st.lists(TEXT, max_size=2))),
+    )
 
 
 @st.composite

@@ -268,9 +268,79 @@ CORNERS = {
         '<loc>https://e.com/b</loc><x xmlns=""/><priority>0.5</priority>',
     ),
     "more values than the fast path holds": urlset(
-        "<loc/>" * 10 + "<lastmod>2020-01-01</lastmod>" * 6 + "<loc>https://e.com/a</loc>"
+        "<loc/>" * 40 + "<lastmod>2020-01-01</lastmod>" * 20 + "<loc>https://e.com/a</loc>"
         "<lastmod>2021-01-01</lastmod><priority>0.1</priority>" * 3,
         "<loc/>" * 15 + "<loc>https://e.com/b</loc>",
+        "<loc>https://e.com/c</loc>"
+        + "<image:image><image:loc>https://i.e.com/1</image:loc></image:image>" * 40,
+        "<loc>https://e.com/d</loc>"
+        + '<xhtml:link rel="alternate" hreflang="de" href="https://e.com/de"/>' * 33,
+    ),
+    # Images and alternates as WordPress, Shopify and shop plug-ins publish them: read by
+    # _cpush's fast path, no node built (every field, blanks, CDATA, references).
+    "images and alternates as sites publish them": (
+        f"<urlset {SM} {IMG} {XH}>\n"
+        "  <url>\n    <loc>https://e.com/a</loc>\n    <lastmod>2024-01-02</lastmod>\n"
+        "    <image:image>\n      <image:loc> https://i.e.com/1.jpg </image:loc>\n"
+        "      <image:title><![CDATA[T & U]]></image:title>\n"
+        "      <image:caption>c &amp; d&#10;e</image:caption>\n"
+        "      <image:geo_location>G</image:geo_location>\n"
+        "      <image:license>https://e.com/l</image:license>\n"
+        "      <image:title>second</image:title><image:loc/>\n    </image:image>\n"
+        "    <image:image><image:loc>  </image:loc><image:loc>https://i.e.com/2.jpg</image:loc>"
+        "</image:image>\n    <image:image><image:caption>no loc</image:caption></image:image>\n"
+        "    <image:image/>\n  </url>\n"
+        "  <url><loc>https://e.com/b</loc>\n"
+        '    <xhtml:link rel="alternate" hreflang="de" href="https://e.com/de?a=1&amp;b=2"/>\n'
+        '    <xhtml:link hreflang=" fr " rel="alternate" href=" https://e.com/&#38;fr&#233; "'
+        ' type="text/html" media="all"></xhtml:link>\n'
+        '    <xhtml:link rel="canonical" hreflang="en" href="https://e.com/en"/>\n'
+        '    <xhtml:link rel="alternate" href="https://e.com/nolang"/>\n'
+        '    <xhtml:link rel="alternate" hreflang="" href="https://e.com/emptylang"/>\n'
+        '    <xhtml:link rel="alternate" hreflang="  " href="https://e.com/blanklang"/>\n'
+        '    <xhtml:link rel=" alternate" hreflang="es" href="https://e.com/es"/>\n'
+        '    <xhtml:link rel="alternate" hreflang="it" href="&#x9;https://e.com/it&#10;"/>\n'
+        '    <xhtml:link rel="alternate" hreflang="x" href="a" rel2="b" href2="&amp;&amp;"/>\n'
+        "    <image:image><image:loc>https://i.e.com/3.jpg</image:loc></image:image>\n"
+        "    <changefreq>daily</changefreq>\n  </url>\n</urlset>\n"
+    ).encode(),
+    # ...and what sends such a <url> to the tree (one each), replayed at every point.
+    "images and alternates the fast path leaves to the tree": urlset(
+        '<loc>https://e.com/a</loc><image:image a="1"><image:loc>https://i.e.com/a</image:loc>'
+        "</image:image>",
+        "<loc>https://e.com/b</loc><image:image><image:loc>https://i.e.com/b</image:loc>"
+        "<image:other>o</image:other></image:image>",
+        "<loc>https://e.com/c</loc><image:image><image:loc>https://i.e.com/<b>c</b></image:loc>"
+        "</image:image>",
+        "<loc>https://e.com/d</loc><image:image>text<image:loc>https://i.e.com/d</image:loc>"
+        "</image:image>",
+        "<loc>https://e.com/e</loc><image:image> </image:image><priority>0.5</priority>",
+        "<loc>https://e.com/f</loc><image:image><image:loc>https://i.e.com/f</image:loc>"
+        "</image:image><other/><image:image><image:title>t</image:title></image:image>",
+        "<loc>https://e.com/g</loc><image:image><image:image><image:loc>https://i.e.com/g"
+        "</image:loc></image:image></image:image>",
+        '<loc>https://e.com/i</loc><image:image><image:loc q="1">https://i.e.com/i</image:loc>'
+        "</image:image>",
+        '<loc>https://e.com/j</loc><image:image><loc xmlns="http://www.google.com/schemas/'
+        'sitemap-image/1.1">https://i.e.com/j</loc></image:image>',
+        "<loc>https://e.com/k</loc><image:image><image:loc>https://i.e.com/k</image:loc>"
+        "<image:title>t<!-- c --><b/></image:title></image:image>",
+        '<loc>https://e.com/l</loc><xhtml:link rel="alternate" hreflang="l" '
+        'href="https://e.com/l">text</xhtml:link>',
+        '<loc>https://e.com/m</loc><xhtml:link rel="alternate" hreflang="m" '
+        'href="https://e.com/m"> </xhtml:link>',
+        '<loc>https://e.com/n</loc><xhtml:link xml:lang="n" rel="alternate" hreflang="n" '
+        'href="https://e.com/n"/>',
+        '<loc>https://e.com/o</loc><xhtml:link xmlns:o="urn:o" o:rel="alternate" hreflang="o" '
+        'href="https://e.com/o"/>',
+        '<loc>https://e.com/p</loc><xhtml:link rel="alternate" hreflang="p" '
+        'href="https://e.com/p"><b/></xhtml:link><lastmod>2024-01-02</lastmod>',
+        '<loc>https://e.com/r</loc><xhtml:link rel="alternate" hreflang="r" '
+        'href="https://e.com/r"/><video:video><video:title>v</video:title></video:video>',
+        "<loc>https://e.com/s</loc><image:image><image:loc>https://i.e.com/s</image:loc>"
+        '</image:image><xhtml:link rel="alternate" hreflang="s" href="https://e.com/s"/>'
+        "<image:image><image:caption>c</image:caption><image:loc>https://i.e.com/s2"
+        "</image:loc><image:title>t<b/></image:title></image:image>",
     ),
     "values then an extension": urlset(
         "<loc>https://e.com/a</loc><lastmod>2024-01-02</lastmod><priority>0.3</priority>"
@@ -345,6 +415,22 @@ CHILDREN = [
     "</video:tag><video:tag> </video:tag><video:live>no</video:live></video:video>",
     "<video:video><video:tag>a<b>{d}</b></video:tag></video:video>",
     "<other>ignored {d}</other>",
+    # Images and alternates read by _cpush's fast path, and what sends them to the tree.
+    "\n    ",
+    "<image:image>\n  <image:loc> https://i.e.com/{d}.jpg </image:loc>\n  <image:caption>"
+    "c &amp; {d}</image:caption>\n  <image:geo_location><![CDATA[G{d}]]></image:geo_location>"
+    "<image:license>L</image:license><image:title/>\n</image:image>",
+    "<image:image><image:loc>https://i.e.com/<b>{d}</b></image:loc></image:image>",
+    "<image:image><image:foo>x</image:foo><image:loc>https://i.e.com/{d}</image:loc></image:image>",
+    "<image:image> </image:image>",
+    '<image:image a="1"><image:loc>https://i.e.com/{d}</image:loc></image:image>',
+    '<xhtml:link rel="alternate" hreflang="x-{d}" href="https://e.com/?a={d}&amp;b=&#38;c">'
+    "</xhtml:link>",
+    '<xhtml:link type="text/html" rel="alternate" media="x" hreflang=" f{d} "'
+    ' href=" https://e.com/f{d} " />',
+    '<xhtml:link rel="alternate" hreflang="t{d}" href="https://e.com/t">t</xhtml:link>',
+    '<xhtml:link xml:lang="en" rel="alternate" hreflang="p{d}" href="https://e.com/p"/>',
+    '<xhtml:link rel="alternate" hreflang="e{d}" href="https://e.com/&#233;&lt;{d}"/>',
 ]
 
 

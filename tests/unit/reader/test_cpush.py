@@ -162,12 +162,38 @@ def test_the_fast_path_reads_plain_urls_and_leaves_the_rest_to_the_tree() -> Non
     assert fast_urls(CORNERS["a dtd"]) == 0  # libxml2 reads the declarations on the way
     # Text beside the values: the tree, unless it is blanks libxml2 would drop anyway.
     assert fast_urls(CORNERS["text beside values"]) == 2
+    # 69 values; 16; 40 images of two caps each; 33 links of three attributes each.
     assert fast_urls(CORNERS["more values than the fast path holds"]) == 1
     saved = cpush.fast_path(False)
     try:
         assert fast_urls(CORNERS["many slices"]) == 0
     finally:
         cpush.fast_path(saved)
+
+
+def test_images_and_alternates_are_read_without_their_nodes() -> None:
+    data = CORNERS["images and alternates as sites publish them"]
+    assert fast_urls(data) == 2
+    entries = outcome([data])[0]
+    assert isinstance(entries[0], UrlEntry)
+    assert isinstance(entries[1], UrlEntry)
+    assert [(i.loc, i.title, i.caption, i.geo_location, i.license) for i in entries[0].images] == [
+        ("https://i.e.com/1.jpg", "T & U", "c & d\ne", "G", "https://e.com/l"),
+        ("https://i.e.com/2.jpg", None, None, None, None),
+    ]
+    assert entries[1].alternates == (
+        ("de", "https://e.com/de?a=1&b=2"),
+        ("fr", "https://e.com/&fr\u00e9"),
+        ("", "https://e.com/blanklang"),
+        ("it", "https://e.com/it"),
+        ("x", "a"),
+    )
+    assert [i.loc for i in entries[1].images] == ["https://i.e.com/3.jpg"]
+    assert entries[1].changefreq is not None
+    # One oddity in each <url>: all of them read from the tree, wherever it came.
+    odd = CORNERS["images and alternates the fast path leaves to the tree"]
+    assert fast_urls(odd) == 0
+    assert len(outcome([odd])[0]) == 17
 
 
 def test_a_value_past_the_fast_paths_bound_goes_to_the_tree() -> None:
