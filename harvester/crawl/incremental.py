@@ -285,7 +285,7 @@ class HostIncremental:
         if complete:
             news = bool(getattr(digest, "news", False))  # (a ReadDigest: new_read)
             known = memory.revisit if memory is not None and memory.complete else None
-            checked = self.revisits.checked(known, "s" if same else "c", news)
+            checked = self.revisits.checked(known, "s" if same else "c", news, validators[1])
             if memory is not None and memory.complete and not same:
                 lied = self.revisits.changed(ref, memory, is_index, result.stats.entries)
                 if lied and ref.parent is not None and ref.parent not in self.state.lied:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import xxhash
 
-from harvester.state.revisit import Revisit, after, due, overdue
+from harvester.state.revisit import Revisit, after, due, heuristic, overdue
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -125,9 +125,14 @@ class Revisits:
         self._forced.add(ref.url)
         return ref
 
-    def checked(self, memory: Revisit | None, outcome: str, news: bool) -> Revisit:
-        """The history a check now with ``outcome`` (``n``, ``s``, ``c``) leaves."""
-        return after(memory, outcome, self._clock(), self._settings.max_revisit_interval, news)
+    def checked(
+        self, memory: Revisit | None, outcome: str, news: bool, last_modified: str | None = None
+    ) -> Revisit:
+        """The history a check now with ``outcome`` (``n``, ``s``, ``c``) leaves; a first
+        read (``memory`` None) waits what its ``Last-Modified`` says (``revisit.heuristic``)."""
+        t, cap = self._clock(), self._settings.max_revisit_interval
+        first = heuristic(last_modified, t, cap) if memory is None else 0.0
+        return after(memory, outcome, t, cap, news, first)
 
     def carried(self, memory: Revisit, status: str) -> Revisit | None:
         """The history a sitemap carried over with ``status`` leaves (None: as it was).

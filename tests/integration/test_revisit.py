@@ -159,3 +159,31 @@ async def test_urls_moving_into_a_sitemap_not_due_are_not_removed(
     assert records == []  # moved, not removed
     assert site.bodies["/b.xml"] == before + 1  # asked after all: /a.xml lost URLs
     assert run.sitemaps_not_due == 1  # the index only
+
+
+async def test_a_list_its_server_dates_long_ago_waits_after_its_first_read(
+    sites: Sites, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """RFC 9111 §4.2.2: a first read's interval is 10 % of its Last-Modified's age (here
+    years: the cap, 2 hours); a change meanwhile is picked up at the due run, exactly."""
+    site = ChangingSite("last-modified", modified=BASE_TIME)
+    await site.start(sites, "127.0.0.206")
+    cap = {"state.max_revisit_interval": 2 * HOUR}
+    _run, records = await at(0, monkeypatch, site, tmp_path, **cap)
+    assert (len(records), asked(site)) == (30, 3)
+    site.edit("/a.xml")["/a/new"] = None
+    run, records = await at(1, monkeypatch, site, tmp_path, **cap)
+    assert (records, asked(site), run.sitemaps_not_due) == ([], 3, 3)
+    run, records = await at(2, monkeypatch, site, tmp_path, **cap)
+    assert by_event(records) == {"new": {site.url("/a/new")}}
+    assert (asked(site), run.sitemaps_not_due) == (6, 0)
+
+
+async def test_a_list_its_server_dates_just_now_is_asked_on_the_next_run(
+    sites: Sites, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site = ChangingSite("last-modified")  # Last-Modified a minute before the first run
+    await site.start(sites, "127.0.0.207")
+    await at(0, monkeypatch, site, tmp_path)
+    run, records = await at(1, monkeypatch, site, tmp_path)
+    assert (records, sum(site.not_modified.values()), run.sitemaps_not_due) == ([], 3, 0)
