@@ -26,6 +26,9 @@ list unchanged for months is not asked again the next hour, one made a minute
 ago is. A server whose ``Last-Modified`` lags its changes delays the pick-up of a
 change by that interval at most, once: the next change found resets it to 0.
 
+The same rule, per host, spaces the late attempts (``run.late``) of a host whose
+patient late attempt failed: ``late_due``, ``late_after`` (issue 53).
+
 Nothing here knows about hosts or requests: ``crawl.incremental`` asks and records.
 
 Its own module: pure functions of values and a clock reading, tested with any
@@ -38,7 +41,19 @@ from dataclasses import dataclass
 from datetime import UTC
 from email.utils import parsedate_to_datetime
 
-__all__ = ["HEURISTIC", "HISTORY", "MIN_GAP", "Revisit", "after", "due", "heuristic", "overdue"]
+__all__ = [
+    "HEURISTIC",
+    "HISTORY",
+    "MIN_GAP",
+    "LateRevisit",
+    "Revisit",
+    "after",
+    "due",
+    "heuristic",
+    "late_after",
+    "late_due",
+    "overdue",
+]
 
 HISTORY = 16  # outcomes remembered per sitemap (newest last)
 # An unchanged check this soon after the last one (a re-run, a resumed run) says nothing
@@ -125,3 +140,43 @@ def after(
         return Revisit(now, memory.interval, memory.quiet, history, news)
     interval = min(cap, 2.0 * since)
     return Revisit(now, interval, memory.quiet + 1, history, news)
+
+
+@dataclass(frozen=True, slots=True)
+class LateRevisit:
+    """A host's late attempts that failed (``run.late``), as the state stores them.
+
+    ``failed_at``: wall-clock seconds of its last late attempt that failed (None: none
+    failed since one last reached it). ``interval``: seconds after ``failed_at`` before
+    the next late attempt (0: on the next run). ``failures``: failed late attempts in a
+    row.
+    """
+
+    failed_at: float | None = None
+    interval: float = 0.0
+    failures: int = 0
+
+
+def late_due(memory: LateRevisit, now: float, cap: float) -> bool:
+    """Whether a host whose first contact timed out gets its late attempt at ``now``.
+
+    A late attempt waits on the host for up to ``fetch.late_first_byte_timeout`` (45 s):
+    one that failed is tried again on a backoff, as a quiet sitemap is asked (``due``),
+    the first contact being fast on every run (a host back up is found at once).
+    """
+    if memory.failed_at is None or memory.interval <= 0:
+        return True
+    return now - memory.failed_at >= _EARLY * min(memory.interval, cap)
+
+
+def late_after(memory: LateRevisit, reached: bool, now: float, cap: float) -> LateRevisit:
+    """What a late attempt at ``now`` leaves: ``reached`` the host, nothing; failed, an
+    interval of twice the time since the last failure (the first: 0, the next run tries
+    again), at most ``cap``; failures under ``MIN_GAP`` apart keep the interval."""
+    if reached:
+        return LateRevisit()
+    if memory.failed_at is None:
+        return LateRevisit(now, 0.0, 1)
+    since = now - memory.failed_at
+    interval = memory.interval if since < MIN_GAP else min(cap, 2.0 * since)
+    return LateRevisit(now, interval, memory.failures + 1)

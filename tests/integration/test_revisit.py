@@ -6,6 +6,7 @@ after another stand for an hourly cron, nothing sleeps.
 
 from __future__ import annotations
 
+import gzip
 import json
 from typing import TYPE_CHECKING, Any
 
@@ -114,6 +115,17 @@ async def test_a_news_sitemap_is_asked_on_every_run(
     assert site.bodies["/b.xml"] + site.not_modified["/b.xml"] == 3
 
 
+async def test_a_gzipped_news_sitemap_is_asked_on_every_run(
+    sites: Sites, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site = GzippedNewsSite("etag")
+    await site.start(sites, "127.0.0.208")
+    for hour in range(4):
+        await at(hour, monkeypatch, site, tmp_path)
+    assert site.bodies["/a.xml"] + site.not_modified["/a.xml"] == 4
+    assert site.bodies["/b.xml"] + site.not_modified["/b.xml"] == 3
+
+
 async def test_the_cap_bounds_the_wait(
     sites: Sites, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -139,6 +151,14 @@ class NewsSite(ChangingSite):
                 b'<urlset xmlns:news="http://www.google.com/schemas/sitemap-news/0.9" ',
             )
         return body
+
+
+class GzippedNewsSite(NewsSite):
+    """A NewsSite whose /a.xml is served gzipped (a .xml.gz file's bytes)."""
+
+    def body(self, path: str) -> bytes:
+        body = super().body(path)
+        return gzip.compress(body, mtime=0) if path == "/a.xml" else body
 
 
 async def test_urls_moving_into_a_sitemap_not_due_are_not_removed(
@@ -187,3 +207,26 @@ async def test_a_list_its_server_dates_just_now_is_asked_on_the_next_run(
     await at(0, monkeypatch, site, tmp_path)
     run, records = await at(1, monkeypatch, site, tmp_path)
     assert (records, sum(site.not_modified.values()), run.sitemaps_not_due) == ([], 3, 0)
+
+
+async def test_urls_moving_into_a_sitemap_not_due_are_not_removed_however_many_came(
+    sites: Sites, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 53: /a.xml loses five URLs (into /b.xml, not due) and gains five new ones:
+    the same count, another set. /b.xml is asked after all; only the new five are news."""
+    site = ChangingSite("etag")
+    await site.start(sites, "127.0.0.209")
+    await at(0, monkeypatch, site, tmp_path)
+    site.edit("/a.xml")["/a/new"] = BASE_LASTMOD  # /a changes: due on every run
+    await at(1, monkeypatch, site, tmp_path)
+    a, b = site.edit("/a.xml"), site.edit("/b.xml")
+    count = len(a)
+    for i in range(5):
+        b[f"/a/{i}"] = a.pop(f"/a/{i}")
+        a[f"/a/fresh{i}"] = BASE_LASTMOD
+    assert len(a) == count
+    before = site.bodies["/b.xml"]
+    run, records = await at(2, monkeypatch, site, tmp_path)
+    assert by_event(records) == {"new": {site.url(f"/a/fresh{i}") for i in range(5)}}
+    assert site.bodies["/b.xml"] == before + 1  # asked after all: /a.xml lost URLs
+    assert run.sitemaps_not_due == 1  # the index only

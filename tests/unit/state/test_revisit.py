@@ -9,10 +9,13 @@ from harvester.state.revisit import (
     HEURISTIC,
     HISTORY,
     MIN_GAP,
+    LateRevisit,
     Revisit,
     after,
     due,
     heuristic,
+    late_after,
+    late_due,
     overdue,
 )
 
@@ -106,3 +109,23 @@ def test_a_first_read_waits_a_tenth_of_its_last_modified_age_at_most_the_cap() -
     assert after(first, "c", now + DAY, WEEK, news=False, first=WEEK).interval == 0.0
     # A list made minutes ago: due on the next run, however soon (a re-run).
     assert heuristic(format_datetime(datetime.fromtimestamp(now - 60, UTC), True), now, WEEK) == 0
+
+
+def test_failed_late_attempts_back_off_doubling_up_to_the_cap() -> None:
+    """An hourly cron, a host dead from run 1 on: late attempts at runs 1, 2, 4, 8, 15, ...
+    (each waits twice the time since the one before it, due at 7/8 of that), until the
+    cap; one that reaches the host clears it."""
+    memory = LateRevisit()
+    made = []
+    for run in range(1, 60):
+        t = run * HOUR
+        if late_due(memory, t, DAY):
+            made.append(run)
+            memory = late_after(memory, False, t, DAY)
+    assert made == [1, 2, 4, 8, 15, 28, 49]  # (after 28: 26 h, capped to a day)
+    assert memory.failures == 7
+    assert memory.interval == DAY
+    assert late_after(memory, True, 60 * HOUR, DAY) == LateRevisit()
+    # A re-run minutes later keeps the interval.
+    again = late_after(memory, False, 49 * HOUR + 10, DAY)
+    assert (again.interval, again.failures) == (DAY, 8)
