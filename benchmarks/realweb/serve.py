@@ -155,7 +155,8 @@ async def watch_lag(server: Server) -> None:
 
 def kind(path: str, page: Page) -> str:
     """What a request asked, and its answer's status: ``robots``, ``tdmrep``, ``sitemap``
-    (an XML or gzip body, or a 304 or 301 of one), ``other`` (probes, home pages, 404s)."""
+    (an XML or gzip body, or a 304 or 301 of one), ``other`` (probes, home pages, 404s).
+    A request never answered (``HANG``) is in ``requests`` only."""
     if path == "/robots.txt":
         what = "robots"
     elif path == "/.well-known/tdmrep.json":
