@@ -52,6 +52,7 @@ class CronRow:
     # From harvester's run report: sitemaps adaptive revisit did not ask, unverified URLs.
     not_due: int = 0
     unverified: int = 0
+    late_not_due: int = 0  # hosts whose late attempt waited (a failed one before)
     # Against what a correct tool reports asking what this run asked (crondue.py).
     asked_missing: dict[str, int] = field(default_factory=dict)
     asked_extra: dict[str, int] = field(default_factory=dict)
@@ -88,6 +89,7 @@ class CronRow:
             "exact_asked": self.exact_asked,
             "sitemaps_not_due": self.not_due,
             "unverified": self.unverified,
+            "hosts_late_not_due": self.late_not_due,
         }
 
 
@@ -152,6 +154,7 @@ def rows(run_dir: Path, sites: list[Site], seed: int, gens: list[int]) -> list[C
                 extra=extra,
                 not_due=int(report.get("sitemaps_not_due", 0)),
                 unverified=int(report.get("unverified", 0)),
+                late_not_due=int(report.get("hosts_late_not_due", 0)),
                 asked_missing=asked_missing,
                 asked_extra=asked_extra,
             )
@@ -194,6 +197,24 @@ def table(rows_: list[CronRow]) -> list[str]:
             f" | {'yes' if r.exact_asked else '**no**'} ({sum(r.asked_missing.values()):,}"
             f" / {sum(r.asked_extra.values()):,}) |"
         )
+    return out
+
+
+def kinds(rows_: list[CronRow]) -> list[str]:
+    """Each run's requests by what was asked and the answer (the server's ``by_kind``),
+    and the hosts whose late attempt waited."""
+    names = sorted({k for r in rows_ for k in r.server.get("by_kind", {})})
+    if not names:
+        return []
+    out = [
+        "",
+        "| run | " + " | ".join(names) + " | hosts late not due |",
+        "| ---: |" + " ---: |" * (len(names) + 1),
+    ]
+    for r in rows_:
+        got = r.server.get("by_kind", {})
+        cells = " | ".join(f"{got.get(n, 0):,}" for n in names)
+        out.append(f"| {r.run} | {cells} | {r.late_not_due:,} |")
     return out
 
 
@@ -242,4 +263,4 @@ def _met(ok: bool) -> str:
 def markdown(rows_: list[CronRow], label: str) -> str:
     """The table and the targets."""
     head = f"Web {label}; each run `harvester run ... --state state.sqlite --emit delta`."
-    return "\n".join([head, "", *table(rows_), *targets(rows_)])
+    return "\n".join([head, "", *table(rows_), *kinds(rows_), *targets(rows_)])

@@ -91,6 +91,7 @@ class Server:
         self.sitemap_bodies = 0  # sitemap bodies sent (200, not HEAD)...
         self.sitemap_bytes = 0  # ...and their bytes (what a 304 saves)
         self.validated_bodies = 0  # sitemap bodies sent that had an ETag or Last-Modified
+        self.by_kind: dict[str, int] = {}  # requests by what was asked and the answer (kind)
         # How late a TICK timer fired, at most, and how often by over a second: a server
         # starved of CPU answers late, and a client's timeouts then say so, not the site.
         self.lag_max = 0.0
@@ -150,6 +151,21 @@ async def watch_lag(server: Server) -> None:
         late = loop.time() - start - TICK
         server.lag_max = max(server.lag_max, late)
         server.lagged += late > 1.0
+
+
+def kind(path: str, page: Page) -> str:
+    """What a request asked, and its answer's status: ``robots``, ``tdmrep``, ``sitemap``
+    (an XML or gzip body, or a 304 or 301 of one), ``other`` (probes, home pages, 404s).
+    A request never answered (``HANG``) is in ``requests`` only."""
+    if path == "/robots.txt":
+        what = "robots"
+    elif path == "/.well-known/tdmrep.json":
+        what = "tdmrep"
+    elif page.content_type in (XML, GZIP) or page.status in (301, 304):
+        what = "sitemap"
+    else:
+        what = "other"
+    return f"{what} {page.status}"
 
 
 class Connection(asyncio.Protocol):
@@ -215,6 +231,8 @@ class Connection(asyncio.Protocol):
             return
         if not_modified(page, *self.conditional):
             page = Page(304, headers=page.headers)
+        name = kind(path, page)
+        server.by_kind[name] = server.by_kind.get(name, 0) + 1
         head_only = self.parser.get_method() == b"HEAD"
         self.pending.append((page, head_only, self.parser.should_keep_alive()))
         if len(self.pending) == 1:
@@ -338,6 +356,7 @@ def main(argv: list[str] | None = None) -> int:
             "sitemap_bodies": server.sitemap_bodies,
             "sitemap_bytes": server.sitemap_bytes,
             "validated_bodies": server.validated_bodies,
+            "by_kind": dict(sorted(server.by_kind.items())),
             "loop_lag_max_s": round(server.lag_max, 2),
             "loop_lagged_over_1s": server.lagged,
             "connections": server.accepted,

@@ -184,7 +184,7 @@ class HostWorker:
         await self._tdm.ask(slot, found)  # issue 48: tdmrep.json, once the host answered
         for ref in found.refs:
             self._queue.admit(ref)
-        while (nxt := _next(self._frontier, self.incremental)) and not self.batch.cap_hit:
+        while nxt := _next(self._frontier, self.incremental, self.batch):
             await self._sitemap(nxt)
             self._queue.children(nxt)  # the newest of its children, if an index
             # Its records go out before the host waits for the next fetch (its rate limit,
@@ -383,13 +383,16 @@ class HostWorker:
         self._queue.next_location(ref)
 
 
-def _next(frontier: Frontier, incremental: HostIncremental | None) -> SitemapRef | None:
+def _next(
+    frontier: Frontier, incremental: HostIncremental | None, batch: UrlBatch
+) -> SitemapRef | None:
     """The next sitemap to fetch: the frontier's, then those adaptive revisit held back
-    that are to be asked after all (issue 53: a sitemap read lost URLs)."""
+    that are to be asked after all (issue 53: a sitemap read lost URLs; ``batch.seen``:
+    what the host listed this run); None once there is none, or the URL cap was hit."""
     nxt = frontier.pop()
-    if nxt is None and incremental is not None:
-        nxt = incremental.revisits.held_back()
-    return nxt
+    if nxt is None and incremental is not None and not batch.cap_hit:
+        nxt = incremental.revisits.held_back(incremental.memory, batch.seen)
+    return None if batch.cap_hit else nxt
 
 
 def _finish(

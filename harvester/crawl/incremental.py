@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, cast
 
 from harvester.crawl.frontier import Newest, SitemapRef
-from harvester.crawl.revisits import ReadDigest, Revisits
+from harvester.crawl.revisits import LateAttempts, ReadDigest, Revisits
 from harvester.errors import NotASitemap
 from harvester.state.codec import now
 from harvester.state.ledger import EMIT_EVENTS
@@ -67,12 +67,13 @@ class HostIncremental:
         self.host = host
         self._settings = settings
         # Issue 53 items 4 and 5: which sitemaps are not asked, those held back (``_next``).
-        self.revisits = Revisits(settings, clock)
+        self.revisits = Revisits(settings, clock, ledger)
         self._skip = "skipped"  # why ``plan`` said not to ask: skipped | not_due
         self._ledger = ledger
         self._report = report
         self._events = EMIT_EVENTS[emit_mode]
         self.state = HostState(host)  # for the writer, once ``finish``ed
+        self.late = LateAttempts(settings, clock, report, self.state)  # run.late asks it
         self.memory = HostMemory()  # what earlier runs left (``load``)
         self.conditional = emit_mode != "all"  # conditional GETs (validators of a full read)
         self.unverified = False  # the host's lastmod is not trusted (see _trust_lastmod)
@@ -92,15 +93,16 @@ class HostIncremental:
         Returns the discovery memory to use instead of discovering again (``recall``).
         """
         self.memory = self._ledger.host(self.host)
+        self.late.memory = self.memory.late
         self._trust_lastmod()
         return self.recall(seed)
 
     def deferred(self) -> float | None:
         """Until when the host is still deferred (wall-clock seconds), or None: go ahead.
 
-        An earlier run was told "not today" (a Retry-After beyond
-        ``fetch.retry_after_max``, see ``fetch.not_before``); until then the host is
-        not asked at all, and that time is kept for the next run.
+        An earlier run was told "not today" (a Retry-After beyond ``fetch.retry_after_max``,
+        see ``fetch.not_before``); until then the host is not asked at all, and that time
+        is kept for the next run.
         """
         until = self.memory.not_before
         if until is None or until <= now():
@@ -123,8 +125,7 @@ class HostIncremental:
         does not), except where the emit mode writes ``unverified`` records: those
         need every listed URL in hand, so the sitemaps are then read in full.
         """
-        memory = self.memory
-        settings = self._settings
+        memory, settings = self.memory, self._settings
         if settings.untrusted == "hint":
             return
         self.unverified = (
@@ -285,7 +286,7 @@ class HostIncremental:
         if complete:
             news = bool(getattr(digest, "news", False))  # (a ReadDigest: new_read)
             known = memory.revisit if memory is not None and memory.complete else None
-            checked = self.revisits.checked(known, "s" if same else "c", news)
+            checked = self.revisits.checked(known, "s" if same else "c", news, validators[1])
             if memory is not None and memory.complete and not same:
                 lied = self.revisits.changed(ref, memory, is_index, result.stats.entries)
                 if lied and ref.parent is not None and ref.parent not in self.state.lied:
@@ -324,12 +325,12 @@ class HostIncremental:
 
     def finish(self, frontier: Frontier, audit: dict[str, Any] | None) -> None:
         """Close the host's state: audit, discovery memory, delisted sitemaps, finished or not."""
-        state = self.state
-        report = self._report
+        state, report = self.state, self._report
         for ref in self.revisits.held:  # not due, not asked after all: its URLs are kept
             self.carry(ref, "not_due", None)
         self.revisits.held = []
         state.audit = audit
+        self.late.finish()
         if self.unverified:  # listed, not new, change unknown (written only on request)
             report.unverified = report.changed + report.unchanged
         cut_short = bool(report.limits_hit)

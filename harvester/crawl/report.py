@@ -142,6 +142,9 @@ class HostReport:
     first_contact_timeout: str | None = None
     recovered_late: bool = False
     late_seconds: float = 0.0
+    # Issue 53: no late attempt this run, its last one having failed (state.revisit: it
+    # waits, doubling); its stored URLs are kept.
+    late_not_due: bool = False
 
     def fail(
         self,

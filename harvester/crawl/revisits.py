@@ -14,32 +14,46 @@ and read points; the interval rule itself is ``state.revisit``'s.
 
 from __future__ import annotations
 
+import zlib
 from typing import TYPE_CHECKING
 
 import xxhash
 
-from harvester.state.revisit import Revisit, after, due, overdue
+from harvester.state.revisit import (
+    LateRevisit,
+    Revisit,
+    after,
+    due,
+    heuristic,
+    late_after,
+    late_due,
+    overdue,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from harvester.crawl.frontier import SitemapRef
+    from harvester.crawl.report import HostReport
     from harvester.crawl.settings import MemorySettings
-    from harvester.state.memory import HostMemory, SitemapMemory
+    from harvester.state.ledger import LedgerReader
+    from harvester.state.memory import HostMemory, HostState, SitemapMemory
+    from harvester.urls.dedupe import SeenSet
 
-__all__ = ["ReadDigest", "Revisits"]
+__all__ = ["LateAttempts", "ReadDigest", "Revisits"]
 
 # Google News sitemaps declare this namespace in their root element (the first bytes).
 _NEWS_NS = b"http://www.google.com/schemas/sitemap-news/0.9"
 _HEAD = 4096  # bytes of a body searched for it
+_GZIP_MAGIC = b"\x1f\x8b"
 
 
 class ReadDigest:
     """The hash of a body's bytes (XXH3-128), and whether its first bytes declare Google
     News; used where an ``xxhash.xxh3_128`` is (``update``, ``digest``).
 
-    (A news sitemap is always due. A gzipped one is not recognised here, its bytes
-    being compressed; it is then revisited like any other.)
+    (A news sitemap is always due. A gzipped one, ``.xml.gz``, is recognised by the
+    start of its decompressed bytes.)
     """
 
     __slots__ = ("_hash", "head")
@@ -60,18 +74,28 @@ class ReadDigest:
 
     @property
     def news(self) -> bool:
-        """Whether the body's first bytes declare the Google News namespace."""
-        return _NEWS_NS in self.head
+        """Whether the body's first bytes (decompressed, if gzip) declare Google News."""
+        head = self.head
+        if head[:2] == _GZIP_MAGIC:
+            try:  # (a head cut mid-stream gives what it holds; a broken one, what it can)
+                head = zlib.decompressobj(wbits=31).decompress(head, _HEAD)
+            except zlib.error:
+                return False
+        return _NEWS_NS in head
 
 
 class Revisits:
     """What one host asks of the sitemaps earlier runs read in full; one per host."""
 
-    def __init__(self, settings: MemorySettings, clock: Callable[[], float]) -> None:
+    def __init__(
+        self, settings: MemorySettings, clock: Callable[[], float], ledger: LedgerReader
+    ) -> None:
         self._settings = settings
         self._clock = clock
+        self._ledger = ledger
         self.held: list[SitemapRef] = []  # not-due urlsets, until the frontier is empty
-        self.lost = False  # a sitemap read this run lists fewer URLs (or an index changed)
+        self.lost = False  # a sitemap read this run lost a URL (or an index changed)
+        self._changed: list[str] = []  # urlsets read this run that changed: lost any URL?
         self._forced: set[str] = set()  # held back, then asked after all
 
     def skip(
@@ -112,22 +136,34 @@ class Revisits:
             return None if due(memory.revisit, t, cap) else "not_due"
         return None
 
-    def held_back(self) -> SitemapRef | None:
+    def held_back(self, memory: HostMemory, seen: SeenSet | None) -> SitemapRef | None:
         """Once the frontier is empty: a held-back sitemap to ask after all, or None.
 
         Asked after all when a sitemap read this run lost URLs (or an index changed): a
         URL that moved from it into a sitemap not asked would otherwise be ``removed``
         now and ``new`` at that sitemap's due run (moved is not removed, issue 53 item 3).
+        Lost: a URL its last read listed (the ledger's, ``memory``'s host) that nothing
+        read this run listed (``seen``, the host's seen-set): the set, not a count, so a
+        list that loses some URLs and gains as many is noticed too.
         """
-        if not self.lost or not self.held:
+        if not self.held:
+            return None
+        while not self.lost and self._changed:
+            self.lost = self._lost(self._changed.pop(), memory, seen)
+        if not self.lost:
             return None
         ref = self.held.pop(0)
         self._forced.add(ref.url)
         return ref
 
-    def checked(self, memory: Revisit | None, outcome: str, news: bool) -> Revisit:
-        """The history a check now with ``outcome`` (``n``, ``s``, ``c``) leaves."""
-        return after(memory, outcome, self._clock(), self._settings.max_revisit_interval, news)
+    def checked(
+        self, memory: Revisit | None, outcome: str, news: bool, last_modified: str | None = None
+    ) -> Revisit:
+        """The history a check now with ``outcome`` (``n``, ``s``, ``c``) leaves; a first
+        read (``memory`` None) waits what its ``Last-Modified`` says (``revisit.heuristic``)."""
+        t, cap = self._clock(), self._settings.max_revisit_interval
+        first = heuristic(last_modified, t, cap) if memory is None else 0.0
+        return after(memory, outcome, t, cap, news, first)
 
     def carried(self, memory: Revisit, status: str) -> Revisit | None:
         """The history a sitemap carried over with ``status`` leaves (None: as it was).
@@ -142,12 +178,22 @@ class Revisits:
             return Revisit(self._clock(), 0.0, 0, memory.history, memory.news)
         return None
 
+    def _lost(self, url: str, memory: HostMemory, seen: SeenSet | None) -> bool:
+        """Whether the sitemap ``url`` (read this run) lost a URL nothing else read listed."""
+        if memory.host_id is None:
+            return False
+        fps = self._ledger.sitemap_fps(memory.host_id, url)
+        return any(fp not in seen for fp in fps) if seen is not None else bool(fps)
+
     def changed(self, ref: SitemapRef, memory: SitemapMemory, is_index: bool, urls: int) -> bool:
-        """``ref``, read before, changed (now ``urls`` entries). Notes a loss (fewer URLs,
-        or an index); returns whether its index lied: it gave it the lastmod of its last
-        read (issue 53 item 5: that index's lastmods skip no child from now on)."""
+        """``ref``, read before, changed (now ``urls`` entries). Notes a loss (an index, fewer
+        URLs; else its URLs are checked once the frontier is empty, ``held_back``); returns
+        whether its index lied: it gave it the lastmod of its last read (issue 53 item 5:
+        that index's lastmods skip no child from now on)."""
         fewer = memory.urls is not None and urls < memory.urls
         self.lost = self.lost or is_index or fewer
+        if not self.lost:
+            self._changed.append(ref.url)
         return (
             ref.source == "index"
             and ref.parent is not None
@@ -155,3 +201,45 @@ class Revisits:
             and memory.index_lastmod is not None
             and int(ref.lastmod.timestamp()) <= memory.index_lastmod
         )
+
+
+class LateAttempts:
+    """A host's late attempt (``run.late``) under the state's backoff (issue 53): ``due``
+    (asked by ``LatePool.wanted``), ``tried`` (its outcome), ``finish`` (at the host's end).
+
+    ``memory``: its failed late attempts as earlier runs left them (``HostIncremental.load``
+    sets it); what this run leaves goes to ``state.late``.
+    """
+
+    def __init__(
+        self,
+        settings: MemorySettings,
+        clock: Callable[[], float],
+        report: HostReport,
+        state: HostState,
+    ) -> None:
+        self._settings = settings
+        self._clock = clock
+        self._report = report
+        self._state = state
+        self.memory = LateRevisit()
+
+    def due(self) -> bool:
+        """Whether the host, its first contact timed out, gets its late attempt: not while
+        its last failed one waits (``revisit.late_due``; ``--revisit all``: always). Not
+        due: the report says ``late_not_due``; its stored URLs are kept."""
+        settings = self._settings
+        cap = settings.max_revisit_interval
+        due = settings.revisit != "due" or late_due(self.memory, self._clock(), cap)
+        self._report.late_not_due = not due
+        return due
+
+    def tried(self, reached: bool) -> None:
+        """The late attempt ended, having ``reached`` the host or not."""
+        cap = self._settings.max_revisit_interval
+        self._state.late = late_after(self.memory, reached, self._clock(), cap)
+
+    def finish(self) -> None:
+        """The host answered its first contact: its late attempts start over."""
+        if self._report.first_contact_timeout is None and self.memory.failed_at is not None:
+            self._state.late = LateRevisit()

@@ -59,6 +59,7 @@ class RunReport:
     # behind a bot wall (discovery "blocked"; docs/late-and-walls.md).
     hosts_recovered_late: int = 0
     hosts_blocked: int = 0
+    hosts_late_not_due: int = 0  # issue 53: a late attempt that failed before waits
     urls: int = 0
     bytes: int = 0
     sitemaps_fetched: int = 0
@@ -114,6 +115,8 @@ class RunReport:
             self.hosts_deferred += 1
         if host.get("recovered_late"):
             self.hosts_recovered_late += 1
+        if host.get("late_not_due"):
+            self.hosts_late_not_due += 1
         if host.get("discovery") == "blocked":
             self.hosts_blocked += 1
         self.filtered += int(host.get("filtered", 0))

@@ -93,18 +93,24 @@ class LatePool:
         if self._fetcher is not None:
             await self._fetcher.__aexit__(exc_type, exc, tb)
 
-    def wanted(self, seed: Seed, report: HostReport) -> Seed | None:
+    def wanted(
+        self, seed: Seed, report: HostReport, due: Callable[[], bool] | None = None
+    ) -> Seed | None:
         """The seed of the host's late attempt, or None when it gets none.
 
         Wanted when its first contact timed out and nothing of it was read (no URL, no
         sitemap: a late attempt starts the host over, so nothing may be emitted twice),
-        and it did not ask to be left alone (``deferred``). After a connect timeout on
+        it did not ask to be left alone (``deferred``), and it is ``due`` (the state's
+        backoff after failed late attempts, ``LateAttempts.due``; None: always,
+        without a state file). After a connect timeout on
         https, a bare domain's late attempt is over http (old sites behind a firewall
         that drops 443); otherwise it is the same seed, with the patient first-byte wait.
         """
         if self._fetcher is None or report.first_contact_timeout is None:
             return None
         if report.urls or report.sitemaps_fetched or report.deferred:
+            return None
+        if due is not None and not due():
             return None
         https = seed.origin.startswith("https://")
         if report.first_contact_timeout == "connect" and https and not seed.explicit_scheme:
@@ -131,4 +137,6 @@ class LatePool:
         report.first_contact_timeout = first.first_contact_timeout
         report.late_seconds = report.seconds
         report.seconds = round(first.seconds + report.seconds, 3)
+        if worker.incremental is not None:  # failed: the next one waits (issue 53)
+            worker.incremental.late.tried(report.recovered_late)
         return worker

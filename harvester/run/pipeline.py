@@ -143,7 +143,8 @@ async def run_shard(
     async def harvest_host(item: Looked, fetcher: Fetcher) -> None:
         try:
             host = await run_host(item.seed, fetcher, item.found)
-            if (again := late.wanted(item.seed, host.report)) is None:
+            due = host.incremental.late.due if host.incremental is not None else None
+            if (again := late.wanted(item.seed, host.report, due)) is None:
                 await out.host_done(HostDone(host.report.as_dict(), host.state))
                 return
         finally:

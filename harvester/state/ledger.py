@@ -37,7 +37,7 @@ from harvester.state.chunks import (
 )
 from harvester.state.codec import iso, load_json
 from harvester.state.memory import HostMemory, SitemapMemory
-from harvester.state.revisit import Revisit
+from harvester.state.revisit import LateRevisit, Revisit
 from harvester.state.undo import LIVE
 
 if TYPE_CHECKING:
@@ -64,6 +64,7 @@ EMIT_EVENTS: dict[str, frozenset[str]] = {
 
 _LABELS = ("new", "changed", "unchanged")  # classify_many's events, in its order
 _REVISIT_COLUMNS = ", checked_at, revisit_interval, quiet, history, news, index_lied"
+_LATE_COLUMNS = ", late_failed_at, late_interval, late_failures"
 
 
 def _revisit(values: list[Any]) -> tuple[Revisit, bool]:
@@ -138,14 +139,16 @@ class LedgerReader:
             raise StateError(f"cannot open the state file read-only: {exc}", url=path) from exc
         self._live = f" AND {LIVE}" if retiring else ""
         # The revisit columns (schema 6); a file not migrated yet (`harvester ledger`) has none.
-        self._revisit = _REVISIT_COLUMNS if self._has_revisit() else ""
+        self._revisit = _REVISIT_COLUMNS if self._has_column("sitemaps", "checked_at") else ""
+        # The late attempts' backoff (schema 7), likewise.
+        self._late = _LATE_COLUMNS if self._has_column("hosts", "late_failed_at") else ""
 
-    def _has_revisit(self) -> bool:
+    def _has_column(self, table: str, column: str) -> bool:
         try:
-            columns = self._db.execute("PRAGMA table_info(sitemaps)").fetchall()
+            columns = self._db.execute(f"PRAGMA table_info({table})").fetchall()
         except sqlite3.Error as exc:
             raise StateError(f"cannot read the state file: {exc}", url=self.path) from exc
-        return any(c[1] == "checked_at" for c in columns)
+        return any(c[1] == column for c in columns)
 
     def close(self) -> None:
         """Close the connection."""
@@ -154,17 +157,20 @@ class LedgerReader:
     def host(self, name: str) -> HostMemory:
         """Everything remembered about ``name`` (an empty memory for a host never seen)."""
         row = self._db.execute(
-            "SELECT id, discovery, discovered_at, audit, trust, not_before FROM hosts "
-            "WHERE name = ?",
+            "SELECT id, discovery, discovered_at, audit, trust, not_before"  # noqa: S608
+            f"{self._late} FROM hosts WHERE name = ?",
             (name,),
         ).fetchone()
         if row is None:
             return HostMemory()
-        host_id, discovery, discovered_at, audit, trust, not_before = row
+        host_id, discovery, discovered_at, audit, trust, not_before, *late = row
         memory = HostMemory(host_id, load_json(discovery), discovered_at or 0.0)
         memory.verdict = (load_json(audit) or {}).get("verdict")
         memory.trust = trust
         memory.not_before = not_before
+        if late:
+            failed_at, interval, failures = late
+            memory.late = LateRevisit(failed_at, interval or 0.0, failures or 0)
         for (
             url,
             parent,
@@ -199,6 +205,18 @@ class LedgerReader:
                 urls,
             )
         return memory
+
+    def sitemap_fps(self, host_id: int, url: str) -> array[int]:
+        """The fingerprints of the URLs earlier runs listed under the sitemap ``url`` of host
+        ``host_id`` (its live chunks), unsigned: as the host's seen-set holds them."""
+        out: array[int] = array("Q")
+        for (blob,) in self._db.execute(
+            "SELECT c.fps FROM url_chunks c JOIN sitemaps s ON s.id = c.sitemap_id "  # noqa: S608
+            f"WHERE c.host_id = ? AND s.host_id = ? AND s.url = ? AND c.run < ?{self._live}",
+            (host_id, host_id, url, self.run_id),
+        ):
+            out.frombytes(unpack_fps(blob).tobytes())  # (same bits, read unsigned)
+        return out
 
     def fresh(self, memory: HostMemory) -> bool:
         """Whether the ledger holds no URL of this host, so that every URL is ``new``.

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from harvester.state.revisit import Revisit
+from harvester.state.revisit import LateRevisit, Revisit
 
 if TYPE_CHECKING:
     from harvester.state.chunks import LedgerView
@@ -58,6 +58,7 @@ class HostMemory:
     verdict: str | None = None  # the lastmod distribution verdict of its last run
     trust: str | None = None  # trusted | untrusted | unknown, from sampled verification
     not_before: float | None = None  # wall-clock time before which it is not asked again
+    late: LateRevisit = field(default_factory=LateRevisit)  # its failed late attempts
     # Its ledger, loaded at the first lookup (``LedgerReader.events``): what earlier
     # runs listed, and what this same run recorded before it was cut short (a resume).
     listed: LedgerView | None = None
@@ -102,3 +103,6 @@ class HostState:
     not_before: float | None = None
     # Indexes found to give an unchanged lastmod to a child that changed (issue 53 item 5).
     lied: list[str] = field(default_factory=list)
+    # Its failed late attempts after this run (issue 53, ``revisit.late_after``; None: as
+    # they were, a ``LateRevisit()``: none, it answered).
+    late: LateRevisit | None = None

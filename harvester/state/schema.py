@@ -41,7 +41,7 @@ __all__ = [
     "migrate",
 ]
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 _CHUNKS = """
 CREATE TABLE url_chunks (
@@ -223,6 +223,17 @@ MIGRATIONS: tuple[str | Callable[[sqlite3.Connection], None], ...] = (
     ALTER TABLE undo_sitemaps ADD COLUMN history TEXT;
     ALTER TABLE undo_sitemaps ADD COLUMN news INTEGER;
     ALTER TABLE undo_sitemaps ADD COLUMN index_lied INTEGER;
+    """,
+    # 7: a host whose patient late attempt failed gets its next one on a backoff (issue 53,
+    # ``revisit.late_due``): when the last one failed, the interval then set, failures in
+    # a row. Older files start with none: every host gets its late attempt, as before.
+    """
+    ALTER TABLE hosts ADD COLUMN late_failed_at REAL;
+    ALTER TABLE hosts ADD COLUMN late_interval REAL;
+    ALTER TABLE hosts ADD COLUMN late_failures INTEGER;
+    ALTER TABLE undo_hosts ADD COLUMN late_failed_at REAL;
+    ALTER TABLE undo_hosts ADD COLUMN late_interval REAL;
+    ALTER TABLE undo_hosts ADD COLUMN late_failures INTEGER;
     """,
 )
 

@@ -280,6 +280,12 @@ class StateStore:
         self._db.execute(
             "UPDATE hosts SET not_before = ? WHERE id = ?", (state.not_before, host_id)
         )
+        if (late := state.late) is not None:  # issue 53: its late attempts' backoff
+            self._db.execute(
+                "UPDATE hosts SET late_failed_at = ?, late_interval = ?, late_failures = ? "
+                "WHERE id = ?",
+                (late.failed_at, late.interval, late.failures, host_id),
+            )
         removed: list[dict[str, Any]] = []
         if not state.finished:
             return removed

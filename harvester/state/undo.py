@@ -42,7 +42,10 @@ __all__ = ["LIVE", "forget", "journal_host", "retire_later", "undo"]
 # and will delete when it completes: every reader of the ledger asks it.
 LIVE = "c.id NOT IN (SELECT id FROM undo_retired)"
 
-_HOST_COLUMNS = "discovery, discovered_at, audit, not_before, last_run, last_finished"
+_HOST_COLUMNS = (
+    "discovery, discovered_at, audit, not_before, last_run, last_finished, late_failed_at, "
+    "late_interval, late_failures"
+)
 _SITEMAP_COLUMNS = (
     "parent, kind, etag, last_modified, content_hash, urls, children, index_lastmod, status, "
     "http_status, complete, fetched_at, last_complete, final_url, checked_at, revisit_interval, "

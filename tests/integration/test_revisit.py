@@ -6,6 +6,7 @@ after another stand for an hourly cron, nothing sleeps.
 
 from __future__ import annotations
 
+import gzip
 import json
 from typing import TYPE_CHECKING, Any
 
@@ -114,6 +115,17 @@ async def test_a_news_sitemap_is_asked_on_every_run(
     assert site.bodies["/b.xml"] + site.not_modified["/b.xml"] == 3
 
 
+async def test_a_gzipped_news_sitemap_is_asked_on_every_run(
+    sites: Sites, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site = GzippedNewsSite("etag")
+    await site.start(sites, "127.0.0.208")
+    for hour in range(4):
+        await at(hour, monkeypatch, site, tmp_path)
+    assert site.bodies["/a.xml"] + site.not_modified["/a.xml"] == 4
+    assert site.bodies["/b.xml"] + site.not_modified["/b.xml"] == 3
+
+
 async def test_the_cap_bounds_the_wait(
     sites: Sites, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -141,6 +153,14 @@ class NewsSite(ChangingSite):
         return body
 
 
+class GzippedNewsSite(NewsSite):
+    """A NewsSite whose /a.xml is served gzipped (a .xml.gz file's bytes)."""
+
+    def body(self, path: str) -> bytes:
+        body = super().body(path)
+        return gzip.compress(body, mtime=0) if path == "/a.xml" else body
+
+
 async def test_urls_moving_into_a_sitemap_not_due_are_not_removed(
     sites: Sites, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -157,5 +177,56 @@ async def test_urls_moving_into_a_sitemap_not_due_are_not_removed(
     before = site.bodies["/b.xml"]
     run, records = await at(2, monkeypatch, site, tmp_path)
     assert records == []  # moved, not removed
+    assert site.bodies["/b.xml"] == before + 1  # asked after all: /a.xml lost URLs
+    assert run.sitemaps_not_due == 1  # the index only
+
+
+async def test_a_list_its_server_dates_long_ago_waits_after_its_first_read(
+    sites: Sites, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """RFC 9111 §4.2.2: a first read's interval is 10 % of its Last-Modified's age (here
+    years: the cap, 2 hours); a change meanwhile is picked up at the due run, exactly."""
+    site = ChangingSite("last-modified", modified=BASE_TIME)
+    await site.start(sites, "127.0.0.206")
+    cap = {"state.max_revisit_interval": 2 * HOUR}
+    _run, records = await at(0, monkeypatch, site, tmp_path, **cap)
+    assert (len(records), asked(site)) == (30, 3)
+    site.edit("/a.xml")["/a/new"] = None
+    run, records = await at(1, monkeypatch, site, tmp_path, **cap)
+    assert (records, asked(site), run.sitemaps_not_due) == ([], 3, 3)
+    run, records = await at(2, monkeypatch, site, tmp_path, **cap)
+    assert by_event(records) == {"new": {site.url("/a/new")}}
+    assert (asked(site), run.sitemaps_not_due) == (6, 0)
+
+
+async def test_a_list_its_server_dates_just_now_is_asked_on_the_next_run(
+    sites: Sites, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site = ChangingSite("last-modified")  # Last-Modified a minute before the first run
+    await site.start(sites, "127.0.0.207")
+    await at(0, monkeypatch, site, tmp_path)
+    run, records = await at(1, monkeypatch, site, tmp_path)
+    assert (records, sum(site.not_modified.values()), run.sitemaps_not_due) == ([], 3, 0)
+
+
+async def test_urls_moving_into_a_sitemap_not_due_are_not_removed_however_many_came(
+    sites: Sites, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 53: /a.xml loses five URLs (into /b.xml, not due) and gains five new ones:
+    the same count, another set. /b.xml is asked after all; only the new five are news."""
+    site = ChangingSite("etag")
+    await site.start(sites, "127.0.0.209")
+    await at(0, monkeypatch, site, tmp_path)
+    site.edit("/a.xml")["/a/new"] = BASE_LASTMOD  # /a changes: due on every run
+    await at(1, monkeypatch, site, tmp_path)
+    a, b = site.edit("/a.xml"), site.edit("/b.xml")
+    count = len(a)
+    for i in range(5):
+        b[f"/a/{i}"] = a.pop(f"/a/{i}")
+        a[f"/a/fresh{i}"] = BASE_LASTMOD
+    assert len(a) == count
+    before = site.bodies["/b.xml"]
+    run, records = await at(2, monkeypatch, site, tmp_path)
+    assert by_event(records) == {"new": {site.url(f"/a/fresh{i}") for i in range(5)}}
     assert site.bodies["/b.xml"] == before + 1  # asked after all: /a.xml lost URLs
     assert run.sitemaps_not_due == 1  # the index only

@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import gzip
 import hashlib
+import time
 from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -115,11 +116,14 @@ class ChangingSite:
     """robots.txt → /index.xml → /a.xml, /b.xml, from a model edited between runs.
 
     ``validators``: ``etag``, ``last-modified`` or ``none``. ``bodies`` counts
-    sitemap bodies served (200s); ``not_modified`` counts 304s.
+    sitemap bodies served (200s); ``not_modified`` counts 304s. ``modified``: the
+    Last-Modified of a file never edited (epoch; default a minute ago, an honest server
+    whose lists were just made; each edit adds a second).
     """
 
-    def __init__(self, validators: str) -> None:
+    def __init__(self, validators: str, modified: int | None = None) -> None:
         self.validators = validators
+        self.modified = int(time.time()) - 60 if modified is None else modified
         self.children = ["/a.xml", "/b.xml"]
         self.urls: dict[str, dict[str, int | None]] = {
             "/a.xml": {f"/a/{i}": BASE_TIME + i for i in range(20)},
@@ -170,7 +174,7 @@ class ChangingSite:
                 self.not_modified[path] += 1
                 return web.Response(status=304, headers=headers)
         elif self.validators == "last-modified":
-            changed = datetime.fromtimestamp(BASE_TIME + self.versions[path], UTC)
+            changed = datetime.fromtimestamp(self.modified + self.versions[path], UTC)
             headers["Last-Modified"] = format_datetime(changed, usegmt=True)
             since = request.headers.get("If-Modified-Since")
             if since and parsedate_to_datetime(since) >= changed:

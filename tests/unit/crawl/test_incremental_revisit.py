@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+import gzip
+from array import array
 from datetime import UTC, datetime
 from typing import Any
+
+import pytest
 
 from harvester.config import Config
 from harvester.crawl.frontier import Frontier, SitemapRef
@@ -15,6 +19,7 @@ from harvester.crawl.settings import MemorySettings
 from harvester.models import Kind, ReadResult, ReadStats
 from harvester.state.memory import HostMemory, SitemapMemory
 from harvester.state.revisit import Revisit
+from harvester.urls.dedupe import SeenSet
 
 HOST = "e.com"
 SEED = Seed(HOST, f"https://{HOST}", None, None, None, True)
@@ -29,9 +34,27 @@ STAMP = int(LASTMOD.timestamp())
 class FakeLedger:
     def __init__(self, memory: HostMemory) -> None:
         self.memory = memory
+        self.by_sitemap: dict[str, list[int]] = {}  # sitemap -> fps its last read listed
 
     def host(self, name: str) -> HostMemory:
         return self.memory
+
+    def sitemap_fps(self, host_id: int, url: str) -> array[int]:
+        return array("Q", self.by_sitemap.get(url, []))
+
+
+def listed(inc: HostIncremental) -> dict[str, list[int]]:
+    """What the fake ledger says each sitemap listed at its last read."""
+    ledger = inc._ledger
+    assert isinstance(ledger, FakeLedger)
+    return ledger.by_sitemap
+
+
+def seen(*fps: int) -> SeenSet:
+    out = SeenSet()
+    for fp in fps:
+        out.add(fp)
+    return out
 
 
 def make(
@@ -131,13 +154,28 @@ def test_the_cap_holds_when_a_sitemap_was_unasked_for_long() -> None:
     assert checked.interval == DAY
 
 
-def test_a_news_body_is_remembered_as_news() -> None:
+NEWS_HEAD = (
+    b'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" '
+    b'xmlns:news="http://www.google.com/schemas/sitemap-news/0.9">'
+)
+# A gzipped news sitemap (.xml.gz): its first bytes, in chunks as the fetch gives them.
+NEWS_GZ = gzip.compress(NEWS_HEAD + b"<url><loc>https://e.com/a</loc></url>" * 2000)
+
+
+@pytest.mark.parametrize(
+    ("chunks", "news"),
+    [
+        ([NEWS_HEAD], True),
+        ([NEWS_GZ[:100], NEWS_GZ[100:]], True),  # (its first 4 KiB, decompressed)
+        ([gzip.compress(b"<urlset>" + b"<url><loc>x</loc></url>" * 500)], False),
+        ([b"\x1f\x8bnot gzip at all"], False),
+    ],
+)
+def test_a_news_body_is_remembered_as_news(chunks: list[bytes], news: bool) -> None:
     inc = make(host())
     digest = inc.new_read()
-    digest.update(
-        b'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" '
-        b'xmlns:news="http://www.google.com/schemas/sitemap-news/0.9">'
-    )
+    for chunk in chunks:
+        digest.update(chunk)
     inc.read(
         SitemapRef(INDEX),
         ReadResult(INDEX, Kind("urlset"), ReadStats()),
@@ -148,7 +186,7 @@ def test_a_news_body_is_remembered_as_news() -> None:
     )
     checked = inc.state.sitemaps[0].revisit
     assert checked is not None
-    assert checked.news
+    assert checked.news is news
 
 
 # -- item 5: an index's lastmod skips a child only where the audit trusts it --------------
@@ -222,7 +260,8 @@ def test_a_not_due_urlset_is_carried_at_the_end_when_nothing_was_lost() -> None:
     assert inc.start(SitemapRef(CHILD), lambda _: None) == (None, {})
     assert inc._report.sitemaps_not_due == 0  # not decided yet
     read_a(inc, 12)  # gained URLs: they came from nowhere we did not ask
-    assert inc.revisits.held_back() is None
+    listed(inc)[INDEX] = [1, 2]
+    assert inc.revisits.held_back(inc.memory, seen(1, 2, 3)) is None
     inc.finish(Frontier(Config().limits), None)
     assert inc._report.sitemaps_not_due == 1
     assert [s.status for s in inc.state.sitemaps] == ["ok", "not_due"]
@@ -232,10 +271,19 @@ def test_a_not_due_urlset_is_asked_when_a_sibling_lost_urls() -> None:
     inc = make(two_urlsets())
     assert inc.start(SitemapRef(CHILD), lambda _: None) == (None, {})
     read_a(inc, 7)  # lost URLs: they may have moved into CHILD
-    again = inc.revisits.held_back()
+    again = inc.revisits.held_back(inc.memory, seen())
     assert again is not None
     assert again.url == CHILD
-    assert inc.revisits.held_back() is None
+    assert inc.revisits.held_back(inc.memory, seen()) is None
     assert inc.plan(again) == (CHILD, {"If-None-Match": '"v"'})
     inc.finish(Frontier(Config().limits), None)
     assert inc._report.sitemaps_not_due == 0
+
+
+def test_a_not_due_urlset_is_asked_when_a_sibling_lost_as_many_urls_as_it_gained() -> None:
+    """Issue 53: the set of URLs decides, not their count (10 before, 10 now)."""
+    inc = make(two_urlsets())
+    assert inc.start(SitemapRef(CHILD), lambda _: None) == (None, {})
+    read_a(inc, 10)
+    listed(inc)[INDEX] = [1, 2, 2**63 + 5]
+    assert inc.revisits.held_back(inc.memory, seen(1, 2**63 + 5, 7)) is not None  # 2 is gone

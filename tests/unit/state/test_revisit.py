@@ -2,7 +2,22 @@
 
 from __future__ import annotations
 
-from harvester.state.revisit import HISTORY, MIN_GAP, Revisit, after, due, overdue
+from datetime import UTC, datetime
+from email.utils import format_datetime, parsedate_to_datetime
+
+from harvester.state.revisit import (
+    HEURISTIC,
+    HISTORY,
+    MIN_GAP,
+    LateRevisit,
+    Revisit,
+    after,
+    due,
+    heuristic,
+    late_after,
+    late_due,
+    overdue,
+)
 
 HOUR = 3600.0
 DAY = 86400.0
@@ -74,3 +89,43 @@ def test_never_checked_is_due_and_overdue_and_history_is_bounded() -> None:
     assert overdue(Revisit(0.0, DAY, 1, "n"), WEEK, WEEK)
     memory = Revisit(0.0, 0.0, 0, "c" * HISTORY)
     assert after(memory, "n", DAY, WEEK, news=False).history == "c" * (HISTORY - 1) + "n"
+
+
+def test_a_first_read_waits_a_tenth_of_its_last_modified_age_at_most_the_cap() -> None:
+    now = 1_800_000_000.0
+    days_ago = "Mon, 06 Jan 2027 00:00:00 GMT"
+    age = now - parsedate_to_datetime(days_ago).timestamp()
+    assert heuristic(days_ago, now, WEEK) == HEURISTIC * age
+    first = after(None, "c", now, WEEK, news=False, first=heuristic(days_ago, now, WEEK))
+    assert first.interval == HEURISTIC * age
+    assert not due(first, now + HOUR, WEEK)
+    assert due(first, now + age * HEURISTIC, WEEK)
+    assert heuristic("Mon, 01 Jan 2001 00:00:00 GMT", now, WEEK) == WEEK  # years: the cap
+    # None, unreadable, in the future: no heuristic, due on the next run.
+    for value in (None, "", "yesterday", "Sun, 01 Jan 2090 00:00:00 GMT"):
+        assert heuristic(value, now, WEEK) == 0.0
+    # A news sitemap is asked every run whatever its date; a check of a known list ignores it.
+    assert after(None, "c", now, WEEK, news=True, first=WEEK).interval == 0.0
+    assert after(first, "c", now + DAY, WEEK, news=False, first=WEEK).interval == 0.0
+    # A list made minutes ago: due on the next run, however soon (a re-run).
+    assert heuristic(format_datetime(datetime.fromtimestamp(now - 60, UTC), True), now, WEEK) == 0
+
+
+def test_failed_late_attempts_back_off_doubling_up_to_the_cap() -> None:
+    """An hourly cron, a host dead from run 1 on: late attempts at runs 1, 2, 4, 8, 15, ...
+    (each waits twice the time since the one before it, due at 7/8 of that), until the
+    cap; one that reaches the host clears it."""
+    memory = LateRevisit()
+    made = []
+    for run in range(1, 60):
+        t = run * HOUR
+        if late_due(memory, t, DAY):
+            made.append(run)
+            memory = late_after(memory, False, t, DAY)
+    assert made == [1, 2, 4, 8, 15, 28, 49]  # (after 28: 26 h, capped to a day)
+    assert memory.failures == 7
+    assert memory.interval == DAY
+    assert late_after(memory, True, 60 * HOUR, DAY) == LateRevisit()
+    # A re-run minutes later keeps the interval.
+    again = late_after(memory, False, 49 * HOUR + 10, DAY)
+    assert (again.interval, again.failures) == (DAY, 8)
