@@ -20,7 +20,7 @@ deterministic, uniform sample), each fetched once unless robots.txt disallows it
   canonical elsewhere.
 
 Every share comes with its count and a 95 % Wilson interval (``share``). ``Spread``
-folds the hosts' figures into the run report's summary.
+(``crawl/spread.py``) folds the hosts' figures into the run report's summary.
 """
 
 from __future__ import annotations
@@ -28,8 +28,6 @@ from __future__ import annotations
 import heapq
 import json
 import math
-import statistics
-from array import array
 from typing import TYPE_CHECKING, Any
 
 from harvester.crawl.discovery import home_hosts
@@ -40,7 +38,7 @@ from harvester.errors import FetchError
 from harvester.urls.fingerprint import fingerprint
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable, Iterable, Mapping
+    from collections.abc import Awaitable, Callable, Iterable
 
     from harvester.crawl.batch import RecordBatch, UrlBatch
     from harvester.crawl.discovery import Discovered
@@ -52,7 +50,7 @@ if TYPE_CHECKING:
 
     Emit = Callable[[RecordBatch], Awaitable[None]]
 
-__all__ = ["OUTCOMES", "HostCoverage", "ListedSample", "Spread", "check", "completeness", "share"]
+__all__ = ["OUTCOMES", "HostCoverage", "ListedSample", "check", "completeness", "share"]
 
 # What a sampled listed URL turned out to be (none of them: a live, indexable page).
 OUTCOMES = ("dead", "redirect", "redirect_to_listed", "noindex", "canonical_elsewhere")
@@ -261,64 +259,3 @@ def _skip(report: HostReport) -> str | None:
     if not report.sitemaps_fetched:
         return "no sitemap read"
     return None
-
-
-class Spread:
-    """The run's coverage summary, host by host (``add``): completeness across the hosts
-    checked (quartiles) and the listed-not-live shares pooled over every sample."""
-
-    __slots__ = ("checked", "counts", "sampled", "skipped", "values")
-
-    def __init__(self) -> None:
-        self.values = array("d")  # each checked host's completeness share (when it has one)
-        self.checked = 0
-        self.skipped = 0
-        self.sampled = 0
-        self.counts = dict.fromkeys(OUTCOMES, 0)
-
-    def add(self, figures: Mapping[str, Any] | None) -> None:
-        """Fold in one host's ``coverage`` figures (None: not checked)."""
-        if figures is None:
-            return
-        if "skipped" in figures or "error" in figures:
-            self.skipped += 1
-            return
-        self.checked += 1
-        done = figures.get("completeness", {}).get("share")
-        if done is not None:
-            self.values.append(done)
-        self.sampled += int(figures.get("sampled", 0))
-        for name, fig in figures.get("listed_not_live", {}).items():
-            if name in self.counts:
-                self.counts[name] += int(fig.get("count", 0))
-
-    @property
-    def hosts(self) -> int:
-        """Hosts folded in (checked or skipped)."""
-        return self.checked + self.skipped
-
-    def summary(self) -> dict[str, Any]:
-        """``{"hosts_checked", "hosts_skipped", "completeness": {min, q1, median, q3, max,
-        mean}, "listed_not_live": pooled shares}`` (completeness {} with no host checked)."""
-        values = sorted(self.values)
-        spread: dict[str, float] = {}
-        if values:
-            q1, median, q3 = (
-                statistics.quantiles(values, n=4, method="inclusive")
-                if len(values) > 1
-                else (values[0],) * 3
-            )
-            spread = {
-                "min": values[0],
-                "q1": round(q1, 4),
-                "median": round(median, 4),
-                "q3": round(q3, 4),
-                "max": values[-1],
-                "mean": round(statistics.fmean(values), 4),
-            }
-        return {
-            "hosts_checked": self.checked,
-            "hosts_skipped": self.skipped,
-            "completeness": spread,
-            "listed_not_live": {n: share(c, self.sampled) for n, c in self.counts.items()},
-        }

@@ -3,11 +3,14 @@ from record batches in any of their shapes, and the run's spread of completeness
 
 from __future__ import annotations
 
+import json
 import random
+import statistics
 from array import array
 
 from harvester.crawl.batch import RecordBatch
-from harvester.crawl.cover import OUTCOMES, ListedSample, Spread, completeness, share
+from harvester.crawl.cover import OUTCOMES, ListedSample, completeness, share
+from harvester.crawl.spread import Spread
 from harvester.urls.fingerprint import fingerprint
 from harvester.urls.records import encode_records
 
@@ -124,3 +127,28 @@ def test_spread_of_one_host_and_of_none() -> None:
     none = Spread()
     assert none.summary()["completeness"] == {}
     assert none.hosts == 0
+
+
+def test_spreads_merged_shard_by_shard_give_the_one_spread_s_summary() -> None:
+    rng = random.Random(49)
+    values = [round(rng.random(), 4) for _ in range(101)] + [0.5] * 7  # some repeated
+    hosts = [_host(v, rng.randrange(3), 5) for v in values] + [{"skipped": "no sitemap read"}]
+    one = Spread()
+    for host in hosts:
+        one.add(host)
+    merged = Spread()
+    for part in (hosts[:40], hosts[40:41], [], hosts[41:]):
+        shard = Spread()
+        for host in part:
+            shard.add(host)
+        merged.merge(json.loads(json.dumps(shard.state())))  # as a shard's report carries it
+    merged.merge(None)
+    assert merged.summary() == one.summary()
+    q1, median, q3 = statistics.quantiles(values, n=4, method="inclusive")
+    done = one.summary()["completeness"]
+    assert (done["q1"], done["median"], done["q3"]) == (
+        round(q1, 4),
+        round(median, 4),
+        round(q3, 4),
+    )
+    assert done["mean"] == round(statistics.fmean(values), 4)
