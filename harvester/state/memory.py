@@ -102,3 +102,6 @@ class HostState:
     not_before: float | None = None
     # Indexes found to give an unchanged lastmod to a child that changed (issue 53 item 5).
     lied: list[str] = field(default_factory=list)
+    # Issue 49: listed pages the coverage check read, as rows of the samples table without
+    # the host id (``samples.SampleRow``): the next lastmod audit does not fetch them again.
+    samples: list[tuple[Any, ...]] = field(default_factory=list)

@@ -9,7 +9,8 @@ import statistics
 from array import array
 
 from harvester.crawl.batch import RecordBatch
-from harvester.crawl.cover import OUTCOMES, ListedSample, completeness, share
+from harvester.crawl.cover import OUTCOMES, completeness, share
+from harvester.crawl.listed import ListedSample
 from harvester.crawl.spread import Spread
 from harvester.urls.fingerprint import fingerprint
 from harvester.urls.records import encode_records
