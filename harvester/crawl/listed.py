@@ -2,7 +2,9 @@
 
 In: the host's record batches (``ListedSample.wrap`` of its emit). Out: the K listed
 URLs of the lowest fingerprints (``picks``): the same sample for the same list in any
-order, and uniform.
+order, and uniform. Lowest as the state file orders them (signed 64-bit), as the lastmod
+audit picks its pages (``state.samples.picks``, per sitemap): for a host with one
+sitemap the two samples are the same pages.
 
 With a state file a batch carries the ledger rows of every URL listed (those ``--emit``
 or ``--since`` leave out too): the sample is taken from them, with each URL's lastmod as
@@ -36,8 +38,10 @@ if TYPE_CHECKING:
 
 __all__ = ["AuditSamples", "ListedSample", "Pick", "SampledPages"]
 
-_NO_BOUND = 1 << 64  # above every fingerprint
-_MASK = (1 << 64) - 1  # a signed fingerprint (the state's) to its unsigned value
+_NO_BOUND = 1 << 64  # above every rank
+# A fingerprint's rank: its unsigned value with the top bit flipped sorts as its signed
+# value does (the state's order, the audit's), and costs one operation per URL.
+_FLIP = 1 << 63
 _HTTP = HTTPStatusError.kind  # the audit's error for a page that answered an error status
 
 
@@ -57,7 +61,7 @@ class ListedSample:
 
     def __init__(self, k: int) -> None:
         self.k = k
-        # (-fingerprint, canonical URL, lastmod or NO_LASTMOD): a max-heap
+        # (-rank, canonical URL, lastmod or NO_LASTMOD): a max-heap
         self._heap: list[tuple[int, str, int]] = []
 
     def wrap(self, emit: Emit) -> Emit:
@@ -76,28 +80,28 @@ class ListedSample:
             return
         fps, bound = batch.fingerprints, self._bound()
         # Once K are kept, a URL joins with chance K/n: most batches end here.
-        hits = [i for i, fp in enumerate(fps) if fp < bound]
+        hits = [i for i, fp in enumerate(fps) if fp ^ _FLIP < bound]
         if hits:
-            self._take((fp, url, NO_LASTMOD) for fp, url in _pairs(batch, hits))
+            self._take((fp ^ _FLIP, url, NO_LASTMOD) for fp, url in _pairs(batch, hits))
 
     def _bound(self) -> int:
-        """A fingerprint at or above this cannot join the sample."""
+        """A rank at or above this cannot join the sample."""
         return -self._heap[0][0] if len(self._heap) >= self.k else _NO_BOUND
 
     def _take(self, found: Iterable[tuple[int, str, int]]) -> None:
         heap, k = self._heap, self.k
-        for fp, url, lastmod in found:
-            if any(neg == -fp for neg, _, _ in heap):
+        for rank, url, lastmod in found:
+            if any(neg == -rank for neg, _, _ in heap):
                 continue  # (kept already: a URL two sitemaps list)
             if len(heap) < k:
-                heapq.heappush(heap, (-fp, url, lastmod))
-            elif fp < -heap[0][0]:
-                heapq.heapreplace(heap, (-fp, url, lastmod))
+                heapq.heappush(heap, (-rank, url, lastmod))
+            elif rank < -heap[0][0]:
+                heapq.heapreplace(heap, (-rank, url, lastmod))
 
     def picks(self) -> list[Pick]:
         """The sample, lowest fingerprint first."""
         return [
-            Pick(url, -neg, None if lastmod == NO_LASTMOD else lastmod)
+            Pick(url, -neg ^ _FLIP, None if lastmod == NO_LASTMOD else lastmod)
             for neg, url, lastmod in sorted(self._heap, reverse=True)
         ]
 
@@ -107,15 +111,15 @@ class ListedSample:
 
 
 def _rows(rows: LedgerRows, bound: int) -> Iterable[tuple[int, str, int]]:
-    """(fingerprint, URL, lastmod) of the ledger rows whose fingerprint is under ``bound``
+    """(rank, URL, lastmod) of the ledger rows whose rank is under ``bound``
     (the sample's at the batch's start: ``_take`` checks each against its own); only the
     URLs of chunks with such a row are unpacked."""
     for fps_blob, lastmods_blob, urls_blob in rows.chunks:
         fps = unpack_fps(fps_blob)
-        hits = [i for i, fp in enumerate(fps) if fp & _MASK < bound]
+        hits = [i for i, fp in enumerate(fps) if fp + _FLIP < bound]  # (signed: + flips)
         if hits:
             urls, lastmods = unpack_urls(urls_blob), unpack_fps(lastmods_blob)
-            yield from ((fps[i] & _MASK, urls[i], lastmods[i]) for i in hits)
+            yield from ((fps[i] + _FLIP, urls[i], lastmods[i]) for i in hits)
 
 
 def _pairs(batch: RecordBatch, hits: list[int]) -> Iterable[tuple[int, str]]:

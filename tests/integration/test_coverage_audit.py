@@ -30,6 +30,7 @@ WEEK = 7 * 86_400
 PAGES = 12
 HTML = {"Content-Type": "text/html"}
 LISTED = ["/", *(f"/p/{i}" for i in range(PAGES)), "/d/0", "/d/1"]  # /d/*: 404
+MANY = ["/", *(f"/p/{i}" for i in range(40))]
 
 
 def _iso(epoch: int) -> str:
@@ -46,20 +47,20 @@ def _page(i: int) -> Reply:
     return Reply(html.encode(), headers=HTML)
 
 
-async def dated_site(sites: Sites, host: str) -> Site:
-    """A home page linking 5 of 12 dated pages; the sitemap lists the home page, the 12
-    (each lastmod its page's dateModified) and 2 dead URLs."""
+async def dated_site(sites: Sites, host: str, listed: list[str] = LISTED) -> Site:
+    """A home page linking 5 dated pages; the sitemap lists ``listed`` (by default the
+    home page, 12 pages, each lastmod its page's dateModified, and 2 dead URLs)."""
     routes: dict[str, Any] = {}
     site = await sites.start(host, routes)
     links = "".join(f'<a href="/p/{i}">.</a>' for i in range(5))
     routes["/"] = Reply(f"<html><body>{links}</body></html>".encode(), headers=HTML)
-    for i in range(PAGES):
+    for i in range(len(listed)):
         routes[f"/p/{i}"] = _page(i)
     routes["/robots.txt"] = f"Sitemap: {site.url('/sitemap.xml')}\nUser-agent: *\n".encode()
-    dates = {f"/p/{i}": T0 + i * WEEK for i in range(PAGES)}
+    dates = {f"/p/{i}": T0 + i * WEEK for i in range(len(listed))}
     items = "".join(
         f"<url><loc>{site.url(path)}</loc><lastmod>{_iso(dates.get(path, T0))}</lastmod></url>"
-        for path in LISTED
+        for path in listed
     )
     routes["/sitemap.xml"] = (
         '<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
@@ -68,7 +69,7 @@ async def dated_site(sites: Sites, host: str) -> Site:
     return site
 
 
-def _config(state: Path, coverage: int) -> Any:
+def _config(state: Path, coverage: int) -> Any:  # (tdmrep.json: not a page, not asked)
     return fast_config(
         **{
             "state.path": str(state),
@@ -79,23 +80,23 @@ def _config(state: Path, coverage: int) -> Any:
     )
 
 
-async def run_and_audit(site: Site, tmp: Path, coverage: int) -> HostAudit:
+async def run_and_audit(site: Site, tmp: Path, coverage: int, k: int = 20) -> HostAudit:
     state = tmp / "state.sqlite"
     out = tmp / "out.jsonl"
     await asyncio.to_thread(
         run_job, _config(state, coverage), [site.origin], str(out), progress=False
     )
-    return await audit(state)
+    return await audit(state, k)
 
 
-async def audit(state: Path) -> HostAudit:
-    (result,) = await asyncio.to_thread(run_audit, fast_config(), str(state), 20)
+async def audit(state: Path, k: int = 20) -> HostAudit:
+    (result,) = await asyncio.to_thread(run_audit, fast_config(), str(state), k)
     return result
 
 
-def hits(site: Site) -> dict[str, int]:
+def hits(site: Site, listed: list[str] = LISTED) -> dict[str, int]:
     """How often each listed path was asked."""
-    return {path: site.hits(path) for path in LISTED}
+    return {path: site.hits(path) for path in listed}
 
 
 async def test_the_audit_counts_the_coverage_check_s_pages_and_fetches_none_again(
@@ -134,3 +135,20 @@ async def test_the_audit_counts_the_coverage_check_s_pages_and_fetches_none_agai
     assert again["sample"] is not None
     assert again["sample"]["from_run"] == 0
     assert hits(shared) == dict.fromkeys(LISTED, 2)
+
+
+async def test_with_a_sample_smaller_than_the_list_both_take_the_same_pages(
+    sites: Sites, tmp_path: Path
+) -> None:
+    # 41 listed URLs, K = 10 for both: the check's sample (the lowest fingerprints over
+    # the host) and the audit's picks (the lowest in each sitemap, one sitemap here) are
+    # the same 10 pages, so the audit asks none of them.
+    site = await dated_site(sites, "127.0.49.82", MANY)
+    result = await run_and_audit(site, tmp_path, coverage=10, k=10)
+    assert result["sample"] is not None
+    assert result["sample"]["from_run"] == 10
+    assert result["sample"]["agree"] + result["sample"]["no_signal"] == 10
+    asked = hits(site, MANY)
+    assert max(asked.values()) == 1
+    # The walk's pages (the home page and 5 links) and the sample's 10, some in both.
+    assert 10 <= sum(asked.values()) <= 16
