@@ -72,6 +72,8 @@ async def dated_site(sites: Sites, host: str, listed: list[str] = LISTED) -> Sit
 def _config(state: Path, coverage: int) -> Any:  # (tdmrep.json: not a page, not asked)
     return fast_config(
         **{
+            # Two worker processes: the samples cross the results pipe to the writer.
+            "run.workers": 2,
             "state.path": str(state),
             "discovery.coverage": coverage,
             "discovery.probe_budget": 0,
