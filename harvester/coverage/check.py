@@ -8,7 +8,7 @@ sitemaps are harvested as ``run`` harvests them, and its check then runs in the 
 host worker (``crawl/cover.py``), with the robots.txt and home page discovery read,
 under the host's politeness. Each host's line is its figures with ``urls_listed``
 (the distinct URLs its sitemaps listed) and ``discovery`` (where they were found);
-the summary is the run report's (``crawl.cover.Spread``).
+the summary is the run report's (``crawl.spread.Spread``).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
-from harvester.crawl.cover import Spread
+from harvester.crawl.spread import Spread
 from harvester.run.pipeline import harvest
 
 if TYPE_CHECKING:

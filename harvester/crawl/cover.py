@@ -10,7 +10,8 @@ JSON-ready (``check``'s figures, or ``{"skipped": why}``).
 Per host, at most 2K requests: the home page (none when discovery fetched it for the
 probes) and up to K - 1 pages reached from it by same-site links (``links.walk``:
 robots.txt honoured); then up to K listed URLs, the lowest fingerprints (a
-deterministic, uniform sample), each fetched once unless robots.txt disallows it.
+deterministic, uniform sample), each fetched once unless robots.txt disallows it or
+the walk fetched it already (its answer then serves both).
 
 - completeness: of the distinct same-site pages the walk found, less those fetched and
   found noindex or not HTML, the share the sitemaps list. A lower bound from a sample:
@@ -19,45 +20,46 @@ deterministic, uniform sample), each fetched once unless robots.txt disallows it
   redirect (and to a listed URL), say noindex (meta or X-Robots-Tag) or declare a
   canonical elsewhere.
 
+With a state file the sampled listed pages it read are also stored as the lastmod
+audit's samples (``listed.AuditSamples``): ``harvester audit`` then counts them instead
+of fetching them again.
+
 Every share comes with its count and a 95 % Wilson interval (``share``). ``Spread``
-folds the hosts' figures into the run report's summary.
+(``crawl/spread.py``) folds the hosts' figures into the run report's summary.
 """
 
 from __future__ import annotations
 
-import heapq
-import json
 import math
-import statistics
-from array import array
 from typing import TYPE_CHECKING, Any
 
 from harvester.crawl.discovery import home_hosts
 from harvester.crawl.homepage import fetch_page
 from harvester.crawl.links import walk
+from harvester.crawl.listed import AuditSamples, ListedSample, SampledPages
 from harvester.crawl.scheduler import host_key
 from harvester.errors import FetchError
 from harvester.urls.fingerprint import fingerprint
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable, Iterable, Mapping
+    from collections.abc import Callable, Iterable
 
-    from harvester.crawl.batch import RecordBatch, UrlBatch
+    from harvester.crawl.batch import UrlBatch
     from harvester.crawl.discovery import Discovered
     from harvester.crawl.fetch import Fetcher
     from harvester.crawl.homepage import Fetched
+    from harvester.crawl.listed import Emit, Pick
     from harvester.crawl.report import HostReport
     from harvester.crawl.robots import RobotsTxt
     from harvester.crawl.scheduler import HostSlot
+    from harvester.crawl.settings import DiscoverySettings
+    from harvester.state.memory import HostState
 
-    Emit = Callable[[RecordBatch], Awaitable[None]]
-
-__all__ = ["OUTCOMES", "HostCoverage", "ListedSample", "Spread", "check", "completeness", "share"]
+__all__ = ["OUTCOMES", "HostCoverage", "check", "completeness", "share"]
 
 # What a sampled listed URL turned out to be (none of them: a live, indexable page).
 OUTCOMES = ("dead", "redirect", "redirect_to_listed", "noindex", "canonical_elsewhere")
 _Z = 1.96  # 95 %
-_NO_BOUND = 1 << 64  # above every fingerprint
 
 
 def share(hits: int, total: int) -> dict[str, Any]:
@@ -87,60 +89,6 @@ def completeness(
     return share(sum(1 for url in pages if listed(url)), len(pages))
 
 
-class ListedSample:
-    """The K listed URLs of the lowest fingerprints, taken from a host's record batches as
-    they go out: the same sample for the same list in any order, and uniform."""
-
-    __slots__ = ("_heap", "k")
-
-    def __init__(self, k: int) -> None:
-        self.k = k
-        self._heap: list[tuple[int, str]] = []  # (-fingerprint, canonical URL): a max-heap
-
-    def wrap(self, emit: Emit) -> Emit:
-        """``emit``, each batch sampled on its way."""
-
-        async def sampled(batch: RecordBatch) -> None:
-            self.take(batch)
-            await emit(batch)
-
-        return sampled
-
-    def take(self, batch: RecordBatch) -> None:
-        """Keep what ``batch`` has of the K lowest fingerprints so far."""
-        heap, k, fps = self._heap, self.k, batch.fingerprints
-        bound = -heap[0][0] if len(heap) >= k else _NO_BOUND
-        # Once K are kept, a URL joins with chance K/n: most batches end here.
-        hits = [i for i, fp in enumerate(fps) if fp < bound]
-        if not hits:
-            return
-        for fp, url in _pairs(batch, hits):
-            if len(heap) < k:
-                heapq.heappush(heap, (-fp, url))
-            elif fp < -heap[0][0]:
-                heapq.heapreplace(heap, (-fp, url))
-
-    def urls(self) -> list[str]:
-        """The sample, lowest fingerprint first."""
-        return [url for _, url in sorted(self._heap, reverse=True)]
-
-
-def _pairs(batch: RecordBatch, hits: list[int]) -> Iterable[tuple[int, str]]:
-    """(fingerprint, URL) of the records at ``hits``; of every record when a filter left
-    fewer records than fingerprints (the indices do not line up then)."""
-    fps = batch.fingerprints
-    if batch.data is None:
-        records = batch.records
-        if len(records) == len(fps):
-            return ((fps[i], records[i]["url"]) for i in hits)
-        return ((fingerprint(r["url"]), r["url"]) for r in records)
-    lines = bytes(batch.data).split(b"\n")
-    if batch.lines is None:
-        return ((fps[i], json.loads(lines[i])["url"]) for i in hits)
-    urls = (json.loads(line)["url"] for line in lines if line)
-    return ((fingerprint(url), url) for url in urls)
-
-
 def _outcomes(
     fetched: Fetched, listed: Callable[[str], bool], canonical: Callable[[str], str]
 ) -> list[str]:
@@ -165,7 +113,7 @@ async def check(
     origin: str,
     robots: RobotsTxt,
     listed: Callable[[str], bool],
-    sample: list[str],
+    sample: list[Pick],
     fetcher: Fetcher,
     slot: HostSlot,
     canonical: Callable[[str], str],
@@ -173,11 +121,15 @@ async def check(
     *,
     home: Fetched | None = None,
     own: frozenset[str] = frozenset(),
+    audit: AuditSamples | None = None,
 ) -> dict[str, Any]:
     """One host's figures (see the module): the links walk from ``origin`` (``pages`` at
     most, ``home`` its first when fetched already), then ``sample``'s listed URLs on the
-    hosts ``own`` (any, when empty) that robots.txt allows. Never raises a fetch error."""
-    found = await walk(origin, robots, fetcher, slot, canonical, pages, home)
+    hosts ``own`` (any, when empty) that robots.txt allows (not fetched again when the
+    walk did), each kept in ``audit`` as the lastmod audit's sample when given. Never
+    raises a fetch error."""
+    walked = SampledPages(sample, audit)  # a sampled page the walk fetched: not again
+    found = await walk(origin, robots, fetcher, slot, canonical, pages, home, walked)
     out: dict[str, Any] = {
         "pages_fetched": found.pages,
         "pages_found": len(found.urls),
@@ -186,14 +138,19 @@ async def check(
     requests = found.pages - (1 if home is not None and home.page is not None else 0)
     counts = dict.fromkeys(OUTCOMES, 0)
     sampled = 0
-    for url in sample:
+    for pick in sample:
+        url = pick.url
         if not robots.can_fetch(url) or (own and host_key(url) not in own):
             continue  # never requested: robots.txt disallows it, or another host's
-        requests += 1
-        try:
-            fetched = await fetch_page(url, fetcher, slot)
-        except FetchError:
-            continue  # a transport failure says nothing of the page: not counted
+        fetched = walked.take(url)
+        if fetched is None:
+            requests += 1
+            try:
+                fetched = await fetch_page(url, fetcher, slot, keep_body=audit is not None)
+            except FetchError:
+                continue  # a transport failure says nothing of the page: not counted
+            if audit is not None:
+                audit.add(pick, fetched)
         sampled += 1
         for name in _outcomes(fetched, listed, canonical):
             counts[name] += 1
@@ -207,24 +164,32 @@ class HostCoverage:
     """``--coverage K`` in a run, for one host: made by ``on`` (its emit sampled), then
     ``run`` once the sitemaps are read. K = 0: off, nothing sampled nor requested."""
 
-    __slots__ = ("pages", "sample")
+    __slots__ = ("page_bytes", "pages", "sample")
 
-    def __init__(self, pages: int) -> None:
+    def __init__(self, pages: int, page_bytes: int) -> None:
         self.pages = pages
+        self.page_bytes = page_bytes  # of a sampled page, as the lastmod audit reads it
         self.sample = ListedSample(pages)
 
     @classmethod
-    def on(cls, pages: int, emit: Emit) -> tuple[HostCoverage, Emit]:
-        """The check of K = ``pages`` and the host's ``emit`` with its records sampled on
-        the way out (``emit`` itself when off)."""
-        check = cls(pages)
-        return check, check.sample.wrap(emit) if pages else emit
+    def on(cls, settings: DiscoverySettings, emit: Emit) -> tuple[HostCoverage, Emit]:
+        """The check of K = ``settings.coverage`` and the host's ``emit`` with its records
+        sampled on the way out (``emit`` itself when off)."""
+        check = cls(settings.coverage, settings.page_bytes)
+        return check, check.sample.wrap(emit) if check.pages else emit
 
     async def run(
-        self, found: Discovered, origin: str, fetcher: Fetcher, slot: HostSlot, batch: UrlBatch
+        self,
+        found: Discovered,
+        origin: str,
+        fetcher: Fetcher,
+        slot: HostSlot,
+        batch: UrlBatch,
+        state: HostState | None = None,
     ) -> None:
-        """Check the host (its sitemaps read into ``batch``); the figures go to its report.
-        Off (K = 0): nothing."""
+        """Check the host (its sitemaps read into ``batch``); the figures go to its report
+        and, with a state file (``state``), the sampled pages it read to the lastmod
+        audit's samples. Off (K = 0): nothing."""
         if not self.pages:
             return
         report = batch.report
@@ -238,20 +203,24 @@ class HostCoverage:
             return seen is not None and fingerprint(url) in seen
 
         start = found.origin or origin
+        audit = None if state is None else AuditSamples(self.page_bytes)
         figures = await check(
             start,
             found.robots,
             listed,
-            self.sample.urls(),
+            self.sample.picks(),
             fetcher,
             slot,
             batch.rules.canonical,
             self.pages,
             home=found.home,
             own=home_hosts(report.host, found.origin),
+            audit=audit,
         )
         figures["capped"] = batch.cap_hit  # the listed set stops at max_urls_per_host
         report.coverage = figures
+        if state is not None and audit is not None:
+            state.samples.extend(audit.rows)
 
 
 def _skip(report: HostReport) -> str | None:
@@ -261,64 +230,3 @@ def _skip(report: HostReport) -> str | None:
     if not report.sitemaps_fetched:
         return "no sitemap read"
     return None
-
-
-class Spread:
-    """The run's coverage summary, host by host (``add``): completeness across the hosts
-    checked (quartiles) and the listed-not-live shares pooled over every sample."""
-
-    __slots__ = ("checked", "counts", "sampled", "skipped", "values")
-
-    def __init__(self) -> None:
-        self.values = array("d")  # each checked host's completeness share (when it has one)
-        self.checked = 0
-        self.skipped = 0
-        self.sampled = 0
-        self.counts = dict.fromkeys(OUTCOMES, 0)
-
-    def add(self, figures: Mapping[str, Any] | None) -> None:
-        """Fold in one host's ``coverage`` figures (None: not checked)."""
-        if figures is None:
-            return
-        if "skipped" in figures or "error" in figures:
-            self.skipped += 1
-            return
-        self.checked += 1
-        done = figures.get("completeness", {}).get("share")
-        if done is not None:
-            self.values.append(done)
-        self.sampled += int(figures.get("sampled", 0))
-        for name, fig in figures.get("listed_not_live", {}).items():
-            if name in self.counts:
-                self.counts[name] += int(fig.get("count", 0))
-
-    @property
-    def hosts(self) -> int:
-        """Hosts folded in (checked or skipped)."""
-        return self.checked + self.skipped
-
-    def summary(self) -> dict[str, Any]:
-        """``{"hosts_checked", "hosts_skipped", "completeness": {min, q1, median, q3, max,
-        mean}, "listed_not_live": pooled shares}`` (completeness {} with no host checked)."""
-        values = sorted(self.values)
-        spread: dict[str, float] = {}
-        if values:
-            q1, median, q3 = (
-                statistics.quantiles(values, n=4, method="inclusive")
-                if len(values) > 1
-                else (values[0],) * 3
-            )
-            spread = {
-                "min": values[0],
-                "q1": round(q1, 4),
-                "median": round(median, 4),
-                "q3": round(q3, 4),
-                "max": values[-1],
-                "mean": round(statistics.fmean(values), 4),
-            }
-        return {
-            "hosts_checked": self.checked,
-            "hosts_skipped": self.skipped,
-            "completeness": spread,
-            "listed_not_live": {n: share(c, self.sampled) for n, c in self.counts.items()},
-        }

@@ -39,6 +39,7 @@ class Fetched:
     redirects: tuple[str, ...] = ()  # URLs that redirected on the way
     headers: Mapping[str, str] | None = None
     page: HtmlPage | None = None  # None: an error status, or not HTML
+    body: bytes | None = None  # the HTML bytes read, when asked for (``keep_body``)
 
     @property
     def html(self) -> bool:
@@ -46,9 +47,12 @@ class Fetched:
         return self.page is not None
 
 
-async def fetch_page(url: str, fetcher: Fetcher, slot: HostSlot) -> Fetched:
-    """GET ``url`` under ``slot``; parse it when it is HTML. Raises ``FetchError`` on a
-    transport failure (an HTTP error status is returned, not raised)."""
+async def fetch_page(
+    url: str, fetcher: Fetcher, slot: HostSlot, *, keep_body: bool = False
+) -> Fetched:
+    """GET ``url`` under ``slot``; parse it when it is HTML (``keep_body``: its bytes kept
+    in ``Fetched.body`` too). Raises ``FetchError`` on a transport failure (an HTTP error
+    status is returned, not raised)."""
     try:
         async with fetcher.stream(url, slot) as body:
             final, status, redirects = body.url, body.status, body.redirects
@@ -65,5 +69,6 @@ async def fetch_page(url: str, fetcher: Fetcher, slot: HostSlot) -> Fetched:
                     break  # the head and the first links are what matter; the rest is left
     except HTTPStatusError as exc:
         return Fetched(url, exc.status, exc.url or url)
-    page = parse_html(b"".join(parts), final, headers)
-    return Fetched(url, status, final, redirects, headers, page)
+    data = b"".join(parts)
+    page = parse_html(data, final, headers)
+    return Fetched(url, status, final, redirects, headers, page, data if keep_body else None)

@@ -145,7 +145,7 @@ class HostWorker:
         inc = self.incremental
         self._queue = SitemapQueue(self._policy, self._frontier, settings.filters, self._homes, inc)
         self._tdm = tdmrep.HostTdmRep(settings.policy, self.report, fetcher, scheduler, inc)
-        self._cover, emit = cover.HostCoverage.on(settings.discovery.coverage, emit)  # issue 49
+        self._cover, emit = cover.HostCoverage.on(settings.discovery, emit)  # issue 49
         self._hooks = HostHooks(
             self.batch, self._queue, self._homes, inc, self.sitemaps, emit, ready
         )
@@ -197,7 +197,7 @@ class HostWorker:
         # Issue 49: links as a safety net where no sitemap was found; --coverage K's check.
         args = (self._fetcher, slot, self._settings, self.batch.rules, self.report)
         await links.fallback(found, self.seed.origin, *args, self._hooks.emit)
-        await self._cover.run(found, self.seed.origin, self._fetcher, slot, self.batch)
+        await self._cover.run(found, self.seed.origin, self._fetcher, slot, self.batch, self.state)
 
     async def _discover(self, slot: HostSlot) -> Discovered | None:
         """The host's first sitemaps: recalled from the state file, or discovered (its

@@ -25,7 +25,7 @@ from __future__ import annotations
 from array import array
 from collections import deque
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlsplit
 
 from harvester.crawl.batch import RecordBatch
@@ -47,9 +47,19 @@ if TYPE_CHECKING:
     from harvester.crawl.settings import HostSettings
     from harvester.urls.normalize import Rules
 
-__all__ = ["MAX_DEPTH", "Walk", "emit_links", "walk"]
+__all__ = ["MAX_DEPTH", "PageWatch", "Walk", "emit_links", "walk"]
 
 MAX_DEPTH = 3  # clicks from the home page
+
+
+class PageWatch(Protocol):
+    """Who wants some of the walk's pages as fetched (the coverage check: its sample)."""
+
+    def wants(self, key: str) -> bool:
+        """Whether the page of canonical URL ``key`` is wanted (its body then kept)."""
+
+    def saw(self, key: str, fetched: Fetched) -> None:
+        """The wanted page ``key``, as the walk fetched it."""
 
 
 @dataclass(slots=True)
@@ -82,8 +92,10 @@ async def walk(
     canonical: Callable[[str], str],
     max_pages: int,
     home: Fetched | None = None,
+    watch: PageWatch | None = None,
 ) -> Walk:
-    """Walk ``origin``'s links breadth first (see the module); never raises a fetch error."""
+    """Walk ``origin``'s links breadth first (see the module); never raises a fetch error.
+    ``watch`` sees each page it ``wants`` as fetched, its body kept."""
     out = Walk()
     start = f"{origin}/"
     own = {urlsplit(origin).netloc.lower()}
@@ -99,13 +111,7 @@ async def walk(
     while queue and out.pages < max_pages:
         url, depth = queue.popleft()
         key = _canon(canonical, url) or url
-        if depth == 0 and home is not None:
-            fetched = home  # discovery fetched it already (probes.py)
-        else:
-            try:
-                fetched = await fetch_page(url, fetcher, slot)
-            except FetchError:
-                fetched = None
+        fetched = await _fetch(url, key, home if depth == 0 else None, fetcher, slot, watch)
         out.pages += 1
         if fetched is None or fetched.status >= 400:
             out.failed += 1
@@ -134,6 +140,29 @@ async def walk(
             out.urls[linked] = link
             queue.append((link, depth + 1))
     return out
+
+
+async def _fetch(
+    url: str,
+    key: str,
+    home: Fetched | None,
+    fetcher: Fetcher,
+    slot: HostSlot,
+    watch: PageWatch | None,
+) -> Fetched | None:
+    """One page of the walk (``home``: fetched by discovery already; probes.py); None for
+    a transport failure. ``watch`` sees it when it wants ``key`` (canonical)."""
+    wanted = watch is not None and watch.wants(key)
+    if home is not None:
+        fetched = home
+    else:
+        try:
+            fetched = await fetch_page(url, fetcher, slot, keep_body=wanted)
+        except FetchError:
+            return None
+    if wanted and watch is not None:
+        watch.saw(key, fetched)
+    return fetched
 
 
 def _canon(canonical: Callable[[str], str], url: str) -> str | None:

@@ -55,6 +55,7 @@ class DiscoverySettings:
     probe_budget: int = 6  # discovery.probe_budget (issue 49, crawl/probes.py)
     links_fallback: int = 0  # discovery.links_fallback: pages walked without a sitemap
     coverage: int = 0  # discovery.coverage: K of the coverage check (crawl/cover.py)
+    page_bytes: int = 2_097_152  # audit.max_page_bytes: of a page it samples, for the audit
 
     @classmethod
     def of(cls, cfg: Config) -> DiscoverySettings:
@@ -69,6 +70,7 @@ class DiscoverySettings:
             probe_budget=cfg.discovery.probe_budget,
             links_fallback=cfg.discovery.links_fallback,
             coverage=cfg.discovery.coverage,
+            page_bytes=cfg.audit.max_page_bytes,
         )
 
     def pace(self, slot: HostSlot, robots: RobotsTxt) -> None:

@@ -123,12 +123,21 @@ _SUMMED = (
     "sitemaps_fetched",
     "sitemaps_failed",
     "resumed_hosts_skipped",
+    "hosts_recovered_late",
+    "hosts_blocked",
+    "filtered",
+    "sitemaps_filtered",
+    "hosts_tls_unverified",
+    "sitemaps_not_due",
+    "unverified",
 )
 
 
 def combine(reports: list[dict[str, Any]], run: RunReport) -> None:
-    """Add the shards' run reports (``RunReport.as_dict()`` forms) into ``run``."""
+    """Add the shards' run reports (``RunReport.as_dict(parts=True)`` forms) into ``run``:
+    the counts summed, the coverage summary made from every shard's hosts."""
     for report in reports:
+        run.merge_coverage(report.get("coverage_spread"))
         for name in _SUMMED:
             setattr(run, name, getattr(run, name) + int(report.get(name) or 0))
         for kind, count in (report.get("failures_by_class") or {}).items():

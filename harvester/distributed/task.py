@@ -91,7 +91,7 @@ def run_shard_task(spec: ShardSpec) -> dict[str, Any]:
             "attempt": attempt.token,
             "status": status,
             "manifest": manifest,
-            "report": run.as_dict(),
+            "report": run.as_dict(parts=True),
         }
     except BaseException:
         attempt.discard()

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from harvester.crawl.cover import Spread
+from harvester.crawl.spread import Spread
 from harvester.output.parts import write_atomic
 
 if TYPE_CHECKING:
@@ -143,8 +143,9 @@ class RunReport:
         self.complete = complete
         self.interrupted = interrupted
 
-    def as_dict(self) -> dict[str, Any]:
-        """Return the JSON-ready form of the run report."""
+    def as_dict(self, *, parts: bool = False) -> dict[str, Any]:
+        """Return the JSON-ready form of the run report; ``parts``: with what ``merge``
+        needs to fold it into another run's (a shard's report, ``distributed/merge.py``)."""
         out: dict[str, Any] = {
             name: getattr(self, name) for name in self.__slots__ if not name.startswith("_")
         }
@@ -152,7 +153,13 @@ class RunReport:
         out["failures_by_class"] = dict(sorted(self.failures_by_class.items()))
         if self._coverage.hosts:
             out["coverage"] = self._coverage.summary()
+            if parts:
+                out["coverage_spread"] = self._coverage.state()
         return out
+
+    def merge_coverage(self, state: Mapping[str, Any] | None) -> None:
+        """Fold in a shard's coverage (``as_dict(parts=True)["coverage_spread"]``)."""
+        self._coverage.merge(state)
 
 
 def write_report(path: str, run: RunReport, hosts_jsonl_path: str | None) -> None:

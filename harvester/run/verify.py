@@ -35,9 +35,8 @@ import logging
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from harvester.audit.agreement import Agreement, compare
 from harvester.audit.content import content_changed
-from harvester.audit.pagedates import extract_signals
+from harvester.audit.pageread import read_page
 from harvester.audit.trust import SignalAgreement, score_trust
 from harvester.crawl.fetch import Fetcher
 from harvester.crawl.robots import parse_robots
@@ -47,7 +46,9 @@ from harvester.run.admission import host_limit
 from harvester.state.codec import now
 from harvester.state.rows import signed
 from harvester.state.samples import (
+    KEEP,
     audited_hosts,
+    fresh_samples,
     history,
     host_row,
     picks,
@@ -68,8 +69,6 @@ if TYPE_CHECKING:
 __all__ = ["verify_hosts"]
 
 logger = logging.getLogger(__name__)
-
-_HISTORY = 10  # samples kept per URL: the pairs of the last audits make the score
 
 
 async def verify_hosts(
@@ -111,6 +110,18 @@ class _HostSample:
         self.robots_disallowed = 0
         self.other_host = 0
         self.failed = 0
+        self.from_run = 0  # pages a run's coverage check fetched since the last audit
+
+    def count(self, agreement: str | None) -> None:
+        """Count one page read (``agreement``'s value; None: its fetch failed)."""
+        if agreement == "agree":
+            self.agree += 1
+        elif agreement == "disagree":
+            self.disagree += 1
+        elif agreement is None:
+            self.failed += 1
+        else:
+            self.no_signal += 1
 
     def save(self, store: StateStore) -> HostAudit:
         verdict = self.audit.get("verdict")
@@ -126,14 +137,15 @@ class _HostSample:
                 "robots_disallowed": self.robots_disallowed,
                 "other_host": self.other_host,
                 "failed": self.failed,
+                "from_run": self.from_run,
             },
             "score": None,
         }
         if self.host_id is None or verdict is None:
             return entry
         store.begin()
-        # The last _HISTORY samples per URL are kept (the score needs no more).
-        save_samples(store, self.host_id, self.rows, _HISTORY)
+        # The last KEEP samples per URL are kept (the score needs no more).
+        save_samples(store, self.host_id, self.rows, KEEP)
         agreement = SignalAgreement(self.agree, self.disagree, self.no_signal)
         score = score_trust(_pairs(store, self.host_id), agreement, verdict=verdict)
         evidence = score.as_dict()
@@ -175,6 +187,9 @@ async def _sample_pages(
 ) -> None:
     host_id = result.host_id
     assert host_id is not None  # (_sample_host returns early for a host never recorded)
+    # Pages a run's coverage check read since the last audit (crawl/cover.py), stored as
+    # samples: counted as they are, not fetched again, while the lastmod is the same.
+    fresh = fresh_samples(store, host_id)
     for fp, url, lastmod in picks(store, host_id, k):
         if host_key(url) != name:
             # The protocol keeps a sitemap's URLs on its host; pages elsewhere are not
@@ -183,6 +198,10 @@ async def _sample_pages(
             continue
         if robots is not None and not robots.can_fetch(url):
             result.robots_disallowed += 1
+            continue
+        if fp in fresh and fresh[fp][0] == lastmod:
+            result.count(fresh[fp][1])
+            result.from_run += 1
             continue
         await _sample_page(result, cfg, fetcher, scheduler, fp, url, lastmod)
 
@@ -220,27 +239,18 @@ async def _sample_page(
         return
     finally:
         scheduler.release(key)
-    fetched = datetime.now(UTC)
-    signals = extract_signals(b"".join(parts)[:cap], headers, fetched_at=fetched, max_bytes=cap)
-    sitemap_lastmod = None if lastmod is None else datetime.fromtimestamp(lastmod, UTC)
-    agreement = compare(sitemap_lastmod, signals).overall
-    if agreement is Agreement.AGREE:
-        result.agree += 1
-    elif agreement is Agreement.DISAGREE:
-        result.disagree += 1
-    else:
-        result.no_signal += 1
-    page_modified = next((s.value for s in signals.signals()), None)
+    reading = read_page(b"".join(parts), headers, lastmod, cap=cap)
+    result.count(str(reading.agreement))
     result.rows.append(
         (
             result.host_id,
             fp,
             url,
-            fetched.timestamp(),
+            reading.at,
             lastmod,
-            None if signals.fingerprint is None else signed(signals.fingerprint),
-            None if page_modified is None else int(page_modified.timestamp()),
-            str(agreement),
+            None if reading.fingerprint is None else signed(reading.fingerprint),
+            reading.page_modified,
+            str(reading.agreement),
             status,
             None,
         )

@@ -106,3 +106,6 @@ class HostState:
     # Its failed late attempts after this run (issue 53, ``revisit.late_after``; None: as
     # they were, a ``LateRevisit()``: none, it answered).
     late: LateRevisit | None = None
+    # Issue 49: listed pages the coverage check read, as rows of the samples table without
+    # the host id (``samples.SampleRow``): the next lastmod audit does not fetch them again.
+    samples: list[tuple[Any, ...]] = field(default_factory=list)

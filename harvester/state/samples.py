@@ -9,23 +9,41 @@ the fetching and the scoring; every SQL statement it needs is here.
 from __future__ import annotations
 
 import heapq
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from harvester.state.chunks import NO_LASTMOD, unpack_fps, unpack_urls
 from harvester.state.codec import dump_json, load_json, now
 from harvester.state.undo import LIVE
 
 if TYPE_CHECKING:
+    import sqlite3
     from array import array
     from collections.abc import Iterator, Sequence
 
-    from harvester.state.store import StateStore
-
-__all__ = ["audited_hosts", "history", "host_row", "picks", "save_samples", "save_trust"]
+__all__ = [
+    "KEEP",
+    "audited_hosts",
+    "fresh_samples",
+    "history",
+    "host_row",
+    "picks",
+    "save_samples",
+    "save_trust",
+]
 
 # A sample row, in the samples table's column order: host_id, fp, url, sampled_at,
 # sitemap_lastmod, fingerprint, page_modified, agreement, http_status, error.
 SampleRow = tuple[Any, ...]
+KEEP = 10  # samples kept per URL: the pairs of the last audits make the trust score
+
+
+class StateStore(Protocol):
+    """What is read here of ``store.StateStore`` (not imported: it stores the samples a
+    run's coverage check took with ``save_samples``)."""
+
+    @property
+    def db(self) -> sqlite3.Connection:
+        """The writer's connection."""
 
 
 def audited_hosts(store: StateStore, run_id: int | None = None) -> list[str]:
@@ -106,6 +124,18 @@ def history(store: StateStore, host_id: int) -> Iterator[tuple[int, int | None, 
         "WHERE host_id = ? AND error IS NULL ORDER BY fp, id",
         (host_id,),
     )
+
+
+def fresh_samples(store: StateStore, host_id: int) -> dict[int, tuple[int | None, str | None]]:
+    """The samples of a host taken since its last audit (by a run's coverage check, which
+    stores the listed pages it fetched): ``fp -> (sitemap lastmod, agreement)``, the
+    newest per URL; the agreement is None for a fetch that failed."""
+    rows = store.db.execute(
+        "SELECT fp, sitemap_lastmod, agreement, error FROM samples WHERE host_id = ? "
+        "AND sampled_at > COALESCE((SELECT audited_at FROM hosts WHERE id = ?), 0) ORDER BY id",
+        (host_id, host_id),
+    )
+    return {fp: (lastmod, None if error else agreement) for fp, lastmod, agreement, error in rows}
 
 
 def save_samples(store: StateStore, host_id: int, rows: Sequence[SampleRow], keep: int) -> None:

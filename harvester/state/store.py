@@ -56,6 +56,7 @@ from harvester.state.ids import RowIds
 from harvester.state.lifecycle import begin, load_counts, restart
 from harvester.state.removals import retire
 from harvester.state.runs import FinishedHosts, RunInfo
+from harvester.state.samples import KEEP, save_samples
 from harvester.state.schema import (
     INSERT_CHUNK,
     PAGE_SIZE,
@@ -276,6 +277,8 @@ class StateStore:
             self._db.execute(
                 "UPDATE hosts SET audit = ? WHERE id = ?", (dump_json(state.audit), host_id)
             )
+        if state.samples:  # issue 49: pages the coverage check read, for the next audit
+            save_samples(self, host_id, [(host_id, *row) for row in state.samples], KEEP)
         # Also for a host cut short: what it said about coming back holds all the same.
         self._db.execute(
             "UPDATE hosts SET not_before = ? WHERE id = ?", (state.not_before, host_id)

@@ -28,10 +28,12 @@ async def test_run_coverage_reuses_robots_and_the_home_page(sites: Sites) -> Non
     # The sample: the 4 listed URLs robots.txt allows (/private/q is never requested).
     assert cov["sampled"] == 4
     assert all(fig["count"] == 0 for fig in cov["listed_not_live"].values())
-    assert cov["requests"] == 4 + 4
+    # The walk fetched every sampled page already: the sample asks none again.
+    assert cov["requests"] == 4
     assert site.hits("/robots.txt") == 1
-    # Discovery read it for the probes (the walk reuses it); the sample asks once more.
-    assert site.hits("/") == 2
+    # Discovery read it for the probes; the walk and the sample reuse its answer.
+    assert site.hits("/") == 1
+    assert all(site.hits(p) == 1 for p in ("/a", "/b", "/c", "/d"))
     # The home page first, its generator (WordPress) ordering the probes (tdmrep.json,
     # on by default, is asked after the home page, before the sitemaps).
     paths = [h.path for h in site.log if h.path != "/.well-known/tdmrep.json"]

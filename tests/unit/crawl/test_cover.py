@@ -3,11 +3,16 @@ from record batches in any of their shapes, and the run's spread of completeness
 
 from __future__ import annotations
 
+import json
 import random
+import statistics
 from array import array
 
 from harvester.crawl.batch import RecordBatch
-from harvester.crawl.cover import OUTCOMES, ListedSample, Spread, completeness, share
+from harvester.crawl.cover import OUTCOMES, completeness, share
+from harvester.crawl.listed import ListedSample
+from harvester.crawl.spread import Spread
+from harvester.state.rows import signed
 from harvester.urls.fingerprint import fingerprint
 from harvester.urls.records import encode_records
 
@@ -29,6 +34,12 @@ def test_completeness_leaves_out_noindex_and_non_html() -> None:
     assert (fig["count"], fig["of"]) == (2, 3)
 
 
+def _rank(url: str) -> int:
+    """A URL's place in the sample's order: its fingerprint as the state file stores it
+    (signed), as the lastmod audit picks its pages."""
+    return signed(fingerprint(url))
+
+
 def _urls(n: int) -> list[str]:
     return [f"https://example.com/p/{i}" for i in range(n)]
 
@@ -43,7 +54,7 @@ def _batch(urls: list[str], *, encoded: bool = False, lines: int | None = None) 
 
 def test_the_sample_is_the_lowest_fingerprints_whatever_the_order_and_shape() -> None:
     urls = _urls(500)
-    truth = sorted(urls, key=fingerprint)[:20]
+    truth = sorted(urls, key=_rank)[:20]
     shuffled = urls[:]
     random.Random(7).shuffle(shuffled)
     for encoded in (False, True):
@@ -53,7 +64,7 @@ def test_the_sample_is_the_lowest_fingerprints_whatever_the_order_and_shape() ->
         assert sample.urls() == truth
     small = ListedSample(20)
     small.take(_batch(urls[:5]))
-    assert small.urls() == sorted(urls[:5], key=fingerprint)
+    assert small.urls() == sorted(urls[:5], key=_rank)
 
 
 def test_a_filtered_batch_is_sampled_from_its_records() -> None:
@@ -74,7 +85,7 @@ def test_a_filtered_batch_is_sampled_from_its_records() -> None:
         )
         sample = ListedSample(10)
         sample.take(filtered)
-        assert sample.urls() == sorted(kept, key=fingerprint)[:10]
+        assert sample.urls() == sorted(kept, key=_rank)[:10]
 
 
 async def test_wrap_samples_then_emits_the_same_batch() -> None:
@@ -87,7 +98,7 @@ async def test_wrap_samples_then_emits_the_same_batch() -> None:
     batch = _batch(_urls(10))
     await sample.wrap(emit)(batch)
     assert got == [batch]
-    assert sample.urls() == sorted(_urls(10), key=fingerprint)[:3]
+    assert sample.urls() == sorted(_urls(10), key=_rank)[:3]
 
 
 def _host(done: float | None, dead: int, sampled: int) -> dict[str, object]:
@@ -124,3 +135,28 @@ def test_spread_of_one_host_and_of_none() -> None:
     none = Spread()
     assert none.summary()["completeness"] == {}
     assert none.hosts == 0
+
+
+def test_spreads_merged_shard_by_shard_give_the_one_spread_s_summary() -> None:
+    rng = random.Random(49)
+    values = [round(rng.random(), 4) for _ in range(101)] + [0.5] * 7  # some repeated
+    hosts = [_host(v, rng.randrange(3), 5) for v in values] + [{"skipped": "no sitemap read"}]
+    one = Spread()
+    for host in hosts:
+        one.add(host)
+    merged = Spread()
+    for part in (hosts[:40], hosts[40:41], [], hosts[41:]):
+        shard = Spread()
+        for host in part:
+            shard.add(host)
+        merged.merge(json.loads(json.dumps(shard.state())))  # as a shard's report carries it
+    merged.merge(None)
+    assert merged.summary() == one.summary()
+    q1, median, q3 = statistics.quantiles(values, n=4, method="inclusive")
+    done = one.summary()["completeness"]
+    assert (done["q1"], done["median"], done["q3"]) == (
+        round(q1, 4),
+        round(median, 4),
+        round(q3, 4),
+    )
+    assert done["mean"] == round(statistics.fmean(values), 4)
