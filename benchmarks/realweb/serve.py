@@ -26,7 +26,10 @@ installed. A page ``HANG`` (``robots_hang``'s robots.txt) is never answered.
 With ``--generation G`` (the cron benchmark, issue 53) it serves generation G of the web
 (``generations.evolve``): sitemaps with their ETag / Last-Modified, a conditional GET
 that matches answered 304; ``--stats FILE`` writes its counters as JSON on exit
-(requests, by status, sitemap bodies and their bytes sent).
+(requests, by status, sitemap bodies and their bytes sent). ``--hosts FILE`` writes on exit
+the request log per domain (JSON ``{domain: [requests, connections]}``, the connections
+accepted on the domain's address): what the tool really asked of each host (the check of
+``limits.requests_needed``), and how often it reconnected.
 
     python -m benchmarks.realweb.serve --domains 2000 --seed 1 [--mix random] --certs DIR
 """
@@ -87,6 +90,7 @@ class Server:
         self.by_status: dict[int, int] = {}
         self.tls_names: set[str] = set()
         self.accepted = 0  # connections accepted (the keep-alive check: vs requests)
+        self.per_site: dict[str, list[int]] = {}  # domain -> [requests, connections]
         self.handshakes = 0  # TLS handshakes begun (SNI callbacks)
         self.sitemap_bodies = 0  # sitemap bodies sent (200, not HEAD)...
         self.sitemap_bytes = 0  # ...and their bytes (what a 304 saves)
@@ -174,6 +178,8 @@ class Connection(asyncio.Protocol):
             self.site = self.server.by_address.get(sockname[0])
         self.server.connections.add(self)
         self.server.accepted += 1
+        if self.site is not None:
+            self.server.per_site.setdefault(self.site.name, [0, 0])[1] += 1
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.server.connections.discard(self)
@@ -208,6 +214,8 @@ class Connection(asyncio.Protocol):
     def on_message_complete(self) -> None:
         server = self.server
         server.requests += 1
+        if self.site is not None:
+            server.per_site.setdefault(self.site.name, [0, 0])[0] += 1
         path = unquote(httptools.parse_url(self.url).path.decode("latin-1"))
         page = server.route(self.site, self.port, self.host, path)
         if page is HANG:
@@ -321,6 +329,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-nft", action="store_true", help="no nftables rules: see serve()")
     ap.add_argument("--generation", type=int, default=-1, help="serve this generation (cron)")
     ap.add_argument("--stats", type=Path, help="write the counters here (JSON) on exit")
+    ap.add_argument("--hosts", type=Path, help="write the per-domain request log here on exit")
     args = ap.parse_args(argv)
     with asyncio.Runner(loop_factory=new_event_loop) as runner:
         server = runner.run(
@@ -331,6 +340,8 @@ def main(argv: list[str] | None = None) -> int:
             )
         )
     usage = resource.getrusage(resource.RUSAGE_SELF)
+    if args.hosts:
+        args.hosts.write_text(json.dumps(server.per_site, sort_keys=True))
     if args.stats:
         stats = {
             "requests": server.requests,
