@@ -12,9 +12,9 @@ Runs inside the bench's network namespace, where only ``lo`` exists, so binding
 and each connection is dispatched by its local address (``sockname``) to its site; the
 ``Host`` header then tells the apex from ``www.``. TLS: ``ssl`` with an SNI callback that
 gives each connection its domain's context (made on first use from its PEM, kept in an
-LRU of ``CONTEXTS``). Sites of kind ``hang`` get their own listening sockets on their
-address (``SO_REUSEPORT``: the kernel prefers the exact address to the wildcard) that
-accept and never read or write: no TLS handshake, no response. ``refused``, ``dropped``,
+LRU of ``CONTEXTS``). Sites of kind ``hang`` get their own listening sockets on their address (``SO_REUSEPORT``: the
+kernel prefers the exact address to the wildcard) that accept and never read or write: no
+TLS handshake, no response. ``refused``, ``dropped``,
 ``http_only``'s and ``https_dropped``'s :443 are nftables rules (``benchmarks.realweb.netns``);
 with ``--no-nft`` (no ``nft`` here) listeners stand in for them (``standins``).
 
@@ -27,9 +27,10 @@ With ``--generation G`` (the cron benchmark, issue 53) it serves generation G of
 (``generations.evolve``): sitemaps with their ETag / Last-Modified, a conditional GET
 that matches answered 304; ``--stats FILE`` writes its counters as JSON on exit
 (requests, by status, sitemap bodies and their bytes sent). ``--hosts FILE`` writes on exit
-the request log per domain (JSON ``{domain: [requests, connections]}``, the connections
-accepted on the domain's address): what the tool really asked of each host (the check of
-``limits.requests_needed``), and how often it reconnected.
+the request log per domain (JSON ``{domain: [requests, connections, gap]}``: the
+connections accepted on the domain's address, and the longest time between an answer and
+a later new connection): what the tool really asked of each host (the check of
+``limits.requests_needed``), how often it reconnected, and after how long an idle time.
 
     python -m benchmarks.realweb.serve --domains 2000 --seed 1 [--mix random] --certs DIR
 """
@@ -90,7 +91,9 @@ class Server:
         self.by_status: dict[int, int] = {}
         self.tls_names: set[str] = set()
         self.accepted = 0  # connections accepted (the keep-alive check: vs requests)
-        self.per_site: dict[str, list[int]] = {}  # domain -> [requests, connections]
+        # domain -> [requests, connections, the longest idle gap (s) before a reconnect]
+        self.per_site: dict[str, list[float]] = {}
+        self.answered_at: dict[str, float] = {}  # domain -> when its last answer went out
         self.handshakes = 0  # TLS handshakes begun (SNI callbacks)
         self.sitemap_bodies = 0  # sitemap bodies sent (200, not HEAD)...
         self.sitemap_bytes = 0  # ...and their bytes (what a 304 saves)
@@ -179,7 +182,12 @@ class Connection(asyncio.Protocol):
         self.server.connections.add(self)
         self.server.accepted += 1
         if self.site is not None:
-            self.server.per_site.setdefault(self.site.name, [0, 0])[1] += 1
+            name = self.site.name
+            counts = self.server.per_site.setdefault(name, [0, 0, 0.0])
+            counts[1] += 1
+            last = self.server.answered_at.get(name)
+            if last is not None:  # a connection after an answer: the idle gap it closes
+                counts[2] = max(counts[2], round(time.monotonic() - last, 2))
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.server.connections.discard(self)
@@ -215,7 +223,7 @@ class Connection(asyncio.Protocol):
         server = self.server
         server.requests += 1
         if self.site is not None:
-            server.per_site.setdefault(self.site.name, [0, 0])[0] += 1
+            server.per_site.setdefault(self.site.name, [0, 0, 0.0])[0] += 1
         path = unquote(httptools.parse_url(self.url).path.decode("latin-1"))
         page = server.route(self.site, self.port, self.host, path)
         if page is HANG:
@@ -240,6 +248,8 @@ class Connection(asyncio.Protocol):
             return
         server = self.server
         server.by_status[page.status] = server.by_status.get(page.status, 0) + 1
+        if self.site is not None:
+            server.answered_at[self.site.name] = time.monotonic()
         lines = [f"HTTP/1.1 {page.status} {REASONS.get(page.status, 'Other')}"]
         if page.content_type:
             lines.append(f"Content-Type: {page.content_type}")

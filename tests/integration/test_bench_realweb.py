@@ -153,7 +153,7 @@ def test_the_limit_counts_every_request_harvester_makes(
         for site in build(DOMAINS, seed, mix_for(mix, seed)):
             # (a site slower than the test's first-byte timeout of 1 s is asked again late)
             if site.kind in FIRST_CONTACT and site.latency < 0.5:
-                requests, connections = served[site.name]
+                requests, connections, _ = served[site.name]
                 assert requests == limits.requests_needed(site, polite), (site.kind, site.name)
                 assert 1 <= connections <= requests
                 checked += 1
