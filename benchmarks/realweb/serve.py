@@ -12,9 +12,9 @@ Runs inside the bench's network namespace, where only ``lo`` exists, so binding
 and each connection is dispatched by its local address (``sockname``) to its site; the
 ``Host`` header then tells the apex from ``www.``. TLS: ``ssl`` with an SNI callback that
 gives each connection its domain's context (made on first use from its PEM, kept in an
-LRU of ``CONTEXTS``). Sites of kind ``hang`` get their own listening sockets on their address (``SO_REUSEPORT``: the
-kernel prefers the exact address to the wildcard) that accept and never read or write: no
-TLS handshake, no response. ``refused``, ``dropped``,
+LRU of ``CONTEXTS``). Sites of kind ``hang`` get their own listening sockets on their
+address (``SO_REUSEPORT``: the kernel prefers the exact address to the wildcard) that
+accept and never read or write: no TLS handshake, no response. ``refused``, ``dropped``,
 ``http_only``'s and ``https_dropped``'s :443 are nftables rules (``benchmarks.realweb.netns``);
 with ``--no-nft`` (no ``nft`` here) listeners stand in for them (``standins``).
 
