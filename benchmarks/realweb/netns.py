@@ -152,6 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--run-dir", type=Path, required=True)
     ap.add_argument("--tool", required=True)
     ap.add_argument("--timeout", type=float, required=True)
+    ap.add_argument("--server-processes", type=int, default=1, help="serve's --processes")
     ap.add_argument("cmd", nargs=argparse.REMAINDER, help="the tool's command, after --")
     args = ap.parse_args(argv)
     cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
@@ -178,6 +179,7 @@ def main(argv: list[str] | None = None) -> int:
                     *(py, "-m", "benchmarks.realweb.serve", *web),
                     *("--certs", str(run_dir / "certs"), *(() if nft else ("--no-nft",))),
                     *("--hosts", str(tool_dir / "hosts-served.json")),
+                    *("--processes", str(args.server_processes)),
                 ],
                 serve_log,
             )

@@ -52,6 +52,7 @@ from urllib.parse import unquote
 
 import httptools
 
+from benchmarks.realweb import group
 from benchmarks.realweb.generations import evolve, not_modified
 from benchmarks.realweb.mix import MIXES, mix_for
 from benchmarks.realweb.standins import BACKLOG, Silent, stand_ins
@@ -269,9 +270,19 @@ class Connection(asyncio.Protocol):
 
 
 async def serve(
-    domains: int, seed: int, mix: str, certs: Path, *, nft: bool = True, generation: int = -1
+    domains: int,
+    seed: int,
+    mix: str,
+    certs: Path,
+    *,
+    nft: bool = True,
+    generation: int = -1,
+    helper: bool = False,
 ) -> Server:
     """Bind :80 and :443 (and the ``hang`` addresses), serve until SIGTERM/SIGINT.
+
+    ``helper``: the wildcard :80 and :443 only (``group``: the main process binds the
+    per-address listeners).
 
     ``nft=False``: no nftables rules stand for ``refused``, ``dropped``, ``http_only``'s
     and ``https_dropped``'s :443, so their addresses get listeners of their own: ``Reset``
@@ -291,11 +302,11 @@ async def serve(
     listeners = [
         await loop.create_server(Silent, site.address, port, backlog=BACKLOG, reuse_port=True)
         for site in sites
-        if site.kind == "hang"
+        if site.kind == "hang" and not helper
         for port in (80, 443)
     ]
     held: list[socket.socket] = []
-    if not nft:
+    if not nft and not helper:
         held = await stand_ins(sites, listeners)
     listeners.append(
         await loop.create_server(
@@ -340,15 +351,28 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--generation", type=int, default=-1, help="serve this generation (cron)")
     ap.add_argument("--stats", type=Path, help="write the counters here (JSON) on exit")
     ap.add_argument("--hosts", type=Path, help="write the per-domain request log here on exit")
+    ap.add_argument("--processes", type=int, default=1, help="serving processes (group.py)")
+    ap.add_argument("--helper", action="store_true", help=argparse.SUPPRESS)  # (group.py)
     args = ap.parse_args(argv)
+    if args.processes > 1 and (args.stats or not args.hosts):
+        ap.error("--processes > 1 needs --hosts (its helpers' logs) and no --stats")
+    helpers: list[group.Helper] = []
+    if args.processes > 1:
+        web = [f"--domains={args.domains}", f"--seed={args.seed}", f"--mix={args.mix}"]
+        web += [f"--certs={args.certs}", f"--generation={args.generation}"]
+        web += ["--no-nft"] if args.no_nft else []
+        helpers = group.start(web, args.processes - 1, args.hosts.parent, sys.stderr)
     with asyncio.Runner(loop_factory=new_event_loop) as runner:
         server = runner.run(
             serve(
                 *(args.domains, args.seed, args.mix, args.certs),
                 nft=not args.no_nft,
                 generation=args.generation,
+                helper=args.helper,
             )
         )
+    if helpers:
+        server.per_site = group.merge([server.per_site, group.stop(helpers)])
     usage = resource.getrusage(resource.RUSAGE_SELF)
     if args.hosts:
         args.hosts.write_text(json.dumps(server.per_site, sort_keys=True))
@@ -366,8 +390,9 @@ def main(argv: list[str] | None = None) -> int:
             "at": time.time(),
         }
         args.stats.write_text(json.dumps(stats))
+    who = "serve (helper)" if args.helper else "serve"
     print(
-        f"# serve: {server.requests} requests {dict(sorted(server.by_status.items()))};"
+        f"# {who}: {server.requests} requests {dict(sorted(server.by_status.items()))};"
         f" {server.accepted} connections, {server.handshakes} TLS handshakes,"
         f" {len(server.tls_names)} TLS names; cpu {usage.ru_utime + usage.ru_stime:.2f} s;"
         f" loop late by {server.lag_max:.2f} s at most, {server.lagged} times over 1 s",

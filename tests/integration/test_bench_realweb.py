@@ -53,6 +53,7 @@ def realweb_run(
     cmd = [sys.executable, "-m", "benchmarks.realweb", "--domains", str(DOMAINS)]
     cmd += ["--webs", webs, "--tools", "harvester", "--timeout", "40"]
     cmd += ["--out", str(out / "run"), "--harvester-config", str(config)]
+    cmd += ["--server-processes", "2"]  # (the request log is then merged: group.py)
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=110, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
     records = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]

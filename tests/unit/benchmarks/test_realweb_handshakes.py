@@ -1,4 +1,5 @@
-"""benchmarks.realweb.handshakes: a burst of TLS handshakes against a loopback server.
+"""benchmarks.realweb.handshakes (a burst of TLS handshakes against a loopback server) and
+group.merge (the request logs of several server processes).
 
 A TLS server on 127.0.0.1 with a trustme certificate: every handshake of the burst is
 counted complete, and one against a port nothing listens on is counted as a failure.
@@ -52,3 +53,12 @@ def test_quantile() -> None:
     assert quantile([], 0.5) == 0.0
     assert quantile([1.0, 2.0, 3.0, 4.0], 0.5) == 3.0
     assert quantile([1.0, 2.0, 3.0, 4.0], 0.99) == 4.0
+
+
+def test_the_request_logs_of_several_server_processes_merge() -> None:
+    from benchmarks.realweb.group import merge
+
+    one = {"a": [3, 1, 0.0], "b": [2, 2, 4.5]}
+    two = {"a": [1, 1, 2.5], "c": [1, 1, 0.0]}
+    assert merge([one, two]) == {"a": [4, 2, 2.5], "b": [2, 2, 4.5], "c": [1, 1, 0.0]}
+    assert merge([]) == {}
