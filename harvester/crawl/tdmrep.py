@@ -6,7 +6,8 @@ Out: the host report's ``allows["tdmrep"]``: ``allow.parse_tdmrep``'s rules with
 ``status`` and the validators (``etag``, ``last_modified``) of the answer; ``{"url",
 "status"}`` for a 4xx (none published); ``{"url", "error"}`` when it could not be read.
 The state file keeps it with the discovery memory (``HostIncremental._discovery_memory``
-stores the report's block), like robots.txt's text.
+stores the report's block), like robots.txt's text. ``EarlyRecords``: the host's
+records read before the ask, held and given ``tdm_reserved`` after it.
 
 Cheap and harmless by design (the host's sitemaps are what the run is for):
 
@@ -29,20 +30,23 @@ from typing import TYPE_CHECKING, Any
 from harvester.crawl.allow import TDMREP_PATH, parse_tdmrep
 from harvester.crawl.scheduler import host_key
 from harvester.crawl.tdmheaders import into_report
+from harvester.crawl.verdicts import with_tdm
 from harvester.errors import FetchError
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Awaitable, Callable, Mapping
     from contextvars import Token
 
     from harvester.config.policy import PolicyConfig
+    from harvester.crawl.batch import RecordBatch, UrlBatch
     from harvester.crawl.discovery import Discovered
     from harvester.crawl.fetch import Fetcher
     from harvester.crawl.incremental import HostIncremental
     from harvester.crawl.report import HostReport
     from harvester.crawl.scheduler import HostSlot, Scheduler
+    from harvester.crawl.verdicts import HostVerdicts
 
-__all__ = ["MAX_BYTES", "HostTdmRep", "fetch", "remembered"]
+__all__ = ["MAX_BYTES", "EarlyRecords", "HostTdmRep", "fetch", "remembered"]
 
 MAX_BYTES = 65_536  # a tdmrep.json is a few rules; more is not one
 
@@ -86,7 +90,9 @@ class HostTdmRep:
         the host's discovery (tdmrep.json is asked where robots.txt was read from)."""
         if self._watch is None:
             self._watch = self._fetcher.signals.watch()
-        if not self._pending or not found.origin:
+        if not found.origin:
+            self._pending = False  # (nowhere to ask: never)
+        if not self._pending:
             return
         url, inc = found.origin + TDMREP_PATH, self._inc
         memory = remembered(inc, url)  # the state file's answer, if any
@@ -116,6 +122,11 @@ class HostTdmRep:
         finally:
             self._scheduler.release(host)
 
+    @property
+    def done(self) -> bool:
+        """Whether tdmrep.json was asked (or never will be) in this host run."""
+        return not self._pending
+
     def close(self) -> None:
         """At the host's end: the signal headers of its responses into ``report.allows``
         (``tdmheaders``; with ``policy.signals``), and the run's watch ended."""
@@ -123,6 +134,42 @@ class HostTdmRep:
         self._watch = None
         if self._policy.signals:
             into_report(self._report, heard)
+
+
+class EarlyRecords:
+    """The host's record batches on their way to ``emit``, held while its tdmrep.json
+    is still to be asked (``holding``: ``policy.tdmrep``), then labelled and let go.
+
+    Why: a seed sitemap (or a recalled discovery) is read before the host has answered
+    anything, and tdmrep.json is never a first contact, so that sitemap's records are
+    taken before the rules are known. Held until ``release`` (after the ask), they get
+    ``tdm_reserved`` like the records after them (``HostVerdicts.late_tdm``). Only
+    the records read before the ask are held: at most the host's first sitemap.
+    """
+
+    __slots__ = ("_emit", "_held", "holding")
+
+    def __init__(self, emit: Callable[[RecordBatch], Awaitable[None]], holding: bool) -> None:
+        self._emit = emit
+        self._held: list[RecordBatch] = []
+        self.holding = holding
+
+    async def __call__(self, out: RecordBatch) -> None:
+        """Emit ``out``, or hold it while ``holding``."""
+        if self.holding:
+            self._held.append(out)
+        else:
+            await self._emit(out)
+
+    async def release(self, verdicts: HostVerdicts | None, batch: UrlBatch) -> None:
+        """Stop holding; emit what was held, in order, with ``tdm_reserved`` when the
+        host's rules came after it (``verdicts``: the host's, None: none; ``batch``:
+        its URL batch, whose label the verdicts decide again)."""
+        self.holding = False
+        tdm = verdicts.late_tdm(batch) if verdicts is not None else None
+        held, self._held = self._held, []
+        for out in held:
+            await self._emit(out if tdm is None else with_tdm(out, tdm))
 
 
 def remembered(inc: HostIncremental | None, url: str) -> dict[str, Any] | None:

@@ -33,6 +33,7 @@ Usage::
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import operator
 from typing import TYPE_CHECKING, Any, Protocol
@@ -49,6 +50,7 @@ from harvester.models import UrlEntry
 
 if TYPE_CHECKING:
     from harvester.config.policy import PolicyConfig
+    from harvester.crawl.batch import RecordBatch
     from harvester.crawl.discovery import Discovered
     from harvester.crawl.report import HostReport
     from harvester.models import Entry
@@ -62,6 +64,7 @@ __all__ = [
     "agent_token",
     "for_host",
     "tdm_patterns",
+    "with_tdm",
 ]
 
 ALLOWED, DISALLOWED, UNKNOWN = "allowed", "disallowed", "unknown"
@@ -114,6 +117,7 @@ class HostVerdicts:
     """One host's verdicts; ``rules`` None: its robots.txt could not be read (``unknown``)."""
 
     __slots__ = (
+        "_base_label",
         "_constant",
         "_decided",
         "_labelled",
@@ -149,6 +153,8 @@ class HostVerdicts:
         self._constant: str | None = None
         self._labelled = False  # the compiled loop writes the fields (``drop``)
         self._decided = False  # how the lines get their fields is decided (first batch)
+        # The batch's label before ``drop`` made it the host's constant (``late_tdm``).
+        self._base_label: bytes | None = None
         # Each line's label by its loc, for the compiled loop (``_crobots.LineLabels``).
         self.line_labels: Any = None
         if rules is None:
@@ -256,6 +262,7 @@ class HostVerdicts:
             return
         constant = self._constant_label()
         if constant is not None:
+            self._base_label = batch.label
             batch.label = constant  # (kept by the batch: its label is decided at its first take)
             self._labelled = True
             return
@@ -280,6 +287,25 @@ class HostVerdicts:
         fixed = _VERDICTS.index(robots) if robots is not None else 1
         self.line_labels = _crobots.LineLabels(matcher, fixed, tdm, -1, table)
         self._labelled = True
+
+    def late_tdm(self, batch: LineBatch) -> PathPatterns | None:
+        """After the host's tdmrep.json was asked: its rules when they came after the
+        first batch was taken (a seed sitemap, a recalled discovery: the host's first
+        sitemap is read before the host has answered anything), else None.
+
+        The records taken before lack ``tdm_reserved``: the caller labels them
+        (``with_tdm``). How the lines get their fields is decided again at the next
+        take (the batch's label back to what it was), now with the rules.
+        """
+        if not self.tdm_on or not self._tdm_read or self.tdm is not None:
+            return None
+        self.tdm = tdm_patterns((self._report.allows or {}).get("tdmrep"))
+        if self.tdm is not None and self._decided:
+            if self._labelled and self.line_labels is None:  # (the constant label)
+                batch.label = self._base_label
+            self._decided = self._labelled = False
+            self.line_labels = None
+        return self.tdm
 
     def label(
         self, records: list[dict[str, Any]], lines: bytearray | None, marks: tuple[int, int]
@@ -328,6 +354,19 @@ class HostVerdicts:
             for verdict, res in zip(robots, reserved, strict=True)
         ]
         return b"".join(map(operator.add, lines, fields))
+
+
+def with_tdm(out: RecordBatch, tdm: PathPatterns) -> RecordBatch:
+    """``out`` (records taken before the host's TDMRep rules were known) with each
+    record's ``tdm_reserved``, after the fields it has (``HostVerdicts.late_tdm``)."""
+    if out.data is None:
+        for rec in out.records:
+            rec["tdm_reserved"] = tdm.value(rec["loc"])
+        return out
+    lines = bytes(out.data).split(b"}\n")
+    lines.pop()  # (after the last line's end)
+    fields = [b',"tdm_reserved":' + _TDM_JSON[tdm.value(_loc_of(ln))] + b"}\n" for ln in lines]
+    return dataclasses.replace(out, data=b"".join(map(operator.add, lines, fields)))
 
 
 def _loc_of(line: bytes) -> str:
