@@ -6,6 +6,7 @@ cdef class Matcher:
     cdef list keep  # the segments' bytes objects, which seg[] points into
     cdef const char** seg
     cdef Py_ssize_t* seg_len
+    cdef Py_ssize_t* seg_key  # the offset of each segment's rarest byte (what a find seeks)
     cdef Py_ssize_t* rule_seg
     cdef Py_ssize_t* rule_k
     cdef bint* rule_anchored
@@ -22,6 +23,7 @@ cdef class Matcher:
 
     cdef bint matches(self, int r, const char* p, Py_ssize_t n) noexcept nogil
     cdef int path_value(self, const char* path, Py_ssize_t n) except -2
+    cdef bytes path(self, str url, const char** p, Py_ssize_t* n)
     cdef int value(self, str url) except -2
 
 

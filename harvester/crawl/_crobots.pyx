@@ -29,7 +29,8 @@ byte is theirs. The rules are held in C arrays; each byte value has the list of 
 rules whose prefix starts ``/`` + that byte, and the rules whose prefix is ``/`` or
 empty (``/*.pdf$``, ``/*?page=``) are a second list every path tries. The two lists
 are walked merged by priority, so the first match is the same rule as without the
-dispatch; a path tries only the rules that can match its start.
+dispatch; a path tries only the rules that can match its start. A ``*`` segment is
+found by its rarest byte (``memchr``), then compared whole.
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
@@ -41,25 +42,48 @@ cdef extern from "Python.h":
     bint PyUnicode_IS_COMPACT_ASCII(object o)
     const char* PyUnicode_DATA(object o)
 
-cdef extern from "string.h":
-    # GNU (Python.h defines _GNU_SOURCE on Linux); the fallback below elsewhere.
-    const void* memmem(const void* hay, size_t n, const void* needle, size_t m) nogil
-
 cdef enum:
     _NO_SECOND = 256  # the bucket of the path "/" (no second byte)
 
+# Bytes from the most to the least common in URL paths: a segment is searched for by its
+# rarest byte (memchr), so that a find costs few false starts ('-' is in every slug).
+_COMMON = b"-/etaoinsrhldcu0123456789mfpgwybvk._xjqzETAOINSRHLDCUMFPGWYBVKXJQZ"
+
 
 cdef inline Py_ssize_t _find(
-    const char* s, Py_ssize_t n, const char* sub, Py_ssize_t m
+    const char* s, Py_ssize_t n, const char* sub, Py_ssize_t m, Py_ssize_t key
 ) noexcept nogil:
-    """Where ``sub`` (``m`` bytes) first occurs in ``s`` (``n`` bytes), or -1."""
+    """Where ``sub`` (``m`` bytes) first occurs in ``s`` (``n`` bytes), or -1;
+    ``key``: the offset in ``sub`` of the byte to look for first (its rarest)."""
     cdef const char* hit
+    cdef const char* last
+    cdef char c
     if m == 0:
         return 0
     if m > n:
         return -1
-    hit = <const char*>memmem(s, <size_t>n, sub, <size_t>m)
-    return -1 if hit is NULL else hit - s
+    c = sub[key]
+    hit = s + key
+    last = s + n - m + key  # the last place the key byte of a whole match can be
+    while hit <= last:
+        hit = <const char*>memchr(hit, c, last - hit + 1)
+        if hit is NULL:
+            return -1
+        if memcmp(hit - key, sub, m) == 0:
+            return hit - key - s
+        hit += 1
+    return -1
+
+
+cdef Py_ssize_t _key_of(bytes segment):
+    """The offset of ``segment``'s rarest byte (by ``_COMMON``; absent from it: rarest)."""
+    cdef Py_ssize_t i, best = 0, rank, best_rank = -1
+    for i in range(len(segment)):
+        rank = _COMMON.find(segment[i : i + 1])
+        rank = 1000 if rank < 0 else rank
+        if rank > best_rank:
+            best, best_rank = i, rank
+    return best
 
 
 cdef class Matcher:
@@ -68,6 +92,7 @@ cdef class Matcher:
     def __cinit__(self):
         self.seg = NULL
         self.seg_len = NULL
+        self.seg_key = NULL
         self.rule_seg = NULL
         self.rule_k = NULL
         self.rule_anchored = NULL
@@ -77,6 +102,7 @@ cdef class Matcher:
     def __dealloc__(self):
         PyMem_Free(self.seg)
         PyMem_Free(self.seg_len)
+        PyMem_Free(self.seg_key)
         PyMem_Free(self.rule_seg)
         PyMem_Free(self.rule_k)
         PyMem_Free(self.rule_anchored)
@@ -102,6 +128,7 @@ cdef class Matcher:
         n_total = len(self.keep)
         self.seg = <const char**>PyMem_Malloc(max(n_total, 1) * sizeof(const char*))
         self.seg_len = <Py_ssize_t*>PyMem_Malloc(max(n_total, 1) * sizeof(Py_ssize_t))
+        self.seg_key = <Py_ssize_t*>PyMem_Malloc(max(n_total, 1) * sizeof(Py_ssize_t))
         self.rule_seg = <Py_ssize_t*>PyMem_Malloc(max(self.n_rules, 1) * sizeof(Py_ssize_t))
         self.rule_k = <Py_ssize_t*>PyMem_Malloc(max(self.n_rules, 1) * sizeof(Py_ssize_t))
         self.rule_anchored = <bint*>PyMem_Malloc(max(self.n_rules, 1) * sizeof(bint))
@@ -109,7 +136,8 @@ cdef class Matcher:
         # Each rule once in its byte's list or in the list every path tries.
         self.order = <int*>PyMem_Malloc(max(self.n_rules, 1) * sizeof(int))
         if (
-            self.seg is NULL or self.seg_len is NULL or self.rule_seg is NULL
+            self.seg is NULL or self.seg_len is NULL or self.seg_key is NULL
+            or self.rule_seg is NULL
             or self.rule_k is NULL or self.rule_anchored is NULL or self.rule_value is NULL
             or self.order is NULL
         ):
@@ -117,6 +145,7 @@ cdef class Matcher:
         for j in range(n_total):
             self.seg[j] = PyBytes_AS_STRING(<bytes>self.keep[j])
             self.seg_len[j] = PyBytes_GET_SIZE(<bytes>self.keep[j])
+            self.seg_key[j] = _key_of(<bytes>self.keep[j])
         buckets = [[] for _ in range(_NO_SECOND + 1)]
         generic = []
         for i in range(self.n_rules):
@@ -161,21 +190,23 @@ cdef class Matcher:
         pos = m
         for i in range(s + 1, s + k - 1):
             m = self.seg_len[i]
-            at = _find(p + pos, n - pos, self.seg[i], m)
+            at = _find(p + pos, n - pos, self.seg[i], m, self.seg_key[i])
             if at < 0:
                 return False
             pos += at + m
         m = self.seg_len[s + k - 1]
         if self.rule_anchored[r]:
             return n - pos >= m and memcmp(p + n - m, self.seg[s + k - 1], m) == 0
-        return _find(p + pos, n - pos, self.seg[s + k - 1], m) >= 0
+        return _find(p + pos, n - pos, self.seg[s + k - 1], m, self.seg_key[s + k - 1]) >= 0
 
     cdef int path_value(self, const char* path, Py_ssize_t n) except -2:
         cdef Py_ssize_t g = 0, b, b_end
         cdef int bucket, r
         if self.robots_txt and n == 11 and memcmp(path, b"/robots.txt", 11) == 0:
             return self.fallback
-        bucket = <unsigned char>path[1] if n >= 2 else _NO_SECOND
+        bucket = _NO_SECOND
+        if n >= 2:
+            bucket = <unsigned char>path[1]
         b = self.bucket_start[bucket]
         b_end = self.bucket_start[bucket + 1]
         # The generic list and the path's bucket, merged: rule numbers are priorities.
@@ -190,18 +221,21 @@ cdef class Matcher:
                 return self.rule_value[r]
         return self.fallback
 
-    cdef int value(self, str url) except -2:
-        cdef Py_ssize_t n = PyUnicode_GET_LENGTH(url), i, start, end
+    cdef bytes path(self, str url, const char** p, Py_ssize_t* n):
+        """Point ``p``/``n`` at ``url``'s path as the rules match it: in the string itself
+        (a plain ASCII URL: None returned), else in the returned bytes (the slow path's
+        normalized path), which must be kept while ``p`` is read."""
+        cdef Py_ssize_t size = PyUnicode_GET_LENGTH(url), start, end
         cdef const char* s
         cdef const char* hit
         cdef char c
         if PyUnicode_IS_COMPACT_ASCII(url):
             s = PyUnicode_DATA(url)
             # The path starts at the first '/' after "://" (robotsrules.path_of).
-            start = _find(s, n, b"://", 3)
+            start = _find(s, size, b"://", 3, 0)
             if start >= 0:
                 start += 3
-            while 0 <= start < n:
+            while 0 <= start < size:
                 c = s[start]
                 if c == b"/":
                     break
@@ -209,14 +243,22 @@ cdef class Matcher:
                     start = -1  # no path before the query or fragment: the slow path
                     break
                 start += 1
-            if 0 <= start < n:
+            if 0 <= start < size:
                 # A '#' ends the path; a '%' before it needs the slow path's normalizing.
-                hit = <const char*>memchr(s + start, b"#", n - start)
-                end = n if hit is NULL else hit - s
+                hit = <const char*>memchr(s + start, b"#", size - start)
+                end = size if hit is NULL else hit - s
                 if memchr(s + start, b"%", end - start) is NULL:
-                    return self.path_value(s + start, end - start)
-        path = (<str>self.slow_path(url)).encode("ascii", "replace")
-        return self.path_value(PyBytes_AS_STRING(path), PyBytes_GET_SIZE(path))
+                    p[0], n[0] = s + start, end - start
+                    return None
+        slow = (<str>self.slow_path(url)).encode("ascii", "replace")
+        p[0], n[0] = PyBytes_AS_STRING(slow), PyBytes_GET_SIZE(slow)
+        return slow
+
+    cdef int value(self, str url) except -2:
+        cdef const char* p
+        cdef Py_ssize_t n
+        slow = self.path(url, &p, &n)  # (kept while p is read)
+        return self.path_value(p, n)
 
     def __call__(self, str url):
         """The value for an absolute URL."""
@@ -242,8 +284,17 @@ cdef class LineLabels:
         self.table = table
 
     cdef bytes of(self, str loc):
-        cdef int r = self.robots_fixed if self.robots is None else self.robots.value(loc)
-        cdef int t = self.tdm_fixed if self.tdm is None else self.tdm.value(loc)
+        cdef int r = self.robots_fixed, t = self.tdm_fixed
+        cdef const char* p
+        cdef Py_ssize_t n
+        if self.robots is not None:
+            # The path is found once for both matchers (their slow paths are the same).
+            slow = self.robots.path(loc, &p, &n)  # (kept while p is read)
+            r = self.robots.path_value(p, n)
+            if self.tdm is not None:
+                t = self.tdm.path_value(p, n)
+        elif self.tdm is not None:
+            t = self.tdm.value(loc)
         return <bytes>self.table[r * 3 + t + 1]
 
     def __call__(self, str loc):
