@@ -123,6 +123,7 @@ class HostVerdicts:
         "_labelled",
         "_report",
         "_tdm_read",
+        "base_label",
         "label_records",
         "line_labels",
         "respect",
@@ -155,6 +156,9 @@ class HostVerdicts:
         self._decided = False  # how the lines get their fields is decided (first batch)
         # The batch's label before ``drop`` made it the host's constant (``late_tdm``).
         self._base_label: bytes | None = None
+        # The batch's label when ``line_labels`` was made: the loop leaves each line's
+        # there, and the batch gets this back after each loop (``UrlBatch.take``).
+        self.base_label: bytes | None = None
         # Each line's label by its loc, for the compiled loop (``_crobots.LineLabels``).
         self.line_labels: Any = None
         if rules is None:
@@ -256,12 +260,18 @@ class HostVerdicts:
         """Have the loop write the fields into each line (at the host's first batch)."""
         if not (self.label_records or self.tdm_on):
             return
-        if batch.selection is not None:
-            # --emit/--since own the loop's label (each line's event, checked at the
-            # flush as what the loop wrote): the fields go in after the loop (``label``).
-            return
+        # --emit/--since own the batch's label (each line's event when the loop writes
+        # it, checked at the flush as what the loop wrote): with a selection the fields
+        # follow it in each line's label (``LineLabels``), and the batch's label is put
+        # back after each loop (``base_label``), as ``label`` would write them.
+        selection = batch.selection is not None
+        self.base_label = batch.label
         constant = self._constant_label()
-        if constant is not None:
+        if constant == b"":
+            self._base_label = batch.label
+            self._labelled = True  # no field on this host's lines (``label``: nothing to do)
+            return
+        if constant is not None and not selection:
             self._base_label = batch.label
             batch.label = constant  # (kept by the batch: its label is decided at its first take)
             self._labelled = True
@@ -270,7 +280,9 @@ class HostVerdicts:
             return  # the Python loop: ``label`` inserts the fields after it
         robots = self._robots_fixed()
         matcher = None
-        if self.label_records and robots is None:
+        if constant is not None:
+            pass  # (a selection's: the same label for every line, after its own)
+        elif self.label_records and robots is None:
             assert self.rules is not None
             matcher = self.rules.compiled
         tdm = self.tdm.compiled if self.tdm is not None else None

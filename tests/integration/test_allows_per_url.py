@@ -77,6 +77,27 @@ async def test_each_record_says_what_the_site_allows_in_every_format(
     assert s.hits("/.well-known/tdmrep.json") == 4  # one per run, none per URL
 
 
+async def test_with_a_state_file_each_line_has_its_event_and_what_the_site_allows(
+    sites: Sites, tmp_path: Path
+) -> None:
+    # With a state file, --emit/--since label each line with its event: the fields
+    # follow it (a new host: the loop writes both; a known one: the event goes in at
+    # the flush), in both runs the same values.
+    s = await site(sites)
+    state = {"state.path": str(tmp_path / "state.sqlite")}
+    for run, emit in enumerate(("all", "all", "new")):
+        out = tmp_path / f"run{run}.jsonl"
+        cfg = fast_config(**POLICY, **state, **{"output.emit": emit})
+        await in_thread(run_job, cfg, [s.origin], str(out), progress=False)
+        rows = [json.loads(line) for line in out.read_text().splitlines()]
+        if emit == "new":
+            assert rows == []  # nothing new on the third run
+            continue
+        assert fields(rows, s.origin) == WANT, run
+        events = {r["event"] for r in rows}
+        assert events == {"new"} if run == 0 else events == {"unverified"}, run  # (no lastmod)
+
+
 async def test_respect_robots_keeps_the_allowed_with_their_reservations(
     sites: Sites, tmp_path: Path
 ) -> None:
