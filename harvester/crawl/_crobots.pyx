@@ -86,6 +86,23 @@ cdef Py_ssize_t _key_of(bytes segment):
     return best
 
 
+cdef void _fill_order(Matcher m, list generic, list buckets):
+    """``m.order``: the generic rules, then each byte's (``buckets``), all in priority
+    order, and where each byte's start (``m.bucket_start``)."""
+    cdef Py_ssize_t j = 0
+    cdef int b, i
+    for i in generic:
+        m.order[j] = i
+        j += 1
+    m.n_generic = j
+    for b in range(_NO_SECOND + 1):
+        m.bucket_start[b] = j
+        for i in buckets[b]:
+            m.order[j] = i
+            j += 1
+    m.bucket_start[_NO_SECOND + 1] = j
+
+
 cdef class Matcher:
     """Rules in order, the first that matches gives the value (``fallback``: none does)."""
 
@@ -114,7 +131,6 @@ cdef class Matcher:
         order; ``slow_path``: url -> normalized path; ``robots_txt``: ``/robots.txt``
         gives ``fallback`` whatever the rules say (robots.txt itself is always allowed)."""
         cdef Py_ssize_t i, j, n_seg = 0
-        cdef int b
         cdef bytes first
         split = [
             (tuple((<str>p).encode("ascii", "replace").split(b"*")), bool(a), int(v))
@@ -160,18 +176,7 @@ cdef class Matcher:
                 buckets[first[1]].append(i)  # only a path whose second byte is first[1]
             else:
                 generic.append(i)  # "" or a lone byte: any path may match
-        # ``order``: the generic rules, then each bucket's, all in priority order.
-        j = 0
-        for i in generic:
-            self.order[j] = i
-            j += 1
-        self.n_generic = j
-        for b in range(_NO_SECOND + 1):
-            self.bucket_start[b] = j
-            for i in buckets[b]:
-                self.order[j] = i
-                j += 1
-        self.bucket_start[_NO_SECOND + 1] = j
+        _fill_order(self, generic, buckets)
 
     cdef bint matches(self, int r, const char* p, Py_ssize_t n) noexcept nogil:
         """Whether rule ``r`` matches path ``p`` (``n`` bytes) from its start.

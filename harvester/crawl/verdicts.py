@@ -33,7 +33,6 @@ Usage::
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import operator
 from typing import TYPE_CHECKING, Any, Protocol
@@ -50,7 +49,6 @@ from harvester.models import UrlEntry
 
 if TYPE_CHECKING:
     from harvester.config.policy import PolicyConfig
-    from harvester.crawl.batch import RecordBatch
     from harvester.crawl.discovery import Discovered
     from harvester.crawl.report import HostReport
     from harvester.models import Entry
@@ -63,8 +61,8 @@ __all__ = [
     "LineBatch",
     "agent_token",
     "for_host",
+    "line_loc",
     "tdm_patterns",
-    "with_tdm",
 ]
 
 ALLOWED, DISALLOWED, UNKNOWN = "allowed", "disallowed", "unknown"
@@ -306,7 +304,7 @@ class HostVerdicts:
         sitemap is read before the host has answered anything), else None.
 
         The records taken before lack ``tdm_reserved``: the caller labels them
-        (``with_tdm``). How the lines get their fields is decided again at the next
+        (``tdmrep.with_tdm``). How the lines get their fields is decided again at the next
         take (the batch's label back to what it was), now with the rules.
         """
         if not self.tdm_on or not self._tdm_read or self.tdm is not None:
@@ -357,10 +355,10 @@ class HostVerdicts:
         robots *= len(lines)
         if self.label_records and robots[0] is None:
             assert self.rules is not None
-            flags = self.rules.lines_allowed(lines, _loc_of)
+            flags = self.rules.lines_allowed(lines, line_loc)
             robots = [ALLOWED if ok else DISALLOWED for ok in flags]
         tdm = self.tdm
-        reserved = [None if tdm is None else tdm.value(_loc_of(line)) for line in lines]
+        reserved = [None if tdm is None else tdm.value(line_loc(line)) for line in lines]
         fields = [
             _label(verdict, res, self._with_tdm()) + b"}\n"
             for verdict, res in zip(robots, reserved, strict=True)
@@ -368,20 +366,7 @@ class HostVerdicts:
         return b"".join(map(operator.add, lines, fields))
 
 
-def with_tdm(out: RecordBatch, tdm: PathPatterns) -> RecordBatch:
-    """``out`` (records taken before the host's TDMRep rules were known) with each
-    record's ``tdm_reserved``, after the fields it has (``HostVerdicts.late_tdm``)."""
-    if out.data is None:
-        for rec in out.records:
-            rec["tdm_reserved"] = tdm.value(rec["loc"])
-        return out
-    lines = bytes(out.data).split(b"}\n")
-    lines.pop()  # (after the last line's end)
-    fields = [b',"tdm_reserved":' + _TDM_JSON[tdm.value(_loc_of(ln))] + b"}\n" for ln in lines]
-    return dataclasses.replace(out, data=b"".join(map(operator.add, lines, fields)))
-
-
-def _loc_of(line: bytes) -> str:
+def line_loc(line: bytes) -> str:
     """The loc of a JSON line (its first key), decoded as JSON."""
     end = line.index(b',"url":', _LOC_AT)
     loc: str = json.loads(line[_LOC_AT - 1 : end])
