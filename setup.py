@@ -6,9 +6,13 @@
   of each ``<url>`` (Cython against lxml's public C API).
 - ``harvester.reader._clibxml``: lxml's own libxml2, the functions ``_cpush`` calls found with
   ``dlsym`` in lxml's ``etree`` module (lxml's headers again).
+- ``harvester.reader._ckept``: what the fast path keeps of a ``<url>`` instead of nodes,
+  and its replay to libxml2's tree builder (the state ``_cpush``'s reader extends).
+- ``harvester.reader._cfast``: the fast path's reading of a ``<url>``: which children are
+  kept (values, images, alternates) and the entry made from them.
 - ``harvester.reader._cpush``: libxml2's push parser driven without lxml for urlsets, its
-  ``<url>`` nodes read by ``_cparse``; used only on the lxml releases it is tested with
-  (``compiled.LXML_TESTED``).
+  ``<url>`` nodes read by ``_cparse`` (or by ``_cfast``, not built); used only on the lxml
+  releases it is tested with (``compiled.LXML_TESTED``).
 - ``harvester._cdates``: the common lastmod shapes, parsed and formatted.
 - ``harvester.urls._cnormalize``: the canonical form of URLs without a query or with a plain one.
 - ``harvester.urls._cdedupe``: the URL fingerprint (BLAKE2b-64, the same value as hashlib's).
@@ -51,7 +55,22 @@ extensions = [
         include_dirs=lxml.get_include(),
         optional=True,
     ),
-    # Uses _cparse's entry builder, _cwalk's walk and _clibxml's functions at C level.
+    # The fast path's state and its replay to libxml2's tree builder (a base class
+    # _cpush's reader extends); uses _cwalk and _clibxml at C level.
+    Extension(
+        "harvester.reader._ckept",
+        ["harvester/reader/_ckept.pyx"],
+        include_dirs=lxml.get_include(),
+        optional=True,
+    ),
+    # The fast path's reading of a <url>: uses _ckept, _cwalk and _cparse at C level.
+    Extension(
+        "harvester.reader._cfast",
+        ["harvester/reader/_cfast.pyx"],
+        include_dirs=lxml.get_include(),
+        optional=True,
+    ),
+    # Uses _cparse's entry builder, _cfast, _ckept and _clibxml's functions at C level.
     Extension(
         "harvester.reader._cpush",
         ["harvester/reader/_cpush.pyx"],
