@@ -8,8 +8,9 @@
   ``dlsym`` in lxml's ``etree`` module (lxml's headers again).
 - ``harvester.reader._ckept``: what the fast path keeps of a ``<url>`` instead of nodes,
   and its replay to libxml2's tree builder (the state ``_cpush``'s reader extends).
-- ``harvester.reader._cfast``: the fast path's reading of a ``<url>``: which children are
-  kept (values, images, alternates) and the entry made from them.
+- ``harvester.reader._cfast``: the fast path's reading of a ``<url>`` (libxml2's start,
+  text and reference handlers): which children are kept (values, images, alternates)
+  and the entry made from them.
 - ``harvester.reader._cpush``: libxml2's push parser driven without lxml for urlsets, its
   ``<url>`` nodes read by ``_cparse`` (or by ``_cfast``, not built); used only on the lxml
   releases it is tested with (``compiled.LXML_TESTED``).
@@ -63,7 +64,8 @@ extensions = [
         include_dirs=lxml.get_include(),
         optional=True,
     ),
-    # The fast path's reading of a <url>: uses _ckept, _cwalk and _cparse at C level.
+    # The fast path's SAX handlers and the entry of a <url> read by it: uses _ckept,
+    # _cwalk, _cparse and _clibxml at C level.
     Extension(
         "harvester.reader._cfast",
         ["harvester/reader/_cfast.pyx"],

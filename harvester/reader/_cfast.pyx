@@ -2,11 +2,14 @@
 """The fast path's reading of a ``<url>``: which children are kept without nodes, and
 the entry made from them.
 
-In: an element that opens in a ``<url>`` read by the fast path (``_open_fast``: kept in
-the next ``_ckept._Cap``, or False for the tree), and, when the ``<url>`` closes, what
-its caps hold (``_fast_entry``). Out: the entry, made by ``_cparse._values_entry`` from
-the values ``_cwalk._url_values`` would have read from the nodes (None), or their tuple
-for the Python path.
+In: libxml2's events for an element's start, text and entity reference (``_on_start``,
+``_on_characters``, ``_on_reference``: the handlers ``_cpush.UrlsetPush`` gives the
+parser): inside a ``<url>`` read by the fast path, an element is kept in the next
+``_ckept._Cap`` (``_open_fast``) with its text, or the ``<url>`` goes to the tree; all
+else goes to the tree builder. Then, when the ``<url>`` closes, what its caps hold
+(``_fast_entry``). Out: the entry, made by ``_cparse._values_entry`` from the values
+``_cwalk._url_values`` would have read from the nodes (None), or their tuple for the
+Python path.
 
 What is kept: in a ``<url>`` child of the root, its ``<loc>``, ``<lastmod>``,
 ``<changefreq>`` and ``<priority>`` without attributes, namespace declarations or
@@ -29,8 +32,9 @@ from lxml.includes cimport tree, xmlparser
 
 from harvester.reader._cparse cimport Count, EntryContext, _values_entry
 from harvester.reader._ckept cimport (
-    _IMAGE_FIELD, _MAX_ATTRS, _MAX_TEXT, KeptUrl, _Attr, _Cap, _open_cap
+    _IMAGE_FIELD, _MAX_ATTRS, _MAX_CAPS, _MAX_TEXT, KeptUrl, _Attr, _Cap, _materialize
 )
+from harvester.reader._clibxml cimport Functions, functions
 from harvester.reader._cwalk cimport (
     CORE, IMAGE, LASTMOD, LOC, PRIORITY, XLINK, _classify_name, _short_bytes
 )
@@ -42,6 +46,98 @@ from harvester.models import Image
 cdef object _new_tuple = tuple.__new__  # Image._make is a Python function: a frame per image
 
 cdef const char* NS_IMAGE = b"http://www.google.com/schemas/sitemap-image/1.1"
+
+# libxml2's functions, as harvester/reader/_clibxml.pyx found them (all NULL when it could not).
+cdef Functions LIB
+if functions() is not NULL:
+    LIB = functions()[0]
+
+
+cdef inline bint _blanks(const tree.const_xmlChar* ch, int n) noexcept:
+    cdef int i
+    for i in range(n):
+        if ch[i] != 0x20 and ch[i] != 0x09 and ch[i] != 0x0A and ch[i] != 0x0D:
+            return False
+    return True
+
+
+cdef void _on_start(
+    void* ctx,
+    const tree.const_xmlChar* localname,
+    const tree.const_xmlChar* prefix,
+    const tree.const_xmlChar* uri,
+    int nb_namespaces,
+    const tree.const_xmlChar** namespaces,
+    int nb_attributes,
+    int nb_defaulted,
+    const tree.const_xmlChar** attributes,
+) noexcept:
+    """An element opens: a value of a fast <url> is read here; else the tree builder."""
+    cdef xmlparser.xmlParserCtxt* ctxt = <xmlparser.xmlParserCtxt*>ctx
+    cdef KeptUrl self = <KeptUrl>ctxt._private
+    cdef tree.xmlNode* node
+    if self._fast is not NULL:
+        if (
+            not self._in_value
+            and not self._in_link
+            and nb_namespaces == 0
+            and (prefix is NULL or uri is not NULL)  # (else the builder names it "p:name")
+            and self._ncaps < _MAX_CAPS
+            and _open_fast(self, ctxt, localname, prefix, uri, nb_attributes, attributes)
+        ):
+            return
+        _materialize(self, ctxt)
+    self._build_start(ctx, localname, prefix, uri, nb_namespaces, namespaces, nb_attributes,
+                nb_defaulted, attributes)
+    node = ctxt.node
+    if node is not NULL and node.type == tree.XML_ELEMENT_NODE:
+        self._maybe_fast(ctxt, node, localname)
+
+
+cdef void _on_characters(void* ctx, const tree.const_xmlChar* ch, int n) noexcept:
+    """Text: a value's kept; beside the children of a fast <url>, the tree's (``_ckept``),
+    but for the blanks before its end tag."""
+    cdef xmlparser.xmlParserCtxt* ctxt = <xmlparser.xmlParserCtxt*>ctx
+    cdef KeptUrl self = <KeptUrl>ctxt._private
+    cdef const tree.const_xmlChar* cur
+    cdef _Cap* cap
+    if self._in_value and self._text_len + n > _MAX_TEXT:
+        # A huge value: the builder's, whose limit on a text node (10 MB, "huge text
+        # node") ends the document where it would have.
+        _materialize(self, ctxt)
+    elif self._in_value:
+        if self._keep(ch, n) < 0:
+            LIB.stop(ctxt)
+            return
+        cap = &self._caps[self._ncaps - 1]
+        if cap.length < 0:
+            cap.length = 0
+        cap.length += n
+        self._shadow.children = &self._shadow_text
+        self._shadow.last = &self._shadow_text
+        return
+    if self._fast is not NULL:
+        cur = ctxt.input.cur
+        if (
+            ctxt.node is self._fast
+            and self._ncaps > 0
+            and _blanks(ch, n)
+            and cur[0] == b"<"
+            and cur[1] == b"/"
+        ):
+            # Blanks before </url>: with the children built, areBlanks drops them.
+            return
+        _materialize(self, ctxt)  # (inside an image or a link: see the module docstring)
+    self._build_characters(ctx, ch, n)
+
+
+cdef void _on_reference(void* ctx, const tree.const_xmlChar* name) noexcept:
+    """An entity reference node: the tree builds it, and the Python walker reads it."""
+    cdef xmlparser.xmlParserCtxt* ctxt = <xmlparser.xmlParserCtxt*>ctx
+    cdef KeptUrl self = <KeptUrl>ctxt._private
+    if self._fast is not NULL:
+        _materialize(self, ctxt)
+    self._build_reference(ctx, name)
 
 
 cdef bint _open_fast(
@@ -88,6 +184,35 @@ cdef bint _open_fast(
         self._in_link = True
         return True
     return False
+
+
+cdef _Cap* _open_cap(
+    KeptUrl self,
+    xmlparser.xmlParserCtxt* ctxt,
+    int code,
+    const tree.const_xmlChar* localname,
+    const tree.const_xmlChar* prefix,
+    const tree.const_xmlChar* uri,
+) noexcept:
+    """The next ``_Cap`` for an element of the fast <url>, not built; the parser's
+    current node is a stand-in (``_shadow``, with no children) until it closes."""
+    cdef _Cap* cap = &self._caps[self._ncaps]
+    self._ncaps += 1
+    cap.code = code
+    cap.parent = self._image
+    cap.field = -1
+    cap.closed = False
+    cap.localname = localname
+    cap.prefix = prefix
+    cap.uri = uri
+    cap.start = self._text_len
+    cap.length = -1
+    cap.attr_first = 0
+    cap.attr_count = 0
+    self._shadow.children = NULL
+    self._shadow.last = NULL
+    ctxt.node = &self._shadow
+    return cap
 
 
 cdef int _value_code(

@@ -1,7 +1,7 @@
 # What harvester/reader/_cpush.pyx and harvester/reader/_cfast.pyx use of
 # harvester/reader/_ckept.pyx at C level: the fast <url>'s state (``KeptUrl``, the base
 # of ``_cpush.UrlsetPush``), what it keeps of each element (``_Cap``, ``_Attr``), and the
-# functions that open, close and replay them to libxml2's tree builder.
+# functions that close them and replay them to libxml2's tree builder.
 from lxml.includes cimport tree, xmlparser
 
 
@@ -41,6 +41,8 @@ cdef class KeptUrl:
     # The <url> whose values are read without nodes (NULL: none), its values so far,
     # whether one is open, and their text.
     cdef tree.xmlNode* _fast
+    cdef bint _fast_on  # _cpush's fast_path() when this reader was made
+    cdef const tree.const_xmlChar* _url_name  # the parser's string "url", once seen
     cdef const tree.const_xmlChar* _core_uri  # a namespace URI none of the extensions'
     cdef _Cap _caps[_MAX_CAPS]
     cdef int _ncaps  # caps opened (the last one may still be open)
@@ -59,16 +61,14 @@ cdef class KeptUrl:
     cdef object _exc  # a Python exception raised in a callback, re-raised by feed/close
 
     cdef void _init_shadows(self) noexcept
+    cdef void _maybe_fast(
+        self,
+        xmlparser.xmlParserCtxt* ctxt,
+        tree.xmlNode* node,
+        const tree.const_xmlChar* localname,
+    ) noexcept
     cdef int _keep(self, const tree.const_xmlChar* ch, int n) noexcept
 
 
-cdef _Cap* _open_cap(
-    KeptUrl self,
-    xmlparser.xmlParserCtxt* ctxt,
-    int code,
-    const tree.const_xmlChar* localname,
-    const tree.const_xmlChar* prefix,
-    const tree.const_xmlChar* uri,
-) noexcept
 cdef bint _close_fast(KeptUrl self, xmlparser.xmlParserCtxt* ctxt) noexcept
 cdef void _materialize(KeptUrl self, xmlparser.xmlParserCtxt* ctxt) noexcept

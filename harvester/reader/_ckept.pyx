@@ -1,12 +1,13 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False
 """What a fast ``<url>`` keeps instead of nodes, and its replay to libxml2's tree builder.
 
-In: the parser's events inside a ``<url>`` that ``_cpush.UrlsetPush`` (a ``KeptUrl``)
-reads by the fast path, as ``_cfast`` sorts them: each kept element opened
-(``_open_cap``), its text kept (``KeptUrl._keep``), closed (``_close_fast``). Out: the
-caps and their text, from which ``_cfast._fast_entry`` makes the entry; or, when
-something inside the ``<url>`` is not for the fast path, the same events given to the
-tree builder (``_materialize``), and the rest of the ``<url>`` is built and read as
+In: a ``<url>`` child of the root that the tree builder just made (``_maybe_fast``:
+read by the fast path, unless the document has a DTD or the fast path is off), then the
+parser's events inside it, as ``_cfast`` sorts them: each kept element opened
+(``_cfast._open_cap``), its text kept (``KeptUrl._keep``), closed (``_close_fast``).
+Out: the caps and their text, from which ``_cfast._fast_entry`` makes the entry; or,
+when something inside the ``<url>`` is not for the fast path, the same events given to
+the tree builder (``_materialize``), and the rest of the ``<url>`` is built and read as
 before.
 
 Why: libxml2's tree builder makes, for every ``<loc>``, ``<lastmod>``, ``<changefreq>``
@@ -23,12 +24,12 @@ node is a stand-in (``_shadow``): an element with no children until the value ha
 then one text child, as the builder's node would be; inside an image, ``_shadow_image``,
 with one child (``_shadow_child``) once one of its values closed. At the level of the
 ``<url>`` itself the one run it decides differently (blanks just before ``</url>``,
-after children that were not built) is dropped by ``_cpush``, as the builder's tree
-makes libxml2 drop it.
+after children that were not built) is dropped by ``_cfast._on_characters``, as the
+builder's tree makes libxml2 drop it.
 """
 
 from libc.stdlib cimport free, realloc
-from libc.string cimport memcpy
+from libc.string cimport memcpy, strcmp
 
 from lxml.includes cimport tree, xmlparser
 
@@ -61,6 +62,40 @@ cdef class KeptUrl:
         self._shadow_child.name = <const tree.const_xmlChar*>b"value"
         self._shadow_child.parent = &self._shadow_image
 
+    cdef void _maybe_fast(
+        self,
+        xmlparser.xmlParserCtxt* ctxt,
+        tree.xmlNode* node,
+        const tree.const_xmlChar* localname,
+    ) noexcept:
+        """The builder made ``node``: a <url> child of the root is read by the fast path,
+        unless the document has a DTD or the fast path is off."""
+        cdef tree.xmlNode* root
+        cdef tree.xmlDoc* doc = ctxt.myDoc
+        # Names are the parser's dictionary strings: one pointer per name, so "url" is
+        # found once by strcmp and then by address.
+        if localname is not self._url_name:
+            if self._url_name is not NULL or strcmp(<const char*>localname, b"url"):
+                return
+            self._url_name = localname
+        root = node.parent
+        if (
+            root is not NULL
+            and root.type == tree.XML_ELEMENT_NODE
+            and root.parent is not NULL
+            and root.parent.type == tree.XML_DOCUMENT_NODE
+            and doc is not NULL
+            and doc.intSubset is NULL
+            and doc.extSubset is NULL
+            and self._exc is None
+            and self._fast_on
+        ):
+            self._fast = node
+            self._ncaps = 0
+            self._nattrs = 0
+            self._text_len = 0
+            self._image = -1
+
     cdef int _keep(self, const tree.const_xmlChar* ch, int n) noexcept:
         """Append ``n`` bytes of a value's text; -1 when out of memory (``_exc`` is set:
         feed raises it)."""
@@ -78,35 +113,6 @@ cdef class KeptUrl:
         memcpy(self._text + self._text_len, ch, n)
         self._text_len = need
         return 0
-
-
-cdef _Cap* _open_cap(
-    KeptUrl self,
-    xmlparser.xmlParserCtxt* ctxt,
-    int code,
-    const tree.const_xmlChar* localname,
-    const tree.const_xmlChar* prefix,
-    const tree.const_xmlChar* uri,
-) noexcept:
-    """The next ``_Cap`` for an element of the fast <url>, not built; the parser's
-    current node is a stand-in (``_shadow``, with no children) until it closes."""
-    cdef _Cap* cap = &self._caps[self._ncaps]
-    self._ncaps += 1
-    cap.code = code
-    cap.parent = self._image
-    cap.field = -1
-    cap.closed = False
-    cap.localname = localname
-    cap.prefix = prefix
-    cap.uri = uri
-    cap.start = self._text_len
-    cap.length = -1
-    cap.attr_first = 0
-    cap.attr_count = 0
-    self._shadow.children = NULL
-    self._shadow.last = NULL
-    ctxt.node = &self._shadow
-    return cap
 
 
 cdef bint _close_fast(KeptUrl self, xmlparser.xmlParserCtxt* ctxt) noexcept:

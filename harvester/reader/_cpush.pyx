@@ -49,10 +49,8 @@ from libc.string cimport strcmp
 cimport lxml.includes.etreepublic as cetree
 from lxml.includes cimport tree, xmlerror, xmlparser
 
-from harvester.reader._cfast cimport _fast_entry, _open_fast
-from harvester.reader._ckept cimport (
-    _MAX_CAPS, _MAX_TEXT, KeptUrl, _Cap, _close_fast, _materialize
-)
+from harvester.reader._cfast cimport _fast_entry, _on_characters, _on_reference, _on_start
+from harvester.reader._ckept cimport KeptUrl, _close_fast
 from harvester.reader._clibxml cimport Functions, functions
 from harvester.reader._cparse cimport Count, EntryContext, _flush_count, _url_entry
 
@@ -103,10 +101,12 @@ cdef void _on_error(void* data, const xmlerror.xmlError* error) noexcept:
 
 # -- the fast path: a <url>'s values read from SAX events, its children not built --------
 #
-# The callbacks below send the events inside a <url> child of the root to the fast path
-# (``_cfast._open_fast``, ``_ckept._close_fast``) while it is on, and to the tree builder
-# after ``_ckept._materialize``. Documents with a DTD (whose declarations libxml2
-# consults to drop blanks) are read from the tree.
+# The parser's handlers for an element's start, text and entity reference are
+# ``_cfast``'s: inside a <url> child of the root they keep its children while the fast
+# path is on (``KeptUrl._maybe_fast`` says when: not in a document with a DTD, whose
+# declarations libxml2 consults to drop blanks), and hand the rest to the tree builder.
+# ``_on_end`` below closes what they kept (``_ckept._close_fast``) and makes the entry
+# of the <url> from it (``_cfast._fast_entry``).
 
 cdef bint _FAST = True  # the fast path on (tests and benchmarks turn it off: fast_path)
 
@@ -118,93 +118,6 @@ def fast_path(on=None):
     if on is not None:
         _FAST = bool(on)
     return old
-
-
-cdef inline bint _blanks(const tree.const_xmlChar* ch, int n) noexcept:
-    cdef int i
-    for i in range(n):
-        if ch[i] != 0x20 and ch[i] != 0x09 and ch[i] != 0x0A and ch[i] != 0x0D:
-            return False
-    return True
-
-
-cdef void _on_start(
-    void* ctx,
-    const tree.const_xmlChar* localname,
-    const tree.const_xmlChar* prefix,
-    const tree.const_xmlChar* uri,
-    int nb_namespaces,
-    const tree.const_xmlChar** namespaces,
-    int nb_attributes,
-    int nb_defaulted,
-    const tree.const_xmlChar** attributes,
-) noexcept:
-    """An element opens: a value of a fast <url> is read here; else the tree builder."""
-    cdef xmlparser.xmlParserCtxt* ctxt = <xmlparser.xmlParserCtxt*>ctx
-    cdef UrlsetPush self = <UrlsetPush>ctxt._private
-    cdef tree.xmlNode* node
-    if self._fast is not NULL:
-        if (
-            not self._in_value
-            and not self._in_link
-            and nb_namespaces == 0
-            and (prefix is NULL or uri is not NULL)  # (else the builder names it "p:name")
-            and self._ncaps < _MAX_CAPS
-            and _open_fast(self, ctxt, localname, prefix, uri, nb_attributes, attributes)
-        ):
-            return
-        _materialize(self, ctxt)
-    self._build_start(ctx, localname, prefix, uri, nb_namespaces, namespaces, nb_attributes,
-                nb_defaulted, attributes)
-    node = ctxt.node
-    if node is not NULL and node.type == tree.XML_ELEMENT_NODE:
-        self._maybe_fast(ctxt, node, localname)
-
-
-cdef void _on_characters(void* ctx, const tree.const_xmlChar* ch, int n) noexcept:
-    """Text: a value's kept; beside the children of a fast <url>, the tree's (``_ckept``),
-    but for the blanks before its end tag."""
-    cdef xmlparser.xmlParserCtxt* ctxt = <xmlparser.xmlParserCtxt*>ctx
-    cdef UrlsetPush self = <UrlsetPush>ctxt._private
-    cdef const tree.const_xmlChar* cur
-    cdef _Cap* cap
-    if self._in_value and self._text_len + n > _MAX_TEXT:
-        # A huge value: the builder's, whose limit on a text node (10 MB, "huge text
-        # node") ends the document where it would have.
-        _materialize(self, ctxt)
-    elif self._in_value:
-        if self._keep(ch, n) < 0:
-            LIB.stop(ctxt)
-            return
-        cap = &self._caps[self._ncaps - 1]
-        if cap.length < 0:
-            cap.length = 0
-        cap.length += n
-        self._shadow.children = &self._shadow_text
-        self._shadow.last = &self._shadow_text
-        return
-    if self._fast is not NULL:
-        cur = ctxt.input.cur
-        if (
-            ctxt.node is self._fast
-            and self._ncaps > 0
-            and _blanks(ch, n)
-            and cur[0] == b"<"
-            and cur[1] == b"/"
-        ):
-            # Blanks before </url>: with the children built, areBlanks drops them.
-            return
-        _materialize(self, ctxt)  # (inside an image or a link: see _cfast's docstring)
-    self._build_characters(ctx, ch, n)
-
-
-cdef void _on_reference(void* ctx, const tree.const_xmlChar* name) noexcept:
-    """An entity reference node: the tree builds it, and the Python walker reads it."""
-    cdef xmlparser.xmlParserCtxt* ctxt = <xmlparser.xmlParserCtxt*>ctx
-    cdef UrlsetPush self = <UrlsetPush>ctxt._private
-    if self._fast is not NULL:
-        _materialize(self, ctxt)
-    self._build_reference(ctx, name)
 
 
 cdef void _on_end(
@@ -271,8 +184,6 @@ cdef class UrlsetPush(KeptUrl):
     handlers) is its base's (``_ckept.KeptUrl``)."""
 
     cdef xmlparser.xmlParserCtxt* _ctxt
-    cdef bint _fast_on  # _FAST when this reader was made
-    cdef const tree.const_xmlChar* _url_name  # the parser's string "url", once seen
     cdef readonly Py_ssize_t fast_urls  # <url>s read by the fast path (the tests look)
     cdef EntryContext _ctx  # the parser's; holds nothing that holds this reader
     cdef list _out
@@ -331,40 +242,6 @@ cdef class UrlsetPush(KeptUrl):
         ctxt.sax.reference = <xmlparser.referenceSAXFunc>_on_reference
         self._init_shadows()
         return 0
-
-    cdef void _maybe_fast(
-        self,
-        xmlparser.xmlParserCtxt* ctxt,
-        tree.xmlNode* node,
-        const tree.const_xmlChar* localname,
-    ) noexcept:
-        """The builder made ``node``: a <url> child of the root is read by the fast path,
-        unless the document has a DTD or the fast path is off."""
-        cdef tree.xmlNode* root
-        cdef tree.xmlDoc* doc = ctxt.myDoc
-        # Names are the parser's dictionary strings: one pointer per name, so "url" is
-        # found once by strcmp and then by address.
-        if localname is not self._url_name:
-            if self._url_name is not NULL or strcmp(<const char*>localname, b"url"):
-                return
-            self._url_name = localname
-        root = node.parent
-        if (
-            root is not NULL
-            and root.type == tree.XML_ELEMENT_NODE
-            and root.parent is not NULL
-            and root.parent.type == tree.XML_DOCUMENT_NODE
-            and doc is not NULL
-            and doc.intSubset is NULL
-            and doc.extSubset is NULL
-            and self._exc is None
-            and self._fast_on
-        ):
-            self._fast = node
-            self._ncaps = 0
-            self._nattrs = 0
-            self._text_len = 0
-            self._image = -1
 
     cdef object _result(self, int status, bint end):
         """After a parse call: raise the Python exception raised in it, or return the
