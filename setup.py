@@ -20,6 +20,10 @@
 - ``harvester.audit._cdistribution``: the lastmod distribution's count of a host's sample.
 - ``harvester.crawl._crobots``: robots.txt rules and TDMRep locations matched against URLs
   (each record's ``robots`` / ``tdm_reserved`` label).
+- ``harvester.crawl._crecords``: a record's JSON line written into the batch's bytes (and
+  a batch's lines labelled at once).
+- ``harvester.crawl._cextensions``: a record's extension fields (images, alternates,
+  videos, news) as JSON, for that line.
 - ``harvester.crawl._chost``: ``UrlBatch``'s loop over a batch of URL entries (records, or
   their JSON lines, and the lastmod audit's sample).
 
@@ -87,8 +91,14 @@ extensions = [
     Extension("harvester.urls._cnormalize", ["harvester/urls/_cnormalize.pyx"], optional=True),
     Extension("harvester.urls._cdedupe", ["harvester/urls/_cdedupe.pyx"], optional=True),
     Extension("harvester.crawl._crobots", ["harvester/crawl/_crobots.pyx"], optional=True),
-    # Uses the three above at C level (their .pxd files); its own .pxd declares the URL
-    # loop's state (UrlLoop, a cdef class each UrlBatch keeps).
+    # A record's JSON line; its .pxd holds the small writers _cextensions and _chost
+    # inline.
+    Extension("harvester.crawl._crecords", ["harvester/crawl/_crecords.pyx"], optional=True),
+    # Uses _crecords at C level.
+    Extension("harvester.crawl._cextensions", ["harvester/crawl/_cextensions.pyx"], optional=True),
+    # Uses _cdates, _cnormalize, _cdedupe, _crobots, _crecords and _cextensions at C level
+    # (their .pxd files); its own .pxd declares the URL loop's state (UrlLoop, a cdef class
+    # each UrlBatch keeps).
     Extension("harvester.crawl._chost", ["harvester/crawl/_chost.pyx"], optional=True),
 ]
 

@@ -56,6 +56,8 @@ PACKAGES = {
     "_cdedupe": "urls",
     "_cdistribution": "audit",
     "_crobots": "crawl",
+    "_crecords": "crawl",
+    "_cextensions": "crawl",
     "_chost": "crawl",
 }
 NAMES = tuple(PACKAGES)
