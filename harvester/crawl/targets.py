@@ -6,6 +6,13 @@ to follow (``valid_hop``, a client middleware). Out: nothing, or the ``Forbidden
 / ``InvalidURL`` naming the URL. Which *addresses* may be dialed is the SSRF guard's
 (``guard.py``, enforced by the connector). Split from ``fetch.py`` to keep it to the
 request and its attempts.
+
+``valid_hop`` remembers the authorities it found valid (``_VALID``, bounded): the verdict
+is a pure function of the authority's text (``valid_authority`` reads nothing else of
+the URL and nothing outside it), so a host's second request costs a set lookup instead
+of the regular expressions, the IDNA and ``ipaddress`` parses. Only "valid" is kept, an
+invalid authority is judged again each time, and no address is: which addresses may be
+dialed stays the guard's, judged at every connection.
 """
 
 from __future__ import annotations
@@ -22,6 +29,9 @@ if TYPE_CHECKING:
     from aiohttp.client_middlewares import ClientHandlerType
 
 __all__ = ["check_target", "valid_hop"]
+
+_VALID_MAX = 4096  # authorities remembered valid (a few hundred KB); cleared when full
+_VALID: set[str] = set()  # raw authorities (yarl's spelling, userinfo and port included)
 
 
 def check_target(url: str) -> None:
@@ -44,6 +54,12 @@ async def valid_hop(
     ``UnicodeError`` on an A-label that does not decode (``xn--zz``), which no caller
     expects.
     """
-    if not valid_authority(target := str(req.url)):
-        raise InvalidURL(f"redirect to a host that can be no DNS name or IP address: {target}")
+    url = req.url
+    authority = url.raw_authority
+    if authority not in _VALID:
+        if not valid_authority(target := str(url)):
+            raise InvalidURL(f"redirect to a host that can be no DNS name or IP address: {target}")
+        if len(_VALID) >= _VALID_MAX:
+            _VALID.clear()
+        _VALID.add(authority)
     return await handler(req)
