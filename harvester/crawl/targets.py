@@ -7,7 +7,7 @@ to follow (``valid_hop``, a client middleware). Out: nothing, or the ``Forbidden
 (``guard.py``, enforced by the connector). Split from ``fetch.py`` to keep it to the
 request and its attempts.
 
-``valid_hop`` remembers the authorities it found valid (``_VALID``, bounded): the verdict
+``valid_hop`` (and ``check_target``) remember the authorities found valid (bounded): the verdict
 is a pure function of the authority's text (``valid_authority`` reads nothing else of
 the URL and nothing outside it), so a host's second request costs a set lookup instead
 of the regular expressions, the IDNA and ``ipaddress`` parses. Only "valid" is kept, an
@@ -17,6 +17,7 @@ dialed stays the guard's, judged at every connection.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
@@ -32,16 +33,30 @@ __all__ = ["check_target", "valid_hop"]
 
 _VALID_MAX = 4096  # authorities remembered valid (a few hundred KB); cleared when full
 _VALID: set[str] = set()  # raw authorities (yarl's spelling, userinfo and port included)
+_VALID_TARGETS: set[str] = set()  # authorities of plainly spelled URLs check_target passed
+# "http(s)://" and the authority as valid_authority reads it, when it ends where the URL
+# parser's would: the text is then all both of check_target's verdicts depend on.
+_PLAIN = re.compile(r"https?://([^/?#\t\r\n]*)(?=[/?#]|\Z)").match
 
 
 def check_target(url: str) -> None:
     """Raise ``ForbiddenAddress`` for a scheme other than http(s), ``InvalidURL`` for a host
-    no client can name (aiohttp would raise a bare ``UnicodeError`` on ``xn--zz``)."""
+    no client can name (aiohttp would raise a bare ``UnicodeError`` on ``xn--zz``).
+
+    A URL spelled plainly (``http://`` or ``https://``, then an authority without tabs or
+    newlines ending at ``/``, ``?``, ``#`` or the end) whose authority passed before
+    passes at once: both checks read nothing else of it.
+    """
+    plain = _PLAIN(url)
+    if plain is not None and plain.group(1) in _VALID_TARGETS:
+        return
     scheme = urlsplit(url).scheme.lower()
     if scheme not in ALLOWED_SCHEMES:
         raise ForbiddenAddress(f"scheme {scheme or '(none)'!r} is not http or https", url=url)
     if not valid_authority(url):
         raise InvalidURL("the URL's host can be no DNS name or IP address", url=url)
+    if plain is not None:
+        _remember(_VALID_TARGETS, plain.group(1))
 
 
 async def valid_hop(
@@ -59,7 +74,12 @@ async def valid_hop(
     if authority not in _VALID:
         if not valid_authority(target := str(url)):
             raise InvalidURL(f"redirect to a host that can be no DNS name or IP address: {target}")
-        if len(_VALID) >= _VALID_MAX:
-            _VALID.clear()
-        _VALID.add(authority)
+        _remember(_VALID, authority)
     return await handler(req)
+
+
+def _remember(valid: set[str], authority: str) -> None:
+    """Add ``authority`` to ``valid``, emptied first when full (bounded memory)."""
+    if len(valid) >= _VALID_MAX:
+        valid.clear()
+    valid.add(authority)

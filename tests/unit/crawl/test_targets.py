@@ -9,8 +9,8 @@ import pytest
 import yarl
 
 from harvester.crawl import targets
-from harvester.crawl.targets import valid_hop
-from harvester.errors import InvalidURL
+from harvester.crawl.targets import check_target, valid_hop
+from harvester.errors import ForbiddenAddress, InvalidURL
 
 if TYPE_CHECKING:
     import aiohttp
@@ -57,3 +57,27 @@ async def test_the_memory_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
             await valid_hop(request(f"http://h{n}.test/"), handler)
         assert len(targets._VALID) <= 3
     assert "h6.test" in targets._VALID
+
+
+def test_a_target_passed_before_does_not_vouch_for_another_scheme_or_host(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(targets, "_VALID_TARGETS", set())
+    for _ in range(2):  # the first time judged, the second remembered
+        check_target("http://a.test/x")
+        check_target("https://a.test:8443/y?z")
+    assert sorted(targets._VALID_TARGETS) == ["a.test", "a.test:8443"]
+    refused: list[tuple[str, type[Exception]]] = [
+        ("ftp://a.test/x", ForbiddenAddress),
+        ("file://a.test/etc/passwd", ForbiddenAddress),
+        ("http://a.te\tst:0/", InvalidURL),  # tabs are removed: the port is 0
+        ("http://a.test\t:0/", InvalidURL),
+        ("http://xn--zz.a.test/", InvalidURL),
+        ("http://a.test:0/", InvalidURL),
+    ]
+    for url, error in refused:
+        for _ in range(2):
+            with pytest.raises(error):
+                check_target(url)
+    check_target("http://a.te\tst/")  # passes, judged in full (not the plain spelling)
+    assert sorted(targets._VALID_TARGETS) == ["a.test", "a.test:8443"]
