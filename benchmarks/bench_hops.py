@@ -25,7 +25,7 @@ import socket
 import subprocess
 import sys
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 from aiohttp.abc import AbstractResolver, ResolveResult
@@ -112,6 +112,54 @@ async def client(port: int, hosts: int, requests: int, parallel: int) -> float:
         return time.process_time() - start
 
 
+async def checks_only(hosts: int, requests: int) -> float:
+    """CPU seconds of the fetch path's own checks alone, no network: per request
+    ``check_target`` and the session's middlewares (a handler that answers at once), per
+    host the guard's judgement of its DNS answer (a new connection per host)."""
+    from types import SimpleNamespace
+
+    import yarl
+
+    from harvester.config import FetchConfig, PolitenessConfig
+    from harvester.crawl.fetch import Fetcher
+    from harvester.crawl.targets import check_target
+
+    cfg = FetchConfig(allow=(f"{ADDRESS}/32",))
+    # The middlewares and the guarded resolver the tree's own Fetcher installs (private
+    # attributes: read here only, to count the same chain as a run).
+    fetcher = Fetcher(cfg, resolver=OneAddress(), hosts=PolitenessConfig())
+    await fetcher.__aenter__()
+    session: Any = fetcher._session
+    middlewares: list[Any] = list(session._middlewares)
+    guarded = session.connector._resolver
+
+    async def answer(req: Any) -> Any:
+        return None
+
+    start = time.process_time()
+    for i in range(hosts):
+        host = f"h{i}.bench"
+        await guarded.resolve(host, 80)
+        for n in range(requests):
+            url = f"http://{host}/s{n}.xml"
+            check_target(url)
+            req = SimpleNamespace(url=yarl.URL(url), headers={})
+            handler = answer
+            for mw in reversed(middlewares):
+                handler = _bind(mw, handler)
+            await handler(req)
+    spent = time.process_time() - start
+    await fetcher.__aexit__(None, None, None)
+    return spent
+
+
+def _bind(mw: Any, handler: Any) -> Any:
+    async def wrapped(req: Any) -> Any:
+        return await mw(req, handler)
+
+    return wrapped
+
+
 def run(work: Coroutine[None, None, float]) -> float:
     """``work`` on the loop a harvester run uses (uvloop when installed)."""
     try:
@@ -128,9 +176,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--parallel", type=int, default=50, help="hosts at once")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--checks-only", action="store_true", help="the checks alone, no network")
     args = ap.parse_args(argv)
     if args.serve:
         serve()
+        return 0
+    if args.checks_only:
+        spent = run(checks_only(args.hosts, args.requests))
+        print(json.dumps({"checks_cpu_us_per_request": spent / args.hosts / args.requests * 1e6}))
         return 0
     server = subprocess.Popen(
         [sys.executable, "-P", __file__, "--serve"],

@@ -7,10 +7,11 @@ to follow (``valid_hop``, a client middleware). Out: nothing, or the ``Forbidden
 (``guard.py``, enforced by the connector). Split from ``fetch.py`` to keep it to the
 request and its attempts.
 
-``valid_hop`` (and ``check_target``) remember the authorities found valid (bounded): the verdict
-is a pure function of the authority's text (``valid_authority`` reads nothing else of
-the URL and nothing outside it), so a host's second request costs a set lookup instead
-of the regular expressions, the IDNA and ``ipaddress`` parses. Only "valid" is kept, an
+``check_target`` and ``valid_hop`` remember the authorities found valid (one bounded set):
+the verdict is a pure function of the authority's text (``valid_authority`` reads
+nothing else of the URL and nothing outside it), so a host's next request, and its
+first request's hop, cost a set lookup instead of the regular expressions, the IDNA and
+``ipaddress`` parses. Only "valid" is kept, an
 invalid authority is judged again each time, and no address is: which addresses may be
 dialed stays the guard's, judged at every connection.
 """
@@ -32,8 +33,10 @@ if TYPE_CHECKING:
 __all__ = ["check_target", "valid_hop"]
 
 _VALID_MAX = 4096  # authorities remembered valid (a few hundred KB); cleared when full
-_VALID: set[str] = set()  # raw authorities (yarl's spelling, userinfo and port included)
-_VALID_TARGETS: set[str] = set()  # authorities of plainly spelled URLs check_target passed
+# Authorities valid_authority passed, as they stand in the URL text (userinfo and port
+# included): yarl's raw_authority of a hop (its str() differs at most by a default port
+# left out, which changes no verdict), the plain spelling's (_PLAIN) of a target.
+_VALID: set[str] = set()
 # "http(s)://" and the authority as valid_authority reads it, when it ends where the URL
 # parser's would: the text is then all both of check_target's verdicts depend on.
 _PLAIN = re.compile(r"https?://([^/?#\t\r\n]*)(?=[/?#]|\Z)").match
@@ -48,7 +51,7 @@ def check_target(url: str) -> None:
     passes at once: both checks read nothing else of it.
     """
     plain = _PLAIN(url)
-    if plain is not None and plain.group(1) in _VALID_TARGETS:
+    if plain is not None and plain.group(1) in _VALID:
         return
     scheme = urlsplit(url).scheme.lower()
     if scheme not in ALLOWED_SCHEMES:
@@ -56,7 +59,7 @@ def check_target(url: str) -> None:
     if not valid_authority(url):
         raise InvalidURL("the URL's host can be no DNS name or IP address", url=url)
     if plain is not None:
-        _remember(_VALID_TARGETS, plain.group(1))
+        _remember(_VALID, plain.group(1))
 
 
 async def valid_hop(

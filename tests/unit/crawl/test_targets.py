@@ -62,11 +62,11 @@ async def test_the_memory_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_target_passed_before_does_not_vouch_for_another_scheme_or_host(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(targets, "_VALID_TARGETS", set())
+    monkeypatch.setattr(targets, "_VALID", set())
     for _ in range(2):  # the first time judged, the second remembered
         check_target("http://a.test/x")
         check_target("https://a.test:8443/y?z")
-    assert sorted(targets._VALID_TARGETS) == ["a.test", "a.test:8443"]
+    assert sorted(targets._VALID) == ["a.test", "a.test:8443"]
     refused: list[tuple[str, type[Exception]]] = [
         ("ftp://a.test/x", ForbiddenAddress),
         ("file://a.test/etc/passwd", ForbiddenAddress),
@@ -80,4 +80,4 @@ def test_a_target_passed_before_does_not_vouch_for_another_scheme_or_host(
             with pytest.raises(error):
                 check_target(url)
     check_target("http://a.te\tst/")  # passes, judged in full (not the plain spelling)
-    assert sorted(targets._VALID_TARGETS) == ["a.test", "a.test:8443"]
+    assert sorted(targets._VALID) == ["a.test", "a.test:8443"]
