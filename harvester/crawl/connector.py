@@ -34,6 +34,8 @@ Example::
 
 from __future__ import annotations
 
+import hashlib
+import os
 import socket
 import ssl
 from dataclasses import dataclass
@@ -66,13 +68,60 @@ __all__ = [
 ]
 
 _ALLOWED_LITERALS = 4096  # HopGuard's memory of allowed literal hosts (a few hundred KB)
+_TLS_CONTEXTS_MAX = 8  # TLS contexts kept per process (each holds a CA store, ~1 MB)
 
 
 def tls_context(cfg: FetchConfig) -> ssl.SSLContext:
     """The TLS client context: system CAs (``SSL_CERT_FILE`` honoured) plus ``cfg.ca_bundle``.
 
-    Raises ``ConfigError`` naming ``fetch.ca_bundle`` when that file cannot be loaded.
+    One per process for the same CA sources (``_TLS_CONTEXTS``): a worker's fetchers (the
+    run's, the late pool's) share it, so the CA store is loaded once per worker. Raises
+    ``ConfigError`` naming ``fetch.ca_bundle`` when that file cannot be loaded.
     """
+    key = _ca_sources(cfg.ca_bundle)
+    context = _TLS_CONTEXTS.get(key)
+    if context is None:
+        context = _new_tls_context(cfg)
+        if len(_TLS_CONTEXTS) >= _TLS_CONTEXTS_MAX:
+            _TLS_CONTEXTS.clear()  # (a process meets a handful of CA sources, tests many)
+        _TLS_CONTEXTS[key] = context
+    return context
+
+
+# Contexts by CA sources. Safe to share: a context is only read after it is built (aiohttp
+# passes it to each connection; per-host verify_tls = false goes as ssl=False instead),
+# and the key changes whenever what it was loaded from did.
+_TLS_CONTEXTS: dict[tuple[object, ...], ssl.SSLContext] = {}
+
+
+def _ca_sources(ca_bundle: str | None) -> tuple[object, ...]:
+    """What a context's CAs come from: ``ca_bundle`` and OpenSSL's environment variables,
+    the two files by their contents (a file rewritten in place is loaded again; hashing
+    a bundle costs far less than parsing it)."""
+    cert_file = os.environ.get("SSL_CERT_FILE")
+    # (SSL_CERT_DIR is searched at each verification, so its name is all that counts.)
+    return (
+        ca_bundle,
+        _digest(ca_bundle),
+        cert_file,
+        _digest(cert_file),
+        os.environ.get("SSL_CERT_DIR"),
+    )
+
+
+def _digest(path: str | None) -> bytes | None:
+    """A digest of the file's bytes; None without a file (a missing ``ca_bundle`` then
+    fails in ``_new_tls_context`` and no context is kept)."""
+    if not path:
+        return None
+    try:
+        with open(path, "rb") as file:
+            return hashlib.blake2b(file.read(), digest_size=16).digest()
+    except OSError:
+        return None
+
+
+def _new_tls_context(cfg: FetchConfig) -> ssl.SSLContext:
     # create_default_context() loads OpenSSL's default verify paths, which read
     # SSL_CERT_FILE and SSL_CERT_DIR from the environment when they are set.
     context = ssl.create_default_context()

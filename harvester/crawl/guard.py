@@ -75,6 +75,7 @@ if TYPE_CHECKING:
 __all__ = ["ALLOWED_SCHEMES", "AddressPolicy", "is_literal", "refusal_reason"]
 
 ALLOWED_SCHEMES = frozenset({"http", "https"})
+_VERDICTS_MAX = 8192  # addresses whose verdict a policy remembers (about 1 MB); then cleared
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 _Answer = TypeVar("_Answer", bound="Mapping[str, Any]")  # a resolver answer (aiohttp's dict)
@@ -191,13 +192,14 @@ class AddressPolicy:
         policy.check("10.1.2.3", host="evil.test")  # ForbiddenAddress
     """
 
-    __slots__ = ("_allow_private", "_hosts", "_networks")
+    __slots__ = ("_allow_private", "_hosts", "_networks", "_verdicts")
 
     def __init__(self, *, allow_private: bool = False, allow: Iterable[str] = ()) -> None:
         self._allow_private = allow_private
         networks, hosts = parse_allow(allow)
         self._networks = networks  # dialed addresses inside these always pass
         self._hosts = hosts  # names whose every address passes (lower case, no trailing dot)
+        self._verdicts: dict[str, str | None] = {}  # address text -> reason (None: allowed)
 
     def __repr__(self) -> str:
         allow = [str(n) for n in self._networks] + sorted(self._hosts)
@@ -213,9 +215,27 @@ class AddressPolicy:
         return host.lower().rstrip(".") in self._hosts
 
     def reason(self, ip: str, *, host: str | None = None) -> str | None:
-        """Why ``ip`` (reached as ``host``) is refused, or None if it may be dialed."""
-        if self._allow_private or (host is not None and self.allows_host(host)):
+        """Why ``ip`` (reached as ``host``) is refused, or None if it may be dialed.
+
+        The verdict on an address is remembered (``_verdicts``, bounded): past the host
+        name's allowlisting, it depends on the address's text and this policy alone,
+        both fixed, so a name's answer is judged by a lookup at its next connection, and
+        a changed answer (rebinding) is another text, judged afresh.
+        """
+        if self._allow_private or (host is not None and self._hosts and self.allows_host(host)):
             return None
+        try:
+            return self._verdicts[ip]
+        except KeyError:
+            pass
+        why = self._address_reason(ip)
+        if len(self._verdicts) >= _VERDICTS_MAX:
+            self._verdicts.clear()
+        self._verdicts[ip] = why
+        return why
+
+    def _address_reason(self, ip: str) -> str | None:
+        """``reason`` for an address no allowlisted name led to."""
         try:
             # A scope ("fe80::1%eth0") says which interface, not which address.
             address = ipaddress.ip_address(ip.partition("%")[0])

@@ -144,6 +144,32 @@ async def test_one_tls_context_per_fetcher(
     assert sum(len(set(site.peers)) for site in tls_sites) == 4  # no keep-alive here
 
 
+async def test_fetchers_share_the_context_until_its_cas_change(
+    tls_sites: list[TLSSite], ca_file: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    made: list[ssl.SSLContext] = []
+    real = ssl.create_default_context
+
+    def counting(*args: Any, **kwargs: Any) -> ssl.SSLContext:
+        context = real(*args, **kwargs)
+        made.append(context)
+        return context
+
+    monkeypatch.setattr("harvester.crawl.connector.ssl.create_default_context", counting)
+    site = tls_sites[0]
+    for _ in range(2):  # the run's fetcher and the late pool's, in one worker
+        async with fetcher(ca_bundle=ca_file) as f:
+            assert await read(f, site.url("/robots.txt"), slot(site.host)) == b"<urlset/>"
+    assert len(made) == 1
+    # The bundle rewritten in place with another CA's certificate: loaded again, and the
+    # site's CA is no longer trusted.
+    trustme.CA().cert_pem.write_to_path(ca_file)
+    async with fetcher(ca_bundle=ca_file) as f:
+        with pytest.raises(ConnectError):
+            await read(f, site.url("/robots.txt"), slot(site.host))
+    assert len(made) == 2
+
+
 async def test_a_ca_bundle_that_cannot_be_read_names_the_key(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"fetch\.ca_bundle"):
         async with fetcher(ca_bundle=str(tmp_path / "missing.pem")):

@@ -249,3 +249,21 @@ def test_cli_style_override_of_the_allowlist() -> None:
     with pytest.raises(ConfigError) as info:
         load_config(None, {"fetch.allow": ["127.0.0.2/33"]})
     assert info.value.key == "fetch.allow[0]"
+
+
+def test_remembered_verdicts_change_nothing_a_policy_answers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("harvester.crawl.guard._VERDICTS_MAX", 4)
+    policy = AddressPolicy(allow=("intranet.test", "127.0.0.2/32"))
+    for _ in range(2):  # the first time judged, the second remembered
+        # An allowlisted name's pass is not the address's: judged again without it.
+        assert policy.reason("10.0.0.1", host="intranet.test") is None
+        assert policy.reason("10.0.0.1", host="evil.test") == "private (RFC 1918)"
+        assert policy.reason("10.0.0.1") == "private (RFC 1918)"
+        # A name that answered a public address, then rebinds to loopback.
+        assert policy.reason("93.184.215.14", host="rebind.test") is None
+        assert policy.reason("127.0.0.1", host="rebind.test") == "loopback"
+        assert policy.reason("127.0.0.2", host="rebind.test") is None  # the allowed network
+        assert policy.reason("127.1", host="rebind.test") == "not an IP address"
+    assert len(policy._verdicts) <= 4  # bounded
