@@ -43,6 +43,15 @@ _LABELS = r"(?:[A-Za-z0-9_-]{1,63}\.)*[A-Za-z0-9_-]{1,63}\.?"
 _HOST = re.compile(_LABELS).fullmatch
 _HOST_PORT = re.compile(f"({_LABELS})(?::(.*))?", re.DOTALL).fullmatch
 _MAX_HOST = 253  # characters of a DNS name, without its trailing dot
+# Unicode's default-ignorable code points: IDNA maps them to nothing, so "e<ZWSP>vil.com"
+# would name evil.com, a host the sitemap did not spell. yarl (1.25 on) refuses them, as
+# idna, httpx and urllib3 do; the gate refuses them too, so nothing it passes makes the
+# client raise.
+_IGNORABLE = re.compile(
+    "[\u00ad\u034f\u061c\u115f-\u1160\u17b4-\u17b5\u1806\u180b-\u180f\u200b-\u200f"
+    "\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8"
+    "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff]"
+).search
 
 
 def valid_authority(loc: str) -> bool:
@@ -141,7 +150,13 @@ def _alabel_decodes(label: str) -> bool:
 
 
 def ascii_host(host: str) -> str | None:
-    """The ASCII form of a non-ASCII host (UTS 46, as browsers; IDNA 2003 as a fallback)."""
+    """The ASCII form of a non-ASCII host (UTS 46, as browsers; IDNA 2003 as a fallback).
+
+    None when no client can name it: IDNA refuses it, or it holds a default-ignorable
+    code point (which IDNA would silently delete).
+    """
+    if _IGNORABLE(host):
+        return None
     try:
         return idna.encode(host, uts46=True).decode("ascii")
     except idna.IDNAError:
