@@ -15,7 +15,7 @@ from typing import Any
 
 SCALARS = ("loc", "url", "host", "sitemap", "source", "lastmod", "changefreq", "priority")
 NESTED = ("images", "alternates", "videos", "news")
-LABELS = ("event", "since")
+LABELS = ("event", "since", "robots")  # (robots: policy.verdicts, on by default)
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -49,6 +49,8 @@ def from_parquet_row(row: dict[str, Any]) -> dict[str, Any]:
     for key in LABELS:
         if row[key] is not None:
             out[key] = row[key]
+    if row["tdm_reserved"] is not None:
+        out["tdm_reserved"] = row["tdm_reserved"]
     return out
 
 
@@ -62,6 +64,8 @@ def from_csv_row(row: dict[str, str]) -> dict[str, Any]:
     for key in LABELS:
         if row[key]:
             out[key] = row[key]
+    if row["tdm_reserved"]:
+        out["tdm_reserved"] = row["tdm_reserved"] == "true"
     return out
 
 

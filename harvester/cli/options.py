@@ -110,7 +110,8 @@ def filter_arguments(parser: argparse.ArgumentParser) -> None:
 
 # -- issue 48: what the site allows (config [policy]) ---------------------------------------
 def policy_arguments(parser: argparse.ArgumentParser) -> None:
-    """``run``'s ``[policy]`` flags: --respect-robots, --verdicts, --no-tdmrep, --robots-agent."""
+    """``run``'s ``[policy]`` flags: --respect-robots, --(no-)verdicts, --no-tdmrep,
+    --robots-agent."""
     group = parser.add_argument_group("what the site allows (docs/what-the-site-allows.md)")
     for flag, key, value, text in (
         ("--respect-robots", "policy.respect_robots", True, "drop the URLs robots.txt disallows"),
@@ -118,8 +119,9 @@ def policy_arguments(parser: argparse.ArgumentParser) -> None:
             "--verdicts",
             "policy.verdicts",
             True,
-            'each record gets "robots": allowed|disallowed|unknown',
+            'each record gets "robots": allowed|disallowed|unknown (the default)',
         ),
+        ("--no-verdicts", "policy.verdicts", False, 'no "robots" field on the records'),
         ("--no-tdmrep", "policy.tdmrep", False, "do not request /.well-known/tdmrep.json"),
     ):
         group.add_argument(

@@ -22,7 +22,7 @@ class PolicyConfig:
     # The product token the verdicts are for ("" : the run's own, fetch.user_agent's).
     user_agent: str = ""
     # Each record gets "robots": allowed | disallowed | unknown.
-    verdicts: bool = False
+    verdicts: bool = True
     # Drop the URLs robots.txt disallows for user_agent (counted robots_disallowed_urls).
     respect_robots: bool = False
     # The host report's signals: AI crawler groups, Content-Signal lines of robots.txt.

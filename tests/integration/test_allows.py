@@ -85,17 +85,20 @@ async def test_verdicts_for_a_named_agent(sites: Sites) -> None:
 
 
 async def test_respect_robots_drops_exactly_the_disallowed(sites: Sites) -> None:
-    _, verdicts, report = await harvested(sites, **{"policy.respect_robots": True})
+    over = {"policy.respect_robots": True}
+    _, verdicts, report = await harvested(sites, **over)
     assert sorted(verdicts) == ["/a", "/doc.pdf?x", "/private/open", "/shop/1"]
-    assert set(verdicts.values()) == {None}  # no field unless policy.verdicts
+    assert set(verdicts.values()) == {"allowed"}  # (policy.verdicts: on by default)
     assert report["robots_disallowed_urls"] == 3
     assert report["urls"] == 4
 
 
-async def test_without_policy_nothing_changes(sites: Sites) -> None:
+async def test_by_default_each_record_has_its_verdict_and_none_is_dropped(sites: Sites) -> None:
     s, verdicts, _ = await harvested(sites)
     assert len(verdicts) == len(PATHS)
-    assert set(verdicts.values()) == {None}
+    assert set(verdicts.values()) == {"allowed", "disallowed"}  # policy.verdicts: on
+    _, off, _ = await harvested(sites, **{"policy.verdicts": False})
+    assert set(off.values()) == {None}  # --no-verdicts: no field
     assert s.hits("/.well-known/tdmrep.json") == 1  # policy.tdmrep is on by default
 
 

@@ -34,6 +34,7 @@ async def test_robots_index_children_gzip_and_a_failing_child(sites: Sites) -> N
         "lastmod": "2024-01-01T08:00:00Z",
         "changefreq": None,
         "priority": None,
+        "robots": "allowed",  # policy.verdicts (on by default): robots.txt allows it
     }
     report = hosts[f"127.0.0.2:{site.port}"]
     assert report["urls"] == 3

@@ -28,17 +28,20 @@ def records(*paths: str) -> list[dict[str, Any]]:
     return [{"loc": f"https://e.com{p}", "url": f"https://e.com{p}"} for p in paths]
 
 
-def test_off_by_default() -> None:
-    off = PolicyConfig(tdmrep=False)  # (tdmrep.json is asked by default: its own test below)
+def test_on_by_default_and_off_when_asked() -> None:
+    # Issue 48: each record's robots verdict is on by default (--no-verdicts: off).
+    assert PolicyConfig().verdicts
+    off = PolicyConfig(verdicts=False, tdmrep=False)
     assert HostVerdicts.of(off, "x", ROBOTS, 200, HostReport("e.com")) is None
 
 
-def test_by_default_a_record_gets_no_field_from_a_host_without_tdmrep() -> None:
+def test_by_default_a_record_gets_its_verdict_and_no_tdm_field_without_tdmrep() -> None:
     verdicts = HostVerdicts.of(PolicyConfig(), "x", ROBOTS, 200, HostReport("e.com"))
     assert verdicts is not None
     recs = records("/a", "/p/1")
     verdicts.label(recs, None, (0, 0))
-    assert all("tdm_reserved" not in r and "robots" not in r for r in recs)
+    assert [r["robots"] for r in recs] == ["allowed", "disallowed"]
+    assert all("tdm_reserved" not in r for r in recs)
 
 
 def test_label_sets_each_new_record() -> None:
@@ -209,7 +212,7 @@ def test_tdm_reserved_first_matching_location_and_lines_agree_with_records() -> 
 
 
 def test_tdm_reserved_alone_and_null_without_rules() -> None:
-    tdm_only = {"policy.tdmrep": True}
+    tdm_only = {"policy.tdmrep": True, "policy.verdicts": False}
     lines = tdm_lines(tdm_only, ROBOTS, TDMREP, encoded=True)
     assert "robots" not in lines[0]
     assert [r["tdm_reserved"] for r in lines] == [None, True, False, True, None, False]
