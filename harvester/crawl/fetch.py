@@ -185,9 +185,8 @@ class Fetcher:
             raise
         self._dns = dns
         self._queue = parts.queue
-        # No middleware (a coroutine and a closure more per hop) when no host has any.
         host_headers = HostHeaders(self._hosts) if self._hosts is not None else None
-        extra = (host_headers,) if host_headers else ()
+        extra = (host_headers,) if host_headers else ()  # (none: no middleware per hop)
         self._session = aiohttp.ClientSession(
             connector=parts.connector,
             # fetch.headers go to every host; a host's own (politeness.hosts) per hop.
