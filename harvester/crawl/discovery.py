@@ -177,8 +177,8 @@ async def discover(
         # A bare domain: many small sites still serve only plain http.
         http_origin = "http://" + seed.origin.removeprefix("https://")
         found = await ask(f"{http_origin}/robots.txt")
-    if known is not None and rediscover.unchanged(found, known):
-        found = rediscover.kept(found, known, settings.user_agent)
+    if known is not None and _unchanged(found, known):
+        found = _kept(found, known, settings.user_agent)
     robots = found.robots
     settings.pace(slot, robots)
     if found.kept:
@@ -281,6 +281,39 @@ async def _fetch_robots(
         robots_etag=etag,
         robots_modified=modified,
     )
+
+
+def _unchanged(found: Discovered, known: dict[str, Any]) -> bool:
+    """Is this run's robots.txt answer (``found``) the one ``known`` was discovered from?
+
+    A 304 to the conditional GET, or the same status, final URL and text; never a bot
+    wall, a truncated robots.txt or one read as missing despite a fault.
+    """
+    if found.wall.robots is not None or found.warning is not None or found.robots_truncated:
+        return False
+    if found.robots_url != known.get("robots_url"):
+        return False
+    if found.robots_status == 304:
+        return known.get("robots_status") == 200
+    text = found.robots_text.decode("utf-8", "replace")
+    return found.robots_status == known.get("robots_status") and text == known.get("robots", "")
+
+
+def _kept(found: Discovered, known: dict[str, Any], agent: str) -> Discovered:
+    """``found`` (robots.txt asked this run, unchanged) with the remembered discovery's
+    sitemaps and outcome; the rules from the remembered text after a 304."""
+    if found.robots_status == 304:
+        text = str(known.get("robots", "")).encode()
+        found.robots = parse_robots(text, found.robots_url or "", agent) if text else found.robots
+        found.robots_text = text
+        found.robots_status = found.wall.status = 200
+        found.robots_etag = found.robots_etag or known.get("robots_etag")
+        found.robots_modified = found.robots_modified or known.get("robots_modified")
+    found.source = known["source"]
+    kind = "robots" if found.source == "robots" else "fallback"
+    found.refs = [SitemapRef(url, source=kind) for url in known.get("refs", ())]
+    found.kept = True
+    return found
 
 
 def _origin(url: str) -> str:

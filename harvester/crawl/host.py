@@ -213,7 +213,7 @@ class HostWorker:
         if memory is not None:
             found = recall(memory, self.seed, self._settings.discovery, slot)
         else:
-            known = inc.known if inc is not None else None  # robots.txt unchanged: kept
+            known = inc.rediscovery.known if inc is not None else None  # robots.txt unchanged: kept
             try:
                 found = await (
                     self._found_ahead

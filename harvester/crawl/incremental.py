@@ -80,11 +80,8 @@ class HostIncremental:
         self.unverified = False  # the host's lastmod is not trusted (see _trust_lastmod)
         self.remembered = False  # discovery came from the state's memory
         self.robots_fresh = False  # robots.txt was read in full this run
-        # Issue 53: the discovery memory past state.rediscover_after, to keep if robots.txt
-        # is unchanged (``discovery.discover``'s ``known``); and whether it was.
-        self.known: dict[str, Any] | None = None
-        self.kept = False
-        self.tdmrep_until: float | None = None  # tdmrep.json asked: fresh until (wall clock)
+        # Issue 53: a discovery memory past state.rediscover_after, kept if robots.txt is not.
+        self.rediscovery = rediscover.Rediscovery(settings.max_revisit_interval)
         self.discovered: Discovered | None = None
         self._stale = False  # ...and a remembered sitemap is gone: rediscover next run
         self._missing: list[str] = []  # fallback locations that missed
@@ -102,11 +99,6 @@ class HostIncremental:
         self.late.memory = self.memory.late
         self._trust_lastmod()
         return self.recall(seed)
-
-    @property
-    def max_revisit_interval(self) -> float:
-        """``state.max_revisit_interval``: the longest a remembered answer goes unasked."""
-        return self._settings.max_revisit_interval
 
     def deferred(self) -> float | None:
         """Until when the host is still deferred (wall-clock seconds), or None: go ahead.
@@ -150,18 +142,12 @@ class HostIncremental:
     # -- discovery ---------------------------------------------------------------------
 
     def recall(self, seed: Seed) -> dict[str, Any] | None:
-        """The discovery memory to use instead of discovering again, or None: discover
-        (with ``known`` set when robots.txt, if unchanged, keeps the rest: rediscover.py)."""
-        memory, at = self.memory.discovery, self.memory.discovered_at
+        """The discovery memory to use instead of discovering again, or None: discover."""
+        memory = self.memory.discovery
         if memory is None or memory.get("source") == "stale" or seed.sitemap is not None:
             return None
-        t = now()
-        if t - at < self._settings.rediscover_after:
-            self.remembered = True
-            return memory
-        if rediscover.usable(memory, at, t, self._settings.max_revisit_interval):
-            self.known = memory
-        return None
+        self.remembered = self.rediscovery.recall(self.memory, now(), self._settings)
+        return memory if self.remembered else None
 
     def found(self, discovered: Discovered) -> None:
         """What discovery found (or recalled) this run."""
@@ -170,7 +156,7 @@ class HostIncremental:
         fresh = discovered.robots_status == 200 and not discovered.robots_truncated
         self.robots_fresh = fresh and not self.remembered
         if discovered.kept:  # robots.txt asked, unchanged: the rest is the memory's
-            self.remembered = self.kept = True
+            self.remembered = self.rediscovery.kept = True
 
     def missed(self, url: str) -> None:
         """A fallback location that missed: not probed again until rediscovery."""
@@ -352,11 +338,9 @@ class HostIncremental:
         found = self.discovered
         if self._stale:
             state.discovery = {"source": "stale"}
-        elif found is not None and (self.kept or not self.remembered) and found.source != "seed":
-            state.discovery = _discovery_memory(found, report, self._missing)
-            if state.discovery is not None:
-                args = (self.memory.discovery, found, now(), self.tdmrep_until)
-                state.discovery = rediscover.remember(state.discovery, *args)
+        elif found is not None and (found.kept or not self.remembered) and found.source != "seed":
+            args = (_discovery_memory(found, report, self._missing), self.memory.discovery)
+            state.discovery = self.rediscovery.remember(*args, found)
         # Sitemaps known from earlier runs that nothing read in full this run lists any
         # more (robots.txt dropped it, its index did): their URLs are removed too.
         complete = {s.url for s in state.sitemaps if s.complete}

@@ -28,13 +28,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from harvester.crawl.frontier import SitemapRef
-from harvester.crawl.robots import parse_robots
+from harvester.state.codec import now
 
 if TYPE_CHECKING:
-    from harvester.crawl.discovery import Discovered
+    from harvester.crawl.settings import MemorySettings
+    from harvester.state.memory import HostMemory
 
-__all__ = ["kept", "remember", "unchanged", "usable", "validators"]
+__all__ = ["Rediscovery", "usable", "validators"]
 
 _SOURCES = ("robots", "fallback", "none")
 
@@ -63,62 +63,65 @@ def validators(known: dict[str, Any] | None) -> dict[str, str] | None:
     return headers or None
 
 
-def unchanged(found: Discovered, known: dict[str, Any]) -> bool:
-    """Is this run's robots.txt answer (``found``) the one ``known`` was discovered from?
+class Rediscovery:
+    """One host's discovery memory past ``state.rediscover_after`` (``HostIncremental``'s)."""
 
-    A 304 to the conditional GET, or the same status, final URL and text; never a bot
-    wall, a truncated robots.txt or one read as missing despite a fault.
-    """
-    if found.wall.robots is not None or found.warning is not None or found.robots_truncated:
+    __slots__ = ("cap", "kept", "known", "tdmrep_until")
+
+    def __init__(self, cap: float) -> None:
+        """``cap``: ``state.max_revisit_interval``, the longest a kept answer goes unasked."""
+        self.cap = cap
+        self.known: dict[str, Any] | None = None  # to keep if robots.txt is unchanged
+        self.kept = False  # ...and it was (``discovery.discover``)
+        self.tdmrep_until: float | None = None  # tdmrep.json asked: fresh until (wall clock)
+
+    def recall(self, host: HostMemory, t: float, settings: MemorySettings) -> bool:
+        """Whether the host's discovery memory is recalled as it is at time ``t``, without
+        a request (younger than ``state.rediscover_after``); else ``known`` is set when
+        robots.txt, unchanged, may keep it."""
+        memory, at = host.discovery, host.discovered_at
+        if memory is None or t - at < settings.rediscover_after:
+            return memory is not None
+        if usable(memory, at, t, self.cap):
+            self.known = memory
         return False
-    if found.robots_url != known.get("robots_url"):
-        return False
-    if found.robots_status == 304:
-        return known.get("robots_status") == 200
-    text = found.robots_text.decode("utf-8", "replace")
-    return found.robots_status == known.get("robots_status") and text == known.get("robots", "")
 
-
-def kept(found: Discovered, known: dict[str, Any], agent: str) -> Discovered:
-    """``found`` (robots.txt asked this run, unchanged) with the remembered discovery's
-    sitemaps and outcome; the rules from the remembered text after a 304."""
-    if found.robots_status == 304:
-        text = str(known.get("robots", "")).encode()
-        found.robots = parse_robots(text, found.robots_url or "", agent) if text else found.robots
-        found.robots_text = text
-        found.robots_status = found.wall.status = 200
-        found.robots_etag = found.robots_etag or known.get("robots_etag")
-        found.robots_modified = found.robots_modified or known.get("robots_modified")
-    found.source = known["source"]
-    kind = "robots" if found.source == "robots" else "fallback"
-    found.refs = [SitemapRef(url, source=kind) for url in known.get("refs", ())]
-    found.kept = True
-    return found
+    def remember(
+        self, memory: dict[str, Any] | None, known: dict[str, Any] | None, found: Any
+    ) -> dict[str, Any] | None:
+        """The discovery memory the run leaves (``remember``; None: keep the old one).
+        ``found``: the run's ``discovery.Discovered``."""
+        if memory is None:
+            return None
+        validators = (found.robots_etag, found.robots_modified)
+        return remember(memory, known, validators, now(), self.tdmrep_until, kept=found.kept)
 
 
 def remember(
     memory: dict[str, Any],
     known: dict[str, Any] | None,
-    found: Discovered,
-    now: float,
+    validators: tuple[str | None, str | None],
+    t: float,
     tdmrep_until: float | None,
+    *,
+    kept: bool,
 ) -> dict[str, Any]:
     """The discovery memory a run leaves, from ``memory`` (``_discovery_memory``'s, this
-    run's), ``known`` (the state's before it), ``found`` and the time ``now``.
+    run's), ``known`` (the state's before it), robots.txt's ``validators`` (ETag,
+    Last-Modified) and the time ``t``.
 
-    Kept (``found.kept``): the probes' time and misses of ``known``. Probed again: now.
+    ``kept`` (robots.txt unchanged): the probes' time and misses of ``known``; else ``t``.
     tdmrep.json: this run's answer with the time it stays fresh (``tdmrep_until``, set
     when it was asked), else the remembered answer and time when this run reused it or
     did not get to it.
     """
     known = known or {}
-    if found.kept:
+    if kept:
         memory["missing"] = known.get("missing", [])
-        memory["probed_at"] = known.get("probed_at", now)
+        memory["probed_at"] = known.get("probed_at", t)
     else:
-        memory["probed_at"] = now
-    memory["robots_etag"] = found.robots_etag
-    memory["robots_modified"] = found.robots_modified
+        memory["probed_at"] = t
+    memory["robots_etag"], memory["robots_modified"] = validators
     tdm = memory.get("tdmrep")
     if tdmrep_until is not None:
         memory["tdmrep_until"] = tdmrep_until

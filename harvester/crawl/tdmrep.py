@@ -108,7 +108,7 @@ class HostTdmRep:
         else:
             answer, fresh_for = await self._fetch(slot, found.origin, memory)
             if inc is not None:  # issue 53: not asked again before then (_reusable)
-                inc.tdmrep_until = now() + fresh_for
+                inc.rediscovery.tdmrep_until = now() + fresh_for
         self._report.allows = {**(self._report.allows or {}), "tdmrep": answer}
 
     async def _fetch(
@@ -116,7 +116,7 @@ class HostTdmRep:
     ) -> tuple[dict[str, Any], float]:
         """``fetch`` under the slot of ``origin``'s host (``slot`` when it is its own)."""
         host = host_key(origin)
-        cap = self._inc.max_revisit_interval if self._inc is not None else 0.0
+        cap = self._inc.rediscovery.cap if self._inc is not None else 0.0
         if host == slot.host:
             return await fetch(self._fetcher, origin, slot, memory, cap)
         try:
@@ -183,7 +183,7 @@ def _reusable(inc: HostIncremental) -> bool:
     """Whether the remembered answer stands without a request: the discovery was recalled
     (robots.txt not asked either), or the answer is still fresh (issue 53: its own clock,
     ``tdmrep_until`` in the discovery memory)."""
-    if inc.remembered and not inc.kept:
+    if inc.remembered and not inc.rediscovery.kept:
         return True
     until = (inc.memory.discovery or {}).get("tdmrep_until")
     return isinstance(until, (int, float)) and now() < until
