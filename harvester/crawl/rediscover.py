@@ -66,7 +66,7 @@ def validators(known: dict[str, Any] | None) -> dict[str, str] | None:
 class Rediscovery:
     """One host's discovery memory past ``state.rediscover_after`` (``HostIncremental``'s)."""
 
-    __slots__ = ("cap", "kept", "known", "tdmrep_until")
+    __slots__ = ("cap", "hits", "kept", "known", "tdmrep_until")
 
     def __init__(self, cap: float) -> None:
         """``cap``: ``state.max_revisit_interval``, the longest a kept answer goes unasked."""
@@ -74,6 +74,7 @@ class Rediscovery:
         self.known: dict[str, Any] | None = None  # to keep if robots.txt is unchanged
         self.kept = False  # ...and it was (``discovery.discover``)
         self.tdmrep_until: float | None = None  # tdmrep.json asked: fresh until (wall clock)
+        self.hits: list[str] = []  # probe locations that hit before, carried (304, not due)
 
     def recall(self, host: HostMemory, t: float, settings: MemorySettings) -> bool:
         """Whether the host's discovery memory is recalled as it is at time ``t``, without
@@ -116,7 +117,8 @@ def remember(
     did not get to it.
     """
     known = known or {}
-    if kept:
+    if kept:  # what robots.txt's sameness keeps (a gone sitemap made the memory stale)
+        memory["source"], memory["refs"] = known["source"], known.get("refs", [])
         memory["missing"] = known.get("missing", [])
         memory["probed_at"] = known.get("probed_at", t)
     else:
