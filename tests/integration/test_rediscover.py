@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
+from email.utils import formatdate
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
 from harvester.state.codec import load_json
+from tests.integration.conftest import Reply
 from tests.integration.harvesting import harvest_state, in_thread
 from tests.integration.webs import urlset
 
@@ -59,11 +62,20 @@ async def run_at(
     day: float, site: Site, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> list[str]:
     """One run ``day`` days after the first; the paths it asked of ``site``."""
+    return (await records_at(day, site, tmp_path, monkeypatch))[0]
+
+
+async def records_at(
+    day: float, site: Site, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> tuple[list[str], list[dict[str, Any]]]:
+    """One run ``day`` days after the first (``--emit delta``): the paths it asked of
+    ``site``, and its records."""
     monkeypatch.setenv("HARVESTER_CLOCK_OFFSET", str(day * DAY))
     before = len(site.log)
     name = f"d{day}".replace(".", "_")
-    await in_thread(harvest_state, Host(site), tmp_path, name, **{"output.emit": "delta"})
-    return [hit.path for hit in site.log[before:]]
+    args = (harvest_state, Host(site), tmp_path, name)
+    _run, records = await in_thread(*args, **{"output.emit": "delta"})
+    return [hit.path for hit in site.log[before:]], records
 
 
 def discovery(tmp_path: Path) -> tuple[dict[str, Any], float]:
@@ -105,6 +117,27 @@ async def test_an_unchanged_robots_txt_keeps_the_probe_outcome(
     assert (kept["source"], kept["refs"]) == ("fallback", memory["refs"])
     assert kept["probed_at"] == memory["probed_at"]  # the probes' time: not made again
     assert kept_at >= at + DAY  # robots.txt's check restarts the 24 h
+
+
+async def test_a_probe_hit_not_due_stays_the_remembered_sitemap(
+    sites: Sites, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The hit's server dates it a year back: not due for days (adaptive revisit). Carried
+    # over unasked, it is still the host's sitemap: kept in the discovery memory, and
+    # its URLs are never removed (it was once remembered as "none found": all removed).
+    robots = Robots(NO_SITEMAP)
+    routes: dict[str, Any] = {"/robots.txt": robots.handle}
+    site = await sites.start("127.0.53.62", routes)
+    old = formatdate(time.time() - 365 * DAY, usegmt=True)
+    body = urlset(site.url("/a"), site.url("/b"))
+    routes["/sitemap_index.xml"] = Reply(body, headers={"Last-Modified": old})
+    _paths, records = await records_at(0, site, tmp_path, monkeypatch)
+    assert len(records) == 2
+    for day in (25 / 24, 2.1, 3.2):
+        paths, records = await records_at(day, site, tmp_path, monkeypatch)
+        assert (paths, records) == (["/robots.txt"], [])
+        memory, _ = discovery(tmp_path)
+        assert (memory["source"], memory["refs"]) == ("fallback", [site.url("/sitemap_index.xml")])
 
 
 async def test_a_304_keeps_none_found_and_asks_nothing_more(
