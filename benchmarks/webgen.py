@@ -506,6 +506,42 @@ def robots_txt(sitemaps: list[str], *, disallow: tuple[str, ...] = ("/cart", "/c
     return ("\n".join(lines) + "\n").encode()
 
 
+def rules20_robots_txt(sitemaps: list[str], text: _Text) -> bytes:
+    """A robots.txt of 20 rules for ``*`` (18 Disallow, 2 Allow) fitted to ``text``'s URLs.
+
+    Four Disallow rules and one Allow meet this host's URLs (about a sixth of them end up
+    disallowed: query variants, one category's ``.html`` pages, slugs with ``-gift-`` or
+    ``-new-``); the rest are the usual shop paths no sitemap URL is under. Drawn from
+    nothing random, so the host's URLs are the same bytes as without it
+    (``generate(..., robots_rules=20)``).
+    """
+    first = f"/{text.locale}{text.sections[0]}/{text.categories[0]}/"
+    disallow = [*_NO_MATCH_DISALLOW, "/*?variant=", f"{first}*.html$", "/*-gift-", "/*-new-"]
+    allow = ["/wp-admin/admin-ajax.php", "/*?variant=*&color="]
+    lines = ["User-agent: *", *(f"Disallow: {d}" for d in disallow)]
+    lines += [*(f"Allow: {a}" for a in allow), ""]
+    lines.extend(f"Sitemap: {s}" for s in sitemaps)
+    return ("\n".join(lines) + "\n").encode()
+
+
+_NO_MATCH_DISALLOW: Final = (
+    "/cart",
+    "/checkout",
+    "/account/",
+    "/search",
+    "/tmp/",
+    "/admin/",
+    "/api/",
+    "/login",
+    "/register",
+    "/wishlist",
+    "/compare",
+    "/print/",
+    "/*.pdf$",
+    "/wp-admin/",
+)
+
+
 def _host_rng(profile: str, seed: int, index: int) -> random.Random:
     return random.Random(f"webgen:{GEN_VERSION}:{profile}:{seed}:{index}")
 
@@ -516,17 +552,17 @@ def _host_rng(profile: str, seed: int, index: int) -> random.Random:
 _SHAPES: Final = {"many": (1, 5, 50, 2_000), "scale": (1, 3, 20, 200)}
 
 
-def _many_host(args: tuple[int, int, int, str]) -> tuple[dict[str, Any], dict[str, Any]]:
+def _many_host(args: tuple[int, int, int, str, int]) -> tuple[dict[str, Any], dict[str, Any]]:
     """Host ``index`` of ``many``; return (manifest entry, truth entry)."""
     return _shaped_host("many", args)
 
 
-def _scale_host(args: tuple[int, int, int, str]) -> tuple[dict[str, Any], dict[str, Any]]:
+def _scale_host(args: tuple[int, int, int, str, int]) -> tuple[dict[str, Any], dict[str, Any]]:
     """Host ``index`` of ``scale``: ``many``'s site, with 1-3 children of 20-200 URLs."""
     return _shaped_host("scale", args)
 
 
-def _mixed_host(args: tuple[int, int, int, str]) -> tuple[dict[str, Any], dict[str, Any]]:
+def _mixed_host(args: tuple[int, int, int, str, int]) -> tuple[dict[str, Any], dict[str, Any]]:
     """Host ``index`` of ``mixed``: ``many``'s host with image, hreflang and news entries."""
     return _shaped_host("mixed", args)
 
@@ -584,7 +620,7 @@ _HREFLANGS: Final = ("en-GB", "de-DE", "fr-FR", "es-ES", "it-IT", "nl-NL", "pl-P
 
 
 def _shaped_host(
-    profile: str, args: tuple[int, int, int, str]
+    profile: str, args: tuple[int, int, int, str, int]
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """A ``many``-style host (robots.txt -> index -> children) of ``_SHAPES[profile]``.
 
@@ -592,7 +628,7 @@ def _shaped_host(
     profile, the seed and ``i``): the first 2,000 hosts of ``scale`` at 20,000 hosts are
     ``scale`` at 2,000 hosts.
     """
-    seed, index, port, sites = args
+    seed, index, port, sites, robots_rules = args
     # mixed: many's host, its extensions drawn apart (the same URLs, files and gzip).
     shape = "many" if profile == "mixed" else profile
     least, most, fewest, most_urls = _SHAPES[shape]
@@ -603,7 +639,9 @@ def _shaped_host(
     text = _Text(rng, host)
     extras = _Extras(_host_rng(profile, seed, index), text) if profile == "mixed" else None
     index_path = rng.choice(_INDEX_PATHS)
-    host.write("/robots.txt", robots_txt([host.url(index_path)]), "robots")
+    sitemaps = [host.url(index_path)]
+    robots = rules20_robots_txt(sitemaps, text) if robots_rules else robots_txt(sitemaps)
+    host.write("/robots.txt", robots, "robots")
     children: list[tuple[str, str | None]] = []
     for number in range(1, rng.randint(least, most) + 1):
         count = min(most_urls, max(fewest, round(math.exp(rng.uniform(ln_min, ln_max)))))
@@ -624,9 +662,15 @@ def _shaped_host(
 
 
 def _generate_many(
-    seed: int, hosts: int, port: int, sites: Path, jobs: int, profile: str = "many"
+    seed: int,
+    hosts: int,
+    port: int,
+    sites: Path,
+    jobs: int,
+    profile: str = "many",
+    robots_rules: int = 0,
 ) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
-    work = [(seed, i, port, str(sites)) for i in range(hosts)]
+    work = [(seed, i, port, str(sites), robots_rules) for i in range(hosts)]
     one = {"scale": _scale_host, "mixed": _mixed_host}.get(profile, _many_host)
     if jobs > 1 and hosts >= 50:
         with ProcessPoolExecutor(jobs) as pool:
@@ -988,9 +1032,13 @@ def _generate_big(
 # --------------------------------------------------------------------------- generate
 
 
-def default_out_dir(profile: str, hosts: int, seed: int, port: int) -> Path:
+def default_out_dir(profile: str, hosts: int, seed: int, port: int, robots_rules: int = 0) -> Path:
     """Where the benchmarks keep a profile's corpus (``benchmarks/.corpus``, git-ignored)."""
-    return CORPUS_ROOT / f"web-{profile}-h{hosts}-s{seed}-p{port}"
+    rules = f"-r{robots_rules}" if robots_rules else ""
+    return CORPUS_ROOT / f"web-{profile}-h{hosts}-s{seed}-p{port}{rules}"
+
+
+_SHAPED_PROFILES: Final = ("many", "scale", "mixed")
 
 
 def generate(
@@ -1002,11 +1050,14 @@ def generate(
     port: int = DEFAULT_PORT,
     force: bool = False,
     jobs: int | None = None,
+    robots_rules: int = 0,
 ) -> GroundTruth:
     """Write (or reuse) the ``profile`` corpus in ``out_dir``; return its ground truth.
 
     ``hosts`` applies to ``many``, ``messy`` and ``scale`` (defaults 2,000, 500, 20,000);
-    ``jobs`` is the number of generator processes (default: the CPU count). Raises
+    ``jobs`` is the number of generator processes (default: the CPU count);
+    ``robots_rules`` 20 (``many``, ``scale``, ``mixed``): every host's robots.txt holds 20
+    rules for ``*`` (``rules20_robots_txt``; the sitemaps are the same bytes). Raises
     ``ProfileNotImplementedError`` for a profile in ``NOT_IMPLEMENTED`` (none now),
     ``ValueError`` for an unknown profile or bad parameters.
     """
@@ -1026,6 +1077,10 @@ def generate(
     params: dict[str, Any] = {"hosts": hosts, "port": port}
     if profile in PROFILE_REVISION:
         params["revision"] = PROFILE_REVISION[profile]
+    if robots_rules not in (0, 20) or (robots_rules and profile not in _SHAPED_PROFILES):
+        raise ValueError(f"robots_rules must be 0 or 20 (many, scale, mixed), not {robots_rules}")
+    if robots_rules:  # only then in the identity: the corpora written before stay reusable
+        params["robots_rules"] = robots_rules
     identity = {"version": GEN_VERSION, "profile": profile, "seed": seed, "params": params}
     if not force and _reusable(out_dir, identity):
         return GroundTruth.load(out_dir, reused=True)
@@ -1042,9 +1097,9 @@ def generate(
         (out_dir / name).unlink(missing_ok=True)
     marker.write_text("generation in progress or interrupted; safe to delete this directory\n")
     sites.mkdir()
-    if profile in ("many", "scale", "mixed"):
+    if profile in _SHAPED_PROFILES:
         manifest_hosts, truth_hosts = _generate_many(
-            seed, hosts, port, sites, jobs or os.cpu_count() or 1, profile
+            seed, hosts, port, sites, jobs or os.cpu_count() or 1, profile, robots_rules
         )
     elif profile == "messy":
         manifest_hosts, truth_hosts = _generate_messy(
@@ -1140,9 +1195,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--port", type=int, default=DEFAULT_PORT, help="port the URLs name")
     ap.add_argument("--jobs", type=int, help="generator processes (default: CPU count)")
     ap.add_argument("--force", action="store_true", help="regenerate even if a match exists")
+    ap.add_argument(
+        "--robots-rules",
+        type=int,
+        choices=(0, 20),
+        default=0,
+        help="20: every host's robots.txt holds 20 rules for * (many, scale, mixed)",
+    )
     args = ap.parse_args(argv)
     hosts = args.hosts if args.hosts is not None else DEFAULT_HOSTS.get(args.profile, 0)
-    out = args.out or default_out_dir(args.profile, hosts, args.seed, args.port)
+    out = args.out or default_out_dir(args.profile, hosts, args.seed, args.port, args.robots_rules)
     started = time.perf_counter()
     try:
         truth = generate(
@@ -1153,6 +1215,7 @@ def main(argv: list[str] | None = None) -> int:
             port=args.port,
             force=args.force,
             jobs=args.jobs,
+            robots_rules=args.robots_rules,
         )
     except (ProfileNotImplementedError, ValueError) as exc:
         print(f"webgen: {exc}", file=sys.stderr)

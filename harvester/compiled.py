@@ -48,12 +48,16 @@ PACKAGES = {
     "_cwalk": "reader",
     "_cparse": "reader",
     "_clibxml": "reader",
+    "_ckept": "reader",
+    "_cfast": "reader",
     "_cpush": "reader",
     "_cdates": "",
     "_cnormalize": "urls",
     "_cdedupe": "urls",
     "_cdistribution": "audit",
     "_crobots": "crawl",
+    "_crecords": "crawl",
+    "_cextensions": "crawl",
     "_chost": "crawl",
 }
 NAMES = tuple(PACKAGES)
@@ -68,7 +72,9 @@ MISSING: dict[str, str] = {}  # module name -> why it is not in use
 # tests have run against it and it is added here (and to pyproject.toml's lxml range).
 LXML_TESTED = frozenset({(6, 1)})
 LIBXML_TESTED = frozenset({(2, 14)})
-_LXML_GATED = frozenset({"_clibxml", "_cpush"})  # the modules these releases apply to
+# The modules these releases apply to (_ckept and _cfast: _cpush's fast path, on the same
+# parser context).
+_LXML_GATED = frozenset({"_clibxml", "_ckept", "_cfast", "_cpush"})
 
 
 PURE_ENV = "HARVESTER_PURE_PYTHON"

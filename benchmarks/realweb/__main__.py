@@ -7,7 +7,8 @@ web each, then a table of them side by side), ``--webs fixed:1,random:2`` (any l
 webs), ``--tools`` (``harvester,scrapy``; also ``scrapy-tuned``), ``--timeout`` (seconds
 per tool), ``--with-earlier`` (add the rows of tools run before on the same web),
 ``--write-results``, ``--harvester CMD`` (another checkout's harvester on the same web),
-``--wrap CMD`` (put before harvester's command: a sampling profiler). Out: one JSON line
+``--wrap CMD`` (put before harvester's command: a sampling profiler),
+``--server-processes K`` (the web served by K processes: ``group.py``). Out: one JSON line
 per tool and web and markdown tables on stdout
 (``report.markdown``, ``sides.markdown`` for several webs); with ``--write-results`` the
 section of this (domains, webs) in ``benchmarks/realweb/RESULTS.md``; everything of a run
@@ -128,6 +129,7 @@ def run_tool(tool: str, web: Mix, seed: int, run_dir: Path, args: argparse.Names
     cmd = tool_cmd(tool, run_dir, args)
     spec = ["--domains", str(args.domains), "--seed", str(seed), "--mix", web.name]
     argv = [*spec, "--run-dir", str(run_dir), "--tool", tool, "--timeout", str(args.timeout)]
+    argv += ["--server-processes", str(args.server_processes)]
     proc = netns.in_namespace([*argv, "--", *cmd], timeout=args.timeout + 120)
     if proc.returncode != 0 or not (tool_dir / "result.json").exists():
         raise SystemExit(f"realweb: the {tool} run failed (exit {proc.returncode}); see {tool_dir}")
@@ -271,6 +273,13 @@ def arguments() -> argparse.ArgumentParser:
         default="",
         help="a command put before harvester's (a profiler: 'py-spy record -o p.svg"
         " --subprocesses --'); its CPU counts in the row (profiles only, not figures)",
+    )
+    ap.add_argument(
+        "--server-processes",
+        type=int,
+        default=1,
+        help="processes serving the web (benchmarks/realweb/group.py): more TLS handshakes"
+        " per second for the web under load",
     )
     ap.add_argument("--write-results", action="store_true")
     return ap

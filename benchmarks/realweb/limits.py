@@ -5,15 +5,19 @@ harvester's effective config, the run's extra TOML included) and its CPU seconds
 ``chain(site)`` (seconds a polite, patient client needs for one host counted from the
 run's start), ``longest_chain(sites)`` and ``end_limit`` = max(CPU limit, longest chain).
 
-A host's chain is the larger of two lower bounds:
+A host's chain is the largest of three lower bounds:
 
 * politeness: its requests start one interval apart, the interval being
   max(1 / rate, its robots.txt ``Crawl-delay``, capped at ``max_crawl_delay``), so the
   last one starts (requests - 1) intervals after the first, and its answer comes after the
-  site's latency;
-* dependency: robots.txt (and the apex's redirect to www), then the sitemap, then an
-  index's children: each step waits for the answer before, a latency (a `slow` site's TTFB)
-  each;
+  site's latency. The requests are every one a default harvester makes on the host
+  (``requests_needed``): robots.txt (and the apex's redirect to www), tdmrep.json
+  (``policy.tdmrep``), the probes that miss before the one that finds the sitemap
+  (``discovery.fallback_paths`` and ``probes.toml`` in harvester's own ``probes.plan``
+  order, for a robots.txt without ``Sitemap:``), and the sitemaps;
+* dependency: robots.txt (and the apex's redirect to www), tdmrep.json, each missed probe,
+  then the sitemap, then an index's children: each step waits for the answer before, a
+  latency (a `slow` site's TTFB) each;
 * concurrency: at most ``concurrency`` requests of a host at once, a latency each.
 
 The CPU limit is the tool's CPU seconds over the machine's cores (the report's column).
@@ -41,6 +45,9 @@ class Politeness:
     concurrency: int = 2  # requests of a host at once
     respect_crawl_delay: bool = True
     max_crawl_delay: float = 60.0
+    tdmrep: bool = True  # policy.tdmrep: /.well-known/tdmrep.json once per host
+    fallback_paths: tuple[str, ...] = ("/sitemap.xml", "/sitemap_index.xml", "/sitemap.txt")
+    probe_budget: int = 6  # discovery.probe_budget
 
     def interval(self, site: Site) -> float:
         """Seconds between two request starts on ``site``."""
@@ -52,24 +59,55 @@ def politeness(config: Path | None = None) -> Politeness:
     """harvester's politeness with its defaults and the TOML at ``config`` (if any)."""
     from harvester.config import load_config
 
-    cfg = load_config(config).politeness
+    loaded = load_config(config)
+    cfg, discovery = loaded.politeness, loaded.discovery
     policy = cfg.default
-    return Politeness(policy.rate, policy.concurrency, cfg.respect_crawl_delay, cfg.max_crawl_delay)
+    return Politeness(
+        policy.rate,
+        policy.concurrency,
+        cfg.respect_crawl_delay,
+        cfg.max_crawl_delay,
+        loaded.policy.tdmrep,
+        tuple(discovery.fallback_paths),
+        discovery.probe_budget,
+    )
 
 
-def requests_needed(site: Site) -> int:
-    """The requests a correct polite client makes to a healthy site (redirects included)."""
+def missed_probes(site: Site, polite: Politeness) -> int:
+    """The probes harvester asks in vain before the one that finds ``site``'s sitemap:
+    0 when robots.txt names it (``Sitemap:``), else the sitemap's place in harvester's
+    probe plan (``harvester.crawl.probes.plan``: no home page is fetched by default)."""
+    from harvester.crawl.probes import plan
+
+    robots = site.pages.get("/robots.txt")
+    if robots is not None and b"\nSitemap:" in robots.body:
+        return 0
+    origin = f"{site.scheme}://{site.content_host}"
+    urls = plan(polite.fallback_paths, origin, polite.probe_budget)
+    for k, url in enumerate(urls):
+        page = site.pages.get(url.removeprefix(origin))
+        if page is not None and page.content_type in (XML, GZIP):
+            return k
+    return len(urls)  # (no probe finds it: the site is not healthy, its chain is 0)
+
+
+def requests_needed(site: Site, polite: Politeness | None = None) -> int:
+    """The requests a default harvester makes to a healthy site (redirects included):
+    robots.txt, tdmrep.json, the missed probes and the sitemaps (module docstring)."""
+    polite = polite or Politeness()
     sitemaps = sum(1 for p in site.pages.values() if p.content_type in (XML, GZIP))
     robots = 1 + (site.kind == "www")  # the apex robots.txt answers 301 to www
-    return robots + sitemaps
+    return robots + polite.tdmrep + missed_probes(site, polite) + sitemaps
 
 
-def depth(site: Site) -> int:
-    """Answers a client waits for one after another: robots.txt (+ the www redirect), the
-    sitemap, and an index's children."""
+def depth(site: Site, polite: Politeness | None = None) -> int:
+    """Answers a client waits for one after another: robots.txt (+ the www redirect),
+    tdmrep.json, each missed probe, the sitemap, and an index's children."""
+    polite = polite or Politeness()
     # An index's children are the only sitemaps at these paths (web.py)
     indexed = any(path.startswith(("/sitemap-", "/sitemaps/")) for path in site.pages)
-    return 2 + (site.kind == "www") + indexed
+    before = polite.tdmrep + missed_probes(site, polite)
+    return 2 + (site.kind == "www") + indexed + before
 
 
 def chain(site: Site, polite: Politeness) -> float:
@@ -77,9 +115,10 @@ def chain(site: Site, polite: Politeness) -> float:
     (0 for a site expected to fail: its end is a timeout, not a chain)."""
     if site.expect != "ok":
         return 0.0
-    requests = requests_needed(site)
+    requests = requests_needed(site, polite)
     spaced = (requests - 1) * polite.interval(site) + site.latency
-    return max(spaced, depth(site) * site.latency, requests * site.latency / polite.concurrency)
+    waits = depth(site, polite) * site.latency
+    return max(spaced, waits, requests * site.latency / polite.concurrency)
 
 
 def longest_chain(sites: list[Site], polite: Politeness) -> tuple[float, Site | None]:

@@ -4,7 +4,8 @@ In (from ``benchmarks.realweb.__main__`` through ``in_namespace``): the web's
 ``(domains, seed, mix)``, a run directory holding ``certs/`` (``ca.pem`` and the domains'
 PEMs), the tool (``harvester`` or ``scrapy``) and its command, a time limit. Out:
 ``RUN_DIR/<tool>/result.json`` (the tool's wall and CPU seconds, peak RSS, exit status,
-the DNS and HTTP servers' own CPU lines) beside the tool's own output.
+the DNS and HTTP servers' own CPU lines) beside the tool's own output, and
+``RUN_DIR/<tool>/hosts-served.json``: the server's requests and connections per domain.
 
 ``in_namespace(args)`` runs ``unshare -rnm python -m benchmarks.realweb.netns ...``: a new
 user, network and mount namespace, fresh for each tool, so no DNS cache, connection or
@@ -151,6 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--run-dir", type=Path, required=True)
     ap.add_argument("--tool", required=True)
     ap.add_argument("--timeout", type=float, required=True)
+    ap.add_argument("--server-processes", type=int, default=1, help="serve's --processes")
     ap.add_argument("cmd", nargs=argparse.REMAINDER, help="the tool's command, after --")
     args = ap.parse_args(argv)
     cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
@@ -176,6 +178,8 @@ def main(argv: list[str] | None = None) -> int:
                 [
                     *(py, "-m", "benchmarks.realweb.serve", *web),
                     *("--certs", str(run_dir / "certs"), *(() if nft else ("--no-nft",))),
+                    *("--hosts", str(tool_dir / "hosts-served.json")),
+                    *("--processes", str(args.server_processes)),
                 ],
                 serve_log,
             )

@@ -26,7 +26,11 @@ installed. A page ``HANG`` (``robots_hang``'s robots.txt) is never answered.
 With ``--generation G`` (the cron benchmark, issue 53) it serves generation G of the web
 (``generations.evolve``): sitemaps with their ETag / Last-Modified, a conditional GET
 that matches answered 304; ``--stats FILE`` writes its counters as JSON on exit
-(requests, by status, sitemap bodies and their bytes sent).
+(requests, by status, sitemap bodies and their bytes sent). ``--hosts FILE`` writes on exit
+the request log per domain (JSON ``{domain: [requests, connections, gap]}``: the
+connections accepted on the domain's address, and the longest time between an answer and
+a later new connection): what the tool really asked of each host (the check of
+``limits.requests_needed``), how often it reconnected, and after how long an idle time.
 
     python -m benchmarks.realweb.serve --domains 2000 --seed 1 [--mix random] --certs DIR
 """
@@ -48,6 +52,7 @@ from urllib.parse import unquote
 
 import httptools
 
+from benchmarks.realweb import group
 from benchmarks.realweb.generations import evolve, not_modified
 from benchmarks.realweb.mix import MIXES, mix_for
 from benchmarks.realweb.standins import BACKLOG, Silent, stand_ins
@@ -87,6 +92,9 @@ class Server:
         self.by_status: dict[int, int] = {}
         self.tls_names: set[str] = set()
         self.accepted = 0  # connections accepted (the keep-alive check: vs requests)
+        # domain -> [requests, connections, the longest idle gap (s) before a reconnect]
+        self.per_site: dict[str, list[float]] = {}
+        self.answered_at: dict[str, float] = {}  # domain -> when its last answer went out
         self.handshakes = 0  # TLS handshakes begun (SNI callbacks)
         self.sitemap_bodies = 0  # sitemap bodies sent (200, not HEAD)...
         self.sitemap_bytes = 0  # ...and their bytes (what a 304 saves)
@@ -190,6 +198,13 @@ class Connection(asyncio.Protocol):
             self.site = self.server.by_address.get(sockname[0])
         self.server.connections.add(self)
         self.server.accepted += 1
+        if self.site is not None:
+            name = self.site.name
+            counts = self.server.per_site.setdefault(name, [0, 0, 0.0])
+            counts[1] += 1
+            last = self.server.answered_at.get(name)
+            if last is not None:  # a connection after an answer: the idle gap it closes
+                counts[2] = max(counts[2], round(time.monotonic() - last, 2))
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.server.connections.discard(self)
@@ -224,6 +239,8 @@ class Connection(asyncio.Protocol):
     def on_message_complete(self) -> None:
         server = self.server
         server.requests += 1
+        if self.site is not None:
+            server.per_site.setdefault(self.site.name, [0, 0, 0.0])[0] += 1
         path = unquote(httptools.parse_url(self.url).path.decode("latin-1"))
         page = server.route(self.site, self.port, self.host, path)
         if page is HANG:
@@ -250,6 +267,8 @@ class Connection(asyncio.Protocol):
             return
         server = self.server
         server.by_status[page.status] = server.by_status.get(page.status, 0) + 1
+        if self.site is not None:
+            server.answered_at[self.site.name] = time.monotonic()
         lines = [f"HTTP/1.1 {page.status} {REASONS.get(page.status, 'Other')}"]
         if page.content_type:
             lines.append(f"Content-Type: {page.content_type}")
@@ -269,9 +288,19 @@ class Connection(asyncio.Protocol):
 
 
 async def serve(
-    domains: int, seed: int, mix: str, certs: Path, *, nft: bool = True, generation: int = -1
+    domains: int,
+    seed: int,
+    mix: str,
+    certs: Path,
+    *,
+    nft: bool = True,
+    generation: int = -1,
+    helper: bool = False,
 ) -> Server:
     """Bind :80 and :443 (and the ``hang`` addresses), serve until SIGTERM/SIGINT.
+
+    ``helper``: the wildcard :80 and :443 only (``group``: the main process binds the
+    per-address listeners).
 
     ``nft=False``: no nftables rules stand for ``refused``, ``dropped``, ``http_only``'s
     and ``https_dropped``'s :443, so their addresses get listeners of their own: ``Reset``
@@ -291,11 +320,11 @@ async def serve(
     listeners = [
         await loop.create_server(Silent, site.address, port, backlog=BACKLOG, reuse_port=True)
         for site in sites
-        if site.kind == "hang"
+        if site.kind == "hang" and not helper
         for port in (80, 443)
     ]
     held: list[socket.socket] = []
-    if not nft:
+    if not nft and not helper:
         held = await stand_ins(sites, listeners)
     listeners.append(
         await loop.create_server(
@@ -339,16 +368,32 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-nft", action="store_true", help="no nftables rules: see serve()")
     ap.add_argument("--generation", type=int, default=-1, help="serve this generation (cron)")
     ap.add_argument("--stats", type=Path, help="write the counters here (JSON) on exit")
+    ap.add_argument("--hosts", type=Path, help="write the per-domain request log here on exit")
+    ap.add_argument("--processes", type=int, default=1, help="serving processes (group.py)")
+    ap.add_argument("--helper", action="store_true", help=argparse.SUPPRESS)  # (group.py)
     args = ap.parse_args(argv)
+    if args.processes > 1 and (args.stats or not args.hosts):
+        ap.error("--processes > 1 needs --hosts (its helpers' logs) and no --stats")
+    helpers: list[group.Helper] = []
+    if args.processes > 1:
+        web = [f"--domains={args.domains}", f"--seed={args.seed}", f"--mix={args.mix}"]
+        web += [f"--certs={args.certs}", f"--generation={args.generation}"]
+        web += ["--no-nft"] if args.no_nft else []
+        helpers = group.start(web, args.processes - 1, args.hosts.parent, sys.stderr)
     with asyncio.Runner(loop_factory=new_event_loop) as runner:
         server = runner.run(
             serve(
                 *(args.domains, args.seed, args.mix, args.certs),
                 nft=not args.no_nft,
                 generation=args.generation,
+                helper=args.helper,
             )
         )
+    if helpers:
+        server.per_site = group.merge([server.per_site, group.stop(helpers)])
     usage = resource.getrusage(resource.RUSAGE_SELF)
+    if args.hosts:
+        args.hosts.write_text(json.dumps(server.per_site, sort_keys=True))
     if args.stats:
         stats = {
             "requests": server.requests,
@@ -364,8 +409,9 @@ def main(argv: list[str] | None = None) -> int:
             "at": time.time(),
         }
         args.stats.write_text(json.dumps(stats))
+    who = "serve (helper)" if args.helper else "serve"
     print(
-        f"# serve: {server.requests} requests {dict(sorted(server.by_status.items()))};"
+        f"# {who}: {server.requests} requests {dict(sorted(server.by_status.items()))};"
         f" {server.accepted} connections, {server.handshakes} TLS handshakes,"
         f" {len(server.tls_names)} TLS names; cpu {usage.ru_utime + usage.ru_stime:.2f} s;"
         f" loop late by {server.lag_max:.2f} s at most, {server.lagged} times over 1 s",

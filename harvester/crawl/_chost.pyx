@@ -9,7 +9,8 @@ what ``urlloop.PyUrlLoop.take`` does: the canonical URL (the compiled check, els
 the host's rules), its fingerprint, the per-host dedupe, the ``max_urls_per_host``
 cap, the lastmod audit's sample (appended to the loop's sample lists, which
 ``LastmodDistribution.add_many`` counts for both loops), and the record appended to
-the batch (or, given ``encoded``, its JSON line written by ``_write_record``), and
+the batch (or, given ``encoded``, its JSON line written by
+``_crecords._write_record``, with ``_cextensions``' JSON of its extension fields), and
 whether its URL is on another host than the sitemap's (``home``: counted as a
 foreign loc, the first few kept as examples in the report); the counters go to the
 report and seen-set at the end of each call, and the entries that are not URLs
@@ -28,36 +29,19 @@ small steps; here those are C, and the steps that were already compiled (the
 canonical check, the fingerprint) need no call at all.
 """
 
-from cpython.datetime cimport (
-    PyDateTime_CheckExact,
-    PyDateTime_DATE_GET_HOUR,
-    PyDateTime_DATE_GET_MINUTE,
-    PyDateTime_DATE_GET_SECOND,
-    PyDateTime_GET_DAY,
-    PyDateTime_GET_MONTH,
-    PyDateTime_GET_YEAR,
-    datetime_tzinfo,
-    import_datetime,
-)
+from cpython.datetime cimport PyDateTime_CheckExact, datetime_tzinfo, import_datetime
 from cpython cimport array
-from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE, PyByteArray_Resize
-from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.dict cimport PyDict_GetItem
+from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE
 from cpython.list cimport PyList_Append
-from cpython.object cimport Py_SIZE, PyObject
-from cpython.ref cimport Py_INCREF, Py_XDECREF
+from cpython.object cimport Py_SIZE
 from cpython.set cimport PySet_Add, PySet_Contains
 from cpython.unicode cimport PyUnicode_GET_LENGTH
 from libc.stdint cimport int64_t, uint64_t
 from libc.string cimport memchr, memcmp, memcpy
 
 cdef extern from "Python.h":
-    ctypedef struct PyByteArrayObject:
-        Py_ssize_t ob_alloc  # bytes allocated (CPython's struct; the size is separate)
     bint PyUnicode_IS_COMPACT_ASCII(object o)
     const char* PyUnicode_DATA(object o)
-
-import orjson
 
 from datetime import UTC
 
@@ -66,13 +50,15 @@ from harvester.crawl.urlloop import authority
 from harvester.state.chunks import NO_LASTMOD
 from harvester.models import UrlEntry
 from harvester.urls.normalize import Rules
-from harvester.dates import format_utc_seconds
-from harvester.urls.records import encode_record, iso_text, lastmod_iso, record
+from harvester.urls.records import encode_record, lastmod_iso, record
+from harvester.crawl._crecords import label_lines  # (selection.py finds it here)
 
 from harvester._cdates cimport _epoch_us
 from harvester.urls._cdedupe cimport FpTable, _fingerprint
 from harvester.urls._cnormalize cimport _already_canonical, _canonical_query
 from harvester.crawl._crobots cimport LineLabels
+from harvester.crawl._cextensions cimport _extensions_json
+from harvester.crawl._crecords cimport _append_labelled, _grow, _middle, _write_record
 
 cdef object _CANONICAL = Rules.canonical  # the method the loop may stand in for
 cdef int64_t EXACT_DOUBLE = 1LL << 53  # |µs| below this: the float timestamp is key / 1e6
@@ -81,402 +67,12 @@ cdef object _UTC = UTC
 cdef object _URL_ENTRY = UrlEntry
 cdef object _ISO = lastmod_iso
 cdef object _RECORD = record
-cdef object _ISO_TEXT = iso_text  # a video's dates, as records writes them
-cdef object _FORMAT_UTC = format_utc_seconds  # a news item's date, likewise
 cdef object _AUTHORITY = authority  # (the rare URL: not compact ASCII, not http(s))
 # The Python loop's constants (urlloop.py), as C values.
 cdef Py_ssize_t AUDIT_ALL = _AUDIT_ALL  # every URL sampled up to here, then 1 in 8
 cdef Py_ssize_t FOREIGN_EXAMPLES = _FOREIGN  # foreign locs kept as examples
 
 import_datetime()
-
-
-# -- the JSON line of a record, written straight into the batch's bytes -----------------
-
-cdef object _dumps = orjson.dumps
-cdef dict _VALUE_JSON = {}  # changefreq text or priority float -> its orjson encoding
-cdef Py_ssize_t _VALUE_JSON_MAX = 4096  # distinct values kept (a file repeats a handful)
-
-
-cdef inline Py_ssize_t _plain(str s) noexcept:
-    """The length of ``s`` when orjson writes it as it is (ASCII, no quote, backslash or
-    control character), else -1."""
-    cdef Py_ssize_t n, i = 0
-    cdef const char* d
-    cdef char c
-    cdef uint64_t w
-    if not PyUnicode_IS_COMPACT_ASCII(s):
-        return -1
-    n = PyUnicode_GET_LENGTH(s)
-    d = PyUnicode_DATA(s)
-    # Eight bytes at a time: with every byte below 0x80 (ASCII), a byte below 0x20, or
-    # equal to '"' (0x22) or '\\' (0x5C) after the XOR, is the only way a byte of these
-    # differences gets its top bit (a borrow only runs upward from such a byte).
-    while i + 8 <= n:
-        memcpy(&w, d + i, 8)
-        if (
-            (w - 0x2020202020202020ULL)
-            | ((w ^ 0x2222222222222222ULL) - 0x0101010101010101ULL)
-            | ((w ^ 0x5C5C5C5C5C5C5C5CULL) - 0x0101010101010101ULL)
-        ) & 0x8080808080808080ULL:
-            return -1
-        i += 8
-    while i < n:
-        c = d[i]
-        if c < 32 or c == 34 or c == 92:
-            return -1
-        i += 1
-    return n
-
-
-# _value_json's identity cache: the last value seen in each slot (by its address) and
-# its encoding, both referenced here. A sitemap's changefreq and priority values are the
-# parser's memoised objects, so the same few come back for every <url>; found by
-# identity they need no equality test against 0 and no dict lookup (with the float's
-# hash and compare) for every record.
-cdef enum:
-    _JSON_SLOTS = 16
-cdef PyObject* _JSON_KEYS[_JSON_SLOTS]
-cdef PyObject* _JSON_VALUES[_JSON_SLOTS]
-
-
-cdef inline bytes _value_json(object value):
-    """orjson's encoding of a changefreq or priority, memoised (None: null)."""
-    cdef size_t slot = (<size_t><PyObject*>value >> 4) % _JSON_SLOTS
-    if _JSON_KEYS[slot] == <PyObject*>value:
-        return <bytes>_JSON_VALUES[slot]
-    encoded = _value_json_slow(value)
-    cdef PyObject* old_key = _JSON_KEYS[slot]
-    cdef PyObject* old_value = _JSON_VALUES[slot]
-    Py_INCREF(value)
-    Py_INCREF(encoded)
-    _JSON_KEYS[slot] = <PyObject*>value
-    _JSON_VALUES[slot] = <PyObject*>encoded
-    # Released once the slot holds the new pair: a release may run arbitrary code.
-    Py_XDECREF(old_key)
-    Py_XDECREF(old_value)
-    return encoded
-
-
-cdef bytes _value_json_slow(object value):
-    cdef PyObject* found
-    if value is None:
-        return b"null"
-    if value == 0:
-        # -0.0 equals 0.0 as a dict key, but orjson writes them differently.
-        return _dumps(value)
-    found = PyDict_GetItem(_VALUE_JSON, value)
-    if found is not NULL:
-        return <bytes>found
-    encoded = _dumps(value)
-    if len(_VALUE_JSON) < _VALUE_JSON_MAX:
-        _VALUE_JSON[value] = encoded
-    return encoded
-
-
-cdef inline char* _put_digits(char* p, int value, int width) noexcept:
-    cdef int k
-    for k in range(width - 1, -1, -1):
-        p[k] = <char>(48 + value % 10)
-        value //= 10
-    return p + width
-
-
-cdef inline char* _put_lastmod(char* p, object lastmod) noexcept:
-    """Write a UTC ``datetime`` (checked by the caller) as ``records.lastmod_iso``
-    (``dates.format_utc``) and orjson do: ``"YYYY-MM-DDTHH:MM:SSZ"``, whole seconds, in
-    the 22 bytes at ``p``; returns the byte after them."""
-    p[0] = b'"'
-    p = _put_digits(p + 1, PyDateTime_GET_YEAR(lastmod), 4)
-    p[0] = b"-"
-    p = _put_digits(p + 1, PyDateTime_GET_MONTH(lastmod), 2)
-    p[0] = b"-"
-    p = _put_digits(p + 1, PyDateTime_GET_DAY(lastmod), 2)
-    p[0] = b"T"
-    p = _put_digits(p + 1, PyDateTime_DATE_GET_HOUR(lastmod), 2)
-    p[0] = b":"
-    p = _put_digits(p + 1, PyDateTime_DATE_GET_MINUTE(lastmod), 2)
-    p[0] = b":"
-    p = _put_digits(p + 1, PyDateTime_DATE_GET_SECOND(lastmod), 2)
-    p[0] = b"Z"
-    p[1] = b'"'
-    return p + 2
-
-
-cdef inline int _grow(bytearray buf, Py_ssize_t size) except -1:
-    """Make ``buf`` ``size`` bytes long, doubling its room when it must grow.
-
-    bytearray's own growth adds an eighth, so as a batch's lines filled it, realloc
-    moved the whole batch every few records (all of it in memmove). Asking for twice the size, then for the size (a minor shrink, which
-    keeps the room), moves it at most about once per doubling.
-    """
-    if size + 1 > (<PyByteArrayObject*>buf).ob_alloc:
-        PyByteArray_Resize(buf, 2 * size)
-    PyByteArray_Resize(buf, size)
-    return 0
-
-
-cdef inline char* _put(char* p, const char* s, Py_ssize_t n) noexcept:
-    memcpy(p, s, n)
-    return p + n
-
-
-cdef bint _write_record(
-    bytearray buf, str loc, str url, bytes middle, object lastmod, object changefreq,
-    object priority, bytes label, bytes tail=None,
-) except -1:
-    """Append the JSON line ``encode_record`` makes of the record dict built above.
-
-    ``middle`` is ``,"host":<host>,"sitemap":<sitemap>,"source":"sitemap","lastmod":`` as
-    orjson encodes them (once per batch); ``tail`` (or None) is the extension fields'
-    JSON (``_extensions_json``) after ``priority``; ``label`` (or None) goes before the
-    closing brace. False
-    (nothing written) when a value needs what only orjson does: escapes, non-ASCII, a
-    lastmod that is not a UTC ``datetime``; the caller then encodes the dict itself.
-    """
-    cdef Py_ssize_t n_loc = _plain(loc), n_url, size, start
-    cdef Py_ssize_t n_label = PyBytes_GET_SIZE(label) if label is not None else 0
-    cdef Py_ssize_t n_tail = PyBytes_GET_SIZE(tail) if tail is not None else 0
-    cdef bint dated = lastmod is not None
-    cdef char* p
-    if n_loc < 0:
-        return False
-    n_url = n_loc if url is loc else _plain(url)
-    if n_url < 0:
-        return False
-    if dated:
-        if not PyDateTime_CheckExact(lastmod) or datetime_tzinfo(lastmod) is not _UTC:
-            return False
-    cf = _value_json(changefreq)
-    pr = _value_json(priority)
-    size = (
-        8 + n_loc + 9 + n_url + 1 + PyBytes_GET_SIZE(middle)
-        + (22 if dated else 4)
-        + 14 + PyBytes_GET_SIZE(cf) + 12 + PyBytes_GET_SIZE(pr) + n_tail + n_label + 2
-    )
-    start = PyByteArray_GET_SIZE(buf)
-    _grow(buf, start + size)
-    p = PyByteArray_AS_STRING(buf) + start
-    p = _put(p, b'{"loc":"', 8)
-    p = _put(p, PyUnicode_DATA(loc), n_loc)
-    p = _put(p, b'","url":"', 9)
-    p = _put(p, PyUnicode_DATA(url), n_url)
-    p = _put(p, b'"', 1)
-    p = _put(p, PyBytes_AS_STRING(middle), PyBytes_GET_SIZE(middle))
-    p = _put_lastmod(p, lastmod) if dated else _put(p, b"null", 4)
-    p = _put(p, b',"changefreq":', 14)
-    p = _put(p, PyBytes_AS_STRING(cf), PyBytes_GET_SIZE(cf))
-    p = _put(p, b',"priority":', 12)
-    p = _put(p, PyBytes_AS_STRING(pr), PyBytes_GET_SIZE(pr))
-    if n_tail:
-        p = _put(p, PyBytes_AS_STRING(tail), n_tail)
-    if n_label:
-        p = _put(p, PyBytes_AS_STRING(label), n_label)
-    p = _put(p, b"}\n", 2)
-    return True
-
-
-# -- the extension fields of a record, as JSON ------------------------------------------
-
-cdef tuple _IMAGE_KEYS = (b'"loc":', b'"caption":', b'"title":', b'"geo_location":', b'"license":')
-
-
-cdef inline int _raw(bytearray out, const char* s, Py_ssize_t n) except -1:
-    """Append ``n`` bytes at ``s`` to ``out``."""
-    cdef Py_ssize_t start = PyByteArray_GET_SIZE(out)
-    _grow(out, start + n)
-    memcpy(PyByteArray_AS_STRING(out) + start, s, n)
-    return 0
-
-
-cdef inline int _json_value(bytearray out, object value) except -1:
-    """Append orjson's encoding of ``value`` (a str in the usual case: written directly
-    when ``_plain``); a TypeError (a lone surrogate) reaches the caller."""
-    cdef Py_ssize_t n
-    cdef char* p
-    if value is None:
-        return _raw(out, b"null", 4)
-    if type(value) is str:
-        n = _plain(<str>value)
-        if n >= 0:
-            _grow(out, PyByteArray_GET_SIZE(out) + n + 2)
-            p = PyByteArray_AS_STRING(out) + PyByteArray_GET_SIZE(out) - n - 2
-            p[0] = b'"'
-            memcpy(p + 1, PyUnicode_DATA(value), n)
-            p[n + 1] = b'"'
-            return 0
-    out += _dumps(value)
-    return 0
-
-
-cdef bytes _extensions_json(tuple entry):
-    """The extension fields of a ``UrlEntry`` (its images, alternates, videos, news) as
-    ``records.record`` puts them in the record and orjson writes them: ``,"images":[...]``
-    and so on, in that order, with the leading comma; None when a value needs
-    ``encode_record``'s json fallback (the caller then encodes the record dict).
-
-    Every field is written here, from the entry's own values, in the order
-    ``records.add_extensions`` puts it in the record (no dict, namedtuple or dataclass
-    copy per entry); only a video's dates (``records.iso_text``) and a news item's
-    (``format_utc_seconds``) go through Python.
-    """
-    cdef bytearray out = bytearray()
-    cdef Py_ssize_t k
-    cdef bint first
-    images, alternates, videos, news = entry[5], entry[6], entry[7], entry[8]
-    try:
-        if images:
-            _raw(out, b',"images":[', 11)
-            for i, image in enumerate(<tuple>images):
-                _raw(out, b'{' if i == 0 else b',{', 1 if i == 0 else 2)
-                first = True
-                for k in range(5):
-                    value = (<tuple>image)[k]
-                    if value is None:
-                        continue
-                    key = <bytes>_IMAGE_KEYS[k]
-                    if not first:
-                        _raw(out, b",", 1)
-                    _raw(out, PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key))
-                    _json_value(out, value)
-                    first = False
-                _raw(out, b"}", 1)
-            _raw(out, b"]", 1)
-        if alternates:
-            _raw(out, b',"alternates":[', 15)
-            for i, pair in enumerate(<tuple>alternates):
-                _raw(out, b'{"hreflang":' if i == 0 else b',{"hreflang":', 12 if i == 0 else 13)
-                _json_value(out, (<tuple>pair)[0])
-                _raw(out, b',"href":', 8)
-                _json_value(out, (<tuple>pair)[1])
-                _raw(out, b"}", 1)
-            _raw(out, b"]", 1)
-        if videos:
-            _raw(out, b',"videos":[', 11)
-            for i, video in enumerate(<tuple>videos):
-                if i:
-                    _raw(out, b",", 1)
-                _video_json(out, video)
-            _raw(out, b"]", 1)
-        if news is not None:
-            _raw(out, b',"news":', 8)
-            _news_json(out, news)
-    except TypeError:  # orjson: a lone surrogate; encode_record's json fallback decides
-        return None
-    return bytes(out)
-
-
-# A Video's fields in its order (records._video's keys), as JSON keys; the two dates
-# and the tags are told apart by index.
-cdef tuple _VIDEO_FIELDS = (
-    "thumbnail_loc", "title", "description", "content_loc", "player_loc", "duration",
-    "publication_date", "expiration_date", "family_friendly", "live", "tags",
-)
-cdef tuple _VIDEO_KEYS = tuple(f'"{name}":'.encode() for name in _VIDEO_FIELDS)
-
-
-cdef int _key(bytearray out, bint first, bytes key) except -1:
-    """Append ``key`` (``"name":``), after a comma unless it is the object's first."""
-    if not first:
-        _raw(out, b",", 1)
-    _raw(out, PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key))
-    return 0
-
-
-cdef int _json_array(bytearray out, tuple values) except -1:
-    """Append a tuple of values as the JSON array orjson writes for its list."""
-    cdef Py_ssize_t i
-    _raw(out, b"[", 1)
-    for i in range(len(values)):
-        if i:
-            _raw(out, b",", 1)
-        _json_value(out, values[i])
-    _raw(out, b"]", 1)
-    return 0
-
-
-cdef int _video_json(bytearray out, object video) except -1:
-    """Append the JSON object ``records._video`` makes of a ``Video``: its fields that
-    are not None or empty, in order; the dates as ``records.iso_text`` writes them (one
-    that is not a date left out), the tags as a list."""
-    cdef Py_ssize_t k
-    cdef bint first = True
-    _raw(out, b"{", 1)
-    for k in range(11):
-        value = getattr(video, <str>_VIDEO_FIELDS[k])
-        if value is None or value == ():
-            continue
-        if k == 6 or k == 7:
-            value = _ISO_TEXT(value)
-            if value is None:
-                continue
-        _key(out, first, <bytes>_VIDEO_KEYS[k])
-        first = False
-        if k == 10:
-            _json_array(out, tuple(value))
-        else:
-            _json_value(out, value)
-    _raw(out, b"}", 1)
-    return 0
-
-
-cdef int _news_json(bytearray out, object news) except -1:
-    """Append the JSON object ``records._news`` makes of a ``News``: name, language,
-    publication_date (``format_utc_seconds``, or null) and title always; keywords,
-    genres, stock_tickers and access when given."""
-    _raw(out, b'{"name":', 8)
-    _json_value(out, news.name)
-    _raw(out, b',"language":', 12)
-    _json_value(out, news.language)
-    _raw(out, b',"publication_date":', 20)
-    when = news.publication_date
-    _json_value(out, _FORMAT_UTC(when) if when is not None else None)
-    _raw(out, b',"title":', 9)
-    _json_value(out, news.title)
-    if news.keywords:
-        _raw(out, b',"keywords":', 12)
-        _json_array(out, tuple(news.keywords))
-    if news.genres:
-        _raw(out, b',"genres":', 10)
-        _json_value(out, news.genres)
-    if news.stock_tickers:
-        _raw(out, b',"stock_tickers":', 17)
-        _json_array(out, tuple(news.stock_tickers))
-    if news.access:
-        _raw(out, b',"access":', 10)
-        _json_value(out, news.access)
-    _raw(out, b"}", 1)
-    return 0
-
-
-cdef int _append_labelled(bytearray buf, bytes line, bytes label) except -1:
-    """Append ``line`` (a JSON object and a newline) with ``label`` (or None) before its
-    closing brace, as ``label_lines`` would put it."""
-    cdef Py_ssize_t start = PyByteArray_GET_SIZE(buf), n = PyBytes_GET_SIZE(line), k
-    cdef char* p
-    if label is None:
-        buf += line
-        return 0
-    k = PyBytes_GET_SIZE(label)
-    _grow(buf, start + n + k)
-    p = PyByteArray_AS_STRING(buf) + start
-    p = _put(p, PyBytes_AS_STRING(line), n - 2)
-    p = _put(p, PyBytes_AS_STRING(label), k)
-    _put(p, b"}\n", 2)
-    return 0
-
-
-cdef bytes _middle(str host, str sitemap):
-    """``,"host":...,"sitemap":...,"source":"sitemap","lastmod":`` as orjson writes them
-    (``records.record``'s order; every entry of this loop came from a sitemap); None if it
-    cannot."""
-    try:
-        return (
-            b',"host":' + _dumps(host) + b',"sitemap":' + _dumps(sitemap)
-            + b',"source":"sitemap","lastmod":'
-        )
-    except TypeError:  # a lone surrogate: encode_record's json fallback, record by record
-        return None
 
 
 cdef inline int64_t _epoch_s(object lastmod) except? -1:
@@ -689,7 +285,7 @@ cdef class UrlLoop:
         return 0
 
     cdef int write(self, tuple entry, str loc, str url) except -1:
-        """The record of a new URL: its JSON line written here (``_write_record``), else
+        """The record of a new URL: its JSON line (``_crecords._write_record``), else
         ``records.record``'s dict, encoded (``encoded``) or kept as it is."""
         cdef bint lines = self.encoded is not None and self.middle is not None
         lastmod = entry[1]
@@ -793,51 +389,3 @@ def url_entries(UrlLoop loop not None, list entries not None, str sitemap not No
         loop.close()
     return others
 
-
-def label_lines(bytearray data not None, bytes label not None):
-    """``data`` (JSON lines) with ``label`` inserted before the closing brace that ends
-    each line, as one new bytes object.
-
-    In: a batch of lines as the loop above writes them (each ends in ``}`` and a
-    newline; JSON escapes any newline inside a string, so a newline ends a line and
-    nothing else) and a label such as ``,"event":"new"``. Out: the same as
-    ``bytes(data.replace(b"}\\n", label + b"}\\n"))``, which ``Selection.select_lines``
-    does without this module. Why: that replace searches for each line's end one at a
-    time and then copies the result again (a sizeable share of a worker's time with a
-    state file); here two ``memchr`` passes size and fill the result once.
-    """
-    cdef Py_ssize_t n = PyByteArray_GET_SIZE(data), k = PyBytes_GET_SIZE(label), count = 0
-    cdef const char* src = PyByteArray_AS_STRING(data)
-    cdef const char* end = src + n
-    cdef const char* p = src
-    cdef const char* nl
-    cdef const char* tag = PyBytes_AS_STRING(label)
-    cdef char* dst
-    while p < end:
-        nl = <const char*>memchr(p, b"\n", end - p)
-        if nl is NULL:
-            break
-        if nl > src and nl[-1] == b"}":
-            count += 1
-        p = nl + 1
-    out = PyBytes_FromStringAndSize(NULL, n + count * k)
-    dst = PyBytes_AS_STRING(out)
-    p = src
-    while p < end:
-        nl = <const char*>memchr(p, b"\n", end - p)
-        if nl is NULL:
-            break
-        if nl > src and nl[-1] == b"}":
-            memcpy(dst, p, nl - 1 - p)  # the line up to its closing brace
-            dst += nl - 1 - p
-            memcpy(dst, tag, k)
-            dst += k
-            dst[0] = b"}"
-            dst[1] = b"\n"
-            dst += 2
-        else:
-            memcpy(dst, p, nl + 1 - p)
-            dst += nl + 1 - p
-        p = nl + 1
-    memcpy(dst, p, end - p)  # a last piece without a newline, if any
-    return out

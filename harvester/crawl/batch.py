@@ -288,6 +288,8 @@ class UrlBatch:
         finally:
             # What was sampled reaches the distribution even if a step raised.
             self._count_sample()
+            if verdicts is not None and loop.labels is not None:
+                loop.label = verdicts.base_label  # (the loop leaves its last line's label)
         if verdicts is not None:
             verdicts.label(loop.records, loop.encoded, marks)  # each record's "robots"
         runs = self._runs

@@ -144,10 +144,10 @@ class HostWorker:
         self._policy = SitemapPolicy(self.host, cross_host, self.report, self.sitemaps)
         inc = self.incremental
         self._queue = SitemapQueue(self._policy, self._frontier, settings.filters, self._homes, inc)
-        self._tdm = tdmrep.HostTdmRep(settings.policy, self.report, fetcher, scheduler, inc)
         self._cover, emit = cover.HostCoverage.on(settings.discovery, emit)  # issue 49
+        self._tdm = tdmrep.HostTdmRep(settings.policy, self.report, fetcher, scheduler, inc, emit)
         self._hooks = HostHooks(
-            self.batch, self._queue, self._homes, inc, self.sitemaps, emit, ready
+            self.batch, self._queue, self._homes, inc, self.sitemaps, self._tdm.emit, ready
         )
         self._attempts = Attempts(fetcher, settings.fetch, settings.reader, self._hooks)
 
@@ -174,6 +174,7 @@ class HostWorker:
             self.report.seconds = round(time.monotonic() - started, 3)
         # Emitted outside the timeout so records harvested before it are never lost.
         await self._hooks.flush()
+        await self._tdm.release(self.batch)  # (records held for tdmrep.json, if any)
         _finish(self.report, self.batch, self.incremental, self._frontier, self.sitemaps, self._tdm)
         return self.report
 
@@ -181,7 +182,7 @@ class HostWorker:
         found = await self._discover(slot)
         if found is None:
             return
-        await self._tdm.ask(slot, found)  # issue 48: tdmrep.json, once the host answered
+        await self._tdm.ask(slot, found, self.batch)  # issue 48: tdmrep.json, once answered
         for ref in found.refs:
             self._queue.admit(ref)
         while nxt := _next(self._frontier, self.incremental, self.batch):
@@ -192,7 +193,7 @@ class HostWorker:
             await self._hooks.flush()
             if self._deferred:
                 return
-            await self._tdm.ask(slot, found)  # (a seed sitemap: after it)
+            await self._tdm.ask(slot, found, self.batch)  # (a seed sitemap: after it)
         self._wall.close(self.report, found.robots_url or self.seed.origin)
         # Issue 49: links as a safety net where no sitemap was found; --coverage K's check.
         args = (self._fetcher, slot, self._settings, self.batch.rules, self.report)
@@ -200,8 +201,7 @@ class HostWorker:
         await self._cover.run(found, self.seed.origin, self._fetcher, slot, self.batch, self.state)
 
     async def _discover(self, slot: HostSlot) -> Discovered | None:
-        """The host's first sitemaps: recalled from the state file, or discovered (its
-        robots.txt, or the fallback locations); None when there is nothing to fetch."""
+        """The host's first sitemaps, recalled or discovered; None: nothing to fetch."""
         inc = self.incremental
         memory = None
         if inc is not None:

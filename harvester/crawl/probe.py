@@ -3,9 +3,10 @@
 In: a ``Seed``, the shard's ``Fetcher`` and ``Scheduler`` and the ``DiscoverySettings``.
 Out: a ``RobotsProbe`` whose ``task`` is the host's discovery (``discovery.discover``:
 robots.txt, with its https→http fallback) started now, and, once it is done, ``chain``:
-the seconds the host's politeness alone will need for the files it announced
-(``HostSlot.interval`` x sitemaps). ``run.lookahead`` (run/lookahead.py) starts probes of
-upcoming seeds and admits the hosts with the longest chains first (docs/scheduling.md).
+the seconds the host's politeness alone will need for the requests still to come
+(``HostSlot.interval`` x (tdmrep.json + sitemaps)). ``run.lookahead`` (run/lookahead.py)
+starts probes of upcoming seeds and admits the hosts with the longest chains first
+(docs/scheduling.md).
 
 Politeness stays exact: the probe takes the host's ``HostSlot`` from the shard's
 scheduler and holds it until ``close``, so the request it makes is the host's first one
@@ -31,11 +32,14 @@ if TYPE_CHECKING:
 __all__ = ["RobotsProbe", "predicted_chain"]
 
 
-def predicted_chain(found: Discovered, interval: float) -> float:
+def predicted_chain(found: Discovered, interval: float, *, tdmrep: bool = False) -> float:
     """Seconds of politeness a discovered host still needs: ``interval`` (its slot's
-    spacing between two requests) times the files it will fetch at least (the sitemaps
-    robots.txt announced, else the first fallback location: one)."""
-    return interval * max(1, len(found.refs))
+    spacing between two requests) times the requests it will make at least: the sitemaps
+    robots.txt announced (else the first fallback location: one), and with ``tdmrep``
+    (``policy.tdmrep``) its tdmrep.json, asked under the same slot unless robots.txt
+    was a bot wall (crawl/tdmrep.py)."""
+    asks_tdmrep = tdmrep and found.wall.robots is None
+    return interval * (max(1, len(found.refs)) + asks_tdmrep)
 
 
 class RobotsProbe:
@@ -46,12 +50,20 @@ class RobotsProbe:
     will await); call it once, when the host ended or will never start.
     """
 
-    __slots__ = ("_closed", "_scheduler", "seed", "slot", "task")
+    __slots__ = ("_closed", "_scheduler", "_tdmrep", "seed", "slot", "task")
 
     def __init__(
-        self, seed: Seed, fetcher: Fetcher, scheduler: Scheduler, settings: DiscoverySettings
+        self,
+        seed: Seed,
+        fetcher: Fetcher,
+        scheduler: Scheduler,
+        settings: DiscoverySettings,
+        *,
+        tdmrep: bool = False,
     ) -> None:
+        """``tdmrep``: the host will ask tdmrep.json (``policy.tdmrep``; the chain counts it)."""
         self.seed = seed
+        self._tdmrep = tdmrep
         self._scheduler = scheduler
         self._closed = False
         self.slot = scheduler.acquire(seed.host)
@@ -71,7 +83,7 @@ class RobotsProbe:
         """The predicted chain in seconds (``predicted_chain``); 0 until done or if failed."""
         if not self.task.done() or self.failed():
             return 0.0
-        return predicted_chain(self.task.result(), self.slot.interval)
+        return predicted_chain(self.task.result(), self.slot.interval, tdmrep=self._tdmrep)
 
     def close(self) -> None:
         """Give the host's slot back; a discovery still running is cancelled."""

@@ -6,7 +6,8 @@ Out: the host report's ``allows["tdmrep"]``: ``allow.parse_tdmrep``'s rules with
 ``status`` and the validators (``etag``, ``last_modified``) of the answer; ``{"url",
 "status"}`` for a 4xx (none published); ``{"url", "error"}`` when it could not be read.
 The state file keeps it with the discovery memory (``HostIncremental._discovery_memory``
-stores the report's block), like robots.txt's text.
+stores the report's block), like robots.txt's text. ``EarlyRecords``: the host's
+records read before the ask, held and given ``tdm_reserved`` after it.
 
 Cheap and harmless by design (the host's sitemaps are what the run is for):
 
@@ -27,27 +28,33 @@ Cheap and harmless by design (the host's sitemaps are what the run is for):
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from typing import TYPE_CHECKING, Any
 
 from harvester.crawl.allow import TDMREP_PATH, parse_tdmrep
 from harvester.crawl.scheduler import host_key
 from harvester.crawl.tdmheaders import into_report
+from harvester.crawl.verdicts import line_loc
 from harvester.errors import FetchError
 from harvester.state.codec import now
 from harvester.state.freshness import lifetime
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Awaitable, Callable, Mapping
     from contextvars import Token
 
     from harvester.config.policy import PolicyConfig
+    from harvester.crawl.batch import RecordBatch, UrlBatch
     from harvester.crawl.discovery import Discovered
     from harvester.crawl.fetch import Fetcher
     from harvester.crawl.incremental import HostIncremental
     from harvester.crawl.report import HostReport
+    from harvester.crawl.robotsrules import PathPatterns
     from harvester.crawl.scheduler import HostSlot, Scheduler
+    from harvester.crawl.verdicts import HostVerdicts
 
-__all__ = ["MAX_BYTES", "HostTdmRep", "fetch", "remembered"]
+__all__ = ["MAX_BYTES", "EarlyRecords", "HostTdmRep", "fetch", "remembered", "with_tdm"]
 
 MAX_BYTES = 65_536  # a tdmrep.json is a few rules; more is not one
 
@@ -65,7 +72,16 @@ class HostTdmRep:
     there: that host's Crawl-delay paces it, as it paces the sitemaps).
     """
 
-    __slots__ = ("_fetcher", "_inc", "_pending", "_policy", "_report", "_scheduler", "_watch")
+    __slots__ = (
+        "_fetcher",
+        "_inc",
+        "_pending",
+        "_policy",
+        "_report",
+        "_scheduler",
+        "_watch",
+        "emit",
+    )
 
     def __init__(
         self,
@@ -74,8 +90,10 @@ class HostTdmRep:
         fetcher: Fetcher,
         scheduler: Scheduler,
         inc: HostIncremental | None,
+        emit: Callable[[RecordBatch], Awaitable[None]],
     ) -> None:
-        """``policy``: ``tdmrep`` (ask at all) and ``signals`` (report the headers)."""
+        """``policy``: ``tdmrep`` (ask at all) and ``signals`` (report the headers);
+        ``emit``: where the host's record batches go (``self.emit`` wraps it)."""
         self._policy = policy
         self._report = report
         self._fetcher = fetcher
@@ -84,19 +102,36 @@ class HostTdmRep:
         self._pending = policy.tdmrep
         # The host run's watch of its responses' headers (tdmheaders), from the first ask.
         self._watch: Token[Any] | None = None
+        # ``emit`` wrapped: the host's records read before the ask wait for it.
+        self.emit = EarlyRecords(emit)
 
-    async def ask(self, slot: HostSlot, found: Discovered) -> None:
+    async def release(self, batch: UrlBatch) -> None:
+        """The records held so far let go (``EarlyRecords.release``): after the ask, and
+        at the host's end whatever happened (its records are never lost)."""
+        await self.emit.release(batch.verdicts, batch)
+
+    async def ask(self, slot: HostSlot, found: Discovered, batch: UrlBatch) -> None:
         """The host's TDMRep into ``report.allows["tdmrep"]``, if not done yet and the
         host has answered or its discovery was recalled (see the class doc); ``found``:
-        the host's discovery (tdmrep.json is asked where robots.txt was read from)."""
+        the host's discovery (tdmrep.json is asked where robots.txt was read from).
+        Once asked, the records held until then go on (``early``; ``batch``: the
+        host's URL batch)."""
+        await self._ask(slot, found)
+        if not self._pending and self.emit.holding:
+            await self.release(batch)
+
+    async def _ask(self, slot: HostSlot, found: Discovered) -> None:
         if self._watch is None:
             self._watch = self._fetcher.signals.watch()
-        if not self._pending or not found.origin:
+        if not found.origin:
+            self._pending = False  # (nowhere to ask: never)
+        if not self._pending:
             return
         url, inc = found.origin + TDMREP_PATH, self._inc
         memory = remembered(inc, url)  # the state file's answer, if any
         recalled = memory is not None and inc is not None and _reusable(inc)
         if not recalled and not slot.answered:
+            self.emit.holding = True  # the records read until it is asked wait (EarlyRecords)
             return
         self._pending = False
         if memory is not None and recalled:
@@ -131,6 +166,59 @@ class HostTdmRep:
         self._watch = None
         if self._policy.signals:
             into_report(self._report, heard)
+
+
+class EarlyRecords:
+    """The host's record batches on their way to ``emit``, held while its tdmrep.json
+    is still to be asked (``holding``: the host has not answered yet), then labelled and
+    let go.
+
+    Why: a seed sitemap (or a recalled discovery) is read before the host has answered
+    anything, and tdmrep.json is never a first contact, so that sitemap's records are
+    taken before the rules are known. Held until ``release`` (after the ask), they get
+    ``tdm_reserved`` like the records after them (``HostVerdicts.late_tdm``). Only
+    the records read before the ask are held: at most the host's first sitemap.
+    """
+
+    __slots__ = ("_emit", "_held", "holding")
+
+    def __init__(self, emit: Callable[[RecordBatch], Awaitable[None]]) -> None:
+        self._emit = emit
+        self._held: list[RecordBatch] = []
+        self.holding = False  # (set by ``HostTdmRep`` when its ask has to wait)
+
+    async def __call__(self, out: RecordBatch) -> None:
+        """Emit ``out``, or hold it while ``holding``."""
+        if self.holding:
+            self._held.append(out)
+        else:
+            await self._emit(out)
+
+    async def release(self, verdicts: HostVerdicts | None, batch: UrlBatch) -> None:
+        """Stop holding; emit what was held, in order, with ``tdm_reserved`` when the
+        host's rules came after it (``verdicts``: the host's, None: none; ``batch``:
+        its URL batch, whose label the verdicts decide again)."""
+        self.holding = False
+        tdm = verdicts.late_tdm(batch) if verdicts is not None else None
+        held, self._held = self._held, []
+        for out in held:
+            await self._emit(out if tdm is None else with_tdm(out, tdm))
+
+
+def with_tdm(out: RecordBatch, tdm: PathPatterns) -> RecordBatch:
+    """``out`` (records taken before the host's TDMRep rules were known) with each
+    record's ``tdm_reserved``, after the fields it has (``HostVerdicts.late_tdm``)."""
+    if out.data is None:
+        for rec in out.records:
+            rec["tdm_reserved"] = tdm.value(rec["loc"])
+        return out
+    lines = bytes(out.data).split(b"}\n")
+    lines.pop()  # (after the last line's end)
+    labelled = [
+        b'%s,"tdm_reserved":%s}\n' % (line, json.dumps(tdm.value(line_loc(line))).encode())
+        for line in lines
+    ]
+    return dataclasses.replace(out, data=b"".join(labelled))
 
 
 def remembered(inc: HostIncremental | None, url: str) -> dict[str, Any] | None:

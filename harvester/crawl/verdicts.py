@@ -61,6 +61,7 @@ __all__ = [
     "LineBatch",
     "agent_token",
     "for_host",
+    "line_loc",
     "tdm_patterns",
 ]
 
@@ -114,11 +115,13 @@ class HostVerdicts:
     """One host's verdicts; ``rules`` None: its robots.txt could not be read (``unknown``)."""
 
     __slots__ = (
+        "_base_label",
         "_constant",
         "_decided",
         "_labelled",
         "_report",
         "_tdm_read",
+        "base_label",
         "label_records",
         "line_labels",
         "respect",
@@ -149,6 +152,11 @@ class HostVerdicts:
         self._constant: str | None = None
         self._labelled = False  # the compiled loop writes the fields (``drop``)
         self._decided = False  # how the lines get their fields is decided (first batch)
+        # The batch's label before ``drop`` made it the host's constant (``late_tdm``).
+        self._base_label: bytes | None = None
+        # The batch's label when ``line_labels`` was made: the loop leaves each line's
+        # there, and the batch gets this back after each loop (``UrlBatch.take``).
+        self.base_label: bytes | None = None
         # Each line's label by its loc, for the compiled loop (``_crobots.LineLabels``).
         self.line_labels: Any = None
         if rules is None:
@@ -250,12 +258,19 @@ class HostVerdicts:
         """Have the loop write the fields into each line (at the host's first batch)."""
         if not (self.label_records or self.tdm_on):
             return
-        if batch.selection is not None:
-            # --emit/--since own the loop's label (each line's event, checked at the
-            # flush as what the loop wrote): the fields go in after the loop (``label``).
-            return
+        # --emit/--since own the batch's label (each line's event when the loop writes
+        # it, checked at the flush as what the loop wrote): with a selection the fields
+        # follow it in each line's label (``LineLabels``), and the batch's label is put
+        # back after each loop (``base_label``), as ``label`` would write them.
+        selection = batch.selection is not None
+        self.base_label = batch.label
         constant = self._constant_label()
-        if constant is not None:
+        if constant == b"":
+            self._base_label = batch.label
+            self._labelled = True  # no field on this host's lines (``label``: nothing to do)
+            return
+        if constant is not None and not selection:
+            self._base_label = batch.label
             batch.label = constant  # (kept by the batch: its label is decided at its first take)
             self._labelled = True
             return
@@ -263,7 +278,9 @@ class HostVerdicts:
             return  # the Python loop: ``label`` inserts the fields after it
         robots = self._robots_fixed()
         matcher = None
-        if self.label_records and robots is None:
+        if constant is not None:
+            pass  # (a selection's: the same label for every line, after its own)
+        elif self.label_records and robots is None:
             assert self.rules is not None
             matcher = self.rules.compiled
         tdm = self.tdm.compiled if self.tdm is not None else None
@@ -280,6 +297,25 @@ class HostVerdicts:
         fixed = _VERDICTS.index(robots) if robots is not None else 1
         self.line_labels = _crobots.LineLabels(matcher, fixed, tdm, -1, table)
         self._labelled = True
+
+    def late_tdm(self, batch: LineBatch) -> PathPatterns | None:
+        """After the host's tdmrep.json was asked: its rules when they came after the
+        first batch was taken (a seed sitemap, a recalled discovery: the host's first
+        sitemap is read before the host has answered anything), else None.
+
+        The records taken before lack ``tdm_reserved``: the caller labels them
+        (``tdmrep.with_tdm``). How the lines get their fields is decided again at the next
+        take (the batch's label back to what it was), now with the rules.
+        """
+        if not self.tdm_on or not self._tdm_read or self.tdm is not None:
+            return None
+        self.tdm = tdm_patterns((self._report.allows or {}).get("tdmrep"))
+        if self.tdm is not None and self._decided:
+            if self._labelled and self.line_labels is None:  # (the constant label)
+                batch.label = self._base_label
+            self._decided = self._labelled = False
+            self.line_labels = None
+        return self.tdm
 
     def label(
         self, records: list[dict[str, Any]], lines: bytearray | None, marks: tuple[int, int]
@@ -319,10 +355,10 @@ class HostVerdicts:
         robots *= len(lines)
         if self.label_records and robots[0] is None:
             assert self.rules is not None
-            flags = self.rules.lines_allowed(lines, _loc_of)
+            flags = self.rules.lines_allowed(lines, line_loc)
             robots = [ALLOWED if ok else DISALLOWED for ok in flags]
         tdm = self.tdm
-        reserved = [None if tdm is None else tdm.value(_loc_of(line)) for line in lines]
+        reserved = [None if tdm is None else tdm.value(line_loc(line)) for line in lines]
         fields = [
             _label(verdict, res, self._with_tdm()) + b"}\n"
             for verdict, res in zip(robots, reserved, strict=True)
@@ -330,7 +366,7 @@ class HostVerdicts:
         return b"".join(map(operator.add, lines, fields))
 
 
-def _loc_of(line: bytes) -> str:
+def line_loc(line: bytes) -> str:
     """The loc of a JSON line (its first key), decoded as JSON."""
     end = line.index(b',"url":', _LOC_AT)
     loc: str = json.loads(line[_LOC_AT - 1 : end])

@@ -1,4 +1,4 @@
-# What harvester/reader/_cpush.pyx uses of harvester/reader/_cparse.pyx at C level: the entry builder
+# What harvester/reader/_cpush.pyx, _cfast.pyx and _ckept.pyx use of harvester/reader/_cparse.pyx at C level: the entry builder
 # (which reads <url> nodes that libxml2 built without lxml there) and its context.
 # (The walk of a <url>'s nodes and the codes of its children: harvester/reader/_cwalk.pxd.)
 from lxml.includes cimport tree

@@ -268,7 +268,8 @@ async def looking_ahead(
         host, sitemap = seed.host, seed.sitemap
         if sitemap is not None or (ledger is not None and ledger.host(host).host_id is not None):
             return None
-        return RobotsProbe(seed, fetcher, scheduler, settings.discovery)
+        tdmrep = settings.policy.tdmrep  # (a chain counts tdmrep.json's interval too)
+        return RobotsProbe(seed, fetcher, scheduler, settings.discovery, tdmrep=tdmrep)
 
     window, probes = cfg.lookahead, cfg.lookahead_probes
     async with Lookahead(seeds, start, window=window, probes=probes, stopped=stopped) as looked:

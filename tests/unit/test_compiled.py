@@ -69,6 +69,8 @@ def test_an_untested_lxml_turns_cpush_off(monkeypatch: pytest.MonkeyPatch) -> No
     assert compiled.load("_cpush") is None
     assert compiled.MISSING["_cpush"] == "lxml 6.2.0.0 is not a tested release (6.1.x)"
     assert compiled.load("_clibxml") is None  # its libxml2 lookup, the same
+    assert compiled.load("_ckept") is None  # its fast path, on the same parser context
+    assert compiled.load("_cfast") is None
     monkeypatch.setattr(parse, "_urlset_push", parse._urlset_reader())
     assert parse._urlset_push is None
     parser = parse.XmlSitemapParser(Kind.URLSET, parse.EntrySink(ReadStats(), ReaderConfig()))

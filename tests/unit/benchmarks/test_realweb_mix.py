@@ -11,11 +11,15 @@ from __future__ import annotations
 import gzip
 import hashlib
 import random
+from typing import TYPE_CHECKING
 
 import pytest
 
 from benchmarks.realweb import limits, web
 from benchmarks.realweb.mix import FIXED, KINDS, NEW_SHARES, OLD_SHARES, Mix, draw, mix_for
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 # blake2b-8 of the 576 domains of build(600, 1) that keep an issue-29 kind, as the
 # generator of issue 29 (before the mix module) made them; issue 49's probe_only kind
@@ -136,9 +140,13 @@ def test_late_host_has_the_longest_chain() -> None:
     assert late == 391
     assert sites[late].kind == "delay"
     assert sites[late].crawl_delay == web.LATE_DELAY
-    seconds, site = limits.longest_chain(sites, limits.Politeness())
+    seconds, site = limits.longest_chain(sites, limits.Politeness(tdmrep=False))
     assert site is sites[late]
     assert seconds == pytest.approx(FIXED.chain_cap + sites[late].latency)
+    # tdmrep.json (on by default) is one more request under the host's Crawl-delay
+    seconds, site = limits.longest_chain(sites, limits.Politeness())
+    assert site is sites[late]
+    assert seconds == pytest.approx(FIXED.chain_cap + web.LATE_DELAY + sites[late].latency)
     assert web.late_index(len(KINDS)) is None
 
 
@@ -162,3 +170,37 @@ def test_mix_labels() -> None:
     assert FIXED.label == "fixed"
     assert draw(3).label == "random:3"
     assert isinstance(draw(3), Mix)
+
+
+def test_requests_needed_are_what_a_default_harvester_asks() -> None:
+    sites = {s.kind: s for s in web.build(len(KINDS), 1)}
+    polite, no_tdm = limits.Politeness(), limits.Politeness(tdmrep=False)
+    delay = sites["delay"]
+    children = sum(p.startswith("/sitemaps/") for p in delay.pages)
+    # robots.txt, tdmrep.json, the index, its children; robots.txt names the index
+    assert limits.missed_probes(delay, polite) == 0
+    assert limits.requests_needed(delay, polite) == 1 + 1 + 1 + children
+    assert limits.requests_needed(delay, no_tdm) == 1 + 1 + children
+    assert limits.depth(delay, polite) == limits.depth(delay, no_tdm) + 1 == 4
+    assert limits.requests_needed(sites["www"], no_tdm) == 2 + 1  # apex robots.txt -> www
+    # No Sitemap: line: harvester's probe plan, in its order, until the sitemap's location
+    only = sites["probe_only"]
+    assert "/wp-sitemap.xml" in only.pages
+    assert limits.missed_probes(only, polite) == len(polite.fallback_paths)
+    wp_first = limits.Politeness(fallback_paths=("/wp-sitemap.xml",))
+    assert limits.missed_probes(only, wp_first) == 0
+    assert limits.missed_probes(sites["fallback"], polite) == 0  # /sitemap.xml: probe 1
+    assert limits.requests_needed(only, polite) == limits.requests_needed(only, wp_first) + 3
+
+
+def test_politeness_is_harvesters_config(tmp_path: Path) -> None:
+    default = limits.politeness()
+    assert default.tdmrep
+    assert default.probe_budget == limits.Politeness().probe_budget
+    assert default.fallback_paths == limits.Politeness().fallback_paths
+    toml = tmp_path / "h.toml"
+    toml.write_text(
+        '[policy]\ntdmrep = false\n\n[discovery]\nprobe_budget = 2\nfallback_paths = ["/a.xml"]\n'
+    )
+    cfg = limits.politeness(toml)
+    assert (cfg.tdmrep, cfg.probe_budget, cfg.fallback_paths) == (False, 2, ("/a.xml",))

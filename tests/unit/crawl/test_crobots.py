@@ -119,3 +119,34 @@ def test_line_labels_pick_the_label_by_loc() -> None:
     assert fixed("https://e.com/p") == b"2,-1"
     with pytest.raises(ValueError, match="9 labels"):
         _crobots.LineLabels(None, 1, None, -1, table[:6])
+
+
+def _dispatch_pattern(rng: random.Random) -> str:
+    # Prefixes that land in one byte's list ("/ab"), in the list every path tries ("/",
+    # "/*a", "*a", ""), and that cannot match a path at all ("ab": no leading '/').
+    head = rng.choice(["/", "/a", "/b", "//", "/?", "/*", "*", "", "a", "/ü"])
+    body = "".join(rng.choice("ab/.*?=") for _ in range(rng.randint(0, 4)))
+    return head + body + ("$" if rng.random() < 0.3 else "")
+
+
+@needs_compiled
+def test_many_rules_dispatched_by_second_byte_agree_with_the_regular_expressions() -> None:
+    # Up to 25 rules a host, so each byte's list and the generic list both hold several
+    # rules whose priorities interleave; paths include "/" (no second byte) and "/ü".
+    rng = random.Random(4848)
+    checked = 0
+    for _ in range(60):
+        lines = [
+            f"{rng.choice(['Allow', 'Disallow'])}: {_dispatch_pattern(rng)}"
+            for _ in range(rng.randint(5, 25))
+        ]
+        rules = compile_rules(parse_groups("User-agent: *\n" + "\n".join(lines)), "x")
+        tdm = PathPatterns([(_dispatch_pattern(rng), rng.random() < 0.5) for _ in range(12)])
+        for _ in range(50):
+            url = _random_url(rng)
+            if rules.compiled is not None:
+                assert rules.compiled(url) == int(rules.allowed(url)), (lines, url)
+            want = tdm.value(url)
+            assert tdm.compiled(url) == (-1 if want is None else int(want)), url
+            checked += 1
+    assert checked == 3000

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from harvester.crawl.robotsrules import compile_rules, parse_groups, path_of, product_token
-from harvester.crawl.verdicts import _loc_of
+from harvester.crawl.verdicts import line_loc
 from harvester.models import UrlEntry
 from harvester.urls.records import encode_records, record
 
@@ -31,7 +31,7 @@ def test_conformance(case: dict[str, Any], path: str, allowed: bool) -> None:
     assert rules.allowed_many([url]) == [allowed]
     if path != "/robots.txt":  # the JSON line path: the record's line, its loc matched in place
         line = bytes(encode_records([record(UrlEntry(url), None, "foo.bar")]))[:-2]
-        assert rules.lines_allowed([line], _loc_of) == [allowed]
+        assert rules.lines_allowed([line], line_loc) == [allowed]
     # The deciding rule agrees with the verdict (no rule: allowed).
     rule = rules.decisive(url)
     if path != "/robots.txt":

@@ -180,3 +180,43 @@ def test_the_predicted_chain_is_the_slots_interval_times_the_files() -> None:
     assert slot.interval == 10.0
     assert predicted_chain(Discovered(refs), slot.interval) == 80.0
     assert predicted_chain(Discovered([]), slot.interval) == 10.0  # nothing announced: one
+
+
+def test_the_predicted_chain_counts_tdmrep_json_under_the_slot() -> None:
+    # tdmrep.json (policy.tdmrep) is one more request under the host's slot: a Crawl-delay
+    # host with one sitemap then outranks a fast host with thirty, as it will end later.
+    fast = HostSlot("a.test", HostPolicy(concurrency=2, rate=2.0))
+    slow = HostSlot("b.test", HostPolicy(concurrency=2, rate=2.0))
+    slow.slow_down(10.0)
+    many = Discovered([SitemapRef(f"https://a.test/s{i}.xml", source="robots") for i in range(30)])
+    one = Discovered([SitemapRef("https://b.test/index.xml", source="robots")])
+    assert predicted_chain(one, slow.interval) < predicted_chain(many, fast.interval)
+    assert predicted_chain(one, slow.interval, tdmrep=True) == 20.0
+    assert predicted_chain(many, fast.interval, tdmrep=True) == 15.5
+    walled = Discovered([])
+    walled.wall.robots_answer(403, why="HTTP 403")
+    assert predicted_chain(walled, slow.interval, tdmrep=True) == 10.0  # not asked
+
+
+async def test_a_probe_predicts_with_tdmrep_when_the_policy_asks_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from harvester.config import PolitenessConfig
+    from harvester.crawl import probe
+    from harvester.crawl.scheduler import Scheduler
+
+    async def discover(*_: object) -> Discovered:
+        return Discovered([SitemapRef("https://a.test/s.xml", source="robots")])
+
+    monkeypatch.setattr(probe, "discover", discover)
+    scheduler = Scheduler(PolitenessConfig())
+    seed = parse_seed("a.test")
+    fetcher = cast("Any", None)
+    asks, silent = (
+        probe.RobotsProbe(seed, fetcher, scheduler, cast("Any", None), tdmrep=tdm)
+        for tdm in (True, False)
+    )
+    await asyncio.gather(asks.task, silent.task)
+    assert (asks.chain(), silent.chain()) == (1.0, 0.5)
+    asks.close()
+    silent.close()
