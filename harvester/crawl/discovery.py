@@ -155,9 +155,9 @@ async def discover(
     """Find the host's first sitemaps. Raises the classified ``FetchError`` that ended it.
 
     ``known``: the state's discovery memory of the host, past ``state.rediscover_after``
-    (``HostIncremental.known``): robots.txt is asked conditionally, and when it is
-    unchanged the remembered sitemaps and probe outcome are kept (``rediscover.kept``)
-    instead of probing again.
+    (``HostIncremental.rediscovery.known``): robots.txt is asked conditionally, and when
+    it is unchanged the remembered sitemaps and probe outcome are kept (``_kept``,
+    rediscover.py) instead of probing again.
     """
     if seed.sitemap is not None:
         return Discovered(

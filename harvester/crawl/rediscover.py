@@ -4,9 +4,11 @@ In: the state's discovery memory of a host (what ``HostIncremental`` stored: ``s
 ``refs``, ``origin``, ``robots_url``, ``robots_status``, ``robots``: its text,
 ``robots_etag`` / ``robots_modified``: its validators, ``missing``, ``probed_at``,
 ``tdmrep``, ``tdmrep_until``) and what this run's robots.txt request found
-(``discovery.Discovered``). Out: the conditional-GET headers (``validators``), whether
-robots.txt is unchanged (``unchanged``), the remembered discovery kept (``kept``), and
-the memory the run leaves (``remember``).
+(``discovery.Discovered``). Out: whether the memory may be kept at all (``usable``), the
+conditional-GET headers (``validators``), the host's rediscovery state (``Rediscovery``:
+what to keep, whether it was, tdmrep.json's clock) and the memory the run leaves
+(``remember``). Whether robots.txt is unchanged, and the discovery it keeps, are
+``discovery.py``'s (``_unchanged``, ``_kept``: it knows the ``Discovered``).
 
 Why (issue 53): robots.txt may be cached for 24 h at most (RFC 9309 §2.4), so a daily
 cron asks it on every run; but the sitemaps it lists, and where the fallback probes
