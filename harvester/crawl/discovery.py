@@ -22,9 +22,11 @@ and where its robots.txt was finally served from).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from harvester.crawl import rediscover
 from harvester.crawl.frontier import SitemapRef
 from harvester.crawl.probes import probe_urls
 from harvester.crawl.robots import RobotsTxt, parse_robots
@@ -89,6 +91,11 @@ class Discovered:
     warning: str | None = None  # robots.txt was read as missing despite a fault (why)
     home: Fetched | None = None  # the home page, when fetched for the probes (probes.py)
     wall: Wall = field(default_factory=Wall)  # robots.txt and the probes as a bot wall
+    robots_etag: str | None = None  # robots.txt's validators, for the next conditional GET
+    robots_modified: str | None = None
+    # Issue 53: robots.txt was asked again and found unchanged (304, or the same text,
+    # status and final URL): the rest is the state's memory of the last discovery.
+    kept: bool = False
 
 
 def registrable_domain(host: str) -> str:
@@ -139,16 +146,27 @@ def home_hosts(host: str, origin: str) -> frozenset[str]:
 
 
 async def discover(
-    seed: Seed, fetcher: Fetcher, slot: HostSlot, settings: DiscoverySettings
+    seed: Seed,
+    fetcher: Fetcher,
+    slot: HostSlot,
+    settings: DiscoverySettings,
+    known: dict[str, Any] | None = None,
 ) -> Discovered:
-    """Find the host's first sitemaps. Raises the classified ``FetchError`` that ended it."""
+    """Find the host's first sitemaps. Raises the classified ``FetchError`` that ended it.
+
+    ``known``: the state's discovery memory of the host, past ``state.rediscover_after``
+    (``HostIncremental.rediscovery.known``): robots.txt is asked conditionally, and when
+    it is unchanged the remembered sitemaps and probe outcome are kept (``_kept``,
+    rediscover.py) instead of probing again.
+    """
     if seed.sitemap is not None:
         return Discovered(
             [SitemapRef(seed.sitemap, source="seed")], origin=seed.origin, source="seed"
         )
     robots_url = seed.robots or f"{seed.origin}/robots.txt"
+    ask = partial(_fetch_robots, fetcher=fetcher, slot=slot, settings=settings, known=known)
     try:
-        found = await _fetch_robots(robots_url, fetcher, slot, settings)
+        found = await ask(robots_url)
     except ConnectError as exc:
         # Refused, reset or a failed TLS handshake; never a timeout (FetchTimeout):
         # a host that does not answer on 443 rarely answers on 80. Nor a body cut
@@ -158,9 +176,13 @@ async def discover(
             raise
         # A bare domain: many small sites still serve only plain http.
         http_origin = "http://" + seed.origin.removeprefix("https://")
-        found = await _fetch_robots(f"{http_origin}/robots.txt", fetcher, slot, settings)
+        found = await ask(f"{http_origin}/robots.txt")
+    if known is not None and _unchanged(found, known):
+        found = _kept(found, known, settings.user_agent)
     robots = found.robots
     settings.pace(slot, robots)
+    if found.kept:
+        return found
     if robots.sitemaps:
         found.refs = [SitemapRef(url, source="robots") for url in robots.sitemaps]
         found.source = "robots"
@@ -200,23 +222,32 @@ def recall(
 
 
 async def _fetch_robots(
-    url: str, fetcher: Fetcher, slot: HostSlot, settings: DiscoverySettings
+    url: str,
+    *,
+    fetcher: Fetcher,
+    slot: HostSlot,
+    settings: DiscoverySettings,
+    known: dict[str, Any] | None = None,
 ) -> Discovered:
     """Fetch and parse robots.txt: the rules, the origin it was finally served from, its status.
 
-    Refs and source are left for ``discover`` to fill in.
+    Refs and source are left for ``discover`` to fill in. With ``known`` (a discovery
+    memory), conditionally: a 304 comes back as ``robots_status`` 304, nothing parsed.
     """
     cap = settings.max_robots_bytes
+    headers = rediscover.validators(known)
     try:
-        async with fetcher.stream(url, slot) as body:
+        async with fetcher.stream(url, slot, headers=headers) as body:
             parts: list[bytes] = []
             size = 0
-            async for chunk in body.chunks():
-                parts.append(chunk)
-                size += len(chunk)
-                if size > cap:
-                    break  # like Google: read the first max_robots_bytes, ignore the rest
+            if body.status != 304:
+                async for chunk in body.chunks():
+                    parts.append(chunk)
+                    size += len(chunk)
+                    if size > cap:
+                        break  # like Google: read the first max_robots_bytes, ignore the rest
             final, status, redirects = body.url, body.status, body.redirects
+            etag, modified = body.headers.get("ETag"), body.headers.get("Last-Modified")
     except HTTPStatusError as exc:
         if 400 <= exc.status < 500 or isinstance(exc, Blocked):
             # No robots.txt: everything allowed (RFC 9309); a 401/403/451 or a challenge
@@ -247,7 +278,42 @@ async def _fetch_robots(
         robots_url=final,
         robots_text=text,
         redirects=redirects,
+        robots_etag=etag,
+        robots_modified=modified,
     )
+
+
+def _unchanged(found: Discovered, known: dict[str, Any]) -> bool:
+    """Is this run's robots.txt answer (``found``) the one ``known`` was discovered from?
+
+    A 304 to the conditional GET, or the same status, final URL and text; never a bot
+    wall, a truncated robots.txt or one read as missing despite a fault.
+    """
+    if found.wall.robots is not None or found.warning is not None or found.robots_truncated:
+        return False
+    if found.robots_url != known.get("robots_url"):
+        return False
+    if found.robots_status == 304:
+        return known.get("robots_status") == 200
+    text = found.robots_text.decode("utf-8", "replace")
+    return found.robots_status == known.get("robots_status") and text == known.get("robots", "")
+
+
+def _kept(found: Discovered, known: dict[str, Any], agent: str) -> Discovered:
+    """``found`` (robots.txt asked this run, unchanged) with the remembered discovery's
+    sitemaps and outcome; the rules from the remembered text after a 304."""
+    if found.robots_status == 304:
+        text = str(known.get("robots", "")).encode()
+        found.robots = parse_robots(text, found.robots_url or "", agent) if text else found.robots
+        found.robots_text = text
+        found.robots_status = found.wall.status = 200
+        found.robots_etag = found.robots_etag or known.get("robots_etag")
+        found.robots_modified = found.robots_modified or known.get("robots_modified")
+    found.source = known["source"]
+    kind = "robots" if found.source == "robots" else "fallback"
+    found.refs = [SitemapRef(url, source=kind) for url in known.get("refs", ())]
+    found.kept = True
+    return found
 
 
 def _origin(url: str) -> str:

@@ -201,8 +201,7 @@ class HostWorker:
         await self._cover.run(found, self.seed.origin, self._fetcher, slot, self.batch, self.state)
 
     async def _discover(self, slot: HostSlot) -> Discovered | None:
-        """The host's first sitemaps: recalled from the state file, or discovered (its
-        robots.txt, or the fallback locations); None when there is nothing to fetch."""
+        """The host's first sitemaps, recalled or discovered; None: nothing to fetch."""
         inc = self.incremental
         memory = None
         if inc is not None:
@@ -213,14 +212,12 @@ class HostWorker:
                 return None
         if memory is not None:
             found = recall(memory, self.seed, self._settings.discovery, slot)
-            if found.source == "none":
-                self.report.discovery = "memory:none"  # nothing was found last time: no probes
-                return None
         else:
+            known = inc.rediscovery.known if inc is not None else None  # robots.txt unchanged: kept
             try:
                 found = await (
                     self._found_ahead
-                    or discover(self.seed, self._fetcher, slot, self._settings.discovery)
+                    or discover(self.seed, self._fetcher, slot, self._settings.discovery, known)
                 )
             except FetchError as exc:
                 self.report.fail(exc, status=getattr(exc, "status", None))
@@ -229,7 +226,10 @@ class HostWorker:
                 return None
         if inc is not None:
             inc.found(found)
-        self._found(found, recalled=memory is not None)
+        if (memory is not None or found.kept) and found.source == "none":
+            self.report.discovery = "memory:none"  # nothing was found last time: no probes
+            return None
+        self._found(found, recalled=memory is not None or found.kept)
         return found
 
     def _found(self, found: Discovered, *, recalled: bool) -> None:

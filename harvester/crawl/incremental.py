@@ -24,6 +24,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, cast
 
+from harvester.crawl import rediscover
 from harvester.crawl.frontier import Newest, SitemapRef
 from harvester.crawl.revisits import LateAttempts, ReadDigest, Revisits
 from harvester.errors import NotASitemap
@@ -79,6 +80,7 @@ class HostIncremental:
         self.unverified = False  # the host's lastmod is not trusted (see _trust_lastmod)
         self.remembered = False  # discovery came from the state's memory
         self.robots_fresh = False  # robots.txt was read in full this run
+        self.rediscovery = rediscover.Rediscovery(settings.max_revisit_interval)  # issue 53
         self.discovered: Discovered | None = None
         self._stale = False  # ...and a remembered sitemap is gone: rediscover next run
         self._missing: list[str] = []  # fallback locations that missed
@@ -89,9 +91,7 @@ class HostIncremental:
 
     def load(self, seed: Seed) -> dict[str, Any] | None:
         """Read the host's memory from the state file; decide whether its lastmod is trusted.
-
-        Returns the discovery memory to use instead of discovering again (``recall``).
-        """
+        Returns the discovery memory to use instead of discovering again (``recall``)."""
         self.memory = self._ledger.host(self.host)
         self.late.memory = self.memory.late
         self._trust_lastmod()
@@ -141,15 +141,10 @@ class HostIncremental:
     def recall(self, seed: Seed) -> dict[str, Any] | None:
         """The discovery memory to use instead of discovering again, or None: discover."""
         memory = self.memory.discovery
-        if (
-            memory is not None
-            and memory.get("source") != "stale"
-            and seed.sitemap is None
-            and now() - self.memory.discovered_at < self._settings.rediscover_after
-        ):
-            self.remembered = True
-            return memory
-        return None
+        if memory is None or memory.get("source") == "stale" or seed.sitemap is not None:
+            return None
+        self.remembered = self.rediscovery.recall(self.memory, now(), self._settings)
+        return memory if self.remembered else None
 
     def found(self, discovered: Discovered) -> None:
         """What discovery found (or recalled) this run."""
@@ -157,6 +152,9 @@ class HostIncremental:
         # Only a robots.txt read in full this run can say a sitemap is no longer listed.
         fresh = discovered.robots_status == 200 and not discovered.robots_truncated
         self.robots_fresh = fresh and not self.remembered
+        if discovered.kept:  # robots.txt asked, unchanged: the rest is the memory's
+            self.remembered = self.rediscovery.kept = True
+            self.robots_fresh = fresh and discovered.source == "robots"
 
     def missed(self, url: str) -> None:
         """A fallback location that missed: not probed again until rediscovery."""
@@ -218,6 +216,8 @@ class HostIncremental:
     def carry(self, ref: SitemapRef, status: str, http: int | None) -> list[SitemapRef]:
         """An unchanged sitemap: its URLs stay listed; returns an index's children to admit."""
         memory = self.memory.sitemaps[ref.url]
+        if ref.source == "fallback":  # a probe location read before: the hit, unchanged
+            self.rediscovery.hits.append(ref.url)
         if status == "not_due":
             self._report.sitemaps_not_due += 1  # its URLs are kept, never removed
         else:
@@ -338,8 +338,9 @@ class HostIncremental:
         found = self.discovered
         if self._stale:
             state.discovery = {"source": "stale"}
-        elif found is not None and not self.remembered and found.source != "seed":
-            state.discovery = _discovery_memory(found, report, self._missing)
+        elif found is not None and (found.kept or not self.remembered) and found.source != "seed":
+            seen = _discovery_memory(found, report, self._missing, self.rediscovery.hits)
+            state.discovery = self.rediscovery.remember(seen, self.memory.discovery, found)
         # Sitemaps known from earlier runs that nothing read in full this run lists any
         # more (robots.txt dropped it, its index did): their URLs are removed too.
         complete = {s.url for s in state.sitemaps if s.complete}
@@ -353,10 +354,10 @@ class HostIncremental:
 
 
 def _discovery_memory(
-    found: Discovered, report: HostReport, missing: list[str]
+    found: Discovered, report: HostReport, missing: list[str], hits: list[str]
 ) -> dict[str, Any] | None:
     """What to remember of this run's discovery (None: it told us nothing reliable);
-    ``missing``: the fallback locations that missed."""
+    ``missing``: the fallback locations that missed; ``hits``: those carried over."""
     discovery = report.discovery
     memory: dict[str, Any] = {
         "origin": found.origin,
@@ -373,6 +374,8 @@ def _discovery_memory(
     elif discovery.startswith("fallback:"):
         hit = discovery.removeprefix("fallback:")
         memory.update(source="fallback", refs=[hit])
+    elif hits:  # a hit carried over (304, not due): still the host's sitemap
+        memory.update(source="fallback", refs=hits[:1])
     elif report.failures_total:
         return None  # probes failed for other reasons than "not there": ask again
     else:

@@ -19,8 +19,11 @@ Cheap and harmless by design (the host's sitemaps are what the run is for):
 * never a failure of the host: nothing here touches the report's failures, the wall or
   the discovery outcome; an error is only this block's ``error``;
 * a host recalled from the state file (its robots.txt not asked again either) reuses the
-  remembered answer without a request; a host discovered again asks with the
-  remembered validators, and a 304 keeps the remembered rules.
+  remembered answer without a request; so does a host discovered again while the answer
+  is fresh by its HTTP caching (issue 53: ``max-age``, ``Expires``, else 10 % of its
+  ``Last-Modified`` age, else 7 days; at most ``state.max_revisit_interval``;
+  ``state.freshness``); past that it is asked with the remembered validators, and a 304
+  keeps the remembered rules.
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ from harvester.crawl.scheduler import host_key
 from harvester.crawl.tdmheaders import into_report
 from harvester.crawl.verdicts import line_loc
 from harvester.errors import FetchError
+from harvester.state.codec import now
+from harvester.state.freshness import lifetime
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Mapping
@@ -124,7 +129,7 @@ class HostTdmRep:
             return
         url, inc = found.origin + TDMREP_PATH, self._inc
         memory = remembered(inc, url)  # the state file's answer, if any
-        recalled = memory is not None and inc is not None and inc.remembered
+        recalled = memory is not None and inc is not None and _reusable(inc)
         if not recalled and not slot.answered:
             self.emit.holding = True  # the records read until it is asked wait (EarlyRecords)
             return
@@ -136,18 +141,21 @@ class HostTdmRep:
         elif self._report.failures_by_class.get("blocked"):
             answer = {"url": url, "skipped": "the host answered with a bot wall"}
         else:
-            answer = await self._fetch(slot, found.origin, memory)
+            answer, fresh_for = await self._fetch(slot, found.origin, memory)
+            if inc is not None:  # issue 53: not asked again before then (_reusable)
+                inc.rediscovery.tdmrep_until = now() + fresh_for
         self._report.allows = {**(self._report.allows or {}), "tdmrep": answer}
 
     async def _fetch(
         self, slot: HostSlot, origin: str, memory: Mapping[str, Any] | None
-    ) -> dict[str, Any]:
+    ) -> tuple[dict[str, Any], float]:
         """``fetch`` under the slot of ``origin``'s host (``slot`` when it is its own)."""
         host = host_key(origin)
+        cap = self._inc.rediscovery.cap if self._inc is not None else 0.0
         if host == slot.host:
-            return await fetch(self._fetcher, origin, slot, memory)
+            return await fetch(self._fetcher, origin, slot, memory, cap)
         try:
-            return await fetch(self._fetcher, origin, self._scheduler.acquire(host), memory)
+            return await fetch(self._fetcher, origin, self._scheduler.acquire(host), memory, cap)
         finally:
             self._scheduler.release(host)
 
@@ -224,12 +232,18 @@ def remembered(inc: HostIncremental | None, url: str) -> dict[str, Any] | None:
 
 
 async def fetch(
-    fetcher: Fetcher, origin: str, slot: HostSlot, memory: Mapping[str, Any] | None = None
-) -> dict[str, Any]:
+    fetcher: Fetcher,
+    origin: str,
+    slot: HostSlot,
+    memory: Mapping[str, Any] | None = None,
+    cap: float = 0.0,
+) -> tuple[dict[str, Any], float]:
     """Ask for ``origin``'s tdmrep.json once (conditionally when ``memory``, an earlier
-    answer, has validators). Never raises a ``FetchError``."""
+    answer, has validators). Never raises a ``FetchError``. Out: the answer, and the
+    seconds it stays fresh by its HTTP caching (``state.freshness``), at most ``cap``."""
     url = origin + TDMREP_PATH
     headers = _validators(memory)
+    t = now()
     try:
         async with fetcher.stream(
             url, slot, max_bytes=MAX_BYTES, headers=headers, retries=0
@@ -239,16 +253,28 @@ async def fetch(
     except FetchError as exc:
         status_of = getattr(exc, "status", None)
         if status_of is not None and 400 <= status_of < 500:
-            return {"url": url, "status": status_of}
-        return {"url": url, "error": exc.message}
+            return {"url": url, "status": status_of}, lifetime({}, status_of, t, cap)
+        return {"url": url, "error": exc.message}, 0.0
+    known = memory.get("last_modified") if memory is not None else None
+    fresh_for = lifetime(answer, status, t, cap, last_modified=known)
     if status == 304 and memory is not None:
-        return {**memory, "status": 304}
+        return {**memory, "status": 304}, fresh_for
     out = parse_tdmrep(b"".join(parts), url)
     out["status"] = status
     for key, name in (("etag", "ETag"), ("last_modified", "Last-Modified")):
         if (value := answer.get(name)) is not None:
             out[key] = value
-    return out
+    return out, fresh_for
+
+
+def _reusable(inc: HostIncremental) -> bool:
+    """Whether the remembered answer stands without a request: the discovery was recalled
+    (robots.txt not asked either), or the answer is still fresh (issue 53: its own clock,
+    ``tdmrep_until`` in the discovery memory)."""
+    if inc.remembered and not inc.rediscovery.kept:
+        return True
+    until = (inc.memory.discovery or {}).get("tdmrep_until")
+    return isinstance(until, (int, float)) and now() < until
 
 
 def _validators(memory: Mapping[str, Any] | None) -> dict[str, str]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
@@ -19,9 +20,12 @@ from tests.integration.webs import ChangingSite, urlset
 if TYPE_CHECKING:
     from pathlib import Path
 
+    import pytest
+
     from tests.integration.conftest import Site, Sites
 
 TDM = "/.well-known/tdmrep.json"
+DAY = 86400.0
 RULES = [{"location": "/news/*", "tdm-reservation": 1, "tdm-policy": "https://e.org/p.json"}]
 
 
@@ -180,32 +184,40 @@ async def test_no_headers_no_block(sites: Sites) -> None:
 
 
 class TdmFile:
-    """tdmrep.json with an ETag, answering 304 to a matching If-None-Match."""
+    """tdmrep.json with an ETag (and ``headers``: its caching), answering 304 to a
+    matching If-None-Match."""
 
-    def __init__(self) -> None:
+    def __init__(self, headers: dict[str, str] | None = None) -> None:
         self.bodies = 0
         self.not_modified = 0
         self.conditional: list[str | None] = []
+        self.headers = {"ETag": '"v1"', **(headers or {})}
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         match = request.headers.get("If-None-Match")
         self.conditional.append(match)
         if match == '"v1"':
             self.not_modified += 1
-            return web.Response(status=304, headers={"ETag": '"v1"'})
+            return web.Response(status=304, headers=self.headers)
         self.bodies += 1
-        return web.Response(body=json.dumps(RULES).encode(), headers={"ETag": '"v1"'})
+        return web.Response(body=json.dumps(RULES).encode(), headers=self.headers)
 
 
-async def state_runs(sites: Sites, tmp_path: Path, **cfg: Any) -> tuple[TdmFile, list[Any]]:
-    """Two runs with one state file on a ChangingSite with ``TdmFile``; each run's report."""
-    changing, tdm = ChangingSite("etag"), TdmFile()
+async def state_runs(
+    sites: Sites, tmp_path: Path, tdm: TdmFile | None = None, later: float = 0.0, **cfg: Any
+) -> tuple[TdmFile, list[Any]]:
+    """Two runs with one state file on a ChangingSite with ``TdmFile``, the second
+    ``later`` seconds after the first (set ``HARVESTER_CLOCK_OFFSET`` through
+    ``monkeypatch`` first, so that it is undone); each run's report."""
+    changing, tdm = ChangingSite("etag"), tdm or TdmFile()
     routes: dict[str, Any] = {p: changing.handle for p in ("/index.xml", "/a.xml", "/b.xml")}
     changing.site = await sites.start("127.0.0.2", routes)
     routes["/robots.txt"] = f"Sitemap: {changing.url('/index.xml')}\n".encode()
     routes[TDM] = tdm.handle
     reports = []
     for name in ("one", "two"):
+        if name == "two" and later:  # the state's clock, moved ahead (docs/cron.md)
+            os.environ["HARVESTER_CLOCK_OFFSET"] = str(later)
         await in_thread(harvest_state, changing, tmp_path, name, **cfg)
         lines = (tmp_path / f"{name}.jsonl.hosts.jsonl").read_text().splitlines()
         reports.append(json.loads(lines[-1]))
@@ -223,11 +235,40 @@ async def test_a_recalled_host_reuses_the_remembered_answer(sites: Sites, tmp_pa
 
 
 async def test_a_rediscovered_host_asks_conditionally(sites: Sites, tmp_path: Path) -> None:
-    tdm, reports = await state_runs(sites, tmp_path, **{"state.rediscover_after": 0})
+    # Its caching says: ask every time (no-cache); robots.txt is asked on every run.
+    stale = TdmFile({"Cache-Control": "no-cache"})
+    tdm, reports = await state_runs(sites, tmp_path, stale, **{"state.rediscover_after": 0})
     assert tdm.conditional == [None, '"v1"']
     assert (tdm.bodies, tdm.not_modified) == (1, 1)
     first, second = (r["allows"]["tdmrep"] for r in reports)
     assert second == {**first, "status": 304}  # the remembered rules, confirmed unchanged
+
+
+async def test_a_fresh_answer_is_not_asked_on_rediscovery(
+    sites: Sites, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Issue 53: robots.txt is asked again (a day later, past rediscover_after), tdmrep.json
+    # only on its own clock: without caching headers, 7 days (at most the state's
+    # max_revisit_interval).
+    monkeypatch.setenv("HARVESTER_CLOCK_OFFSET", "0")
+    tdm, reports = await state_runs(sites, tmp_path, later=DAY + 3600)
+    assert tdm.conditional == [None]
+    first, second = (r["allows"]["tdmrep"] for r in reports)
+    assert second == {**first, "recalled": True}
+
+
+async def test_past_its_max_age_it_is_asked_conditionally(
+    sites: Sites, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HARVESTER_CLOCK_OFFSET", "0")
+    tdm = TdmFile({"Cache-Control": "max-age=172800"})  # 2 days: fresh a day later
+    await state_runs(sites, tmp_path, tdm, later=DAY + 3600)
+    assert tdm.conditional == [None]
+    monkeypatch.setenv("HARVESTER_CLOCK_OFFSET", "0")
+    tdm = TdmFile({"Cache-Control": "max-age=3600"})
+    (tmp_path / "b").mkdir()
+    await state_runs(sites, tmp_path / "b", tdm, later=DAY + 3600)
+    assert tdm.conditional == [None, '"v1"']
 
 
 async def test_a_www_hosts_answers_count_for_the_apex(sites: Sites) -> None:
