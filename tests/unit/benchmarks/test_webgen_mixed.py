@@ -7,29 +7,13 @@ must parse into entries with images, alternates and news in about the shares it 
 
 from __future__ import annotations
 
-import gzip
 from typing import TYPE_CHECKING
 
 from benchmarks.webgen import generate, load_manifest
-from harvester.models import UrlEntry
-from harvester.reader.sitemap import read_bytes
+from tests.unit.benchmarks.corpus import entries_of
 
 if TYPE_CHECKING:
     from pathlib import Path
-
-
-def entries_of(out: Path) -> list[UrlEntry]:
-    found: list[UrlEntry] = []
-    for host in load_manifest(out)["hosts"]:
-        for f in host["files"]:
-            if f["kind"] != "urlset":
-                continue
-            body = (out / "sites" / host["address"] / f["path"].lstrip("/")).read_bytes()
-            if f["path"].endswith(".gz"):
-                body = gzip.decompress(body)
-            entries, _ = read_bytes(body, f"http://{host['address']}{f['path']}")
-            found += [e for e in entries if type(e) is UrlEntry]
-    return found
 
 
 def test_mixed_has_the_urls_of_many_and_the_extensions(tmp_path: Path) -> None:

@@ -4,33 +4,16 @@ disallowed, and the sitemaps are the same bytes as without the knob."""
 
 from __future__ import annotations
 
-import gzip
 from typing import TYPE_CHECKING
 
 import pytest
 
 from benchmarks.webgen import generate, load_manifest
 from harvester.crawl.robotsrules import compile_rules, parse_groups
-from harvester.models import UrlEntry
-from harvester.reader.sitemap import read_bytes
+from tests.unit.benchmarks.corpus import entries_of
 
 if TYPE_CHECKING:
     from pathlib import Path
-
-
-def entries_of(out: Path) -> list[UrlEntry]:
-    """The page URLs of every urlset of the corpus in ``out``."""
-    found: list[UrlEntry] = []
-    for host in load_manifest(out)["hosts"]:
-        for f in host["files"]:
-            if f["kind"] != "urlset":
-                continue
-            body = (out / "sites" / host["address"] / f["path"].lstrip("/")).read_bytes()
-            if f["path"].endswith(".gz"):
-                body = gzip.decompress(body)
-            entries, _ = read_bytes(body, f"http://{host['address']}{f['path']}")
-            found += [e for e in entries if type(e) is UrlEntry]
-    return found
 
 
 def test_twenty_rules_a_host_and_the_same_urls(tmp_path: Path) -> None:
