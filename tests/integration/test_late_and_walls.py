@@ -25,11 +25,10 @@ from harvester.crawl.probes import DEFAULT_BUDGET, plan
 from harvester.errors import FetchTimeout
 from tests.integration.conftest import Reply
 from tests.integration.harvesting import collect
+from tests.integration.relay import Relay
 from tests.integration.webs import robots, urlset
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
-
     from tests.integration.conftest import Site, Sites
 
 DELAY = 3.0  # seconds before a slow site's first byte
@@ -110,17 +109,15 @@ async def test_a_host_that_fails_late_too_keeps_the_late_class(sites: Sites) -> 
     assert site.hits("/robots.txt") == 2
 
 
-class Sniffing:
+class Sniffing(Relay):
     """A port that holds a TLS ClientHello unanswered and passes plain HTTP to ``backend``."""
 
     def __init__(self, backend: int) -> None:
-        self.backend = backend
+        super().__init__(backend, "127.0.51.4")
         self.tls = 0  # handshakes held
-        self.port = 0
-        self._tasks: list[asyncio.StreamWriter] = []
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self._tasks.append(writer)
+        self._writers.append(writer)
         first = await reader.read(1)
         if first == b"\x16":  # a TLS record: never answered, like a port that drops
             self.tls += 1
@@ -128,30 +125,7 @@ class Sniffing:
                 while await reader.read(4096):
                     pass
             return
-        up_reader, up_writer = await asyncio.open_connection("127.0.51.4", self.backend)
-        self._tasks.append(up_writer)
-        up_writer.write(first)
-        await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))
-
-    @contextlib.asynccontextmanager
-    async def serve(self, host: str) -> AsyncIterator[Sniffing]:
-        server = await asyncio.start_server(self._handle, host, 0)
-        self.port = server.sockets[0].getsockname()[1]
-        try:
-            yield self
-        finally:
-            for writer in self._tasks:
-                writer.close()
-            server.close()
-            await server.wait_closed()
-
-
-async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    with contextlib.suppress(ConnectionError):
-        while data := await reader.read(65536):
-            writer.write(data)
-            await writer.drain()
-        writer.close()
+        await self.relay(reader, writer, first)
 
 
 async def test_https_that_never_answers_is_found_over_http_late(sites: Sites) -> None:

@@ -20,6 +20,7 @@ import trustme
 from aiohttp import web
 
 from tests.integration.harvesting import collect
+from tests.integration.relay import Relay
 from tests.integration.webs import robots, urlset
 
 if TYPE_CHECKING:
@@ -30,42 +31,17 @@ HOST = "127.0.51.9"
 HOLD = 2.0  # seconds each connection's first bytes are held (connect_timeout is 1 s)
 
 
-class Holding:
+class Holding(Relay):
     """A port that holds each connection's bytes ``HOLD`` seconds, then pipes to ``backend``."""
 
     def __init__(self, backend: int) -> None:
-        self.backend = backend
-        self.port = 0
+        super().__init__(backend, HOST)
         self.connections = 0
-        self._writers: list[asyncio.StreamWriter] = []
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.connections += 1
-        self._writers.append(writer)
         await asyncio.sleep(HOLD)
-        up_reader, up_writer = await asyncio.open_connection(HOST, self.backend)
-        self._writers.append(up_writer)
-        await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))
-
-    @contextlib.asynccontextmanager
-    async def serve(self) -> AsyncIterator[Holding]:
-        server = await asyncio.start_server(self._handle, HOST, 0)
-        self.port = server.sockets[0].getsockname()[1]
-        try:
-            yield self
-        finally:
-            for writer in self._writers:
-                writer.close()
-            server.close()
-            await server.wait_closed()
-
-
-async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    with contextlib.suppress(ConnectionError):
-        while data := await reader.read(65536):
-            writer.write(data)
-            await writer.drain()
-        writer.close()
+        await self.relay(reader, writer)
 
 
 @contextlib.asynccontextmanager
@@ -97,7 +73,7 @@ async def test_a_late_attempt_waits_for_a_slow_handshake(tmp_path: Path) -> None
     ca_file = tmp_path / "ca.pem"
     ca.cert_pem.write_to_path(str(ca_file))
     routes: dict[str, bytes] = {}
-    async with tls_site(ca, routes) as backend, Holding(backend).serve() as front:
+    async with tls_site(ca, routes) as backend, Holding(backend).serve(HOST) as front:
         origin = f"https://{HOST}:{front.port}"
         pages = [f"{origin}/p{i}" for i in range(3)]
         routes["/robots.txt"] = robots(f"{origin}/sitemap.xml")
