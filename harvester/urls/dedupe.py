@@ -40,7 +40,8 @@ for billion-URL runs: ``-ln(p) / ln(2)**2`` bits a URL, ~3.6 bytes at the
 default ``p = 1e-6`` allocated up front for ``bloom_capacity`` URLs. It can
 drop URLs: each new URL is wrongly taken as seen with probability ``p`` while
 the filter holds at most ``bloom_capacity`` URLs (and rising beyond), so it is
-off by default.
+off by default. Its "seen" is not proof (``exact`` False): the cron path's lost-URL
+rule then asks held-back sitemaps after all (``crawl.revisits``, docs/cron.md).
 """
 
 from __future__ import annotations
@@ -150,6 +151,12 @@ class SeenSet:
     # The small mode's set, for the compiled URL loop (harvester/crawl/_chost.pyx), which adds
     # to it directly while it holds fewer than ``small_limit - 1`` fingerprints (then
     # adds what it added to ``count``) and calls ``add`` from there on.
+    @property
+    def exact(self) -> bool:
+        """Whether ``fp in set`` is always right: False in bloom mode (a false positive
+        says seen; "not seen" is always right). The cron path's lost-URL rule asks it."""
+        return self._bloom is None
+
     @property
     def small(self) -> FpTable | set[int] | None:
         """The small set (an ``FpTable`` or a set of ints); None once left, or never used."""
