@@ -64,6 +64,9 @@ class FetchConfig:
     # patient attempt in the run, its first byte awaited this long (after an https connect
     # timeout, over plain http); 0: no late attempts (harvester.run.late).
     late_first_byte_timeout: float = 45.0
+    # Late attempts of a worker at once (each mostly waits); 0: a sixteenth of the
+    # descriptor limit, at most 512 (harvester.run.late.late_slots).
+    late_slots: int = 0
     read_timeout: float = 30.0  # longest silence while reading a body
     # A body averaging fewer than min_speed bytes/s over min_speed_window seconds of waiting
     # for the network is aborted as too_slow (curl's --speed-limit/--speed-time); 0: off.
@@ -119,6 +122,8 @@ class FetchConfig:
             raise ConfigError(
                 "must be >= 0 (0: no late attempts)", key="fetch.late_first_byte_timeout"
             )
+        if self.late_slots < 0:
+            raise ConfigError("must be >= 0 (0: from the descriptor limit)", key="fetch.late_slots")
         if self.min_speed and not self.min_speed_window > 0:
             raise ConfigError("must be > 0 when min_speed is set", key="fetch.min_speed_window")
         if self.dns_cache_size < 1:

@@ -8,7 +8,7 @@ from cpython cimport array
 from libc.stdint cimport uint64_t
 
 from harvester.crawl._crobots cimport LineLabels
-from harvester.urls._cdedupe cimport FpTable
+from harvester.urls._cdedupe cimport Compact, FpTable
 
 
 cdef class UrlLoop:
@@ -36,16 +36,19 @@ cdef class UrlLoop:
     cdef readonly tuple home
     cdef list foreign_examples  # report.foreign_loc_examples
 
-    # One call's: the seen-set's small set (a table, else a set of ints, else None),
+    # One call's: the seen-set's small set (a table, else a set of ints, else None) or
+    # its compact buckets' handle,
     # the counters written to the seen-set and report at its end, the sitemap's JSON.
     cdef object small
     cdef FpTable table
+    cdef Compact compact  # past the small set: its compact buckets, added to in C
     cdef Py_ssize_t small_added, small_limit, duplicates, added, foreign
     cdef str sitemap
     cdef bytes middle
 
     cdef int open(self, str sitemap) except -1
     cdef int _small(self) except -1
+    cdef int _settle(self) except -1
     cdef str canonical_of(self, str loc)
     cdef bint is_new(self, uint64_t fp) except -1
     cdef int keep(self, tuple entry, str loc, str url, uint64_t fp) except -1

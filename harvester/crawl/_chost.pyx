@@ -18,7 +18,8 @@ report and seen-set at the end of each call, and the entries that are not URLs
 
 Only the usual cases are done here; every other one calls the same Python the
 loop calls (``Rules.canonical`` for a URL the check says no to, ``SeenSet.add``
-past its small set, ``records.record`` for an entry whose line ``_write_record``
+past its small set where there are no compact buckets to add to in C (bloom or
+table mode), ``records.record`` for an entry whose line ``_write_record``
 cannot write, or with records kept as dicts). The constants both loops use
 (``AUDIT_ALL``, ``FOREIGN_EXAMPLES``) are imported from urlloop.py.
 tests/unit/crawl/test_chost.py runs both loops on the same entries and compares
@@ -54,7 +55,7 @@ from harvester.urls.records import encode_record, lastmod_iso, record
 from harvester.crawl._crecords import label_lines  # (selection.py finds it here)
 
 from harvester._cdates cimport _epoch_us
-from harvester.urls._cdedupe cimport FpTable, _fingerprint
+from harvester.urls._cdedupe cimport Compact, FpTable, _fingerprint
 from harvester.urls._cnormalize cimport _already_canonical, _canonical_query
 from harvester.crawl._crobots cimport LineLabels
 from harvester.crawl._cextensions cimport _extensions_json
@@ -236,6 +237,20 @@ cdef class UrlLoop:
     cdef int _small(self) except -1:
         self.small = self.seen.small
         self.table = self.small if type(self.small) is FpTable else None
+        # Past the small set, the compact buckets in C (SeenSet.compact; settled in close).
+        self.compact = self.seen.compact() if self.small is None else None
+        return 0
+
+    cdef int _settle(self) except -1:
+        """The compact handle's adds into the seen-set (``SeenSet.settle``); no handle."""
+        cdef Py_ssize_t added
+        if self.compact is not None:
+            # The handle goes first: it holds the spilled runs' buffers, which the
+            # settle's spill or merge must not find exported.
+            added = self.compact.added
+            self.compact = None
+            if added:
+                self.seen.settle(added)
         return 0
 
     cdef str canonical_of(self, str loc):
@@ -247,9 +262,16 @@ cdef class UrlLoop:
         return self.canon(loc) if url is None else url
 
     cdef bint is_new(self, uint64_t fp) except -1:
-        """``SeenSet.add(fp)``: its small mode inline (a table, or a set of ints); at its
-        limit, and in the other modes, the method itself."""
+        """``SeenSet.add(fp)``: past its small set, its compact buckets in C (a handle
+        from ``SeenSet.compact``); its small mode inline (a table, or a set of ints); at
+        its limit, and in the other modes, the method itself."""
         cdef int added
+        if self.compact is not None:
+            added = self.compact.add1(fp)
+            if self.compact.added >= self.compact.room:
+                self._settle()  # the set splits or spills here, as add would have
+                self._small()
+            return added
         if self.table is not None and self.table.count + self.table.zero + 1 < self.small_limit:
             added = self.table.add1(fp)
             self.small_added += added
@@ -328,6 +350,7 @@ cdef class UrlLoop:
         if self.small_added:
             self.seen.count += self.small_added
             self.small_added = 0
+        self._settle()
         if self.duplicates:
             self.report.duplicates += self.duplicates
         if self.added:

@@ -68,7 +68,7 @@ class HostIncremental:
         self.host = host
         self._settings = settings
         # Issue 53 items 4 and 5: which sitemaps are not asked, those held back (``_next``).
-        self.revisits = Revisits(settings, clock, ledger)
+        self.revisits = Revisits(settings, clock, ledger, report)
         self._skip = "skipped"  # why ``plan`` said not to ask: skipped | not_due
         self._ledger = ledger
         self._report = report

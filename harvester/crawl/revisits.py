@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 import xxhash
 
+from harvester.crawl.report import KEEP
 from harvester.state.revisit import (
     LateRevisit,
     Revisit,
@@ -28,6 +29,12 @@ from harvester.state.revisit import (
     late_after,
     late_due,
     overdue,
+)
+
+# The host report's warning when the set rule could not decide (Revisits._lost).
+INEXACT = (
+    "dedupe.mode = bloom: held-back sitemaps asked after all (a Bloom seen-set cannot"
+    " prove that a changed sitemap lost no URL)"
 )
 
 if TYPE_CHECKING:
@@ -88,11 +95,16 @@ class Revisits:
     """What one host asks of the sitemaps earlier runs read in full; one per host."""
 
     def __init__(
-        self, settings: MemorySettings, clock: Callable[[], float], ledger: LedgerReader
+        self,
+        settings: MemorySettings,
+        clock: Callable[[], float],
+        ledger: LedgerReader,
+        report: HostReport | None = None,
     ) -> None:
         self._settings = settings
         self._clock = clock
         self._ledger = ledger
+        self._report = report  # where an inexact seen-set's warning goes (_lost)
         self.held: list[SitemapRef] = []  # not-due urlsets, until the frontier is empty
         self.lost = False  # a sitemap read this run lost a URL (or an index changed)
         self._changed: list[str] = []  # urlsets read this run that changed: lost any URL?
@@ -183,7 +195,23 @@ class Revisits:
         if memory.host_id is None:
             return False
         fps = self._ledger.sitemap_fps(memory.host_id, url)
-        return any(fp not in seen for fp in fps) if seen is not None else bool(fps)
+        if seen is None:
+            return bool(fps)
+        if any(fp not in seen for fp in fps):  # (a Bloom filter's "not seen" is certain)
+            return True
+        if fps and not seen.exact:
+            # dedupe.mode = "bloom": each "seen" may be a false positive hiding a URL that
+            # moved into a held-back sitemap (then "removed" now, "new" at its due run):
+            # not provable either way, so the held-back sitemaps are asked after all.
+            report = self._report
+            if (
+                report is not None
+                and INEXACT not in report.warnings
+                and len(report.warnings) < KEEP
+            ):
+                report.warnings.append(INEXACT)
+            return True
+        return False
 
     def changed(self, ref: SitemapRef, memory: SitemapMemory, is_index: bool, urls: int) -> bool:
         """``ref``, read before, changed (now ``urls`` entries). Notes a loss (an index, fewer

@@ -12,10 +12,14 @@ reached the host) and ``late_seconds``.
 Why a pool beside the admission: a late attempt spends its time waiting (on a CMS
 that builds its sitemap on request, on a firewall), not computing, so it does not
 count against the shard's hosts in flight: the host's admission is released when its
-first attempt ends, and the late attempt starts at once, in one of ``LATE_SLOTS``
-slots of the shard. It has its own session and connections (at most ``LATE_SLOTS``),
-so its long waits never hold a connection a first attempt needs. A run's wall thus
-grows by at most about one late timeout, not by one per slow host.
+first attempt ends, and the late attempt starts at once, in one of the shard's late
+slots (``fetch.late_slots``; by default ``late_slots``: a share of the descriptor
+limit, at most ``LATE_SLOTS``). It has its own session and connections (one per
+slot), so its long waits never hold a connection a first attempt needs. A run's wall
+thus grows by about one late timeout, not by one per slow host, as long as the slots
+outnumber the hosts that fail first contact within one late timeout (hundreds on a
+20,000-domain list: the bound is sized for that, and a waiting slot costs a socket
+and a parked coroutine, not CPU).
 
 Example::
 
@@ -29,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import resource
 from typing import TYPE_CHECKING
 
 from harvester.crawl.fetch import Fetcher
@@ -44,16 +49,36 @@ if TYPE_CHECKING:
     from harvester.crawl.report import HostReport
     from harvester.crawl.seed import Seed
 
-__all__ = ["LATE_SLOTS", "LatePool"]
+__all__ = ["LATE_SLOTS", "LatePool", "late_slots"]
 
-# Late attempts of a shard at once. Each mostly waits (its first byte, up to the late
-# timeout); the bound keeps their sockets and memory small beside the admission's hosts.
-LATE_SLOTS = 64
+# Late attempts of a shard at once, at most. Each mostly waits (its first byte, up to the
+# late timeout): the bound keeps their sockets and memory small beside the admission's
+# hosts, and is what a run's end waits on when many hosts fail first contact (each slot
+# serves one host per late timeout), so it is well above the hosts failing per timeout.
+LATE_SLOTS = 512
+# The share of the descriptor limit the late slots may take (1/16: 64 at a soft limit
+# of 1,024, the bound this replaced; the admission's hosts keep the rest).
+_NOFILE_SHARE = 16
+
+
+def late_slots(nofile: int | None = None) -> int:
+    """A shard's late-attempt slots for the soft descriptor limit ``nofile`` (read when
+    None): ``nofile // 16``, at least 8, at most ``LATE_SLOTS``.
+
+    >>> late_slots(1024), late_slots(4096), late_slots(65536), late_slots(64)
+    (64, 256, 512, 8)
+    """
+    if nofile is None:
+        nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        if nofile == resource.RLIM_INFINITY:
+            nofile = 1 << 20
+    return max(8, min(LATE_SLOTS, nofile // _NOFILE_SHARE))
 
 
 class LatePool:
     """A shard's late attempts: ``wanted`` says whether (and how) a host is tried again,
-    ``retry`` runs that attempt in one of ``LATE_SLOTS`` slots.
+    ``retry`` runs that attempt in one of ``slots`` slots (``fetch.late_slots``, or
+    ``late_slots()`` for 0).
 
     ``cfg`` is the run's config (``fetch.late_first_byte_timeout`` 0: never wanted);
     ``resolver`` as the shard's fetcher's (tests map names to loopback; not closed here).
@@ -61,6 +86,7 @@ class LatePool:
 
     def __init__(self, cfg: Config, resolver: AbstractResolver | None = None) -> None:
         fetch = cfg.fetch
+        self.slots = fetch.late_slots or late_slots()
         self._fetcher: Fetcher | None = None
         if fetch.late_first_byte_timeout > 0:
             patient = dataclasses.replace(
@@ -73,10 +99,12 @@ class LatePool:
                 first_byte_timeout=fetch.late_first_byte_timeout,
                 # A site slow to its first byte is as slow on each file: as patient there.
                 read_timeout=max(fetch.read_timeout, fetch.late_first_byte_timeout),
-                max_connections=min(LATE_SLOTS, fetch.max_connections),
+                # One connection per slot: a slot waits on its own socket, and a
+                # connection bound below the slots would queue late attempts there.
+                max_connections=self.slots,
             )
             self._fetcher = Fetcher(patient, resolver=resolver, hosts=cfg.politeness)
-        self._slots = asyncio.Semaphore(LATE_SLOTS)
+        self._slots = asyncio.Semaphore(self.slots)
         self.started = 0  # late attempts begun (tests, debugging)
 
     async def __aenter__(self) -> LatePool:

@@ -39,7 +39,6 @@ import struct
 import subprocess
 import sys
 import traceback
-from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING
 
 from harvester.output.formats import block_encoder
@@ -56,6 +55,7 @@ from harvester.run.transport import (
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable
+    from multiprocessing.connection import Connection
 
     from harvester.config import Config
     from harvester.crawl.batch import RecordBatch
@@ -131,6 +131,10 @@ class WorkerProcess:
         finally:
             for fd in child_fds:  # the child has its copies; ours would hide its exit (no EOF)
                 os.close(fd)
+        # Imported here: only the parent writes seed frames (multiprocessing.connection
+        # brings tempfile, shutil and random, ~9 ms of every worker's start-up).
+        from multiprocessing.connection import Connection
+
         self._seeds = Connection(seeds_w, readable=False)
         self._stop_fd = stop_w
         os.set_blocking(stop_w, False)

@@ -19,3 +19,15 @@ cdef class FpTable:
     cdef void _put(self, uint64_t v) noexcept
     cdef int _grow(self) except -1
     cdef int add1(self, uint64_t v) except -1
+
+
+cdef class Compact:
+    # Declared here so that _chost's loop can add past a host's small set in C.
+    cdef list buckets
+    cdef int shift
+    cdef double width  # a bucket's span of values
+    cdef object runs  # a _Runs: the spilled runs, described once for the handle
+    cdef Py_ssize_t added
+    cdef readonly Py_ssize_t room  # adds before the set must split or spill
+
+    cdef int add1(self, uint64_t fp) except -1

@@ -46,6 +46,28 @@ class FpTable:
     def clear(self) -> None:
         """Empty it, back to its first capacity."""
 
+class Compact:
+    """One call's handle on a ``SeenSet``'s compact buckets (``SeenSet.compact``)."""
+
+    def __init__(
+        self,
+        buckets: list[array[int]],
+        shift: int,
+        runs: list[memoryview],
+        filters: list[bytearray | None] | None = None,
+        fences: list[array[int] | None] | None = None,
+        reads: list[tuple[int, int] | None] | None = None,
+        room: int = ...,
+    ) -> None: ...
+    @property
+    def room(self) -> int:
+        """The adds after which the set must split or spill (``settle``, a new handle)."""
+    def add(self, fp: int) -> bool:
+        """Insert ``fp`` (also checking the spilled runs): True if it was new."""
+    @property
+    def count(self) -> int:
+        """Fingerprints this handle added."""
+
 FENCE: int
 """Fingerprints a fence entry stands for (one 4 KiB page of a run)."""
 

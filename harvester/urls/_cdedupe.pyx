@@ -25,6 +25,7 @@ its chunks' fingerprints sorted once, then each batch looked up by bisection.
 from cpython cimport array
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from cpython.object cimport Py_SIZE
+from cpython.pyport cimport PY_SSIZE_T_MAX
 from cpython.unicode cimport PyUnicode_AsUTF8AndSize
 from libc.stdlib cimport calloc, free, qsort
 from libc.string cimport memcpy, memmove, memset
@@ -37,6 +38,14 @@ cdef extern from *:
     #define HARVESTER_PREFETCH(p) __builtin_prefetch(p)
     """
     void _prefetch "HARVESTER_PREFETCH" (const void* p) noexcept nogil
+
+cdef extern from *:
+    """
+    #define HARVESTER_ARRAY_ROOM(a) (((arrayobject *)(a))->allocated)
+    #define HARVESTER_SET_SIZE(a, n) Py_SET_SIZE((PyVarObject *)(a), (n))
+    """
+    Py_ssize_t _room "HARVESTER_ARRAY_ROOM" (array.array a) noexcept
+    void _set_size "HARVESTER_SET_SIZE" (array.array a, Py_ssize_t n) noexcept
 
 cdef uint64_t[8] IV = [
     0x6A09E667F3BCC908, 0xBB67AE8584CAA73B, 0x3C6EF372FE94F82B, 0xA54FF53A5F1D36F1,
@@ -756,11 +765,8 @@ cdef tuple _add_sorted(
     Py_ssize_t count,
     Py_ssize_t ahead,
 ):
-    cdef Py_ssize_t k, lo, n
-    cdef uint64_t fp, base
+    cdef Py_ssize_t k
     cdef double width = 18446744073709551616.0 if shift >= 64 else <double>(1ULL << shift)
-    cdef unsigned long long* data
-    cdef array.array bucket
     cdef Py_ssize_t added = 0, repeated = 0
     cdef Py_ssize_t total = fps.shape[0]
     cdef uint64_t later
@@ -773,27 +779,92 @@ cdef tuple _add_sorted(
             other = buckets[<Py_ssize_t>(later >> shift)]
             _prefetch(other.data.as_ulonglongs + <Py_ssize_t>(
                 <double>(later - ((later >> shift) << shift)) / width * Py_SIZE(other)))
-        fp = fps[k]
-        if shift >= 64:
-            bucket = buckets[0]
-            base = 0
+        if _insert1(buckets, shift, width, fps[k], runs, count):
+            added += 1
         else:
-            bucket = buckets[<Py_ssize_t>(fp >> shift)]
-            base = (fp >> shift) << shift
-        n = Py_SIZE(bucket)
-        data = bucket.data.as_ulonglongs
-        lo = _locate(data, n, fp, <Py_ssize_t>(<double>(fp - base) / width * n))
-        if (lo < n and data[lo] == fp) or (
-            count and _in_runs(runs, count, fp)
-        ):
             repeated += 1
-            continue
-        array.resize_smart(bucket, n + 1)
-        data = bucket.data.as_ulonglongs  # (the resize may have moved it)
-        memmove(data + lo + 1, data + lo, (n - lo) * sizeof(unsigned long long))
-        data[lo] = fp
-        added += 1
     return added, repeated
+
+
+cdef int _insert1(
+    list buckets, int shift, double width, uint64_t fp, const Run* runs, Py_ssize_t count
+) except -1:
+    """``fp`` into its sorted bucket (``width``: a bucket's span of values): 1 if it
+    was new, 0 if the bucket or a spilled run held it."""
+    cdef Py_ssize_t lo, n
+    cdef uint64_t base
+    cdef unsigned long long* data
+    cdef array.array bucket
+    if shift >= 64:
+        bucket = buckets[0]
+        base = 0
+    else:
+        bucket = buckets[<Py_ssize_t>(fp >> shift)]
+        base = (fp >> shift) << shift
+    n = Py_SIZE(bucket)
+    data = bucket.data.as_ulonglongs
+    lo = _locate(data, n, fp, <Py_ssize_t>(<double>(fp - base) / width * n))
+    if (lo < n and data[lo] == fp) or (count and _in_runs(runs, count, fp)):
+        return 0
+    _grow1(bucket, n)
+    data = bucket.data.as_ulonglongs  # (the resize may have moved it)
+    memmove(data + lo + 1, data + lo, (n - lo) * sizeof(unsigned long long))
+    data[lo] = fp
+    return 1
+
+
+cdef inline int _grow1(array.array bucket, Py_ssize_t n) except -1:
+    """``bucket`` (of ``n`` entries) one entry longer, with the room CPython's
+    ``array.insert`` leaves (a sixteenth more), not ``resize_smart``'s half: a big
+    host's buckets weigh what they did when each URL went through ``insert``."""
+    if n + 1 <= _room(bucket):
+        _set_size(bucket, n + 1)
+        return 0
+    array.resize(bucket, n + 1 + ((n + 1) >> 4) + (3 if n < 8 else 7))
+    _set_size(bucket, n + 1)
+    return 0
+
+
+cdef class Compact:
+    """One call's handle on a ``SeenSet``'s compact buckets and spilled runs
+    (``SeenSet.compact``), for ``_chost``'s loop: ``add1`` is ``add_many`` of one
+    fingerprint, without a Python call. The set's count, splits and spills wait for
+    ``SeenSet.settle(added)`` once the handle is dropped (the handle holds the runs'
+    buffers, which a spill or merge must not find exported); ``room``: the adds after
+    which ``add`` would have split or spilled, when its owner settles and takes a new
+    handle, so that both happen when they did one ``add`` at a time.
+    """
+
+    # (Its fields and C methods are declared in _cdedupe.pxd.)
+
+    def __cinit__(
+        self, list buckets not None, int shift, list runs not None, list filters=None,
+        list fences=None, list reads=None, Py_ssize_t room=PY_SSIZE_T_MAX,
+    ):
+        self.buckets = buckets
+        self.shift = shift
+        self.room = room
+        self.width = 18446744073709551616.0 if shift >= 64 else <double>(1ULL << shift)
+        self.runs = _Runs(runs, filters, fences, reads)
+        self.added = 0
+
+    cdef int add1(self, uint64_t fp) except -1:
+        """``fp`` into the buckets unless they or a spilled run hold it: 1 if new."""
+        cdef _Runs described = <_Runs>self.runs
+        cdef int new = _insert1(
+            self.buckets, self.shift, self.width, fp, described.runs, described.count
+        )
+        self.added += new
+        return new
+
+    def add(self, fp):
+        """``add1`` from Python (tests): True if ``fp`` was new."""
+        return self.add1(<uint64_t>fp) == 1
+
+    @property
+    def count(self):
+        """Fingerprints this handle added."""
+        return self.added
 
 
 # -- the ledger view (harvester/state/chunks.py) -------------------------------------------

@@ -40,7 +40,8 @@ for billion-URL runs: ``-ln(p) / ln(2)**2`` bits a URL, ~3.6 bytes at the
 default ``p = 1e-6`` allocated up front for ``bloom_capacity`` URLs. It can
 drop URLs: each new URL is wrongly taken as seen with probability ``p`` while
 the filter holds at most ``bloom_capacity`` URLs (and rising beyond), so it is
-off by default.
+off by default. Its "seen" is not proof (``exact`` False): the cron path's lost-URL
+rule then asks held-back sitemaps after all (``crawl.revisits``, docs/cron.md).
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from pathlib import Path
 
-    from harvester.urls._cdedupe import FpTable
+    from harvester.urls._cdedupe import Compact, FpTable
 
 __all__ = ["SeenSet"]
 
@@ -78,6 +79,8 @@ _AddMany: TypeAlias = (
 _add_many: _AddMany | None = _cdedupe.add_many if _cdedupe is not None else None
 # Table mode's in-memory set (see the module docstring); None: the buckets instead.
 _FpTable: type[FpTable] | None = _cdedupe.FpTable if _cdedupe is not None else None
+# The compiled URL loop's inserts past the small set (SeenSet.compact); None: add() each.
+_Compact: type[Compact] | None = _cdedupe.Compact if _cdedupe is not None else None
 
 
 # Fingerprints kept in the small set before the compact buckets take over: a table of
@@ -149,6 +152,12 @@ class SeenSet:
     # to it directly while it holds fewer than ``small_limit - 1`` fingerprints (then
     # adds what it added to ``count``) and calls ``add`` from there on.
     @property
+    def exact(self) -> bool:
+        """Whether ``fp in set`` is always right: False in bloom mode (a false positive
+        says seen; "not seen" is always right). The cron path's lost-URL rule asks it."""
+        return self._bloom is None
+
+    @property
     def small(self) -> FpTable | set[int] | None:
         """The small set (an ``FpTable`` or a set of ints); None once left, or never used."""
         return self._small
@@ -192,25 +201,61 @@ class SeenSet:
         """
         if _add_many is None or self._small is not None or self._bloom is not None:
             return sum(1 for fp in fps if not self.add(fp))
-        spilled = self._spilled
-        runs = [view for _, view in spilled.runs]
-        filters = spilled.filters if len(spilled.filters) == len(runs) else None
-        fences = spilled.fences if len(spilled.fences) == len(runs) else None
-        # Each run is a whole file of its own (offset 0).
-        reads: list[tuple[int, int] | None] = [(fh.fileno(), 0) for fh in spilled.files]
+        runs, filters, fences, reads = self._runs()
         if self._table is not None:
             added, repeated = self._table.add_many(fps, runs, filters, fences, reads)
         else:
             added, repeated = _add_many(
                 self._buckets, self._shift, fps, runs, filters, fences, reads
             )
+        self.settle(added)
+        return repeated
+
+    def compact(self) -> Compact | None:
+        """For the compiled URL loop (``_chost``): a handle that adds to the compact
+        buckets in C (``Compact``), or None where ``add`` must be called (the small set,
+        bloom or table mode, no compiled module). Its adds count once it is dropped and
+        ``settle`` is given its ``count`` (at the latest once it has added its ``room``);
+        nothing else may touch the set meanwhile.
+        """
+        if (
+            _Compact is None
+            or self._small is not None
+            or self._bloom is not None
+            or self._table is not None
+        ):
+            return None
+        # add splits once past _split_at, spills at the threshold: the handle's room.
+        room = min(self._split_at + 1, self._threshold) - self._in_memory
+        return _Compact(self._buckets, self._shift, *self._runs(), max(room, 1))
+
+    def settle(self, added: int) -> None:
+        """``added`` fingerprints went into the in-memory part in bulk (``add_many``,
+        a ``compact`` handle): count them, then split or spill as ``add`` would have."""
         self.count += added
         self._in_memory += added
         while self._table is None and self._in_memory > self._split_at:
             self._split()
         if self._in_memory >= self._threshold:
             self._spill()
-        return repeated
+
+    def _runs(
+        self,
+    ) -> tuple[
+        list[memoryview],
+        list[bytearray | None] | None,
+        list[array[int] | None] | None,
+        list[tuple[int, int] | None],
+    ]:
+        """The spilled runs as the compiled inserts read them: views, their filters and
+        fences (None: not one each), and where each is read from."""
+        spilled = self._spilled
+        runs = [view for _, view in spilled.runs]
+        filters = spilled.filters if len(spilled.filters) == len(runs) else None
+        fences = spilled.fences if len(spilled.fences) == len(runs) else None
+        # Each run is a whole file of its own (offset 0).
+        reads: list[tuple[int, int] | None] = [(fh.fileno(), 0) for fh in spilled.files]
+        return runs, filters, fences, reads
 
     def _new_small(self) -> FpTable | set[int]:
         return _FpTable(self._small_limit) if _FpTable is not None else set()

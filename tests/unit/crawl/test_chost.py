@@ -31,7 +31,7 @@ from harvester.crawl.settings import BatchSettings
 from harvester.crawl.urlloop import PyUrlLoop
 from harvester.models import Image, News, SitemapChild, UrlEntry, Video
 from harvester.state.memory import HostMemory
-from harvester.urls.dedupe import SMALL_LIMIT
+from harvester.urls.dedupe import SMALL_LIMIT, SeenSet
 from harvester.urls.normalize import Normalizer
 from harvester.urls.records import encode_records, record
 from tests.compiled import compiled_module
@@ -219,7 +219,9 @@ def state(b: UrlBatch, emitted: list[RecordBatch], others: list[Any]) -> dict[st
         "filtering": b.selection is not None,
         "rows": [f.rows for f in emitted],
         "report": report,
-        "seen": None if seen is None else (len(seen), sorted(seen.small or [])),
+        "seen": None
+        if seen is None
+        else (len(seen), sorted(seen.small or []), seen.spilled, seen.memory_bytes),
         "listed": b.listed,
         "position": b.loop.position,
         "replayed": b.loop.replayed,
@@ -388,6 +390,37 @@ def test_a_big_batch_with_the_audit_sample_and_the_small_set_promotion() -> None
     cfg = config(10**7, 10**7, True, True)
     half = len(batch) // 2
     run_both([batch[:half], batch[half:]], cfg, 100, T0 + timedelta(hours=1), emit_mode="delta")
+
+
+def test_past_the_small_set_the_compiled_loop_adds_in_c(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A big host: past the small set, one spill, repeats inside calls and across them.
+    # Both loops agree, and the compiled one calls SeenSet.add once (to leave the small
+    # set), not once a URL (issue 52 item 3).
+    distinct = 2 * SMALL_LIMIT + 500
+    listed = []
+    for i in range(distinct + 3000):
+        entry = UrlEntry(f"https://e.com/p/{(i * 7919) % distinct}", T0)
+        listed += [entry, entry] if i % 10 == 0 else [entry]
+    batches = [listed[at : at + 700] for at in range(0, len(listed), 700)]
+    cfg = config(10**7, SMALL_LIMIT + 4000, False, False)
+    run_both(batches, cfg, 0)
+    calls: list[int] = []
+    add = SeenSet.add
+
+    def counted(self: SeenSet, fp: int) -> bool:
+        calls.append(fp)
+        return add(self, fp)
+
+    monkeypatch.setattr(SeenSet, "add", counted)
+    b = url_batch(cfg, encoded=True)
+    emitted, _ = feed(b, batches, f"https://{HOST}/sitemap.xml")
+    seen = b.loop.seen
+    assert seen is not None
+    assert seen.spilled > 0
+    assert len(seen) == distinct == sum(len(f.fingerprints) for f in emitted)
+    assert b.report.duplicates == len(listed) - distinct
+    assert len(calls) == 1
+    b.close()
 
 
 @pytest.mark.parametrize("sitemap", ["https://e.com/ü.xml", "https://e.com/\udcff.xml"])

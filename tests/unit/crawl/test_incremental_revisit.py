@@ -6,6 +6,7 @@ import dataclasses
 import gzip
 from array import array
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -278,6 +279,46 @@ def test_a_not_due_urlset_is_asked_when_a_sibling_lost_urls() -> None:
     assert inc.plan(again) == (CHILD, {"If-None-Match": '"v"'})
     inc.finish(Frontier(Config().limits), None)
     assert inc._report.sitemaps_not_due == 0
+
+
+def test_a_bloom_seen_set_cannot_hide_a_lost_url() -> None:
+    """Issue 52 item 4: in bloom mode a false positive says a lost URL was seen; the
+    rule cannot decide, so the held-back sitemap is asked after all, with a warning."""
+    pytest.importorskip("rbloom")
+    from harvester.config import DedupeConfig
+    from harvester.crawl.revisits import INEXACT
+
+    inc = make(two_urlsets())
+    assert inc.start(SitemapRef(CHILD), lambda _: None) == (None, {})
+    read_a(inc, 10)
+    listed(inc)[INDEX] = [1, 2, 2**63 + 5]
+    bloom = SeenSet(DedupeConfig(mode="bloom", bloom_capacity=1, bloom_error_rate=0.5))
+    for fp in range(5_000):  # saturated: every fingerprint reads as seen
+        bloom.add(fp + 2**40)
+    assert all(fp in bloom for fp in (1, 2, 2**63 + 5))  # 2 was lost, but reads as seen
+    assert not bloom.exact
+    assert seen().exact
+    again = inc.revisits.held_back(inc.memory, bloom)
+    assert again is not None
+    assert again.url == CHILD
+    assert inc._report.warnings == [INEXACT]
+    # The rule in bloom mode is the one docs/cron.md describes.
+    docs = Path(__file__).resolve().parents[3] / "docs" / "cron.md"
+    assert INEXACT.split(" (", 1)[0] in " ".join(docs.read_text(encoding="utf-8").split())
+
+
+def test_a_bloom_seen_set_still_finds_a_certain_loss_without_a_warning() -> None:
+    pytest.importorskip("rbloom")
+    from harvester.config import DedupeConfig
+
+    inc = make(two_urlsets())
+    assert inc.start(SitemapRef(CHILD), lambda _: None) == (None, {})
+    read_a(inc, 10)
+    listed(inc)[INDEX] = [1, 2]
+    bloom = SeenSet(DedupeConfig(mode="bloom", bloom_capacity=10_000, bloom_error_rate=1e-6))
+    bloom.add(1)
+    assert inc.revisits.held_back(inc.memory, bloom) is not None  # 2: certainly not seen
+    assert inc._report.warnings == []
 
 
 def test_a_not_due_urlset_is_asked_when_a_sibling_lost_as_many_urls_as_it_gained() -> None:

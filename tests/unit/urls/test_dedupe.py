@@ -238,3 +238,60 @@ def test_add_many_is_compiled_where_built() -> None:
     from harvester.urls import dedupe
 
     assert (dedupe._add_many is not None) == (compiled.load("_cdedupe") is not None)
+
+
+@pytest.mark.skipif(dedupe_table() is None, reason="the compact handle needs the compiled module")
+@given(
+    batches=st.lists(
+        st.lists(st.integers(min_value=0, max_value=2**64 - 1) | _EDGES | _TOP), max_size=12
+    ),
+    threshold=st.integers(min_value=50, max_value=3_000),
+)
+def test_the_compact_handle_answers_as_add_does(
+    tmp_path_factory: pytest.TempPathFactory, batches: list[list[int]], threshold: int
+) -> None:
+    """``compact`` (the compiled URL loop's inserts past the small set), settled at the
+    end of each batch or once its ``room`` is used, answers each fingerprint as ``add``
+    does on a twin set, repeats inside a batch among them; the twins split and spill
+    at the same fingerprints, so they hold the same buckets, runs and memory."""
+    spill_dir = tmp_path_factory.mktemp("spill")
+    cfg = DedupeConfig(spill_threshold=threshold)
+    with SeenSet(cfg, spill_dir=spill_dir) as seen, SeenSet(cfg, spill_dir=spill_dir) as twin:
+        for fp in _fps(threshold // 2, seed=threshold):  # then past the small set
+            seen.add(fp)
+            twin.add(fp)
+        for one in (seen, twin):
+            if one._small is not None:
+                one._leave_small(one._small)
+        for batch in [*batches, _fps(2_000, seed=len(batches)), *batches[:2]]:
+            handle = seen.compact()
+            answers = []
+            for fp in batch:
+                assert handle is not None
+                answers.append(handle.add(fp))
+                if handle.count >= handle.room:
+                    added, handle = handle.count, None  # (gone before a spill)
+                    seen.settle(added)
+                    handle = seen.compact()
+            assert handle is not None
+            added, handle = handle.count, None
+            seen.settle(added)
+            assert answers == [twin.add(fp) for fp in batch]
+            assert len(seen) == len(twin)
+            assert seen._buckets == twin._buckets
+            assert seen.spilled == twin.spilled
+            assert seen.memory_bytes == twin.memory_bytes
+        held = {fp for batch in batches for fp in batch} | set(_fps(2_000, seed=len(batches)))
+        assert all(fp in seen for fp in held)
+        assert not any(fp in seen for fp in _fps(200, seed=-1) if fp not in twin)
+    assert list(spill_dir.iterdir()) == []
+
+
+def test_no_compact_handle_where_add_must_be_called() -> None:
+    from harvester.urls import dedupe
+
+    seen = SeenSet()
+    assert seen.compact() is None  # the small set: _chost adds to it itself
+    assert SeenSet(table=True).compact() is None
+    seen._leave_small(seen._small or set())
+    assert (seen.compact() is None) == (dedupe._Compact is None)
