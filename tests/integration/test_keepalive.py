@@ -65,7 +65,7 @@ class KeepAliveServer:
                     await self._change.wait_for(lambda: self.closed >= count)
             return self.closed >= count
 
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.accepted += 1
         with contextlib.suppress(ConnectionError, asyncio.IncompleteReadError):
             while head := await reader.readuntil(b"\r\n\r\n"):
@@ -109,7 +109,7 @@ async def serving(*servers: KeepAliveServer) -> AsyncIterator[None]:
 
 @contextlib.asynccontextmanager
 async def _serve(server: KeepAliveServer) -> AsyncIterator[None]:
-    listener = await asyncio.start_server(server._handle, server.host, 0)
+    listener = await asyncio.start_server(server.handle, server.host, 0)
     server.port = listener.sockets[0].getsockname()[1]
     try:
         yield
