@@ -93,7 +93,10 @@ class FetchConfig:
     resolver: Literal["async", "threaded"] = "async"  # async: aiodns (c-ares)
     nameservers: tuple[str, ...] = ()  # "ip" or "ip:port" ("[v6]:port"); () = the system's
     ca_bundle: str = ""  # PEM file of extra trusted CAs, on top of the system's (and SSL_CERT_FILE)
-    keepalive_timeout: float = 2.0  # seconds an idle pooled connection stays open
+    # Seconds an idle pooled connection stays open. A host's connections close when the
+    # host ends (Fetcher.end_host), so this serves hosts at work only: long enough for the
+    # gaps between one host's requests under load (issue 51: 2-20 s).
+    keepalive_timeout: float = 30.0
     chunk_size: int = 65_536
     # SSRF guard (harvester.crawl.guard): refuse non-public peers unless allowed here.
     allow_private: bool = False

@@ -13,14 +13,22 @@ In: ``FetchConfig`` and the fetcher's resolver. Out: ``SessionParts``, what the 
   system's CAs (OpenSSL honours ``SSL_CERT_FILE``/``SSL_CERT_DIR``) plus
   ``fetch.ca_bundle``. Building a context loads the CA store, milliseconds of
   disk and parsing, so it is done once per worker, never per host,
-* pooled keep-alive connections per (host, port), ``fetch.keepalive_timeout``,
+* pooled keep-alive connections per (host, port), ``fetch.keepalive_timeout``, and
+  ``close_idle``, which closes one host's idle pooled connections when the host ends
+  (its worker is done), so a long keep-alive serves a working host without keeping
+  the sockets of finished ones,
 * a ``TraceConfig`` feeding ``ConnectionQueue``, the count of requests waiting for a
   free connection (``Fetcher.queued``, read by the run's admission),
 * through a SOCKS5 ``fetch.proxy``, aiohttp-socks' connector (``harvester.crawl.socks``).
 
-Only aiohttp's public API is used (``resolver=``, ``middlewares=``, ``trace_configs=``):
-its private connector methods change between releases (issue 46), and the SSRF guard
-must not depend on them. ``harvester.crawl.guard`` says why the guard sits where it does.
+The guard uses only aiohttp's public API (``resolver=``, ``middlewares=``,
+``trace_configs=``): its private connector methods change between releases (issue 46),
+and the SSRF guard must not depend on them. ``close_idle`` is the one exception, and
+only for memory: aiohttp has no public call to close one key's pooled connections, so
+it reads the connector's pool (``_conns``), and when that is not what it expects it
+closes nothing and logs once (connections then expire by the keep-alive, as before);
+``tests/unit/crawl/test_connector.py`` fails loudly on such an aiohttp.
+``harvester.crawl.guard`` says why the guard sits where it does.
 
 Example::
 
@@ -35,6 +43,7 @@ Example::
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import socket
 import ssl
@@ -62,10 +71,13 @@ __all__ = [
     "GuardedResolver",
     "HopGuard",
     "SessionParts",
+    "close_idle",
     "is_socks",
     "make_session_parts",
     "tls_context",
 ]
+
+logger = logging.getLogger(__name__)
 
 _ALLOWED_LITERALS = 4096  # HopGuard's memory of allowed literal hosts (a few hundred KB)
 _TLS_CONTEXTS_MAX = 8  # TLS contexts kept per process (each holds a CA store, ~1 MB)
@@ -189,6 +201,55 @@ def make_session_parts(cfg: FetchConfig, resolver: AbstractResolver) -> SessionP
         guarded = GuardedResolver(resolver, policy, proxy=cfg.proxy)
         connector = aiohttp.TCPConnector(resolver=guarded, **options)
     return SessionParts(connector, middlewares, (trace,), queue)
+
+
+def close_idle(connector: aiohttp.BaseConnector, host: str) -> int:
+    """Close the idle pooled connections to ``host``; return how many were closed.
+
+    In: the session's connector (a ``TCPConnector`` or aiohttp-socks' subclass) and a
+    ``host_key`` (``name``, or ``name:port`` for a port other than the scheme's
+    default: then that port only, else 80 and 443). Every pooled connection to it,
+    whatever its TLS setting or proxy, is closed and leaves the pool. Connections in
+    use are not pooled, so a request in flight (another holder of the same name) is
+    never cut; one that was pooled is only dialed again when next needed.
+
+    Reads aiohttp's private pool (no public call exists): if it is not a mapping of
+    keys with ``host``/``port`` to ``(protocol, time)`` pairs, nothing is closed and
+    a warning is logged once.
+    """
+    pool = getattr(connector, "_conns", None)
+    if not isinstance(pool, dict):
+        _pool_unknown(connector)
+        return 0
+    url = yarl.URL(f"//{host}")
+    name, port = url.raw_host, url.explicit_port
+    ports = (80, 443) if port is None else (port,)
+    try:
+        keys = [key for key in pool if key.host == name and key.port in ports]
+        closed = 0
+        for key in keys:
+            for protocol, _ in pool.pop(key):
+                protocol.close()  # the socket goes now; the server sees the close
+                closed += 1
+    except (AttributeError, TypeError, ValueError):
+        _pool_unknown(connector)
+        return 0
+    return closed
+
+
+def _pool_unknown(connector: aiohttp.BaseConnector) -> None:
+    global _POOL_WARNED  # one warning per process, not one per host
+    if not _POOL_WARNED:
+        _POOL_WARNED = True
+        logger.warning(
+            "aiohttp %s: %s's connection pool is not what harvester knows; finished hosts'"
+            " connections stay open until fetch.keepalive_timeout",
+            aiohttp.__version__,
+            type(connector).__name__,
+        )
+
+
+_POOL_WARNED = False
 
 
 class GuardedResolver(AbstractResolver):

@@ -55,27 +55,14 @@ import aiohttp
 
 from harvester.crawl.body import Body, BodyStream, redact
 from harvester.crawl.challenge import challenged
-from harvester.crawl.connector import is_socks, make_session_parts
+from harvester.crawl.connector import close_idle, is_socks, make_session_parts
 from harvester.crawl.headers import HostHeaders
 from harvester.crawl.resolver import make_resolver
-from harvester.crawl.retry import (
-    HONOUR_RETRY_AFTER,
-    attempt_error,
-    not_before,
-    retry_after_seconds,
-    retryable,
-)
+from harvester.crawl.response import body_of, body_read_timeout, check_status
+from harvester.crawl.retry import attempt_error, not_before, retry_after_seconds, retryable
 from harvester.crawl.targets import check_target, valid_hop
 from harvester.crawl.tdmheaders import HeaderSignals
-from harvester.errors import (
-    Blocked,
-    BodyTooLarge,
-    FetchError,
-    FetchTimeout,
-    ForbiddenAddress,
-    HTTPStatusError,
-    InvalidURL,
-)
+from harvester.errors import FetchError, FetchTimeout, ForbiddenAddress, HTTPStatusError, InvalidURL
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -90,21 +77,6 @@ if TYPE_CHECKING:
 __all__ = ["Body", "Fetcher", "not_before", "retry_after_seconds"]
 
 logger = logging.getLogger(__name__)
-
-
-def _body_read_timeout(response: aiohttp.ClientResponse, seconds: float) -> None:
-    """Let the body of a first-contact response stall up to ``read_timeout`` again.
-
-    The request waited for its first byte with ``first_byte_timeout`` as the
-    socket read timeout; the body gets the usual one, counted from now.
-    ``read_timeout`` and ``start_timeout`` are public on aiohttp's protocol
-    (aiohttp itself clears the timeout that way for websockets).
-    """
-    connection = response.connection
-    protocol = connection.protocol if connection is not None else None
-    if protocol is not None:
-        protocol.read_timeout = seconds
-        protocol.start_timeout()  # re-arm: the running timer still has the first-byte wait
 
 
 class Fetcher:
@@ -172,6 +144,18 @@ class Fetcher:
     def resolver(self) -> CachingResolver | None:
         """The caching resolver of the open fetcher (its counters tell lookups from hits)."""
         return self._dns
+
+    def end_host(self, *hosts: str) -> None:
+        """The hosts (``host_key``s) are done: close their idle pooled connections now.
+
+        A host's worker calls this when every request of the host is over, so the
+        keep-alive (``fetch.keepalive_timeout``) keeps connections only for hosts at work
+        (``connector.close_idle``). Nothing happens on a closed fetcher.
+        """
+        connector = self._session.connector if self._session is not None else None
+        if connector is not None:
+            for host in hosts:
+                close_idle(connector, host)
 
     async def __aenter__(self) -> Fetcher:
         if self._session is not None:
@@ -284,18 +268,18 @@ class Fetcher:
                         )
                         self._answered(slot, response)
                         if first:
-                            _body_read_timeout(response, cfg.read_timeout)
+                            body_read_timeout(response, cfg.read_timeout)
                 except (TimeoutError, aiohttp.ClientError, ForbiddenAddress, InvalidURL) as exc:
                     cause = exc
                     error = attempt_error(cfg, exc, url, first=first, expired=budget.expired())
                 else:
                     assert deadline is not None  # set before the request was sent
-                    outcome = await challenged(response, self._check_response(response, url, cap))
+                    outcome = await challenged(response, check_status(response, url, cap))
                     if outcome is None:
                         async with self._bodies:
                             body_stream = BodyStream(response, url, cfg, cap, deadline)
                             try:
-                                yield _body(response, attempt, body_stream)
+                                yield body_of(response, attempt, body_stream)
                             finally:
                                 body_stream.close()
                         return
@@ -374,28 +358,6 @@ class Fetcher:
         )
         await self._sleep(delay)
 
-    def _check_response(
-        self, response: aiohttp.ClientResponse, url: str, cap: int
-    ) -> HTTPStatusError | None:
-        """None if the body may be handed over; the status error to retry or raise otherwise."""
-        status = response.status
-        if 200 <= status < 300 or status == 304:
-            # Content-Length is the size on the wire; refusing here saves the
-            # download. A 304 may repeat the length of the body it stands for.
-            declared = response.content_length
-            if declared is not None and declared > cap and status != 304:
-                raise BodyTooLarge(f"Content-Length {declared} is larger than {cap} bytes", url=url)
-            return None
-        retry_after = None  # as the server asked (see _retry_delay and not_before)
-        if status in HONOUR_RETRY_AFTER:
-            retry_after = retry_after_seconds(response.headers.get("Retry-After"))
-        reason = response.reason or ""
-        message = f"HTTP {status} {reason}".rstrip()
-        if status == 403 and response.headers.get("cf-mitigated", "").lower() == "challenge":
-            # A bot challenge page, not the file: say so, a retry would meet it again.
-            return Blocked(f"{message} (bot challenge)", url=url, status=status)
-        return HTTPStatusError(message, url=url, status=status, retry_after=retry_after)
-
     def _retry_delay(self, error: FetchError, attempt: int, retries: int) -> float | None:
         """Seconds to wait before attempt ``attempt + 1``, or None to give up."""
         if attempt > retries or not retryable(error):
@@ -407,15 +369,3 @@ class Fetcher:
         # Full jitter (AWS architecture blog): uniform over [0, capped exponential].
         ceiling = min(self._cfg.backoff_max, self._cfg.backoff_base * 2 ** min(attempt - 1, 62))
         return self._rng.uniform(0.0, ceiling)
-
-
-def _body(response: aiohttp.ClientResponse, attempts: int, stream: BodyStream) -> Body:
-    """The ``Body`` handed to the caller: the final URL and status, then the stream."""
-    return Body(
-        url=str(response.url),
-        status=response.status,
-        headers=response.headers,
-        redirects=tuple(str(r.url) for r in response.history),
-        attempts=attempts,
-        _stream=stream,
-    )

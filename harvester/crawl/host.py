@@ -167,9 +167,7 @@ class HostWorker:
         except TimeoutError:
             self.report.limit("max_host_seconds")
         finally:
-            self._scheduler.release(self.host)
-            if self._site_host is not None:
-                self._scheduler.release(self._site_host)
+            _end(self._scheduler, self._fetcher, self.host, self._site_host)
             self.batch.close()
             self.report.seconds = round(time.monotonic() - started, 3)
         # Emitted outside the timeout so records harvested before it are never lost.
@@ -394,6 +392,15 @@ def _next(
     if nxt is None and incremental is not None and not batch.cap_hit:
         nxt = incremental.revisits.held_back(incremental.memory, batch.seen)
     return None if batch.cap_hit else nxt
+
+
+def _end(scheduler: Scheduler, fetcher: Fetcher, host: str, site_host: str | None) -> None:
+    """A host's requests are over: its slots (and its robots.txt host's) go back, and its
+    pooled connections close now rather than at the keep-alive (``Fetcher.end_host``)."""
+    hosts = (host,) if site_host is None else (host, site_host)
+    for name in hosts:
+        scheduler.release(name)
+    fetcher.end_host(*hosts)
 
 
 def _finish(

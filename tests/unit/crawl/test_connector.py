@@ -1,4 +1,6 @@
-"""The fetcher's connection layer extends aiohttp through its public API only (issue 46).
+"""The fetcher's connection layer extends aiohttp through its public API only (issue 46),
+but for ``close_idle``, which reads aiohttp's pool (the tests at the end fail loudly when
+an aiohttp release changes it).
 
 aiohttp's private connector methods (``_resolve_host``, ``_create_connection``,
 ``_wait_for_available_connection``, ...) change between releases; an override of one
@@ -24,10 +26,12 @@ from aiohttp.abc import AbstractResolver, ResolveResult
 from multidict import CIMultiDict
 
 from harvester.config import FetchConfig
+from harvester.crawl import connector as connector_module
 from harvester.crawl.connector import (
     ConnectionQueue,
     GuardedResolver,
     HopGuard,
+    close_idle,
     make_session_parts,
 )
 from harvester.crawl.guard import AddressPolicy
@@ -200,3 +204,71 @@ async def test_session_parts_follow_the_policy() -> None:
     open_ = make_session_parts(FetchConfig(allow_private=True), Answers())
     assert open_.middlewares == ()  # allow_private: nothing to refuse
     await open_.connector.close()
+
+
+# -- close_idle: a finished host's pooled connections (issue 51) --------------------------
+
+
+class Protocol:
+    """A pooled connection's protocol: ``close`` is all close_idle calls."""
+
+    def __init__(self) -> None:
+        self.closed = False
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def _key(host: str, port: int, *, is_ssl: bool = False) -> object:
+    return aiohttp.client_reqrep.ConnectionKey(host, port, is_ssl, is_ssl, None, None, None)
+
+
+async def test_the_pool_close_idle_reads_is_the_one_aiohttp_has() -> None:
+    # close_idle reads aiohttp's private pool: a dict keyed by ConnectionKey (host, port)
+    # of (protocol, time) pairs. If a release changes that, this fails, not the memory.
+    # The SOCKS connector (aiohttp-socks) derives from TCPConnector: the same pool.
+    plain = make_session_parts(FetchConfig(), Answers()).connector
+    socks = make_session_parts(FetchConfig(proxy="socks5://127.0.0.1:1080"), Answers()).connector
+    try:
+        for connector in (plain, socks):
+            assert isinstance(getattr(connector, "_conns", None), dict)
+        fields = aiohttp.client_reqrep.ConnectionKey._fields
+        assert fields[:3] == ("host", "port", "is_ssl")
+        assert "_conns" in inspect.getsource(aiohttp.BaseConnector._release)
+        assert "popleft()" in inspect.getsource(aiohttp.BaseConnector._get)
+    finally:
+        await plain.close()
+        await socks.close()
+
+
+def test_close_idle_closes_the_hosts_connections_on_its_ports_only() -> None:
+    a80, a443, a8080 = Protocol(), Protocol(), Protocol()
+    other, tls_off = Protocol(), Protocol()
+    pool: dict[object, list[tuple[Protocol, float]]] = {
+        _key("a.example", 80): [(a80, 1.0)],
+        _key("a.example", 443, is_ssl=True): [(a443, 1.0), (tls_off, 2.0)],
+        _key("a.example", 8080): [(a8080, 1.0)],
+        _key("b.example", 443, is_ssl=True): [(other, 1.0)],
+    }
+    connector = cast("aiohttp.BaseConnector", SimpleNamespace(_conns=pool))
+    assert close_idle(connector, "a.example") == 3
+    assert (a80.closed, a443.closed, tls_off.closed) == (True, True, True)
+    assert (a8080.closed, other.closed) == (False, False)
+    assert close_idle(connector, "a.example:8080") == 1
+    assert (a8080.closed, other.closed) == (True, False)
+    assert list(pool) == [_key("b.example", 443, is_ssl=True)]
+    assert close_idle(connector, "a.example") == 0
+    assert close_idle(connector, "[::1]:8080") == 0
+
+
+def test_close_idle_on_a_pool_it_does_not_know_closes_nothing_and_says_so_once(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(connector_module, "_POOL_WARNED", False)
+    unknown = cast("aiohttp.BaseConnector", SimpleNamespace(_conns=[("a.example", 80)]))
+    renamed = cast("aiohttp.BaseConnector", SimpleNamespace(_pool={}))
+    with caplog.at_level("WARNING", logger="harvester.crawl.connector"):
+        assert close_idle(unknown, "a.example") == 0
+        assert close_idle(renamed, "a.example") == 0
+    assert len(caplog.records) == 1
+    assert "keepalive_timeout" in caplog.records[0].getMessage()
