@@ -126,7 +126,8 @@ async def probe_urls(
     the coverage check, which never fetch it again. Fetched for discovery alone, it is
     one of the ``probe_budget`` requests, so a host with no sitemap anywhere still costs
     at most the budget. A home page that fails leaves the plan unguessed (a walk reports
-    the failure). The home page comes back only when a walk will read it (else None).
+    the failure). The home page comes back only when a walk will read it (else None),
+    with its bytes when the coverage check is on (``Fetched.body``).
     """
     home: Fetched | None = None
     url = f"{origin}/"
@@ -135,7 +136,9 @@ async def probe_urls(
     if charged is not None and robots.can_fetch(url):
         budget -= 1 if charged else 0
         try:
-            home = await fetch_page(url, fetcher, slot)
+            # With the coverage check on, its bytes are kept: when the home page is in the
+            # check's sample, the lastmod audit reads it from them (state.samples).
+            home = await fetch_page(url, fetcher, slot, keep_body=settings.coverage > 0)
         except FetchError:
             home = None
     page = home.page if home is not None else None
