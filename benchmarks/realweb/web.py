@@ -8,7 +8,7 @@ digest) and ``write_seeds``.
 
 Domain ``i`` is ``d{i:05d}.realweb.test`` (and ``www.`` of it) on its own loopback
 address ``address(i)`` = ``127.(16 + i // 62500).(i // 250 % 250).(i % 250 + 1)``. The
-first domains take one kind each in ``KINDS`` order (so a 23-domain web has every kind);
+first domains take one kind each in ``KINDS`` order (so a 26-domain web has every kind);
 the rest draw a kind from the mix (``random.Random(seed)``, one draw per domain). One
 domain near the end of the list (``late_index``: 2 % from the end) is a `delay` site whose
 chain is the mix's cap, the longest of the web: issue 51's host that, admitted late, holds
