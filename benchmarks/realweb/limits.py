@@ -12,10 +12,11 @@ A host's chain is the largest of three lower bounds:
   last one starts (requests - 1) intervals after the first, and its answer comes after the
   site's latency. The requests are every one a default harvester makes on the host
   (``requests_needed``): robots.txt (and the apex's redirect to www), tdmrep.json
-  (``policy.tdmrep``), the probes that miss before the one that finds the sitemap
-  (``discovery.fallback_paths`` and ``probes.toml`` in harvester's own ``probes.plan``
-  order, for a robots.txt without ``Sitemap:``), and the sitemaps;
-* dependency: robots.txt (and the apex's redirect to www), tdmrep.json, each missed probe,
+  (``policy.tdmrep``), for a robots.txt without ``Sitemap:`` the home page and the probes
+  that miss before the one that finds the sitemap (``discovery.fallback_paths`` and
+  ``probes.toml`` in harvester's own ``probes.plan`` order), and the sitemaps;
+* dependency: robots.txt (and the apex's redirect to www), tdmrep.json, the home page and
+  each missed probe,
   then the sitemap, then an index's children: each step waits for the answer before, a
   latency (a `slow` site's TTFB) each;
 * concurrency: at most ``concurrency`` requests of a host at once, a latency each.
@@ -29,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from benchmarks.realweb.web import GZIP, XML, Site
+from benchmarks.realweb.web import GZIP, HTML, XML, Site
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -74,21 +75,29 @@ def politeness(config: Path | None = None) -> Politeness:
 
 
 def missed_probes(site: Site, polite: Politeness) -> int:
-    """The probes harvester asks in vain before the one that finds ``site``'s sitemap:
-    0 when robots.txt names it (``Sitemap:``), else the sitemap's place in harvester's
-    probe plan (``harvester.crawl.probes.plan``: no home page is fetched by default)."""
+    """The requests harvester makes in vain before the one that finds ``site``'s sitemap:
+    0 when robots.txt names it (``Sitemap:``), else the home page (read for its
+    ``<link rel="sitemap">``, one of the budget's requests: ``probes.home_charged``) and
+    the sitemap's place in harvester's probe plan (``harvester.crawl.probes.plan``)."""
+    from harvester.crawl.htmlpage import parse_html
     from harvester.crawl.probes import plan
 
     robots = site.pages.get("/robots.txt")
     if robots is not None and b"\nSitemap:" in robots.body:
         return 0
     origin = f"{site.scheme}://{site.content_host}"
-    urls = plan(polite.fallback_paths, origin, polite.probe_budget)
+    home, budget, page = polite.probe_budget >= 2, polite.probe_budget, None
+    if home:  # (no realweb robots.txt disallows /)
+        budget -= 1
+        answer = site.pages.get("/")
+        if answer is not None and answer.content_type == HTML:
+            page = parse_html(answer.body, f"{origin}/", {"Content-Type": HTML})
+    urls = plan(polite.fallback_paths, origin, budget, page)
     for k, url in enumerate(urls):
-        page = site.pages.get(url.removeprefix(origin))
-        if page is not None and page.content_type in (XML, GZIP):
-            return k
-    return len(urls)  # (no probe finds it: the site is not healthy, its chain is 0)
+        found = site.pages.get(url.removeprefix(origin))
+        if found is not None and found.content_type in (XML, GZIP):
+            return home + k
+    return home + len(urls)  # (no probe finds it: the site is not healthy, its chain is 0)
 
 
 def requests_needed(site: Site, polite: Politeness | None = None) -> int:

@@ -68,7 +68,16 @@ NEW_SHARES: Final[dict[str, float]] = {
     "delay": 0.1,
     "bigindex": 0.1,
     "probe_only": 1.0,  # issue 49: a sitemap only a platform probe finds (web.py)
+    # Issue 49: a sitemap only at /sitemap.xml.gz, and one only a home page's
+    # <link rel="sitemap"> announces (web.py). Carved below the kinds above (LATER).
+    "gz_only": 0.5,
+    "link_only": 0.5,
 }
+# Kinds given a share after the others of NEW_SHARES: their intervals are carved from the
+# top of `small`'s, below every other kind's (``_fixed``, ``draw``), and their random
+# shares are drawn last, so every other kind keeps its interval and every drawn parameter
+# its value.
+LATER: Final = ("gz_only", "link_only")
 KINDS: Final = (*OLD_SHARES, *NEW_SHARES)
 EXPECT: Final[dict[str, str]] = {
     "small": "ok",
@@ -97,6 +106,8 @@ EXPECT: Final[dict[str, str]] = {
     "delay": "ok",
     "bigindex": "ok",
     "probe_only": "ok",
+    "gz_only": "ok",
+    "link_only": "ok",
 }
 WALL_STATUS: Final = {"wall_403": 403, "wall_challenge": 403, "wall_401": 401, "wall_451": 451}
 MIXES: Final = ("fixed", "random")
@@ -157,13 +168,15 @@ def _fixed() -> Mix:
     # The old boundaries exactly as ``random.choices`` computed them (itertools.accumulate
     # of the old weights), and the new kinds' intervals inside the top of `small`'s: a
     # draw outside that slice picks the kind it picked before, bit for bit.
+    # The kinds of ``LATER`` sit lowest, so the earlier new kinds keep their intervals.
     old = list(itertools.accumulate(OLD_SHARES.values()))
     carved = sum(NEW_SHARES.values())
     names = ["small"]
     bounds = [old[0] - carved]
     upper = old[0] - carved
-    for kind, share in NEW_SHARES.items():
-        upper += share
+    earlier = [k for k in NEW_SHARES if k not in LATER]
+    for kind in (*LATER, *earlier):
+        upper += NEW_SHARES[kind]
         names.append(kind)
         bounds.append(upper)
     bounds[-1] = old[0]
@@ -185,27 +198,43 @@ def draw(seed: int) -> Mix:
     """The random mix of ``seed`` (the module docstring's bounds); the same in every process."""
     rng = random.Random(f"mix:{seed}")
     shares = {k: v * _log_uniform(rng, 0.5, 2.0) for k, v in OLD_SHARES.items()}
-    shares.update({k: v * _log_uniform(rng, 1.0, 4.0) for k, v in NEW_SHARES.items()})
-    total = sum(shares.values())
-    shares = {k: 100 * v / total for k, v in shares.items()}
+    earlier = {k: v for k, v in NEW_SHARES.items() if k not in LATER}
+    shares.update({k: v * _log_uniform(rng, 1.0, 4.0) for k, v in earlier.items()})
     median = _log_uniform(rng, 0.03, 0.15)
     small_lo, small_hi = rng.randint(10, 40), rng.randint(300, 1500)
+    latency = (median, rng.uniform(0.5, 1.0))
+    slow_latency = median * rng.uniform(1.2, 2.5)
+    ttfb = (rng.uniform(4.0, 8.0), rng.uniform(12.0, 35.0))
+    dns_median = _log_uniform(rng, 0.05, 0.18)
+    urlset_share = rng.uniform(0.5, 0.85)
+    big_urls = (rng.randint(5_000, 15_000), rng.randint(30_000, 80_000))
+    crawl_delay = (1.0, rng.uniform(10.0, 30.0))
+    delay_children = (4, rng.randint(20, 60))
+    bigindex_children = (rng.randint(40, 80), rng.randint(200, 600))
+    chain_cap = rng.uniform(120.0, 300.0)
+    # ``LATER``'s shares come out of the top of `small`'s interval: every other kind keeps
+    # its interval, so a seed's web is the one it was but for those draws.
+    later = {k: NEW_SHARES[k] * _log_uniform(rng, 1.0, 4.0) for k in LATER}
+    total = sum(shares.values())
+    shares["small"] -= sum(later.values())
+    shares = {"small": shares.pop("small"), **later, **shares}
+    shares = {k: 100 * v / total for k, v in shares.items()}
     return Mix(
         "random",
         seed,
         tuple(shares),
         tuple(itertools.accumulate(shares.values())),
-        latency=(median, rng.uniform(0.5, 1.0)),
-        slow_latency=median * rng.uniform(1.2, 2.5),
-        ttfb=(rng.uniform(4.0, 8.0), rng.uniform(12.0, 35.0)),
-        dns_median=_log_uniform(rng, 0.05, 0.18),
+        latency=latency,
+        slow_latency=slow_latency,
+        ttfb=ttfb,
+        dns_median=dns_median,
         small_urls=(small_lo, small_hi),
-        urlset_share=rng.uniform(0.5, 0.85),
-        big_urls=(rng.randint(5_000, 15_000), rng.randint(30_000, 80_000)),
-        crawl_delay=(1.0, rng.uniform(10.0, 30.0)),
-        delay_children=(4, rng.randint(20, 60)),
-        bigindex_children=(rng.randint(40, 80), rng.randint(200, 600)),
-        chain_cap=rng.uniform(120.0, 300.0),
+        urlset_share=urlset_share,
+        big_urls=big_urls,
+        crawl_delay=crawl_delay,
+        delay_children=delay_children,
+        bigindex_children=bigindex_children,
+        chain_cap=chain_cap,
         shares=shares,
     )
 

@@ -8,7 +8,7 @@ digest) and ``write_seeds``.
 
 Domain ``i`` is ``d{i:05d}.realweb.test`` (and ``www.`` of it) on its own loopback
 address ``address(i)`` = ``127.(16 + i // 62500).(i // 250 % 250).(i % 250 + 1)``. The
-first domains take one kind each in ``KINDS`` order (so a 23-domain web has every kind);
+first domains take one kind each in ``KINDS`` order (so a 26-domain web has every kind);
 the rest draw a kind from the mix (``random.Random(seed)``, one draw per domain). One
 domain near the end of the list (``late_index``: 2 % from the end) is a `delay` site whose
 chain is the mix's cap, the longest of the web: issue 51's host that, admitted late, holds
@@ -40,6 +40,9 @@ so domain ``i`` is the same whatever the web's size.
 | `wall_451` | 0.05 | every path 451 | `blocked` |
 | `delay` | 0.1 | robots.txt `Crawl-delay` 1-30 s, an index of 4-40 urlsets (<= 200 s) | `ok` |
 | `bigindex` | 0.1 | an index of 60-400 gzip urlsets of 20-200 URLs | `ok` |
+| `probe_only` | 1 | `small`, robots.txt names none, the sitemap at `/wp-sitemap.xml` | `ok` |
+| `gz_only` | 0.5 | `small`, robots.txt names none, the sitemap at `/sitemap.xml.gz` | `ok` |
+| `link_only` | 0.5 | `small`, robots.txt names none, the sitemap at `LINKED`, see below | `ok` |
 
 (The random mix's shares and ranges: ``benchmarks.realweb.mix``.) Details. Every https
 site's :80 answers 301 to the same URL on https. `small` and the sites with its content
@@ -51,7 +54,10 @@ robots.txt -> `/sitemap_index.xml` -> `.xml.gz` children (application/gzip, not 
 Content-Encoding) of at most 10,000 URLs each. `fallback`: half have no robots.txt
 (404), half one without `Sitemap:`. `robots_5xx`: RFC 9309 says a 5xx robots.txt means
 "assume complete disallow", so the expected outcome is that failure, not the URLs.
-`hang`: no TLS handshake either. `none`: no sitemap exists, so a correct harvest finds
+`hang`: no TLS handshake either. `link_only`: the sitemap at ``LINKED``
+(``/assets/map-1.xml``, which no probe guesses), named only by the home page's
+``<link rel="sitemap" type="application/xml">`` (issue 49's hidden kinds: ``_hide``).
+`none`: no sitemap exists, so a correct harvest finds
 no URL; a soft-404 HTML page at a probed location is no sitemap either. The walls
 (issue 51): a bot wall answers every path, robots.txt included, with its status; the
 site has sitemaps behind it, but a correct tool reports `blocked`, not `none`.
@@ -86,13 +92,14 @@ HEALTHY: Final = frozenset(k for k, v in EXPECT.items() if v == "ok")
 # Kinds with the content of `small` (robots -> sitemap), behind a failure for two of them
 WITH_CONTENT: Final = frozenset(
     {"small", "www", "http_only", "fallback", "robots_5xx", "robots_hang", "slow"}
-    | {"https_dropped", "probe_only"}
+    | {"https_dropped", "probe_only", "gz_only", "link_only"}
 )
+HIDDEN: Final = frozenset({"probe_only", "gz_only", "link_only"})  # robots.txt names none
 HTTP_ONLY: Final = frozenset({"http_only", "https_dropped"})  # content on http://
 # Kinds whose :443 completes a TLS handshake (a certificate is made for them)
 TLS_KINDS: Final = frozenset(
     {"small", "www", "big", "fallback", "soft404", "nosite", "robots_5xx", "robots_hang"}
-    | {"slow", "delay", "bigindex", "probe_only", *WALL_STATUS}
+    | {"slow", "delay", "bigindex", *HIDDEN, *WALL_STATUS}
 )
 DNS_KIND: Final = {"dns_nx": "nxdomain", "dns_servfail": "servfail", "dns_empty": "empty"}
 NS_SM: Final = "http://www.sitemaps.org/schemas/sitemap/0.9"
@@ -102,6 +109,7 @@ SOFT404: Final = (
     b"<p>It looks like nothing was found at this location.</p></body></html>\n"
 )
 SECTIONS: Final = ("blog", "news", "products", "docs", "category/shoes", "p", "en/articles")
+LINKED: Final = "/assets/map-1.xml"  # `link_only`: a path no probe guesses
 LATE_DELAY: Final = 10  # the late host's Crawl-delay (issue 53's example: 10 s x 20 files)
 
 
@@ -301,11 +309,8 @@ def _content(site: Site, rng: random.Random, mix: Mix, *, late: bool = False) ->
             pages["/sitemap.xml"] = Page(200, XML, index(children))
         sitemap = "/sitemap.xml"
     robots = ROBOTS + (f"Crawl-delay: {site.crawl_delay:g}\n" if site.crawl_delay else "")
-    if site.kind == "probe_only":
-        # Issue 49: a WordPress core sitemap behind a physical robots.txt that names none,
-        # at none of the old fallback paths: only the platform probes find it.
-        pages["/wp-sitemap.xml"] = pages.pop("/sitemap.xml")
-        pages["/robots.txt"] = Page(200, TEXT, robots.encode())
+    if site.kind in HIDDEN:
+        _hide(site, robots)
     elif site.kind == "fallback":
         if rng.random() < 0.5:
             pages["/robots.txt"] = Page(200, TEXT, robots.encode())
@@ -317,6 +322,34 @@ def _content(site: Site, rng: random.Random, mix: Mix, *, late: bool = False) ->
         pages["/robots.txt"] = Page(200, TEXT, f"{robots}\nSitemap: {base}{sitemap}\n".encode())
     if site.expect == "ok":
         site.locs = locs
+
+
+def _hide(site: Site, robots: str) -> None:
+    """Issue 49: move a `small`-like site's ``/sitemap.xml`` where only discovery beyond
+    robots.txt finds it, behind a physical robots.txt that names none: `probe_only`,
+    WordPress core's ``/wp-sitemap.xml`` (a platform probe); `gz_only`, ``/sitemap.xml.gz``
+    only (gzip bytes); `link_only`, ``LINKED``, which only the home page's
+    ``<link rel="sitemap">`` names."""
+    pages = site.pages
+    sitemap = pages.pop("/sitemap.xml")
+    if site.kind == "probe_only":
+        pages["/wp-sitemap.xml"] = sitemap
+    elif site.kind == "gz_only":
+        pages["/sitemap.xml.gz"] = Page(200, GZIP, gz(sitemap.body))
+    else:
+        pages[LINKED] = sitemap
+        pages["/"] = Page(200, HTML, home_page(site.name, LINKED))
+    pages["/robots.txt"] = Page(200, TEXT, robots.encode())
+
+
+def home_page(title: str, sitemap: str) -> bytes:
+    """A home page whose head announces ``sitemap`` with ``<link rel="sitemap">``."""
+    return (
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{title}</title>\n'
+        f'<link rel="stylesheet" href="/assets/site.css">\n'
+        f'<link rel="sitemap" type="application/xml" title="Sitemap" href="{sitemap}">\n'
+        f'</head><body><h1>{title}</h1><p><a href="/about">About</a></p></body></html>\n'
+    ).encode()
 
 
 def _site(i: int, kind: str, seed: int, mix: Mix, *, content: bool, late: bool) -> Site:

@@ -8,7 +8,8 @@ shard's ``Fetcher`` and the host's slot (its politeness). Out: ``HostReport.cove
 JSON-ready (``check``'s figures, or ``{"skipped": why}``).
 
 Per host, at most 2K requests: the home page (none when discovery fetched it for the
-probes) and up to K - 1 pages reached from it by same-site links (``links.walk``:
+probes: its answer, bytes included, serves the walk, the sample and the lastmod audit's
+sample) and up to K - 1 pages reached from it by same-site links (``links.walk``:
 robots.txt honoured); then up to K listed URLs, the lowest fingerprints (a
 deterministic, uniform sample), each fetched once unless robots.txt disallows it or
 the walk fetched it already (its answer then serves both).
@@ -217,6 +218,7 @@ class HostCoverage:
             own=home_hosts(report.host, found.origin),
             audit=audit,
         )
+        found.home = None  # (read: its links and bytes are not held to the host's end)
         figures["capped"] = batch.cap_hit  # the listed set stops at max_urls_per_host
         report.coverage = figures
         if state is not None and audit is not None:

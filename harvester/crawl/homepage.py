@@ -3,7 +3,8 @@
 In: a URL, the shard's ``Fetcher`` and the host's ``HostSlot`` (so the host's
 politeness applies to the request like to any sitemap's). Out: a ``Fetched``
 with the status, final URL, redirects and, for an HTML answer, the parsed
-``HtmlPage`` (htmlpage.py). Only the first ``MAX_HTML_BYTES`` of the body are
+``HtmlPage`` (htmlpage.py), parsed chunk by chunk as the body arrives (the bytes
+are kept only when asked for). Only the first ``MAX_HTML_BYTES`` of the body are
 read: the rest is left unread, not an error.
 
 A 4xx/5xx answer is a ``Fetched`` with its status and no page (the caller
@@ -15,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from harvester.crawl.htmlpage import MAX_HTML_BYTES, HtmlPage, parse_html
+from harvester.crawl.htmlpage import MAX_HTML_BYTES, HtmlPage, HtmlReader
 from harvester.errors import HTTPStatusError
 
 if TYPE_CHECKING:
@@ -60,15 +61,17 @@ async def fetch_page(
             ctype = headers.get("Content-Type", "").split(";")[0].strip().lower()
             if ctype and ctype not in _HTML_TYPES:
                 return Fetched(url, status, final, redirects, headers)
-            parts: list[bytes] = []
+            reader = HtmlReader(final, headers)  # parsed as the chunks arrive
+            parts: list[bytes] | None = [] if keep_body else None
             size = 0
             async for chunk in body.chunks():
-                parts.append(chunk)
+                reader.feed(chunk)
+                if parts is not None:
+                    parts.append(chunk)
                 size += len(chunk)
                 if size > MAX_HTML_BYTES:
                     break  # the head and the first links are what matter; the rest is left
     except HTTPStatusError as exc:
         return Fetched(url, exc.status, exc.url or url)
-    data = b"".join(parts)
-    page = parse_html(data, final, headers)
-    return Fetched(url, status, final, redirects, headers, page, data if keep_body else None)
+    data = None if parts is None else b"".join(parts)
+    return Fetched(url, status, final, redirects, headers, reader.close(), data)

@@ -1,9 +1,10 @@
 """Where to look for a sitemap when robots.txt lists none: the probe plan of one host.
 
 In: the config's ``discovery.fallback_paths``, the host's origin, the per-host
-probe budget, and optionally a home page fetched anyway (htmlpage.py's
-``HtmlPage``, or None). Out: the URLs to probe, in order, at most ``budget``
-of them (discovery queues them as one fallback chain: the first hit stops it).
+probe budget, and optionally the host's home page (htmlpage.py's ``HtmlPage``, or
+None; ``probe_urls`` fetches it first, see ``home_charged``). Out: the URLs to probe,
+in order, at most ``budget`` of them (discovery queues them as one fallback chain: the
+first hit stops it).
 
 The locations come from one data file, ``probes.toml`` beside this module,
 each entry with the platforms that use it and the source that documents it.
@@ -37,9 +38,17 @@ if TYPE_CHECKING:
     from harvester.crawl.scheduler import HostSlot
     from harvester.crawl.settings import DiscoverySettings
 
-__all__ = ["DEFAULT_BUDGET", "Probe", "guess_platform", "plan", "probe_urls", "probes"]
+__all__ = [
+    "DEFAULT_BUDGET",
+    "Probe",
+    "guess_platform",
+    "home_charged",
+    "plan",
+    "probe_urls",
+    "probes",
+]
 
-DEFAULT_BUDGET = 6  # requests per host spent probing (discovery.probe_budget)
+DEFAULT_BUDGET = 6  # requests per host spent probing, the home page included (probe_budget)
 _DATA = Path(__file__).with_name("probes.toml")
 
 
@@ -93,24 +102,45 @@ def plan(
     return list(urls)[: max(budget, 0)]
 
 
+def home_charged(settings: DiscoverySettings) -> bool | None:
+    """Does discovery fetch the home page, and is it one of the budget's requests?
+
+    None: not fetched (a budget under 2 keeps its requests for guesses). True: fetched
+    for discovery alone, one request of ``probe_budget``. False: fetched first because the
+    links fallback or the coverage walk will read it anyway (not charged to the budget).
+    """
+    if settings.links_fallback > 0 or settings.coverage > 0:
+        return False
+    return True if settings.probe_budget >= 2 else None
+
+
 async def probe_urls(
     origin: str, robots: RobotsTxt, fetcher: Fetcher, slot: HostSlot, settings: DiscoverySettings
 ) -> tuple[list[str], Fetched | None]:
     """The probe plan for a host whose robots.txt listed no sitemap (discovery's hook),
     and the home page if it was fetched.
 
-    With the links fallback on (nothing found) or the coverage check on, the home page
-    will be fetched anyway, so it is fetched first (if robots.txt allows it): its
-    ``<link rel="sitemap">`` and generator order the plan, and discovery keeps it for the
-    walk. A home page that
-    fails leaves the plan unguessed (the walk reports the failure).
+    The home page is fetched first (if robots.txt allows it and ``home_charged`` says
+    so): its ``<link rel="sitemap">`` (the only way to find a sitemap at a path no probe
+    guesses) and its generator order the plan, and discovery keeps it for the walk and
+    the coverage check, which never fetch it again. Fetched for discovery alone, it is
+    one of the ``probe_budget`` requests, so a host with no sitemap anywhere still costs
+    at most the budget. A home page that fails leaves the plan unguessed (a walk reports
+    the failure). The home page comes back only when a walk will read it (else None),
+    with its bytes when the coverage check is on (``Fetched.body``).
     """
     home: Fetched | None = None
     url = f"{origin}/"
-    if (settings.links_fallback > 0 or settings.coverage > 0) and robots.can_fetch(url):
+    budget = settings.probe_budget
+    charged = home_charged(settings)
+    if charged is not None and robots.can_fetch(url):
+        budget -= 1 if charged else 0
         try:
-            home = await fetch_page(url, fetcher, slot)
+            # With the coverage check on, its bytes are kept: when the home page is in the
+            # check's sample, the lastmod audit reads it from them (state.samples).
+            home = await fetch_page(url, fetcher, slot, keep_body=settings.coverage > 0)
         except FetchError:
             home = None
     page = home.page if home is not None else None
-    return plan(settings.fallback_paths, origin, settings.probe_budget, page), home
+    # Kept only for a walk that will read it: a host's links are not held for nothing.
+    return plan(settings.fallback_paths, origin, budget, page), None if charged else home

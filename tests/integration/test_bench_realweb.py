@@ -26,7 +26,7 @@ import pytest
 from benchmarks.bench_pipeline import ROOT
 from benchmarks.realweb import limits, netns
 from benchmarks.realweb.mix import EXPECT, KINDS, NEW_SHARES, OLD_SHARES, mix_for
-from benchmarks.realweb.web import build
+from benchmarks.realweb.web import HIDDEN, build
 from tests.integration.realweb import FAST
 
 if TYPE_CHECKING:
@@ -137,7 +137,7 @@ def test_classes(realweb_run: tuple[list[dict[str, Any]], str, Path]) -> None:
 
 # Kinds a harvester finds on first contact (a `slow` or `https_dropped` site is asked again
 # late, by design): the server's request log of each equals the limit's count.
-FIRST_CONTACT = ("small", "www", "big", "http_only", "fallback", "probe_only", "delay")
+FIRST_CONTACT = ("small", "www", "big", "http_only", "fallback", "delay", *HIDDEN)
 
 
 @pytest.mark.timeout(150)
@@ -159,3 +159,16 @@ def test_the_limit_counts_every_request_harvester_makes(
                 assert 1 <= connections <= requests
                 checked += 1
     assert checked >= 2 * len(FIRST_CONTACT)
+
+
+@pytest.mark.timeout(150)
+def test_hidden_sitemaps_are_found(realweb_run: tuple[list[dict[str, Any]], str, Path]) -> None:
+    # Issue 49: the sitemaps robots.txt does not name (only at /wp-sitemap.xml, only at
+    # /sitemap.xml.gz, only in the home page's <link rel="sitemap">), found by a default
+    # discovery: every URL, every class right.
+    records, _, _ = realweb_run
+    for record in records:
+        for kind in HIDDEN:
+            k = record["by_kind"][kind]
+            assert k["urls_truth"] > 0, (record["web"], kind)
+            assert (k["missing"], k["wrong"]) == (0, {}), (record["web"], kind)

@@ -47,16 +47,20 @@ def _page(i: int) -> Reply:
     return Reply(html.encode(), headers=HTML)
 
 
-async def dated_site(sites: Sites, host: str, listed: list[str] = LISTED) -> Site:
+async def dated_site(
+    sites: Sites, host: str, listed: list[str] = LISTED, *, named: bool = True
+) -> Site:
     """A home page linking 5 dated pages; the sitemap lists ``listed`` (by default the
-    home page, 12 pages, each lastmod its page's dateModified, and 2 dead URLs)."""
+    home page, 12 pages, each lastmod its page's dateModified, and 2 dead URLs);
+    robots.txt names it unless ``named`` is False."""
     routes: dict[str, Any] = {}
     site = await sites.start(host, routes)
     links = "".join(f'<a href="/p/{i}">.</a>' for i in range(5))
     routes["/"] = Reply(f"<html><body>{links}</body></html>".encode(), headers=HTML)
     for i in range(len(listed)):
         routes[f"/p/{i}"] = _page(i)
-    routes["/robots.txt"] = f"Sitemap: {site.url('/sitemap.xml')}\nUser-agent: *\n".encode()
+    named_line = f"Sitemap: {site.url('/sitemap.xml')}\n" if named else ""
+    routes["/robots.txt"] = f"{named_line}User-agent: *\n".encode()
     dates = {f"/p/{i}": T0 + i * WEEK for i in range(len(listed))}
     items = "".join(
         f"<url><loc>{site.url(path)}</loc><lastmod>{_iso(dates.get(path, T0))}</lastmod></url>"
@@ -69,14 +73,14 @@ async def dated_site(sites: Sites, host: str, listed: list[str] = LISTED) -> Sit
     return site
 
 
-def _config(state: Path, coverage: int) -> Any:  # (tdmrep.json: not a page, not asked)
+def _config(state: Path, coverage: int, budget: int = 0) -> Any:  # (tdmrep.json: not asked)
     return fast_config(
         **{
             # Two worker processes: the samples cross the results pipe to the writer.
             "run.workers": 2,
             "state.path": str(state),
             "discovery.coverage": coverage,
-            "discovery.probe_budget": 0,
+            "discovery.probe_budget": budget,
             "policy.tdmrep": False,
         }
     )
@@ -154,3 +158,23 @@ async def test_with_a_sample_smaller_than_the_list_both_take_the_same_pages(
     assert max(asked.values()) == 1
     # The walk's pages (the home page and 5 links) and the sample's 10, some in both.
     assert 10 <= sum(asked.values()) <= 16
+
+
+async def test_discovery_s_home_page_serves_the_check_and_the_audit(
+    sites: Sites, tmp_path: Path
+) -> None:
+    # robots.txt names no sitemap: discovery reads the home page (its <link rel="sitemap">,
+    # its generator) before the probes. The walk, the sample (the home page is listed)
+    # and the lastmod audit after the run all take that answer: one fetch in all.
+    site = await dated_site(sites, "127.0.49.83", named=False)
+    state, out = tmp_path / "state.sqlite", tmp_path / "out.jsonl"
+    config = _config(state, 20, budget=1)  # /sitemap.xml (the home page: the walk's)
+    await asyncio.to_thread(run_job, config, [site.origin], str(out), progress=False)
+    assert [h.path for h in site.log][:3] == ["/robots.txt", "/", "/sitemap.xml"]
+    result = await audit(state)
+    assert hits(site) == dict.fromkeys(LISTED, 1)
+    assert result["sample"] is not None
+    assert result["sample"]["from_run"] == len(LISTED)
+    with sqlite3.connect(state) as db:
+        row = db.execute("SELECT http_status FROM samples WHERE url = ?", (site.url("/"),))
+        assert row.fetchall() == [(200,)]  # read from discovery's bytes of it

@@ -41,7 +41,9 @@ SMALL = {
 }
 # Every location discovery probes by default (robots.txt listing none): a wall answers
 # them all alike.
-FALLBACKS = tuple(plan(DiscoveryConfig().fallback_paths, "", DEFAULT_BUDGET))
+# What a default discovery asks after robots.txt: the home page (one of the budget's
+# requests, issue 49) and the probes.
+FALLBACKS = ("/", *plan(DiscoveryConfig().fallback_paths, "", DEFAULT_BUDGET - 1))
 
 
 def slow(route: bytes) -> Any:

@@ -95,7 +95,8 @@ async def test_off_by_default(sites: Sites) -> None:
     records, hosts = await collect([site.origin])
     assert records == []
     assert hosts[site.origin.removeprefix("http://")]["links"] is None
-    assert site.hits("/") == 0
+    # Discovery reads the home page (issue 49: <link rel="sitemap">); no walk follows it.
+    assert [h.path for h in site.log if h.path not in PROBES] == ["/robots.txt", "/", TDM]
 
 
 async def test_links_fallback_through_run_with_a_state_file(sites: Sites, tmp_path: Path) -> None:

@@ -36,10 +36,12 @@ async def test_only_wp_sitemap_is_found(sites: Sites) -> None:
     records, hosts = await collect([site.origin])
     assert sorted(r["loc"] for r in records) == [site.url("/about/"), site.url("/hello-world/")]
     assert hosts[_key(site)]["discovery"] == f"fallback:{site.url('/wp-sitemap.xml')}"
-    # The config's three locations, then the data file's first: stopped at the hit.
+    # The home page (read for <link rel="sitemap"> and its generator: none here), the
+    # config's three locations, then the data file's first: stopped at the hit.
     paths = [h.path for h in site.log]
     assert paths == [
         "/robots.txt",
+        "/",
         TDM,
         "/sitemap.xml",
         "/sitemap_index.xml",
@@ -57,6 +59,29 @@ async def test_only_gzipped_sitemap_is_found(sites: Sites) -> None:
     assert sorted(r["loc"] for r in records) == [site.url("/a"), site.url("/b")]
     assert hosts[_key(site)]["discovery"] == f"fallback:{site.url('/sitemap.xml.gz')}"
     assert site.hits("/sitemap.xml.gz") == 1
+    # Within the default budget: the home page and four guesses missed before it.
+    looked = [h.path for h in site.log if h.path not in ("/robots.txt", TDM)]
+    assert len(looked) == DEFAULT_BUDGET
+    assert looked[0] == "/"
+
+
+async def test_link_rel_sitemap_is_found_with_default_settings(sites: Sites) -> None:
+    # A sitemap at a name no probe guesses, announced only by the home page's <link>,
+    # robots.txt naming none: discovery reads the home page for it by default.
+    routes: dict[str, Any] = {}
+    site = await _site(sites, "127.0.49.9", routes)
+    home = b'<!DOCTYPE html><html><head><title>t</title><link rel="stylesheet" href="/s.css">'
+    home += b'<link rel="sitemap" type="application/xml" title="Sitemap" href="/assets/map-1.xml">'
+    routes["/"] = Reply(
+        home + b"</head><body><a href='/x'>x</a></body></html>",
+        headers={"Content-Type": "text/html; charset=utf-8"},
+    )
+    routes["/assets/map-1.xml"] = urlset(site.url("/x"), site.url("/y"), site.url("/z"))
+    records, hosts = await collect([site.origin])
+    assert sorted(r["loc"] for r in records) == [site.url(p) for p in ("/x", "/y", "/z")]
+    assert all(r["source"] == "sitemap" for r in records)
+    assert hosts[_key(site)]["discovery"] == f"fallback:{site.url('/assets/map-1.xml')}"
+    assert [h.path for h in site.log] == ["/robots.txt", "/", TDM, "/assets/map-1.xml"]
 
 
 async def test_link_rel_sitemap_on_a_fetched_home_page_is_found(sites: Sites) -> None:
@@ -107,9 +132,13 @@ async def test_a_site_with_none_costs_at_most_the_budget(sites: Sites) -> None:
     probes = [h.path for h in site.log if h.path not in ("/robots.txt", TDM)]
     assert site.hits(TDM) == 1
     assert len(probes) == DEFAULT_BUDGET == len(set(probes))
-    # A smaller budget is a smaller cost.
+    assert probes[0] == "/"  # the home page is one of the budget's requests
+    # A smaller budget is a smaller cost; under 2, no home page (the one guess is kept).
     await collect([other.origin], **{"discovery.probe_budget": 2})
-    assert [h.path for h in other.log] == ["/robots.txt", TDM, "/sitemap.xml", "/sitemap_index.xml"]
+    assert [h.path for h in other.log] == ["/robots.txt", "/", TDM, "/sitemap.xml"]
+    other.log.clear()
+    await collect([other.origin], **{"discovery.probe_budget": 1})
+    assert [h.path for h in other.log] == ["/robots.txt", TDM, "/sitemap.xml"]
 
 
 async def test_robots_disallow_is_honoured_for_probes(sites: Sites) -> None:

@@ -104,7 +104,8 @@ async def test_an_unchanged_robots_txt_keeps_the_probe_outcome(
     robots = Robots(NO_SITEMAP)
     site = await probed_site(sites, robots, hit=True)
     first = await run_at(0, site, tmp_path, monkeypatch)
-    assert first[:3] == ["/robots.txt", TDM, "/sitemap.xml"]  # then the probe that hits
+    # robots.txt, the home page (issue 49), then the probes up to the one that hits
+    assert first[:4] == ["/robots.txt", "/", TDM, "/sitemap.xml"]
     assert "/sitemap_index.xml" in first
     memory, at = discovery(tmp_path)
     assert (memory["source"], memory["refs"]) == ("fallback", [site.url("/sitemap_index.xml")])

@@ -185,7 +185,7 @@ async def test_tree_of_a_site_without_sitemaps_marks_each_location_missed(
     assert (data["failures"], data["sitemaps_failed"]) == ([], 0)
     assert [(n["source"], n["outcome"], n["error"]) for n in data["sitemaps"]] == [
         ("fallback", "missed", None)
-    ] * 6  # issue 49: fallback_paths and three more probes (budget 6)
+    ] * 5  # issue 49: fallback_paths and two more probes (budget 6, the home page one)
 
 
 async def test_tree_of_a_bad_target_is_a_usage_error() -> None:

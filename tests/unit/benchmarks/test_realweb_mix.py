@@ -11,20 +11,18 @@ from __future__ import annotations
 import gzip
 import hashlib
 import random
-from typing import TYPE_CHECKING
+from pathlib import Path
 
 import pytest
 
 from benchmarks.realweb import limits, web
 from benchmarks.realweb.mix import FIXED, KINDS, NEW_SHARES, OLD_SHARES, Mix, draw, mix_for
 
-if TYPE_CHECKING:
-    from pathlib import Path
-
 # blake2b-8 of the 576 domains of build(600, 1) that keep an issue-29 kind, as the
 # generator of issue 29 (before the mix module) made them; issue 49's probe_only kind
-# took 9 more of them: the other 567, as the generator before issue 49 made them.
-ISSUE29_FINGERPRINT = "ef99ee48cc10d7bf"
+# took 9 more of them, its gz_only and link_only kinds 7 more: the other 560, as the
+# generator before those two kinds made them (the same fingerprint from both generators).
+ISSUE29_FINGERPRINT = "d4b9d748b736ff3a"
 
 
 def _fingerprint(sites: list[web.Site]) -> str:
@@ -42,11 +40,11 @@ def _fingerprint(sites: list[web.Site]) -> str:
 def test_fixed_web_keeps_issue29_domains() -> None:
     sites = web.build(600, 1)
     kept = [s for s in sites if s.kind in OLD_SHARES]
-    assert len(kept) == 567
+    assert len(kept) == 560
     assert _fingerprint(kept) == ISSUE29_FINGERPRINT
     changed = [s for s in sites if s.kind in NEW_SHARES]
     # the first of each new kind, the late host, and the draws that fell in the carve
-    assert 9 <= len(changed) <= 9 + 600 * sum(NEW_SHARES.values()) / 100 * 3
+    assert 11 <= len(changed) <= 11 + 600 * sum(NEW_SHARES.values()) / 100 * 3
 
 
 def test_fixed_draws_follow_the_old_boundaries() -> None:
@@ -183,14 +181,19 @@ def test_requests_needed_are_what_a_default_harvester_asks() -> None:
     assert limits.requests_needed(delay, no_tdm) == 1 + 1 + children
     assert limits.depth(delay, polite) == limits.depth(delay, no_tdm) + 1 == 4
     assert limits.requests_needed(sites["www"], no_tdm) == 2 + 1  # apex robots.txt -> www
-    # No Sitemap: line: harvester's probe plan, in its order, until the sitemap's location
+    # No Sitemap: line: the home page, then harvester's probe plan, in its order, until
+    # the sitemap's location
     only = sites["probe_only"]
     assert "/wp-sitemap.xml" in only.pages
-    assert limits.missed_probes(only, polite) == len(polite.fallback_paths)
+    assert limits.missed_probes(only, polite) == 1 + len(polite.fallback_paths)
     wp_first = limits.Politeness(fallback_paths=("/wp-sitemap.xml",))
-    assert limits.missed_probes(only, wp_first) == 0
-    assert limits.missed_probes(sites["fallback"], polite) == 0  # /sitemap.xml: probe 1
+    assert limits.missed_probes(only, wp_first) == 1
+    assert limits.missed_probes(sites["fallback"], polite) == 1  # /sitemap.xml: probe 1
     assert limits.requests_needed(only, polite) == limits.requests_needed(only, wp_first) + 3
+    # /sitemap.xml.gz: the fifth guess; the <link rel="sitemap">: the first
+    assert limits.missed_probes(sites["gz_only"], polite) == 1 + 4
+    assert limits.missed_probes(sites["link_only"], polite) == 1
+    assert limits.missed_probes(only, limits.Politeness(probe_budget=1)) == 1  # no home page
 
 
 def test_politeness_is_harvesters_config(tmp_path: Path) -> None:
@@ -204,3 +207,72 @@ def test_politeness_is_harvesters_config(tmp_path: Path) -> None:
     )
     cfg = limits.politeness(toml)
     assert (cfg.tdmrep, cfg.probe_budget, cfg.fallback_paths) == (False, 2, ("/a.xml",))
+
+
+def _route(site: web.Site, path: str) -> web.Page:
+    from benchmarks.realweb.serve import Server
+
+    return Server([site], Path("/nonexistent")).route(site, 443, site.name, path)
+
+
+def test_hidden_kinds_are_served_where_only_discovery_finds_them() -> None:
+    from harvester.crawl.htmlpage import parse_html
+
+    sites = {s.kind: s for s in web.build(len(KINDS), 1, FIXED)}
+    for kind in ("probe_only", "gz_only", "link_only"):
+        site = sites[kind]
+        assert site.expect == "ok"
+        assert site.kind in web.TLS_KINDS
+        robots = _route(site, "/robots.txt")
+        assert robots.status == 200
+        assert b"Sitemap:" not in robots.body
+        for path in ("/sitemap.xml", "/sitemap_index.xml", "/sitemap.txt"):
+            assert _route(site, path).status == 404
+    gz_site = sites["gz_only"]
+    packed = _route(gz_site, "/sitemap.xml.gz")
+    assert (packed.status, packed.content_type) == (200, web.GZIP)
+    assert packed.body[:2] == b"\x1f\x8b"
+    assert gzip.decompress(packed.body).startswith(b"<?xml")
+    link_site = sites["link_only"]
+    assert _route(link_site, "/sitemap.xml.gz").status == 404
+    home = _route(link_site, "/")
+    assert (home.status, home.content_type) == (200, web.HTML)
+    origin = f"https://{link_site.name}"
+    page = parse_html(home.body, f"{origin}/", {"Content-Type": home.content_type})
+    assert page.sitemaps == (f"{origin}{web.LINKED}",)
+    assert _route(link_site, web.LINKED).content_type == web.XML
+    # Nothing the probes guess is there: only the <link rel="sitemap"> names it.
+    from harvester.crawl.probes import probes
+
+    assert web.LINKED not in {p.path for p in probes()}
+
+
+@pytest.mark.parametrize("mix", [FIXED, draw(1), draw(2)], ids=lambda m: m.label)
+def test_hidden_kinds_count_in_the_truth(mix: Mix) -> None:
+    sites = web.build(400, 1, mix)
+    truth = web.truth(sites)
+    for kind in ("gz_only", "link_only"):
+        found = [s for s in sites if s.kind == kind]
+        assert found, kind
+        for site in found:
+            assert truth[site.name].expect == "ok"
+            assert truth[site.name].urls == len(set(site.locs)) > 0
+            origin = f"https://{site.name}/"
+            assert all(loc.startswith(origin) for loc in site.locs)
+
+
+def test_later_kinds_leave_every_other_interval() -> None:
+    from benchmarks.realweb.mix import LATER
+
+    for mix in (FIXED, draw(3)):
+        rng = random.Random(11)
+        for _ in range(5_000):
+            u = rng.random()
+            kind = mix.pick(u)
+            if kind in LATER:
+                continue
+            # the same draw without the later kinds' shares, given back to `small`
+            names = [k for k in mix.names if k not in LATER]
+            bounds = [b for k, b in zip(mix.names, mix.bounds, strict=True) if k not in LATER]
+            before = Mix(mix.name, mix.seed, tuple(names), tuple(bounds)).pick(u)
+            assert kind == before
