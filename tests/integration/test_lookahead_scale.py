@@ -12,6 +12,7 @@ bound), robots.txt asked once per host, every URL found.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections import Counter
 from typing import TYPE_CHECKING
@@ -71,7 +72,7 @@ async def served() -> AsyncIterator[Web]:
             tcp = web.TCPSite(runner, address, 0)
             await tcp.start()
             server = tcp._server
-            assert server is not None and server.sockets
+            assert isinstance(server, asyncio.base_events.Server)
             site.ports[address] = server.sockets[0].getsockname()[1]
         yield site
     finally:
@@ -81,9 +82,7 @@ async def served() -> AsyncIterator[Web]:
 async def test_a_long_chain_last_among_thousands_starts_among_the_first(served: Web) -> None:
     origins = [f"http://{address}:{port}" for address, port in served.ports.items()]
     assert origins[-1].startswith(f"http://{LONG_HOST}:")  # the long host LAST
-    records, hosts = await collect(
-        origins, **{"run.hosts_in_flight": 16, "policy.tdmrep": False}
-    )
+    records, hosts = await collect(origins, **{"run.hosts_in_flight": 16, "policy.tdmrep": False})
     assert len(records) == SHORT + FILES, len(records)
     long_key = f"{LONG_HOST}:{served.ports[LONG_HOST]}"
     assert hosts[long_key]["urls"] == FILES
