@@ -45,10 +45,12 @@ class RunConfig:
     queue_size: int = 256
     uvloop: bool = True  # use uvloop when installed
     shutdown_grace: float = 10.0  # seconds in-flight hosts get to finish after SIGINT/SIGTERM
-    # Issue 51 (docs/scheduling.md): robots.txt of up to `lookahead` upcoming seeds per worker
-    # read ahead of admission, `lookahead_probes` at a time, and the hosts with the longest
-    # predicted politeness chains admitted first (0: input order, no read-ahead).
-    lookahead: int = 1024
+    # Issue 51 (docs/scheduling.md): up to `lookahead` upcoming seeds per worker held, the
+    # robots.txt of up to `lookahead_results` of them read ahead of admission,
+    # `lookahead_probes` at a time, and the hosts with the longest predicted politeness
+    # chains admitted first (0: input order, no read-ahead).
+    lookahead: int = 16384
+    lookahead_results: int = 1024
     lookahead_probes: int = 64
 
     def __post_init__(self) -> None:
@@ -59,6 +61,8 @@ class RunConfig:
             raise ConfigError(f"must be at most {MAX_WORKERS} (processes)", key="run.workers")
         if self.lookahead and not self.lookahead_probes:
             raise ConfigError("must be >= 1 with run.lookahead on", key="run.lookahead_probes")
+        if self.lookahead and self.lookahead_results < 1:
+            raise ConfigError("must be >= 1 with run.lookahead on", key="run.lookahead_results")
         if self.max_cpu > 1:
             raise ConfigError("must be between 0 and 1 (a share of the CPU)", key="run.max_cpu")
 

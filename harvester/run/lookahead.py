@@ -2,10 +2,11 @@
 
 In: the shard's seeds (an async iterator, in input order), a ``start(seed)`` that starts
 a ``crawl.probe.RobotsProbe`` for a seed (or returns None: nothing to read ahead, e.g. a
-sitemap seed or a host the state file remembers), ``run.lookahead`` (seeds looked at,
-at most) and ``run.lookahead_probes`` (probes in flight, at most). Out: an async
-iterator of ``Looked`` (the seed and its probe, or None), taken one by one as the
-shard's admission lets hosts start (``admission.admitted``).
+sitemap seed or a host the state file remembers), ``run.lookahead`` (seeds held, at
+most), ``run.lookahead_results`` (seeds probed and not taken, at most) and
+``run.lookahead_probes`` (probes in flight, at most). Out: an async iterator of
+``Looked`` (the seed and its probe, or None), taken one by one as the shard's admission
+lets hosts start (``admission.admitted``).
 
 Why: a host whose politeness chain is long (a robots.txt Crawl-delay times many
 sitemaps) sets the end of a run when it is admitted late; nothing else can then use the
@@ -14,22 +15,29 @@ host waits in the window, and among the hosts looked at the one with the longest
 predicted chain (``RobotsProbe.chain``) is admitted first: longest processing time
 first (LPT). The request is not repeated: the host worker awaits the probe's discovery.
 
+Which seeds are probed: the oldest not probed (the front: what the admission takes
+next), and, while the admission leaves probes done untaken (it is at its ceiling, so
+the front is ahead of it), also the newest (the back: scouts, at most half the probes).
+The back is where a chain learned late costs most: in input order it would start last.
+
 The order of taking, when the admission lets one host start:
 
 1. a host whose probe failed (dead, refused, 5xx robots.txt): it ends at once, and it
    frees its place in the window;
-2. else the host with the longest predicted chain among the probes done (ties: input
-   order), or a seed without a probe (chain 0);
+2. else the host with the longest predicted chain among the probes done (ties: the
+   probe done first, so a host starts soon after its robots.txt, its connection and
+   DNS answer still fresh), or a seed without a probe (chain 0);
 3. else, no probe done yet, the oldest seed of the window, its probe still running
    (the host awaits it): the lookahead never makes the admission wait.
 
-Bounds: at most ``window`` seeds held (each a ``Seed`` and a probe with its robots.txt,
-at most ``fetch.max_robots_bytes``), at most ``probes`` probes in flight, those of hosts
-taken and still awaiting theirs included: so a run's start (the admission's first hosts
-all discovering at once) asks DNS and the network no more than without a lookahead (a
-burst of twice as many lookups made a loopback DNS server time out).
-A stop (``stopped()``) ends the iterator at once; ``close`` cancels the
-probes of seeds never taken and gives back their slots.
+Bounds: at most ``window`` seeds held (a ``Seed`` each), of which at most ``results``
+probed (a probe with its robots.txt, at most ``fetch.max_robots_bytes``), at most
+``probes`` probes in flight, those of hosts taken and still awaiting theirs included:
+so a run's start (the admission's first hosts all discovering at once) asks DNS and the
+network no more than without a lookahead (a burst of twice as many lookups made a
+loopback DNS server time out); scouts start only once a probe is done and untaken, never
+in that first burst. A stop (``stopped()``) ends the iterator at once; ``close`` cancels
+the probes of seeds never taken and gives back their slots.
 """
 
 from __future__ import annotations
@@ -80,21 +88,13 @@ class Looked:
 
 @dataclass(slots=True, eq=False)
 class _Entry:
+    """A seed held in the window: its input order, its probe once started."""
+
     order: int
     seed: Seed
     probe: RobotsProbe | None = None
-
-    @property
-    def found(self) -> Awaitable[Discovered] | None:
-        """The host's discovery under way (``HostWorker.run``'s ``found``), or None."""
-        return self.probe.task if self.probe is not None else None
-
-    def close(self) -> None:
-        """The host ended: its probe gives back its hold on the host's slot."""
-        if self.probe is not None:
-            self.probe.close()
-
     taken: bool = False
+    scout: bool = False  # its probe was started from the back (module docstring)
 
 
 async def passthrough(seeds: AsyncIterator[Seed]) -> AsyncIterator[Looked]:
@@ -116,20 +116,27 @@ class Lookahead:
         *,
         window: int,
         probes: int,
+        results: int | None = None,
         stopped: Callable[[], bool] | None = None,
     ) -> None:
-        if window < 1 or probes < 1:
-            raise ValueError("a lookahead needs a window and probes of at least 1")
+        """``results``: seeds probed and not taken, at most (None: ``window``)."""
+        results = window if results is None else results
+        if window < 1 or probes < 1 or results < 1:
+            raise ValueError("a lookahead needs a window, results and probes of at least 1")
         self._source = aiter(seeds)
         self._start = start
         self._window = window
         self._probes = probes
+        self._results = results
         self._stopped = stopped
         self._pending: deque[_Entry] = deque()  # input order; taken ones dropped lazily
         self._unprobed: deque[_Entry] = deque()  # not started yet, input order
-        self._ready: list[tuple[float, int, _Entry]] = []  # heap: (-priority, order, entry)
+        self._ready: list[tuple[float, int, _Entry]] = []  # heap: (-priority, done, entry)
         self._held = 0  # entries not taken
-        self._probing = 0  # probes in flight of entries not taken
+        self._probed = 0  # entries not taken whose probe started (running or done)
+        self._probing = 0  # probes in flight, of hosts taken and awaiting theirs included
+        self._scouts = 0  # of those, started from the back
+        self._done = itertools.count()  # the order in which entries became ready
         self._exhausted = False
         self._order = itertools.count()
         self._arrived = asyncio.Event()  # a seed came in, a probe ended, or the source ended
@@ -198,19 +205,33 @@ class Lookahead:
             self._arrived.set()
 
     def _start_probes(self) -> None:
-        while self._probing < self._probes and self._unprobed:
-            entry = self._unprobed.popleft()
+        unprobed = self._unprobed
+        while self._probing < self._probes and self._probed < self._results and unprobed:
+            scout = self._scouting()
+            entry = unprobed.pop() if scout else unprobed.popleft()
             if entry.taken:
                 continue
             entry.probe = self._start(entry.seed)
             if entry.probe is None:
                 self._queue(entry, 0.0)
                 continue
+            self._probed += 1
             self._probing += 1
-            entry.probe.task.add_done_callback(functools.partial(self._probed, entry))
+            if scout:
+                entry.scout = True
+                self._scouts += 1
+            entry.probe.task.add_done_callback(functools.partial(self._probe_ended, entry))
 
-    def _probed(self, entry: _Entry, _task: object) -> None:
+    def _scouting(self) -> bool:
+        """Does the next probe go to the back? Only while a probe done waits untaken (the
+        admission is at its ceiling: the front is ahead of it) and half the probes at most
+        are scouts (module docstring)."""
+        return bool(self._ready) and self._scouts < self._probes // 2 and len(self._unprobed) > 1
+
+    def _probe_ended(self, entry: _Entry, _task: object) -> None:
         self._probing -= 1  # taken or not: its request is over
+        if entry.scout:
+            self._scouts -= 1
         if not entry.taken:
             probe = entry.probe
             assert probe is not None
@@ -218,7 +239,7 @@ class Lookahead:
         self._start_probes()
 
     def _queue(self, entry: _Entry, priority: float) -> None:
-        heapq.heappush(self._ready, (-priority, entry.order, entry))
+        heapq.heappush(self._ready, (-priority, next(self._done), entry))
         self._arrived.set()
 
     def _pick(self) -> _Entry | None:
@@ -242,6 +263,9 @@ class Lookahead:
         while pending and pending[0].taken:  # (an old seed not taken keeps those behind)
             pending.popleft()
         self._space.set()
+        if probe is not None:
+            self._probed -= 1
+            self._start_probes()  # (its place among the results is free)
         return Looked(entry.seed, probe)
 
 
@@ -271,6 +295,12 @@ async def looking_ahead(
         tdmrep = settings.policy.tdmrep  # (a chain counts tdmrep.json's interval too)
         return RobotsProbe(seed, fetcher, scheduler, settings.discovery, tdmrep=tdmrep)
 
-    window, probes = cfg.lookahead, cfg.lookahead_probes
-    async with Lookahead(seeds, start, window=window, probes=probes, stopped=stopped) as looked:
+    async with Lookahead(
+        seeds,
+        start,
+        window=cfg.lookahead,
+        probes=cfg.lookahead_probes,
+        results=cfg.lookahead_results,
+        stopped=stopped,
+    ) as looked:
         yield looked

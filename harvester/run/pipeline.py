@@ -68,6 +68,9 @@ if TYPE_CHECKING:
 __all__ = ["HostDone", "Incremental", "Kept", "ShardOutput", "harvest", "run_shard"]
 
 logger = logging.getLogger(__name__)
+# Seeds read per turn of the event loop: one a turn held the lookahead's window to the pace
+# of the loop's turns (about that of the admission), so it never read ahead.
+_SEEDS_PER_TURN = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,13 +232,14 @@ async def aiter_seeds(
     lines: Iterable[str], on_invalid: Callable[[InputError], None] | None = None
 ) -> AsyncIterator[Seed]:
     """Seeds from input lines, lazily; invalid lines go to ``on_invalid`` (never fatal)."""
-    for item in iter_seeds(lines):
+    for count, item in enumerate(iter_seeds(lines), 1):
         if isinstance(item, InputError):
             if on_invalid is not None:
                 on_invalid(item)
             continue
         yield item
-        await asyncio.sleep(0)  # a long run of seeds must not starve the workers
+        if not count % _SEEDS_PER_TURN:
+            await asyncio.sleep(0)  # a long run of seeds must not starve the workers
 
 
 class _Queued(asyncio.Queue["RecordBatch | HostDone | None"]):

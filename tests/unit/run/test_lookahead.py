@@ -220,3 +220,52 @@ async def test_a_probe_predicts_with_tdmrep_when_the_policy_asks_it(
     assert (asks.chain(), silent.chain()) == (1.0, 0.5)
     asks.close()
     silent.close()
+
+
+async def test_scouts_probe_the_back_only_once_a_probe_waits_untaken() -> None:
+    # The start's burst is the front's alone: no probe is done, so none goes to the back.
+    source, probes = Source(10), {}  # type: ignore[var-annotated]
+    async with Lookahead(source(), starter(probes), window=10, probes=4) as look:
+        await settle()
+        assert list(probes) == ["h0.test", "h1.test", "h2.test", "h3.test"]
+        # h0's probe ends and nobody takes it (the admission is at its ceiling): the free
+        # probe goes to the newest seed held, and the next one, at half the probes at most.
+        probes["h0.test"].finish(1)
+        await settle()
+        assert list(probes)[4:] == ["h9.test"]
+        probes["h1.test"].finish(1)
+        await settle()
+        assert list(probes)[5:] == ["h8.test"]
+        probes["h2.test"].finish(1)  # two scouts in flight already: the front again
+        await settle()
+        assert list(probes)[6:] == ["h4.test"]
+        # The long chain at the back is taken first, before the front's results.
+        probes["h9.test"].finish(30)
+        await settle()
+        assert (await anext(look)).seed.host == "h9.test"
+
+
+async def test_the_results_bound_the_probes_ahead_of_the_admission() -> None:
+    source, probes = Source(10), {}  # type: ignore[var-annotated]
+    async with Lookahead(source(), starter(probes), window=10, probes=5, results=2) as look:
+        await settle()
+        assert source.read == 10  # the window holds every seed, compact
+        assert list(probes) == ["h0.test", "h1.test"]  # two probed seeds held at most
+        probes["h0.test"].finish(1)
+        await settle()
+        assert len(probes) == 2  # done but not taken: still held
+        assert (await anext(look)).seed.host == "h0.test"
+        await settle()
+        assert len(probes) == 3
+
+
+async def test_equal_chains_are_taken_in_the_order_their_probes_ended() -> None:
+    # A host starts soon after its robots.txt (its DNS answer and connection still fresh),
+    # whether its probe was the front's or a scout's.
+    source, probes = Source(3), {}  # type: ignore[var-annotated]
+    async with Lookahead(source(), starter(probes), window=5, probes=5) as look:
+        await settle()
+        for host in ("h2.test", "h0.test", "h1.test"):
+            probes[host].finish(1)
+            await settle()
+        assert await names(look, 3) == ["h2.test", "h0.test", "h1.test"]
