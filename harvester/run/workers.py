@@ -132,7 +132,7 @@ class WorkerProcess:
             for fd in child_fds:  # the child has its copies; ours would hide its exit (no EOF)
                 os.close(fd)
         # Imported here: only the parent writes seed frames (multiprocessing.connection
-        # brings tempfile, shutil and random, ~9 ms of every worker's start-up).
+        # brings tempfile, shutil and random into every worker's start-up otherwise).
         from multiprocessing.connection import Connection
 
         self._seeds = Connection(seeds_w, readable=False)

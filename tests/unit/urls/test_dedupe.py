@@ -189,15 +189,14 @@ def test_add_many_matches_a_set(
 
 _EDGES = st.sampled_from([0, 1, 2**63, 2**64 - 1])
 _TOP = st.integers(min_value=2**64 - 2**44, max_value=2**64 - 1)  # clusters that wrap
+_BATCHES = st.lists(
+    st.lists(st.integers(min_value=0, max_value=2**64 - 1) | _EDGES | _TOP), max_size=12
+)
+_THRESHOLDS = st.integers(min_value=50, max_value=3_000)
 
 
 @pytest.mark.skipif(dedupe_table() is None, reason="table mode needs the compiled module")
-@given(
-    batches=st.lists(
-        st.lists(st.integers(min_value=0, max_value=2**64 - 1) | _EDGES | _TOP), max_size=12
-    ),
-    threshold=st.integers(min_value=50, max_value=3_000),
-)
+@given(batches=_BATCHES, threshold=_THRESHOLDS)
 def test_table_mode_matches_a_set(
     tmp_path_factory: pytest.TempPathFactory, batches: list[list[int]], threshold: int
 ) -> None:
@@ -241,12 +240,7 @@ def test_add_many_is_compiled_where_built() -> None:
 
 
 @pytest.mark.skipif(dedupe_table() is None, reason="the compact handle needs the compiled module")
-@given(
-    batches=st.lists(
-        st.lists(st.integers(min_value=0, max_value=2**64 - 1) | _EDGES | _TOP), max_size=12
-    ),
-    threshold=st.integers(min_value=50, max_value=3_000),
-)
+@given(batches=_BATCHES, threshold=_THRESHOLDS)
 def test_the_compact_handle_answers_as_add_does(
     tmp_path_factory: pytest.TempPathFactory, batches: list[list[int]], threshold: int
 ) -> None:
