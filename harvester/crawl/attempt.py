@@ -39,15 +39,19 @@ from harvester.reader.sitemap import SitemapReader
 from harvester.state.codec import iso
 
 if TYPE_CHECKING:
+    from contextlib import AbstractAsyncContextManager
+
     import xxhash
 
     from harvester.config import FetchConfig, ReaderConfig
+    from harvester.crawl.body import Body
     from harvester.crawl.fetch import Fetcher
     from harvester.crawl.frontier import SitemapRef
     from harvester.crawl.incremental import HostIncremental
+    from harvester.crawl.prefetch import Prefetch
     from harvester.crawl.report import HostReport
     from harvester.crawl.scheduler import HostSlot
-    from harvester.models import Entry, ReadResult
+    from harvester.models import Entry, Kind, ReadResult
 
 __all__ = [
     "Attempts",
@@ -156,6 +160,9 @@ class Hooks(Protocol):
     async def entries(self, entries: list[Entry], ref: SitemapRef) -> None:
         """Entries the body completed so far."""
 
+    def kind(self, ref: SitemapRef, kind: Kind) -> None:
+        """What the body is, once sniffed (before the entries of its first chunks)."""
+
 
 @dataclass(slots=True)
 class _Progress:
@@ -193,15 +200,25 @@ class Attempts:
         digest: xxhash.xxh3_128 | None = None,
         *,
         raw: bool = False,
+        ahead: Prefetch | None = None,
     ) -> Outcome:
         """One request for ``ref`` (at ``target``), its body streamed through a fresh reader.
 
         ``digest`` (with a state file) is fed the body's bytes. ``raw``: the body as
         sent, its Content-Encoding not undone (the reader sniffs gzip by magic bytes).
+        ``ahead``: that request, already made (``crawl.prefetch``: plain, at ``target``).
         """
         got = _Progress()
+        response: AbstractAsyncContextManager[Body]
+        if ahead is not None:
+            response = ahead.open()
+        else:
+            cap = self._fetch.max_body_bytes
+            response = self._fetcher.stream(
+                target, slot, max_bytes=cap, headers=headers, decompress=not raw
+            )
         try:
-            return await self._read(ref, target, slot, headers, digest, raw, got)
+            return await self._read(ref, response, digest, got)
         except HTTPStatusError as exc:
             # A 429 that says "not today" is about the host, not about where the file is.
             client_error = 400 <= exc.status < 500 and not_before(exc, self._fetch) is None
@@ -235,21 +252,15 @@ class Attempts:
     async def _read(
         self,
         ref: SitemapRef,
-        target: str,
-        slot: HostSlot,
-        headers: dict[str, str],
+        response: AbstractAsyncContextManager[Body],
         digest: xxhash.xxh3_128 | None,
-        raw: bool,
         got: _Progress,
     ) -> Outcome:
         """The request and its body to the end: ``Read``, or what ``hooks.head`` stopped at."""
         # The host dedupes by canonical URL; a second per-document set would be waste.
         reader = SitemapReader(ref.url, self._reader, dedupe=False)
         hooks = self._hooks
-        cap = self._fetch.max_body_bytes
-        async with self._fetcher.stream(
-            target, slot, max_bytes=cap, headers=headers, decompress=not raw
-        ) as body:
+        async with response as body:
             got.status, got.requests, got.streaming = body.status, body.attempts, True
             got.validators = (body.headers.get("ETag"), body.headers.get("Last-Modified"))
             stop = hooks.head(ref, body.url, got.status, got.validators)
@@ -265,11 +276,20 @@ class Attempts:
                 await hooks.chunk(chunk)
                 # No local name for the entries: once turned into records they die,
                 # instead of waiting with this frame while the output is behind.
-                await hooks.entries(reader.feed(chunk), ref)
+                await hooks.entries(_fed(reader, chunk, ref, hooks), ref)
                 if reader.failed:
                     break
         await hooks.entries(reader.finish(), ref)
         return Read(reader.result(), got.status, got.validators)
+
+
+def _fed(reader: SitemapReader, chunk: bytes, ref: SitemapRef, hooks: Hooks) -> list[Entry]:
+    """``reader.feed(chunk)``, and ``hooks.kind`` told when this chunk sniffed the kind."""
+    known = reader.kind is not None
+    entries = reader.feed(chunk)
+    if not known and (kind := reader.kind) is not None:
+        hooks.kind(ref, kind)
+    return entries
 
 
 def http_date(value: str | None) -> datetime | None:

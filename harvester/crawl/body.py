@@ -143,7 +143,7 @@ class Body:
     headers: Mapping[str, str]
     redirects: tuple[str, ...]
     attempts: int
-    _stream: BodyStream = field(repr=False, compare=False)
+    _stream: AsyncIterator[bytes] = field(repr=False, compare=False)
 
     def chunks(self) -> AsyncIterator[bytes]:
         """Stream the payload (one pass) as the decoded bytes of the response.

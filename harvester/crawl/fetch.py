@@ -120,6 +120,8 @@ class Fetcher:
         # Bodies being read at once (fetch.max_bodies); a stream waits for one before its
         # body is handed over. Never held across another stream: no deadlock.
         self._bodies = asyncio.Semaphore(cfg.max_bodies)
+        # As many read ahead of their readers (crawl.prefetch): a reader never waits on one.
+        self._ahead_bodies = asyncio.Semaphore(cfg.max_bodies)
         # The tdm-* and X-Robots-Tag headers of each host's responses (issue 48): kept
         # per slot until the host worker takes them for its report.
         self.signals = HeaderSignals()
@@ -208,6 +210,7 @@ class Fetcher:
         headers: Mapping[str, str] | None = None,
         decompress: bool = True,
         retries: int | None = None,
+        ahead: bool = False,
     ) -> AbstractAsyncContextManager[Body]:
         """Request ``url`` under ``slot``; yield the ``Body`` once a usable response arrived.
 
@@ -218,6 +221,7 @@ class Fetcher:
         False: the body comes as sent, Content-Encoding not undone (after a
         ``BadContentEncoding``: the reader sniffs what the bytes are). ``retries``: the
         attempts after the first (default ``cfg.retries``; 0 for a file worth one try).
+        ``ahead``: a body read ahead of its reader (``crawl.prefetch``), under its own gate.
 
         The total deadline (``cfg.total_timeout``) starts when the slot first
         admits the request and covers retries, their waits and the body.
@@ -228,7 +232,8 @@ class Fetcher:
             raise RuntimeError("use 'async with Fetcher(...)' before stream()")
         cap = self._cfg.max_body_bytes if max_bytes is None else max_bytes
         tries = self._cfg.retries if retries is None else retries
-        return self._stream(self._session, url, slot, cap, headers, decompress, tries)
+        gate = self._ahead_bodies if ahead else self._bodies
+        return self._stream(self._session, url, slot, cap, headers, decompress, tries, gate)
 
     @contextlib.asynccontextmanager
     async def _stream(
@@ -240,6 +245,7 @@ class Fetcher:
         headers: Mapping[str, str] | None,
         decompress: bool,
         retries: int,
+        gate: asyncio.Semaphore,
     ) -> AsyncIterator[Body]:
         cfg = self._cfg
         check_target(url)  # before the slot: a refused URL costs the host no politeness time
@@ -276,7 +282,7 @@ class Fetcher:
                     assert deadline is not None  # set before the request was sent
                     outcome = await challenged(response, check_status(response, url, cap))
                     if outcome is None:
-                        async with self._bodies:
+                        async with gate:
                             body_stream = BodyStream(response, url, cfg, cap, deadline)
                             try:
                                 yield body_of(response, attempt, body_stream)

@@ -151,6 +151,7 @@ class Frontier:
         self._chosen: set[str] = set()
         self.admitted = 0  # refs queued or fetched (the files-per-host cap counts these)
         self.displaced: list[Displaced] = []  # for the caller to report, then clear
+        self._popped: tuple[_Key, SitemapRef, str] | None = None  # for unpop
 
     def __len__(self) -> int:
         return len(self._live)
@@ -270,13 +271,34 @@ class Frontier:
         """Record a URL fetched outside the frontier (a redirect target): never fetch it again."""
         self._seen.add(canonical(url))
 
+    def peek(self) -> SitemapRef | None:
+        """The sitemap ``pop`` would give now, left queued; None when the frontier is empty."""
+        heap, live = self._heap, self._live
+        while heap and heap[0][0][2] not in live:
+            heapq.heappop(heap)  # (taken out by a newer ref: see push)
+        return heap[0][1] if heap else None
+
     def pop(self) -> SitemapRef | None:
         """The next sitemap to fetch, or None when the frontier is empty."""
         heap, live = self._heap, self._live
         while heap:
             sort_key, ref = heapq.heappop(heap)
-            if live.pop(sort_key[2], None) is not None:
+            if (url := live.pop(sort_key[2], None)) is not None:
                 if ref.source == "index":
                     self._evictable_live -= 1
+                self._popped = (sort_key, ref, url)
                 return ref
         return None
+
+    def unpop(self, ref: SitemapRef) -> None:
+        """Queue ``ref``, the last one ``pop`` gave, again as it was (its request was made
+        ahead of its turn, then given up: crawl/prefetch.py)."""
+        popped, self._popped = self._popped, None
+        if popped is None or popped[1] is not ref:
+            raise ValueError(f"{ref.url} is not the sitemap popped last")
+        sort_key, _, url = popped
+        heapq.heappush(self._heap, (sort_key, ref))
+        self._live[sort_key[2]] = url
+        if ref.source == "index":
+            heapq.heappush(self._evictable, (_worst_first(sort_key), ref))
+            self._evictable_live += 1

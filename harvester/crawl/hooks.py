@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from harvester.crawl.incremental import HostIncremental
     from harvester.crawl.policy import SitemapQueue
     from harvester.crawl.sitemaps import SitemapLog
-    from harvester.models import Entry
+    from harvester.models import Entry, Kind
 
 __all__ = ["HostHooks"]
 
@@ -64,6 +64,8 @@ class HostHooks:
         self._incremental = incremental
         self.emit = emit  # (also the links fallback's records, crawl/links.py)
         self._ready = ready
+        # Told what each body is once sniffed (the host worker's read ahead; None: nobody).
+        self.sniffed: Callable[[SitemapRef, Kind], None] | None = None
 
     def head(
         self, ref: SitemapRef, url: str, status: int, validators: tuple[str | None, str | None]
@@ -87,6 +89,11 @@ class HostHooks:
         self._sitemaps.chunk(len(chunk))
         if self._ready is not None:
             await self._ready()  # the output is behind: wait unparsed
+
+    def kind(self, ref: SitemapRef, kind: Kind) -> None:
+        """What ``ref``'s body is, once sniffed: to ``sniffed``."""
+        if self.sniffed is not None:
+            self.sniffed(ref, kind)
 
     async def entries(self, entries: list[Entry], ref: SitemapRef) -> None:
         """Turn reader entries into records (the batch) and index children (the queue)."""

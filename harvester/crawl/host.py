@@ -26,7 +26,7 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
-from harvester.crawl import allow, cover, links, tdmrep, verdicts
+from harvester.crawl import allow, cover, links, prefetch, tdmrep, verdicts
 from harvester.crawl.attempt import (
     Attempts,
     BodyBroken,
@@ -150,6 +150,10 @@ class HostWorker:
             self.batch, self._queue, self._homes, inc, self.sitemaps, self._tdm.emit, ready
         )
         self._attempts = Attempts(fetcher, settings.fetch, settings.reader, self._hooks)
+        # Issue 51: the next sitemap asked while the current one is read (crawl/prefetch.py).
+        args = (self.host, self._frontier, self.incremental, self.batch, fetcher, scheduler)
+        self._ahead = prefetch.ReadAhead(*args, settings.fetch)
+        self._hooks.sniffed = self._ahead.sniffed
 
     async def run(self, found: Awaitable[Discovered] | None = None) -> HostReport:
         """Harvest the host; return its report (never raises for host-level failures).
@@ -167,6 +171,7 @@ class HostWorker:
         except TimeoutError:
             self.report.limit("max_host_seconds")
         finally:
+            self._ahead.close()  # (a deferral or the host's time ended it)
             _end(self._scheduler, self._fetcher, self.host, self._site_host)
             self.batch.close()
             self.report.seconds = round(time.monotonic() - started, 3)
@@ -183,8 +188,8 @@ class HostWorker:
         await self._tdm.ask(slot, found, self.batch)  # issue 48: tdmrep.json, once answered
         for ref in found.refs:
             self._queue.admit(ref)
-        while nxt := _next(self._frontier, self.incremental, self.batch):
-            await self._sitemap(nxt)
+        while nxt := self._ahead.next():
+            await self._sitemap(nxt, self._ahead.take())
             self._queue.children(nxt)  # the newest of its children, if an index
             # Its records go out before the host waits for the next fetch (its rate limit,
             # the network): a waiting host holds no batch (issue 29; the outbox joins them).
@@ -266,7 +271,7 @@ class HostWorker:
         self._site_host = site
         self._settings.discovery.pace(self._scheduler.acquire(site), found.robots)
 
-    async def _sitemap(self, ref: SitemapRef) -> None:
+    async def _sitemap(self, ref: SitemapRef, ahead: prefetch.Prefetch | None = None) -> None:
         """Fetch one sitemap, attempt by attempt, acting on each ``Outcome``: the retry policy.
 
         ``BodyBroken`` (the body broke or stalled): fetched again from the start, up to
@@ -275,12 +280,17 @@ class HostWorker:
         broken read emitted. ``RetryListed`` (a remembered redirect target answered
         4xx): the listed URL, once. ``Undecodable`` (not the Content-Encoding it
         claims): once more as sent (``raw``), the reader sniffs it. Any other outcome
-        ends it (``_ended``).
+        ends it (``_ended``). ``ahead``: its first request, made while the sitemap before
+        it was read (``_read_ahead``).
         """
         inc = self.incremental
         target, headers = self._start(ref)
+        if ahead is not None and (ahead.url != target or headers):
+            ahead.close()  # (the state planned it otherwise: asked as planned)
+            ahead = None
         if target is None:
             return
+        self._ahead.start(ref)
         retries, refetches, requests = self._settings.fetch.retries, 0, 0
         raw = False  # asking for the body as sent, its Content-Encoding not undone
         slot_host = host_key(target)  # a child on another host is paced by that host's slot
@@ -290,7 +300,9 @@ class HostWorker:
                 digest = inc.new_read() if inc is not None else None
                 self.batch.new_read()
                 self.sitemaps.attempt(ref)
-                outcome = await self._attempts.attempt(ref, target, slot, headers, digest, raw=raw)
+                args = (ref, target, slot, headers, digest)
+                outcome = await self._attempts.attempt(*args, raw=raw, ahead=ahead)
+                ahead = None  # (once: a retry asks again)
                 self.sitemaps.outcome(outcome)
                 match outcome:
                     case BodyBroken() if refetches < retries and not outcome.deadline_passed:
@@ -313,6 +325,8 @@ class HostWorker:
                         self._ended(ref, outcome, requests, digest, raw=raw)
                         return
         finally:
+            if ahead is not None:
+                ahead.close()
             self._scheduler.release(slot_host)
 
     def _ended(
@@ -380,18 +394,6 @@ class HostWorker:
             self.incremental.missed(ref.url)  # not probed again until rediscovery
             self.incremental.gone()  # a remembered hit is gone: rediscover next run
         self._queue.next_location(ref)
-
-
-def _next(
-    frontier: Frontier, incremental: HostIncremental | None, batch: UrlBatch
-) -> SitemapRef | None:
-    """The next sitemap to fetch: the frontier's, then those adaptive revisit held back
-    that are to be asked after all (issue 53: a sitemap read lost URLs; ``batch.seen``:
-    what the host listed this run); None once there is none, or the URL cap was hit."""
-    nxt = frontier.pop()
-    if nxt is None and incremental is not None and not batch.cap_hit:
-        nxt = incremental.revisits.held_back(incremental.memory, batch.seen)
-    return None if batch.cap_hit else nxt
 
 
 def _end(scheduler: Scheduler, fetcher: Fetcher, host: str, site_host: str | None) -> None:

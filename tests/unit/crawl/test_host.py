@@ -342,6 +342,9 @@ class Hooks:
     async def entries(self, entries: list[Any], ref: SitemapRef) -> None:
         self.got += entries
 
+    def kind(self, ref: SitemapRef, kind: Any) -> None:
+        self.got.append(("kind", kind))
+
 
 def one(answer: Body | FetchError, ref: SitemapRef, target: str = ROOT) -> Any:
     hooks = Hooks()
