@@ -254,8 +254,7 @@ class Fetcher:
         attempt = 0
         while True:
             attempt += 1
-            # The stack holds the slot and the response; leaving it releases
-            # both, so backoff sleeps between attempts hold neither.
+            # The stack holds the slot and the response: backoff sleeps hold neither.
             async with contextlib.AsyncExitStack() as stack:
                 budget = asyncio.timeout_at(deadline)
                 cause: BaseException | None = None

@@ -122,15 +122,8 @@ class HostWorker:
         self._wall = Wall()  # robots.txt and the probes as a bot wall (discovery's)
         # The host's canonicalization rules (its [normalize.hosts] override, if any).
         rules = settings.normalizer.rules_for(host_of(seed.origin))
-        self.batch = UrlBatch(
-            self.host,
-            settings.batch,
-            rules,
-            self.report,
-            ledger=ledger,
-            emit_mode=emit_mode,
-            encoded=encoded,
-        )
+        args = (self.host, settings.batch, rules, self.report)
+        self.batch = UrlBatch(*args, ledger=ledger, emit_mode=emit_mode, encoded=encoded)
         self._homes = HomeHosts(rules.canonical)  # where each sitemap's locs belong
         self.incremental: HostIncremental | None = None
         if ledger is not None:
@@ -151,8 +144,8 @@ class HostWorker:
         )
         self._attempts = Attempts(fetcher, settings.fetch, settings.reader, self._hooks)
         # Issue 51: the next sitemap asked while the current one is read (crawl/prefetch.py).
-        args = (self.host, self._frontier, self.incremental, self.batch, fetcher, scheduler)
-        self._ahead = prefetch.ReadAhead(*args, settings.fetch)
+        parts = (self.host, self._frontier, self.incremental, self.batch, fetcher, scheduler)
+        self._ahead = prefetch.ReadAhead(*parts, settings.fetch)
         self._hooks.sniffed = self._ahead.sniffed
 
     async def run(self, found: Awaitable[Discovered] | None = None) -> HostReport:
@@ -254,22 +247,14 @@ class HostWorker:
         if policy.signals and found.robots.text:
             report.allows = allow.signals(found.robots.text, found.robots_url or "")
         self._wall = found.wall
-        self._pace_site(found)
+        own = self._policy.own
+        self._site_host = _pace_site(self._scheduler, self._settings, self.host, own, found)
         self._homes.robots(self.seed.origin, found.origin, self._policy.declared)
 
     def _not_today(self, error: FetchError) -> bool:
         """Defer the host if ``error`` asks for more than a run waits (see below)."""
         inc, own, fetch = self.incremental, self._policy.own, self._settings.fetch
         return defer_if_not_today(error, own, self.seed.origin, fetch, self.report, inc)
-
-    def _pace_site(self, found: Discovered) -> None:
-        """Apply robots.txt's Crawl-delay to the host it was served from, when that is not
-        this one (discovery paced this host's slot; the sitemaps live over there)."""
-        site = host_key(found.origin) if found.origin else self.host
-        if site == self.host or site not in self._policy.own:
-            return
-        self._site_host = site
-        self._settings.discovery.pace(self._scheduler.acquire(site), found.robots)
 
     async def _sitemap(self, ref: SitemapRef, ahead: prefetch.Prefetch | None = None) -> None:
         """Fetch one sitemap, attempt by attempt, acting on each ``Outcome``: the retry policy.
@@ -394,6 +379,19 @@ class HostWorker:
             self.incremental.missed(ref.url)  # not probed again until rediscovery
             self.incremental.gone()  # a remembered hit is gone: rediscover next run
         self._queue.next_location(ref)
+
+
+def _pace_site(
+    scheduler: Scheduler, settings: HostSettings, host: str, own: frozenset[str], found: Discovered
+) -> str | None:
+    """Apply robots.txt's Crawl-delay to the host it was served from, when that is not
+    ``host`` (discovery paced its slot; the sitemaps live over there) but one of its
+    ``own``; return that host (its slot then held until the host ends), or None."""
+    site = host_key(found.origin) if found.origin else host
+    if site == host or site not in own:
+        return None
+    settings.discovery.pace(scheduler.acquire(site), found.robots)
+    return site
 
 
 def _end(scheduler: Scheduler, fetcher: Fetcher, host: str, site_host: str | None) -> None:
