@@ -266,7 +266,7 @@ class HostWorker:
         4xx): the listed URL, once. ``Undecodable`` (not the Content-Encoding it
         claims): once more as sent (``raw``), the reader sniffs it. Any other outcome
         ends it (``_ended``). ``ahead``: its first request, made while the sitemap before
-        it was read (``_read_ahead``).
+        it was read (``ReadAhead.start``).
         """
         inc = self.incremental
         target, headers = self._start(ref)

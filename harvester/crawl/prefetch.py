@@ -150,6 +150,7 @@ class ReadAhead:
         "_incremental",
         "_leaves",
         "_scheduler",
+        "_taken",
     )
 
     def __init__(
@@ -166,12 +167,16 @@ class ReadAhead:
         self._batch = batch
         self._fetcher, self._scheduler, self._fetch = fetcher, scheduler, fetch
         self._ahead: Prefetch | None = None  # the request of ``_following``, under way
+        self._taken: Prefetch | None = None  # the one ``take`` handed over last
         self._following: SitemapRef | None = None
         self._leaves: set[str] = set()  # the indexes whose children were read as urlsets
 
     def next(self) -> SitemapRef | None:
         """The sitemap to read now (the one asked ahead first, unless the URL cap was
         hit), or None: the host's sitemaps are done. ``take`` has its request."""
+        if self._taken is not None:
+            self._taken.close()
+            self._taken = None
         following, self._following = self._following, None
         if following is not None and not self._batch.cap_hit:
             return following
@@ -185,9 +190,10 @@ class ReadAhead:
 
     def take(self) -> Prefetch | None:
         """The request of the sitemap ``next`` gave, if it was asked ahead (the caller
-        uses it at most once and closes it)."""
-        ahead, self._ahead = self._ahead, None
-        return ahead
+        uses it at most once; it is closed by the next ``next`` or ``close`` at the
+        latest, whatever became of the caller)."""
+        self._taken, self._ahead = self._ahead, None
+        return self._taken
 
     def start(self, current: SitemapRef) -> None:
         """``current`` is about to be asked for: ask for the one after it too, when
@@ -214,15 +220,17 @@ class ReadAhead:
             if ref.parent is not None:
                 self._leaves.add(ref.parent)
         elif (following := self._following) is not None:
-            self.close()
-            self._following = None
+            if self._ahead is not None:  # (not the one being read: ``_taken``)
+                self._ahead.close()
+            self._ahead = self._following = None
             self._frontier.unpop(following)
 
     def close(self) -> None:
-        """End the request asked ahead, if any (the host ended, or it was put back)."""
-        if self._ahead is not None:
-            self._ahead.close()
-            self._ahead = None
+        """End the requests asked ahead, if any (the host ended, or one was put back)."""
+        for prefetch in (self._ahead, self._taken):
+            if prefetch is not None:
+                prefetch.close()
+        self._ahead = self._taken = None
 
 
 def upcoming(

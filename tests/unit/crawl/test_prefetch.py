@@ -14,12 +14,13 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from harvester.config import LimitsConfig, PolitenessConfig
+from harvester.config import FetchConfig, LimitsConfig, PolitenessConfig
 from harvester.crawl.body import Body
 from harvester.crawl.frontier import Frontier, SitemapRef
-from harvester.crawl.prefetch import Prefetch
+from harvester.crawl.prefetch import Prefetch, ReadAhead
 from harvester.crawl.scheduler import Scheduler
 from harvester.errors import FetchTimeout
+from harvester.models import Kind
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -178,3 +179,62 @@ def test_an_unpopped_index_child_can_still_make_room_for_a_newer_one() -> None:
     while (nxt := frontier.pop()) is not None:
         order.append(nxt.url)
     assert order[0] == "https://e.com/new"
+
+
+class _Batch:
+    cap_hit = False
+    seen: frozenset[str] = frozenset()
+
+
+def _read_ahead(stub: Stub, scheduler: Scheduler, frontier: Frontier) -> ReadAhead:
+    args = ("e.com", frontier, None, _Batch(), stub, scheduler, FetchConfig())
+    return ReadAhead(*args)  # type: ignore[arg-type]
+
+
+def _children(frontier: Frontier, n: int) -> list[SitemapRef]:
+    refs = [_ref(f"https://e.com/c{i}", 20 - i) for i in range(n)]
+    for r in refs:
+        frontier.push(r)
+    return refs
+
+
+async def test_the_next_child_is_asked_once_a_sibling_was_a_urlset() -> None:
+    scheduler, frontier = Scheduler(PolitenessConfig()), Frontier(LimitsConfig())
+    stub = Stub(tuple(b"x" for _ in range(10)))  # more than its buffer: it waits for a reader
+    ahead = _read_ahead(stub, scheduler, frontier)
+    c0, c1, c2 = _children(frontier, 3)
+    assert ahead.next() is c0
+    ahead.start(c0)  # no sibling read yet: nothing asked ahead
+    assert (stub.asked, ahead.take()) == ([], None)
+    ahead.sniffed(c0, Kind.URLSET)
+    assert ahead.next() is c1
+    ahead.start(c1)
+    assert stub.asked == [(c2.url, True)]
+    assert ahead.next() is c2  # the one asked ahead, taken out of the frontier
+    taken = ahead.take()
+    assert taken is not None
+    assert taken.url == c2.url
+    assert frontier.pop() is None
+    ahead.close()  # the reader may have failed before using it: closed all the same
+    for _ in range(3):
+        await asyncio.sleep(0)
+    assert (stub.open, len(scheduler)) == (0, 0)
+
+
+async def test_an_index_read_puts_the_one_asked_ahead_back() -> None:
+    scheduler, frontier, stub = Scheduler(PolitenessConfig()), Frontier(LimitsConfig()), Stub()
+    ahead = _read_ahead(stub, scheduler, frontier)
+    c0, c1, c2 = _children(frontier, 3)
+    ahead.next()
+    ahead.sniffed(c0, Kind.URLSET)
+    assert ahead.next() is c1
+    ahead.start(c1)
+    assert stub.asked == [(c2.url, True)]
+    ahead.sniffed(c1, Kind.SITEMAPINDEX)  # c1's children come before c2
+    for _ in range(3):
+        await asyncio.sleep(0)
+    assert (stub.open, len(scheduler)) == (0, 0)  # its request ended
+    assert ahead.take() is None
+    assert frontier.peek() is c2
+    assert ahead.next() is c2  # back in its place: asked as usual, in its turn
+    assert ahead.take() is None
