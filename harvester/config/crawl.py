@@ -98,8 +98,8 @@ class FetchConfig:
     # gaps between one host's requests under load (issue 51: 2-20 s).
     keepalive_timeout: float = 30.0
     chunk_size: int = 65_536
-    # Issue 51: a host's next sitemap (both children of an index) asked while the current
-    # one is read, in the host's second concurrency slot (harvester.crawl.prefetch).
+    # Issue 51: a host's next sitemap (both listed by an index or robots.txt) asked while
+    # the current one is read, in the host's second concurrency slot (crawl.prefetch).
     prefetch: bool = True
     # SSRF guard (harvester.crawl.guard): refuse non-public peers unless allowed here.
     allow_private: bool = False

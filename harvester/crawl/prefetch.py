@@ -14,8 +14,10 @@ once, 2 a second) allows two. The wait for the next one's first byte now overlap
 current one's read; the reading itself stays one at a time and in order.
 
 When (``ReadAhead.start``, ``fetch.prefetch``): the current and the next sitemap (the
-frontier's next) are both children of an index, on the host's own slot, which has a
-second place (``concurrency`` > 1); a sibling of the current one was read as a urlset;
+frontier's next) were both listed, by an index or by robots.txt (not a seed's sitemap,
+not a guessed location), the next on the host's own slot, which has a second place
+(``concurrency`` > 1); a sibling of the current one (listed by the same) was read as a
+urlset;
 and with a state file, the next is one no earlier run read (a conditional request and
 adaptive revisit are decided only when its turn comes). The next is asked when the
 current one is, not once the current one is known to be a urlset: a host slow to its
@@ -55,7 +57,7 @@ if TYPE_CHECKING:
     from harvester.crawl.incremental import HostIncremental
     from harvester.crawl.scheduler import Scheduler
 
-__all__ = ["BUFFER", "Prefetch", "ReadAhead", "upcoming"]
+__all__ = ["BUFFER", "Prefetch", "ReadAhead", "siblings", "upcoming"]
 
 BUFFER = 2  # chunks read ahead of the reader, at most
 
@@ -169,7 +171,7 @@ class ReadAhead:
         self._ahead: Prefetch | None = None  # the request of ``_following``, under way
         self._taken: Prefetch | None = None  # the one ``take`` handed over last
         self._following: SitemapRef | None = None
-        self._leaves: set[str] = set()  # the indexes whose children were read as urlsets
+        self._leaves: set[str] = set()  # lists (``siblings``) with a urlset read
 
     def next(self) -> SitemapRef | None:
         """The sitemap to read now (the one asked ahead first, unless the URL cap was
@@ -200,8 +202,8 @@ class ReadAhead:
         ``fetch.prefetch``, the host's slot has a second place, and a sibling of
         ``current`` was a urlset (so it likely is one: ``sniffed`` puts back what an
         index's children must come before)."""
-        host = self._host
-        if not self._fetch.prefetch or current.parent not in self._leaves:
+        host, listed = self._host, siblings(current)
+        if not self._fetch.prefetch or listed is None or listed not in self._leaves:
             return
         if self._ahead is not None or self._following is not None:
             return
@@ -217,8 +219,8 @@ class ReadAhead:
         """``ref``'s body is ``kind``: an index puts back the sitemap asked ahead (the
         frontier puts the index's children first); a urlset vouches for its siblings."""
         if kind is not Kind.SITEMAPINDEX:
-            if ref.parent is not None:
-                self._leaves.add(ref.parent)
+            if (listed := siblings(ref)) is not None:
+                self._leaves.add(listed)
         elif (following := self._following) is not None:
             if self._ahead is not None:  # (not the one being read: ``_taken``)
                 self._ahead.close()
@@ -233,16 +235,24 @@ class ReadAhead:
         self._ahead = self._taken = None
 
 
+def siblings(ref: SitemapRef) -> str | None:
+    """What ``ref`` was listed by: its index's URL, or "robots" (robots.txt); None for
+    the others (a seed's sitemap, a guessed location: never asked ahead)."""
+    if ref.source == "index":
+        return ref.parent
+    return "robots" if ref.source == "robots" else None
+
+
 def upcoming(
     current: SitemapRef, frontier: Frontier, incremental: HostIncremental | None, host: str
 ) -> SitemapRef | None:
     """The sitemap to ask for while ``current`` is read, popped from ``frontier``, or
-    None (module docstring: both children of an index, the next on ``host``'s slot,
-    unknown to the state); the caller checks the rest."""
-    if current.source != "index":
+    None (module docstring: both listed by an index or robots.txt, the next on
+    ``host``'s slot, unknown to the state); the caller checks the rest."""
+    if siblings(current) is None:
         return None
     nxt = frontier.peek()
-    if nxt is None or nxt.source != "index" or host_key(nxt.url) != host:
+    if nxt is None or siblings(nxt) is None or host_key(nxt.url) != host:
         return None
     if incremental is not None and incremental.knows(nxt.url):
         return None

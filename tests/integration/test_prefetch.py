@@ -1,11 +1,12 @@
 """A host's next sitemap is asked while the current one is read (issue 51, crawl/prefetch.py).
 
-The loopback site holds each child's answer (its first byte) until the next child is
-asked: a host that reads its sitemaps one at a time would wait out every hold; one that
-asks the next while the current is read is never held. Politeness stays at the host's
-concurrency (2 here: never more than 2 answers pending), the order in which sitemaps are
-read is the frontier's (an index met among urlsets puts back what was asked ahead, so
-its children still come first), and a child that fails ahead fails as it would have.
+The sitemaps are an index's children or robots.txt's list. The loopback site holds each
+one's answer (its first byte) until the next one is asked: a host that reads its
+sitemaps one at a time would wait out every hold; one that asks the next while the
+current is read is never held. Politeness stays at the host's concurrency (2 here: never
+more than 2 answers pending), the order in which sitemaps are read is the frontier's (an
+index met among urlsets puts back what was asked ahead, so its children still come
+first), and a child that fails ahead fails as it would have.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import asyncio
 import contextlib
 from typing import TYPE_CHECKING, Any
 
+import pytest
 from aiohttp import web
 
 from tests.integration.harvesting import collect
@@ -75,14 +77,20 @@ class Held:
         return answer
 
 
-async def test_the_next_child_is_asked_while_the_current_one_is_read(sites: Sites) -> None:
+@pytest.mark.parametrize(("listed_by", "host"), [("index", "127.0.0.91"), ("robots", "127.0.0.96")])
+async def test_the_next_sitemap_is_asked_while_the_current_one_is_read(
+    sites: Sites, listed_by: str, host: str
+) -> None:
     routes: dict[str, Any] = {}
-    site = await sites.start("127.0.0.91", routes)
+    site = await sites.start(host, routes)
     u = site.url
     names = [f"c{i}" for i in range(CHILDREN)]
     held = Held(site, names)
-    routes["/robots.txt"] = robots(u("/index.xml"))
-    routes["/index.xml"] = index(*(u(f"/{name}.xml") for name in names))
+    if listed_by == "index":
+        routes["/robots.txt"] = robots(u("/index.xml"))
+        routes["/index.xml"] = index(*(u(f"/{name}.xml") for name in names))
+    else:
+        routes["/robots.txt"] = robots(*(u(f"/{name}.xml") for name in names))
     for name in names:
         routes[f"/{name}.xml"] = held.route(name, urlset(*(u(f"/{name}/{j}") for j in range(3))))
 
@@ -91,7 +99,7 @@ async def test_the_next_child_is_asked_while_the_current_one_is_read(sites: Site
     expected = sorted(u(f"/{name}/{j}") for name in names for j in range(3))
     assert sorted(r["loc"] for r in records) == expected
     report = hosts[site.origin.removeprefix("http://")]
-    assert report["sitemaps_found"] == CHILDREN + 1
+    assert report["sitemaps_found"] == CHILDREN + (listed_by == "index")
     assert report["sitemaps_failed"] == 0
     # c2..c5 were each asked while the one before was pending (c1 while c0 was read: no).
     assert held.overlapped == CHILDREN - 2
