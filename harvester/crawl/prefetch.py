@@ -15,20 +15,19 @@ current one's read; the reading itself stays one at a time and in order.
 
 When (``ReadAhead.start``, ``fetch.prefetch``): the current and the next sitemap (the
 frontier's next) were both listed, by an index or by robots.txt (not a seed's sitemap,
-not a guessed location), the next on the host's own slot, which has a second place
+not a guessed location); the next is on the host's own slot, which has a second place
 (``concurrency`` > 1); a sibling of the current one (listed by the same) was read as a
-urlset;
-and with a state file, the next is one no earlier run read (a conditional request and
-adaptive revisit are decided only when its turn comes). The next is asked when the
-current one is, not once the current one is known to be a urlset: a host slow to its
-first byte then has both waits under way at once. Should the current one be an index
-after all, the next is put back where it was (``Frontier.unpop``; its request ended),
-so the index's children come first as the frontier orders them: what is read, and in
-which order, is what it would be without reading ahead (one request may be more: the
-next's, when the current one's answer ends the host, e.g. a 429 "not today", or hits
-the URL cap). Politeness is exact: the
-request goes through the host's ``HostSlot`` like any other (its concurrency, rate and
-Crawl-delay) and holds one of its places while it runs.
+urlset; and with a state file, the next is one no earlier run read (a conditional
+request and adaptive revisit are decided only when its turn comes). The next is asked
+when the current one is, not once the current one is known to be a urlset: a host slow
+to its first byte then has both waits under way at once. Should the current one be an
+index after all, the next is put back where it was (``Frontier.unpop``; its request
+ended), so the index's children come first as the frontier orders them: what is read,
+and in which order, is what it would be without reading ahead (one request may be more:
+the next's, when the current one's answer ends the host, e.g. a 429 "not today", or
+hits the URL cap). Politeness is exact: the request goes through the host's
+``HostSlot`` like any other (its concurrency, rate and Crawl-delay) and holds one of its
+places while it runs.
 
 Memory: the buffer holds at most ``BUFFER`` chunks (``fetch.chunk_size`` each); a full
 buffer stops reading the socket (the server waits, as for a slow reader). Bodies read
