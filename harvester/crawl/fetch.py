@@ -295,7 +295,18 @@ class Fetcher:
                         slot.back_off(outcome.retry_after)
             # Slot and connection are released here; decide whether to try again.
             assert deadline is not None  # any error after admission left it set
-            await self._after_failure(error, cause, first, (attempt, retries), deadline)
+            delay = self._after_failure(error, cause, first, (attempt, retries), deadline)
+            if delay is None:
+                error.attempts = attempt  # the report's retry count
+                try:
+                    raise error from cause
+                finally:
+                    # The traceback holds this frame: were the error still one of its
+                    # locals, each failed request (a 404 among them) would leave a
+                    # cycle of error, traceback and frames for the collector to find.
+                    del error, cause
+                    outcome = None
+            await self._sleep(delay)
 
     def _answered(self, slot: HostSlot, response: aiohttp.ClientResponse) -> None:
         """The host answered: first contact is over, and its signal headers are looked
@@ -327,15 +338,16 @@ class Fetcher:
             auto_decompress=decompress,
         )
 
-    async def _after_failure(
+    def _after_failure(
         self,
         error: FetchError,
         cause: BaseException | None,
         first: bool,
         tried: tuple[int, int],
         deadline: float,
-    ) -> None:
-        """Raise ``error`` when it is final (the retry policy); else wait out the delay.
+    ) -> float | None:
+        """Seconds to wait before the next attempt, or None: ``error`` is final (the
+        retry policy; the caller raises it).
 
         ``first``: the attempt was first contact; ``tried``: the attempt that failed (1
         for the first) and the retries allowed.
@@ -346,14 +358,12 @@ class Fetcher:
         # same timeout again. A failed TLS handshake (a certificate problem, no
         # TLS on the port) will not mend in a few seconds either.
         if (first and isinstance(error, FetchTimeout)) or isinstance(cause, aiohttp.ClientSSLError):
-            delay = None
-        else:
-            delay = self._retry_delay(error, attempt, retries)
+            return None
+        delay = self._retry_delay(error, attempt, retries)
         # Give up now rather than sleep into a FetchTimeout: the last real
         # error (say, the 429 and its Retry-After) says more to the report.
         if delay is None or asyncio.get_running_loop().time() + delay >= deadline:
-            error.attempts = attempt  # the report's retry count
-            raise error from cause
+            return None
         logger.debug(
             "retrying %s in %.2fs after attempt %d: %s",
             redact(error.url or ""),
@@ -361,7 +371,7 @@ class Fetcher:
             attempt,
             error.message,
         )
-        await self._sleep(delay)
+        return delay
 
     def _retry_delay(self, error: FetchError, attempt: int, retries: int) -> float | None:
         """Seconds to wait before attempt ``attempt + 1``, or None to give up."""
