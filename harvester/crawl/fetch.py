@@ -47,22 +47,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import random
 from typing import TYPE_CHECKING
 
 import aiohttp
 
-from harvester.crawl.body import Body, BodyStream, redact
+from harvester.crawl.body import Body, BodyStream
 from harvester.crawl.challenge import challenged
 from harvester.crawl.connector import close_idle, is_socks, make_session_parts
 from harvester.crawl.headers import HostHeaders
 from harvester.crawl.resolver import make_resolver
 from harvester.crawl.response import body_of, body_read_timeout, check_status
-from harvester.crawl.retry import attempt_error, not_before, retry_after_seconds, retryable
+from harvester.crawl.retry import attempt_error, next_delay, not_before, retry_after_seconds
 from harvester.crawl.targets import check_target, valid_hop
 from harvester.crawl.tdmheaders import HeaderSignals
-from harvester.errors import FetchError, FetchTimeout, ForbiddenAddress, HTTPStatusError, InvalidURL
+from harvester.errors import FetchError, ForbiddenAddress, HTTPStatusError, InvalidURL
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -75,8 +74,6 @@ if TYPE_CHECKING:
     from harvester.crawl.scheduler import HostSlot
 
 __all__ = ["Body", "Fetcher", "not_before", "retry_after_seconds"]
-
-logger = logging.getLogger(__name__)
 
 
 class Fetcher:
@@ -266,14 +263,10 @@ class Fetcher:
                         if deadline is None:
                             deadline = loop.time() + cfg.total_timeout
                             budget.reschedule(deadline)
-                        # Another request may have had the host's answer while we waited.
-                        first = not slot.answered
-                        response = await stack.enter_async_context(
-                            self._get(session, url, slot, headers, decompress, first=first)
-                        )
-                        self._answered(slot, response)
-                        if first:
-                            body_read_timeout(response, cfg.read_timeout)
+                        first = not slot.answered  # (another request's answer may have come)
+                        get = self._get(session, url, slot, headers, decompress, first=first)
+                        response = await stack.enter_async_context(get)
+                        self._answered(slot, response, first)
                 except (TimeoutError, aiohttp.ClientError, ForbiddenAddress, InvalidURL) as exc:
                     cause = exc
                     error = attempt_error(cfg, exc, url, first=first, expired=budget.expired())
@@ -283,36 +276,32 @@ class Fetcher:
                     if outcome is None:
                         async with gate:
                             body_stream = BodyStream(response, url, cfg, cap, deadline)
-                            try:
+                            with contextlib.closing(body_stream):
                                 yield body_of(response, attempt, body_stream)
-                            finally:
-                                body_stream.close()
                         return
                     error = outcome
-                    if outcome.retry_after is not None and not_before(outcome, cfg) is None:
-                        # The whole host waits, not just this file. A longer wait than a
-                        # run's is final at once, and the host worker defers the host.
-                        slot.back_off(outcome.retry_after)
+                    _back_off(slot, outcome, cfg)
             # Slot and connection are released here; decide whether to try again.
             assert deadline is not None  # any error after admission left it set
-            delay = self._after_failure(error, cause, first, (attempt, retries), deadline)
+            times = (loop.time(), deadline)
+            delay = next_delay(cfg, self._rng, (error, cause), first, (attempt, retries), times)
             if delay is None:
                 error.attempts = attempt  # the report's retry count
                 try:
                     raise error from cause
-                finally:
-                    # The traceback holds this frame: were the error still one of its
-                    # locals, each failed request (a 404 among them) would leave a
-                    # cycle of error, traceback and frames for the collector to find.
+                finally:  # (next_delay says why)
                     del error, cause
                     outcome = None
             await self._sleep(delay)
 
-    def _answered(self, slot: HostSlot, response: aiohttp.ClientResponse) -> None:
+    def _answered(self, slot: HostSlot, response: aiohttp.ClientResponse, first: bool) -> None:
         """The host answered: first contact is over, and its signal headers are looked
-        at (``tdmheaders``: tdm-*, X-Robots-Tag), whatever its status."""
+        at (``tdmheaders``: tdm-*, X-Robots-Tag), whatever its status. A first contact's
+        body gets its read timeout."""
         slot.mark_answered()
         self.signals.seen(slot, response.url, response.headers)
+        if first:
+            body_read_timeout(response, self._cfg.read_timeout)
 
     def _get(
         self,
@@ -338,49 +327,9 @@ class Fetcher:
             auto_decompress=decompress,
         )
 
-    def _after_failure(
-        self,
-        error: FetchError,
-        cause: BaseException | None,
-        first: bool,
-        tried: tuple[int, int],
-        deadline: float,
-    ) -> float | None:
-        """Seconds to wait before the next attempt, or None: ``error`` is final (the
-        retry policy; the caller raises it).
 
-        ``first``: the attempt was first contact; ``tried``: the attempt that failed (1
-        for the first) and the retries allowed.
-        """
-        attempt, retries = tried
-        # First contact decides quickly: a host that let a connect or its first
-        # response time out is dead or hanging, and each retry would cost the
-        # same timeout again. A failed TLS handshake (a certificate problem, no
-        # TLS on the port) will not mend in a few seconds either.
-        if (first and isinstance(error, FetchTimeout)) or isinstance(cause, aiohttp.ClientSSLError):
-            return None
-        delay = self._retry_delay(error, attempt, retries)
-        # Give up now rather than sleep into a FetchTimeout: the last real
-        # error (say, the 429 and its Retry-After) says more to the report.
-        if delay is None or asyncio.get_running_loop().time() + delay >= deadline:
-            return None
-        logger.debug(
-            "retrying %s in %.2fs after attempt %d: %s",
-            redact(error.url or ""),
-            delay,
-            attempt,
-            error.message,
-        )
-        return delay
-
-    def _retry_delay(self, error: FetchError, attempt: int, retries: int) -> float | None:
-        """Seconds to wait before attempt ``attempt + 1``, or None to give up."""
-        if attempt > retries or not retryable(error):
-            return None
-        if isinstance(error, HTTPStatusError) and error.retry_after is not None:
-            # The server said when. Longer than a run waits ("come back tomorrow"):
-            # give up now, rather than ask again after retry_after_max.
-            return None if not_before(error, self._cfg) is not None else error.retry_after
-        # Full jitter (AWS architecture blog): uniform over [0, capped exponential].
-        ceiling = min(self._cfg.backoff_max, self._cfg.backoff_base * 2 ** min(attempt - 1, 62))
-        return self._rng.uniform(0.0, ceiling)
+def _back_off(slot: HostSlot, outcome: HTTPStatusError, cfg: FetchConfig) -> None:
+    """A Retry-After the run can wait out makes the whole host wait, not just this file
+    (a longer one is final at once, and the host worker defers the host)."""
+    if outcome.retry_after is not None and not_before(outcome, cfg) is None:
+        slot.back_off(outcome.retry_after)

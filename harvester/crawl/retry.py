@@ -2,8 +2,9 @@
 
 In: a ``FetchError`` of one attempt (or what an attempt without a response raised), a
 Retry-After header, the ``FetchConfig``. Out: whether the error is transient
-(``retryable``), the seconds a server asked for (``retry_after_seconds``, ``not_before``)
-and the classified ``FetchError`` of an attempt that got no response (``attempt_error``).
+(``retryable``), the seconds a server asked for (``retry_after_seconds``, ``not_before``),
+the classified ``FetchError`` of an attempt that got no response (``attempt_error``) and
+the wait before the next attempt, or None when the error is final (``next_delay``).
 
 Pure: no I/O. Split from ``fetch.py`` so the fetcher keeps to the session, the request
 and the loop of attempts; ``fetch`` re-exports ``not_before`` and ``retry_after_seconds``.
@@ -13,13 +14,14 @@ from __future__ import annotations
 
 import datetime
 import email.utils
+import logging
 import re
 import time
 from typing import TYPE_CHECKING
 
 import aiohttp
 
-from harvester.crawl.body import map_error
+from harvester.crawl.body import map_error, redact
 from harvester.errors import (
     Blocked,
     ConnectError,
@@ -31,15 +33,20 @@ from harvester.errors import (
 )
 
 if TYPE_CHECKING:
+    import random
+
     from harvester.config import FetchConfig
 
 __all__ = [
     "HONOUR_RETRY_AFTER",
     "attempt_error",
+    "next_delay",
     "not_before",
     "retry_after_seconds",
     "retryable",
 ]
+
+logger = logging.getLogger(__name__)
 
 _DELTA_SECONDS = re.compile(r"\d+(?:\.\d+)?")
 # Statuses whose Retry-After is waited for (see not_before for one longer than a run waits).
@@ -133,3 +140,59 @@ def _timeout_error(cfg: FetchConfig, exc: TimeoutError, url: str, first: bool) -
     if first:
         error.first_contact = "connect" if connect else "first_byte"
     return error
+
+
+def next_delay(
+    cfg: FetchConfig,
+    rng: random.Random,
+    failed: tuple[FetchError, BaseException | None],
+    first: bool,
+    tried: tuple[int, int],
+    times: tuple[float, float],
+) -> float | None:
+    """Seconds to wait before the next attempt, or None: the error is final.
+
+    ``failed``: the attempt's error and what raised it (None: a status); ``first``: the
+    attempt was first contact; ``tried``: the attempt that failed (1 for the first) and
+    the retries allowed; ``times``: the loop's time now and the request's deadline.
+    The caller raises a final error holding no reference to it in its own frame: the
+    traceback holds that frame, so a local would make a cycle of error, traceback and
+    frames, one per failed request (a 404 among them), for the collector to find.
+    """
+    error, cause = failed
+    attempt, retries = tried
+    # First contact decides quickly: a host that let a connect or its first
+    # response time out is dead or hanging, and each retry would cost the
+    # same timeout again. A failed TLS handshake (a certificate problem, no
+    # TLS on the port) will not mend in a few seconds either.
+    if (first and isinstance(error, FetchTimeout)) or isinstance(cause, aiohttp.ClientSSLError):
+        return None
+    delay = _retry_delay(cfg, rng, error, attempt, retries)
+    # Give up now rather than sleep into a FetchTimeout: the last real
+    # error (say, the 429 and its Retry-After) says more to the report.
+    now, deadline = times
+    if delay is None or now + delay >= deadline:
+        return None
+    logger.debug(
+        "retrying %s in %.2fs after attempt %d: %s",
+        redact(error.url or ""),
+        delay,
+        attempt,
+        error.message,
+    )
+    return delay
+
+
+def _retry_delay(
+    cfg: FetchConfig, rng: random.Random, error: FetchError, attempt: int, retries: int
+) -> float | None:
+    """Seconds to wait before attempt ``attempt + 1``, or None to give up."""
+    if attempt > retries or not retryable(error):
+        return None
+    if isinstance(error, HTTPStatusError) and error.retry_after is not None:
+        # The server said when. Longer than a run waits ("come back tomorrow"):
+        # give up now, rather than ask again after retry_after_max.
+        return None if not_before(error, cfg) is not None else error.retry_after
+    # Full jitter (AWS architecture blog): uniform over [0, capped exponential].
+    ceiling = min(cfg.backoff_max, cfg.backoff_base * 2 ** min(attempt - 1, 62))
+    return rng.uniform(0.0, ceiling)

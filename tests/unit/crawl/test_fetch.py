@@ -561,7 +561,7 @@ async def test_proxy_credentials_never_leak(
 ) -> None:
     proxy = "http://user:s3cret@127.0.0.1:3128"
     exc = aiohttp.ClientConnectionError(f"Cannot connect to proxy {proxy}")
-    caplog.set_level(logging.DEBUG, logger="harvester.crawl.fetch")
+    caplog.set_level(logging.DEBUG, logger="harvester.crawl.retry")
     with aioresponses() as m:
         m.get(URL_A, exception=exc, repeat=True)
         async with make_fetcher(fake, proxy=proxy, retries=1) as fetcher:
