@@ -25,7 +25,7 @@ import socket
 import subprocess
 import sys
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from aiohttp import web
 from aiohttp.abc import AbstractResolver, ResolveResult
@@ -34,6 +34,8 @@ if TYPE_CHECKING:
     from collections.abc import Coroutine
 
     from harvester.crawl.fetch import Fetcher
+
+T = TypeVar("T")
 
 ADDRESS = "127.0.52.1"
 BODY = b'<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"/>'
@@ -160,8 +162,9 @@ def _bind(mw: Any, handler: Any) -> Any:
     return wrapped
 
 
-def run(work: Coroutine[None, None, float]) -> float:
-    """``work`` on the loop a harvester run uses (uvloop when installed)."""
+def run(work: Coroutine[None, None, T]) -> T:
+    """``work`` on the loop a harvester run uses (uvloop when installed); its result.
+    (bench_tls runs its rounds with it too.)"""
     try:
         import uvloop
     except ImportError:

@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import os
 import socket
 import ssl
@@ -41,6 +42,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from benchmarks.bench_hops import run
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -158,9 +161,9 @@ async def loop_rows(
             await fn()
         return (time.process_time() - start) / handshakes * 1e6
 
-    rows = {"tcp only": await per(lambda: loop_handshake(port, None))}
+    rows = {"tcp only": await per(functools.partial(loop_handshake, port, None))}
     for name, context in ctxs.items():
-        rows[name] = await per(lambda c=context: loop_handshake(port, c))  # type: ignore[misc]
+        rows[name] = await per(functools.partial(loop_handshake, port, context))
     return rows
 
 
@@ -184,15 +187,6 @@ def blocking_rows(
     return rows, resumed
 
 
-def run_loop(work: Awaitable[dict[str, float]]) -> dict[str, float]:
-    """``work`` on the loop a harvester run uses (uvloop when installed)."""
-    try:
-        import uvloop
-    except ImportError:
-        return asyncio.run(work)  # type: ignore[arg-type]
-    return uvloop.run(work)  # type: ignore[arg-type]
-
-
 def measure(handshakes: int, repeat: int, rsa: bool) -> tuple[dict[str, float], int]:
     """Each row's best CPU µs per connection over ``repeat`` rounds, and how many of the
     last round's resumptions resumed (a round measures ``handshakes`` of each row)."""
@@ -212,7 +206,7 @@ def measure(handshakes: int, repeat: int, rsa: bool) -> tuple[dict[str, float], 
                 best: dict[str, float] = {}
                 resumed = 0
                 for _ in range(repeat):
-                    rows = run_loop(loop_rows(port, handshakes, ctxs))
+                    rows = run(loop_rows(port, handshakes, ctxs))
                     blocking, resumed = blocking_rows(port, handshakes, ctxs["harvester"])
                     rows.update(blocking)
                     for name, value in rows.items():
