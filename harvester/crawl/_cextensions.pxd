@@ -1,4 +1,4 @@
 # What harvester/crawl/_chost.pyx uses of harvester/crawl/_cextensions.pyx at C level.
 
 
-cdef bytes _extensions_json(tuple entry)
+cdef bint _extensions_into(bytearray out, tuple entry) except -1

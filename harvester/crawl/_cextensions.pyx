@@ -1,16 +1,15 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False
-"""The extension fields of a record (images, alternates, videos, news) as JSON, for the
+"""The extension fields of a record (images, alternates, videos, news) as JSON, in the
 line ``_crecords._write_record`` writes.
 
-In: a ``UrlEntry`` with extensions (``_extensions_json``). Out: ``,"images":[...]`` and
-so on, as ``records.record`` puts them in the record and orjson writes them, or None
-when a value needs ``encode_record``'s json fallback.
+In: a ``UrlEntry`` with extensions and the batch's bytes, the entry's line open after
+its ``priority`` (``_extensions_into``). Out: ``,"images":[...]`` and so on appended,
+as ``records.record`` puts them in the record and orjson writes them; False when a
+value needs ``encode_record``'s json fallback.
 """
 
-from cpython.bytearray cimport (
-    PyByteArray_AS_STRING, PyByteArray_FromStringAndSize, PyByteArray_GET_SIZE,
-)
-from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from libc.string cimport memcpy
 
 import orjson
@@ -55,20 +54,19 @@ cdef inline int _json_value(bytearray out, object value) except -1:
     return 0
 
 
-cdef bytes _extensions_json(tuple entry):
-    """The extension fields of a ``UrlEntry`` (its images, alternates, videos, news) as
-    ``records.record`` puts them in the record and orjson writes them: ``,"images":[...]``
-    and so on, in that order, with the leading comma; None when a value needs
-    ``encode_record``'s json fallback (the caller then encodes the record dict).
+cdef bint _extensions_into(bytearray out, tuple entry) except -1:
+    """Append the extension fields of a ``UrlEntry`` (its images, alternates, videos,
+    news) to ``out`` as ``records.record`` puts them in the record and orjson writes
+    them: ``,"images":[...]`` and so on, in that order, with the leading comma; False
+    when a value needs ``encode_record``'s json fallback (what was appended is then
+    the caller's to cut: it encodes the record dict instead).
 
     Every field is written here, from the entry's own values, in the order
     ``records.add_extensions`` puts it in the record (no dict, namedtuple or dataclass
-    copy per entry); only a video's dates (``records.iso_text``) and a news item's
-    (``format_utc_seconds``) go through Python.
+    copy per entry), straight into the batch's bytes (a bytearray of its own and a
+    bytes copy of it per entry cost more than the writing); only a video's dates
+    (``records.iso_text``) and a news item's (``format_utc_seconds``) go through Python.
     """
-    # (The C API, not bytearray() and bytes(out): those were type calls, ~1,000
-    # instructions an entry under callgrind.)
-    cdef bytearray out = PyByteArray_FromStringAndSize(NULL, 0)
     cdef Py_ssize_t k, i
     cdef bint first
     images, alternates, videos, news = entry[5], entry[6], entry[7], entry[8]
@@ -113,8 +111,8 @@ cdef bytes _extensions_json(tuple entry):
             _raw(out, b',"news":', 8)
             _news_json(out, news)
     except TypeError:  # orjson: a lone surrogate; encode_record's json fallback decides
-        return None
-    return PyBytes_FromStringAndSize(PyByteArray_AS_STRING(out), PyByteArray_GET_SIZE(out))
+        return False
+    return True
 
 
 # A Video's fields in its order (records._video's keys), as JSON keys; the two dates

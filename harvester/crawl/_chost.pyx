@@ -32,7 +32,7 @@ canonical check, the fingerprint) need no call at all.
 
 from cpython.datetime cimport PyDateTime_CheckExact, datetime_tzinfo, import_datetime
 from cpython cimport array
-from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE
+from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE, PyByteArray_Resize
 from cpython.list cimport PyList_Append
 from cpython.object cimport Py_SIZE
 from cpython.set cimport PySet_Add, PySet_Contains
@@ -58,8 +58,10 @@ from harvester._cdates cimport _epoch_us
 from harvester.urls._cdedupe cimport Compact, FpTable, _fingerprint
 from harvester.urls._cnormalize cimport _already_canonical, _canonical_query
 from harvester.crawl._crobots cimport LineLabels
-from harvester.crawl._cextensions cimport _extensions_json
-from harvester.crawl._crecords cimport _append_labelled, _grow, _middle, _write_record
+from harvester.crawl._cextensions cimport _extensions_into
+from harvester.crawl._crecords cimport (
+    _append_labelled, _close_record, _grow, _middle, _write_record
+)
 
 cdef object _CANONICAL = Rules.canonical  # the method the loop may stand in for
 cdef int64_t EXACT_DOUBLE = 1LL << 53  # |µs| below this: the float timestamp is key / 1e6
@@ -310,17 +312,23 @@ cdef class UrlLoop:
         """The record of a new URL: its JSON line (``_crecords._write_record``), else
         ``records.record``'s dict, encoded (``encoded``) or kept as it is."""
         cdef bint lines = self.encoded is not None and self.middle is not None
+        cdef Py_ssize_t start
         lastmod = entry[1]
         if entry[5] or entry[6] or entry[7] or entry[8] is not None:
-            # An entry with extensions: its line written as one without them, with the
-            # extension fields' JSON before the closing brace; the record dict only for
-            # what that cannot write (and when records are kept as dicts).
-            tail = _extensions_json(entry) if lines else None
-            if tail is not None and _write_record(
-                self.encoded, loc, url, self.middle, lastmod, entry[3], entry[4], self.label,
-                tail,
-            ):
-                return 0
+            # An entry with extensions: its line written as one without them, left open,
+            # the extension fields' JSON appended, then the label and closing brace; the
+            # record dict only for what that cannot write (the line cut off again), and
+            # when records are kept as dicts.
+            if lines:
+                start = PyByteArray_GET_SIZE(self.encoded)
+                if _write_record(
+                    self.encoded, loc, url, self.middle, lastmod, entry[3], entry[4], None,
+                    True,
+                ):
+                    if _extensions_into(self.encoded, entry):
+                        _close_record(self.encoded, self.label)
+                        return 0
+                    PyByteArray_Resize(self.encoded, start)
             rec = _RECORD(entry, self.sitemap, self.host, url=url)
         elif lines and _write_record(
             self.encoded, loc, url, self.middle, lastmod, entry[3], entry[4], self.label

@@ -3,6 +3,7 @@
 # bytes, and the small writers both modules call for every record (inline, here, so that
 # each module's C compiler inlines them as before).
 from cpython.bytearray cimport PyByteArray_Resize
+from cpython.object cimport Py_SIZE
 from cpython.unicode cimport PyUnicode_GET_LENGTH
 from libc.stdint cimport uint64_t
 from libc.string cimport memcpy
@@ -10,6 +11,10 @@ from libc.string cimport memcpy
 cdef extern from "Python.h":
     ctypedef struct PyByteArrayObject:
         Py_ssize_t ob_alloc  # bytes allocated (CPython's struct; the size is separate)
+        char* ob_bytes  # the allocation
+        char* ob_start  # the first byte (after ob_bytes when bytes were deleted in front)
+        Py_ssize_t ob_exports  # buffers exported: no resize while there are any
+    void Py_SET_SIZE(object o, Py_ssize_t size)
     bint PyUnicode_IS_COMPACT_ASCII(object o)
     const char* PyUnicode_DATA(object o)
 
@@ -49,11 +54,19 @@ cdef inline int _grow(bytearray buf, Py_ssize_t size) except -1:
     """Make ``buf`` ``size`` bytes long, doubling its room when it must grow.
 
     bytearray's own growth adds an eighth, so as a batch's lines filled it, realloc
-    moved the whole batch every few records (all of it in memmove). Asking for twice the size, then for the size (a minor shrink, which
-    keeps the room), moves it at most about once per doubling.
+    moved the whole batch every few records (all of it in memmove). Asking for twice
+    the size, then for the size (a minor shrink, which keeps the room), moves it at most
+    about once per doubling. Growing within the room (most calls: a record's pieces
+    are appended one by one) sets the size as ``PyByteArray_Resize`` would, without
+    the call and its checks, when no buffer is exported and nothing was cut in front.
     """
-    if size + 1 > (<PyByteArrayObject*>buf).ob_alloc:
+    cdef PyByteArrayObject* b = <PyByteArrayObject*>buf
+    if size + 1 > b.ob_alloc:
         PyByteArray_Resize(buf, 2 * size)
+    elif size >= Py_SIZE(buf) and b.ob_start == b.ob_bytes and b.ob_exports == 0:
+        Py_SET_SIZE(buf, size)
+        b.ob_start[size] = 0  # bytearray's trailing NUL
+        return 0
     PyByteArray_Resize(buf, size)
     return 0
 
@@ -65,7 +78,8 @@ cdef inline char* _put(char* p, const char* s, Py_ssize_t n) noexcept:
 
 cdef bint _write_record(
     bytearray buf, str loc, str url, bytes middle, object lastmod, object changefreq,
-    object priority, bytes label, bytes tail=*,
+    object priority, bytes label, bint open_end=*,
 ) except -1
+cdef int _close_record(bytearray buf, bytes label) except -1
 cdef int _append_labelled(bytearray buf, bytes line, bytes label) except -1
 cdef bytes _middle(str host, str sitemap)

@@ -121,21 +121,20 @@ cdef inline char* _put_lastmod(char* p, object lastmod) noexcept:
 
 cdef bint _write_record(
     bytearray buf, str loc, str url, bytes middle, object lastmod, object changefreq,
-    object priority, bytes label, bytes tail=None,
+    object priority, bytes label, bint open_end=False,
 ) except -1:
     """Append the JSON line ``encode_record`` makes of the record dict ``_chost``'s loop
     would build (``UrlLoop.write``).
 
     ``middle`` is ``,"host":<host>,"sitemap":<sitemap>,"source":"sitemap","lastmod":`` as
-    orjson encodes them (once per batch); ``tail`` (or None) is the extension fields'
-    JSON (``_extensions_json``) after ``priority``; ``label`` (or None) goes before the
-    closing brace. False
+    orjson encodes them (once per batch); ``label`` (or None) goes before the closing
+    brace. ``open_end``: the line stops after ``priority`` (the caller appends the
+    extension fields, ``_cextensions._extensions_into``, then ``_close_record``). False
     (nothing written) when a value needs what only orjson does: escapes, non-ASCII, a
     lastmod that is not a UTC ``datetime``; the caller then encodes the dict itself.
     """
     cdef Py_ssize_t n_loc = _plain(loc), n_url, size, start
     cdef Py_ssize_t n_label = PyBytes_GET_SIZE(label) if label is not None else 0
-    cdef Py_ssize_t n_tail = PyBytes_GET_SIZE(tail) if tail is not None else 0
     cdef bint dated = lastmod is not None
     cdef char* p
     if n_loc < 0:
@@ -151,7 +150,8 @@ cdef bint _write_record(
     size = (
         8 + n_loc + 9 + n_url + 1 + PyBytes_GET_SIZE(middle)
         + (22 if dated else 4)
-        + 14 + PyBytes_GET_SIZE(cf) + 12 + PyBytes_GET_SIZE(pr) + n_tail + n_label + 2
+        + 14 + PyBytes_GET_SIZE(cf) + 12 + PyBytes_GET_SIZE(pr)
+        + (0 if open_end else n_label + 2)
     )
     start = PyByteArray_GET_SIZE(buf)
     _grow(buf, start + size)
@@ -167,12 +167,25 @@ cdef bint _write_record(
     p = _put(p, PyBytes_AS_STRING(cf), PyBytes_GET_SIZE(cf))
     p = _put(p, b',"priority":', 12)
     p = _put(p, PyBytes_AS_STRING(pr), PyBytes_GET_SIZE(pr))
-    if n_tail:
-        p = _put(p, PyBytes_AS_STRING(tail), n_tail)
+    if not open_end:
+        if n_label:
+            p = _put(p, PyBytes_AS_STRING(label), n_label)
+        _put(p, b"}\n", 2)
+    return True
+
+
+cdef int _close_record(bytearray buf, bytes label) except -1:
+    """End a line ``_write_record`` left open: ``label`` (or None), the closing brace and
+    the newline."""
+    cdef Py_ssize_t start = PyByteArray_GET_SIZE(buf)
+    cdef Py_ssize_t n_label = PyBytes_GET_SIZE(label) if label is not None else 0
+    cdef char* p
+    _grow(buf, start + n_label + 2)
+    p = PyByteArray_AS_STRING(buf) + start
     if n_label:
         p = _put(p, PyBytes_AS_STRING(label), n_label)
-    p = _put(p, b"}\n", 2)
-    return True
+    _put(p, b"}\n", 2)
+    return 0
 
 
 cdef int _append_labelled(bytearray buf, bytes line, bytes label) except -1:

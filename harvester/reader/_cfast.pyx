@@ -30,7 +30,9 @@ from libc.string cimport memcmp, strcmp
 
 from lxml.includes cimport tree, xmlparser
 
-from harvester.reader._cparse cimport Count, EntryContext, _values_entry
+from harvester.reader._cparse cimport (
+    Count, EntryContext, PyType_GenericAlloc, _put, _strip, _values_entry
+)
 from harvester.reader._ckept cimport (
     _IMAGE_FIELD, _MAX_ATTRS, _MAX_CAPS, _MAX_TEXT, KeptUrl, _Attr, _Cap, _materialize
 )
@@ -39,11 +41,16 @@ from harvester.reader._cwalk cimport (
     CORE, IMAGE, LASTMOD, LOC, PRIORITY, XLINK, _classify_name, _short_bytes
 )
 
-from cpython.unicode cimport PyUnicode_DecodeUTF8
+from cpython.object cimport PyObject, PyTypeObject
+from cpython.unicode cimport PyUnicode_DecodeUTF8, PyUnicode_GET_LENGTH
 
 from harvester.models import Image
 
-cdef object _new_tuple = tuple.__new__  # Image._make is a Python function: a frame per image
+cdef extern from "Python.h":
+    # A tuple's item as it is (NULL while an allocated tuple's slot is not yet set).
+    PyObject* _item "PyTuple_GET_ITEM"(object p, Py_ssize_t pos)
+
+cdef PyTypeObject* IMAGE_TYPE = <PyTypeObject*>Image
 
 cdef const char* NS_IMAGE = b"http://www.google.com/schemas/sitemap-image/1.1"
 
@@ -363,40 +370,57 @@ cdef object _fast_entry(
 cdef object _image_of(_Cap* caps, int* i, int ncaps, const char* text):
     """The ``Image`` of the image whose children are the caps from ``i[0]`` on (moved
     past them), as ``_cwalk._image`` reads it: the first non-empty trimmed text of each
-    field wins; None without a loc."""
-    cdef list fields = [None, None, None, None, None]
+    field wins; None without a loc.
+
+    The ``Image`` is allocated first and filled in place, as ``_cparse._entry`` fills an
+    entry: a list of fields and ``tuple.__new__`` (a call, an argument tuple and a copy)
+    cost more per image than reading it.
+    """
     cdef _Cap* cap
-    cdef int parent = i[0] - 1
+    cdef int parent = i[0] - 1, k
+    image = PyType_GenericAlloc(IMAGE_TYPE, 5)  # its slots NULL until set
     while i[0] < ncaps and caps[i[0]].parent == parent:
         cap = &caps[i[0]]
         i[0] += 1
-        if cap.length > 0 and fields[cap.field] is None:
-            fields[cap.field] = (
-                PyUnicode_DecodeUTF8(text + cap.start, cap.length, NULL).strip() or None
-            )
-    if fields[0] is None:
-        return None
-    return _new_tuple(Image, fields)
+        if cap.length > 0 and _item(image, cap.field) is NULL:
+            value = _strip(PyUnicode_DecodeUTF8(text + cap.start, cap.length, NULL))
+            if PyUnicode_GET_LENGTH(value):
+                _put(image, cap.field, value)
+    if _item(image, 0) is NULL:
+        return None  # (freed with its NULL slots, as a tuple can be)
+    for k in range(1, 5):
+        if _item(image, k) is NULL:
+            _put(image, k, None)
+    return image
 
 
 cdef object _alternate(_Cap* cap, _Attr* attrs, const char* text, object alternates):
     """``alternates`` with the (hreflang, href) of one link added when ``_cwalk._url_values``
-    would add it (a list made for the first one)."""
-    href = _attribute(cap, attrs, text, b"href")
-    lang = _attribute(cap, attrs, text, b"hreflang")
-    if href and lang and _attribute(cap, attrs, text, b"rel") == "alternate":
-        if alternates is None:
-            alternates = []
-        alternates.append((lang.strip(), href.strip()))
+    would add it (a list made for the first one): an href and an hreflang that are not
+    empty, and rel "alternate" (compared as bytes: the decoded text equals "alternate"
+    exactly when its UTF-8 does)."""
+    cdef _Attr* href = _find(cap, attrs, b"href")
+    cdef _Attr* lang = _find(cap, attrs, b"hreflang")
+    cdef _Attr* rel = _find(cap, attrs, b"rel")
+    if href is NULL or lang is NULL or href.length <= 0 or lang.length <= 0:
+        return alternates
+    if rel is NULL or rel.length != 9 or memcmp(text + rel.start, b"alternate", 9) != 0:
+        return alternates
+    if alternates is None:
+        alternates = []
+    alternates.append((
+        _strip(PyUnicode_DecodeUTF8(text + lang.start, lang.length, NULL)),
+        _strip(PyUnicode_DecodeUTF8(text + href.start, href.length, NULL)),
+    ))
     return alternates
 
 
-cdef object _attribute(_Cap* cap, _Attr* attrs, const char* text, const char* name):
-    """The value of a link's attribute ``name`` (the first of that name), or None."""
+cdef _Attr* _find(_Cap* cap, _Attr* attrs, const char* name) noexcept:
+    """A link's first attribute called ``name``, or NULL."""
     cdef int k
     cdef _Attr* attr
     for k in range(cap.attr_count):
         attr = &attrs[cap.attr_first + k]
         if strcmp(<const char*>attr.localname, name) == 0:
-            return PyUnicode_DecodeUTF8(text + attr.start, attr.length, NULL)
-    return None
+            return attr
+    return NULL

@@ -59,16 +59,6 @@ cdef inline object _cached(dict memo, object raw, object builder, bint priority)
     return builder.priority(raw) if priority else builder.changefreq(raw)
 
 
-cdef extern from "Python.h":
-    # What a tuple subclass defined in Python allocates with (its tp_alloc).
-    object PyType_GenericAlloc(PyTypeObject* cls, Py_ssize_t items)  # a new reference
-
-
-cdef inline void _put(object entry, Py_ssize_t i, object value) noexcept:
-    Py_INCREF(value)  # SET_ITEM takes over a reference
-    PyTuple_SET_ITEM(entry, i, value)
-
-
 cdef object _entry(
     object cls, object loc, object when, object raw, object changefreq, object priority,
     object images, object alternates, object videos, object news,
@@ -88,17 +78,6 @@ cdef object _entry(
     _put(entry, 7, videos)
     _put(entry, 8, news)
     return entry
-
-
-cdef inline str _strip(str text):
-    """``text.strip()``; the same object, without the method call, when neither end is
-    whitespace (the usual value: a lookup and a call per value showed in profiles)."""
-    cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text)
-    if n and not Py_UNICODE_ISSPACE(PyUnicode_READ_CHAR(text, 0)) and not Py_UNICODE_ISSPACE(
-        PyUnicode_READ_CHAR(text, n - 1)
-    ):
-        return text
-    return text.strip()
 
 
 cdef Py_ssize_t PROTOCOL_MAX_LOC = 2_048
