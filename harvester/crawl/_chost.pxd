@@ -25,6 +25,7 @@ cdef class UrlLoop:
     cdef readonly list records
     cdef readonly array.array fps, lastmods
     cdef readonly bytearray encoded, urls
+    cdef Py_ssize_t room_encoded, room_urls  # their room at the next call (the last sizes)
     cdef readonly list sample_lastmods, sample_raws
     # ... and where the host's reading stands.
     cdef public object seen  # SeenSet, made by the batch at its first entries

@@ -71,6 +71,20 @@ cdef inline int _grow(bytearray buf, Py_ssize_t size) except -1:
     return 0
 
 
+cdef inline int _reserve(bytearray buf, Py_ssize_t room) except -1:
+    """Give an empty ``buf`` room for ``room`` bytes; it stays empty (its size 0).
+
+    ``PyByteArray_Resize`` to 0 would give the room back (a shrink below half the room
+    reallocates), so the size is set here, as its minor shrink sets it.
+    """
+    cdef PyByteArrayObject* b = <PyByteArrayObject*>buf
+    if Py_SIZE(buf) == 0 and room + 1 > b.ob_alloc and b.ob_exports == 0:
+        PyByteArray_Resize(buf, room)
+        Py_SET_SIZE(buf, 0)
+        b.ob_start[0] = 0  # bytearray's trailing NUL
+    return 0
+
+
 cdef inline char* _put(char* p, const char* s, Py_ssize_t n) noexcept:
     memcpy(p, s, n)
     return p + n

@@ -84,49 +84,56 @@ cdef Py_ssize_t PROTOCOL_MAX_LOC = 2_048
 cdef Py_ssize_t PROTOCOL_MAX_ENTRIES = 50_000
 
 
-cdef inline bint _http_start(str loc) noexcept:
-    """``parse._HTTP_URL`` for the usual case: ``http(s)://`` (any case) and then a host
-    character that is ASCII and neither '/', '?', '#' nor whitespace. False also where
-    that regex might say yes (a non-ASCII first host character): Python decides those."""
-    cdef Py_ssize_t n = len(loc), i
-    cdef Py_UCS4 c
+cdef extern from "Python.h":
+    bint PyUnicode_IS_COMPACT_ASCII(object o)
+    const void* PyUnicode_DATA(object o)
+
+
+cdef inline bint _lower_is(unsigned char c, char lower) noexcept:
+    return c == lower or c == lower - 32  # an ASCII letter in either case
+
+
+cdef inline bint _http_start(const unsigned char* d, Py_ssize_t n) noexcept:
+    """``parse._HTTP_URL`` for the usual case, on a loc's ASCII bytes: ``http(s)://`` (any
+    case) and then a host character that is neither '/', '?', '#' nor whitespace."""
+    cdef Py_ssize_t i
+    cdef unsigned char c
     if n < 8:
         return False
-    if loc[0] not in u"hH" or loc[1] not in u"tT" or loc[2] not in u"tT" or loc[3] not in u"pP":
+    if not (_lower_is(d[0], b"h") and _lower_is(d[1], b"t") and _lower_is(d[2], b"t")
+            and _lower_is(d[3], b"p")):
         return False
-    i = 4
-    if loc[4] in u"sS":
-        i = 5
-    if n < i + 4 or loc[i] != u":" or loc[i + 1] != u"/" or loc[i + 2] != u"/":
+    i = 5 if _lower_is(d[4], b"s") else 4
+    if n < i + 4 or d[i] != b":" or d[i + 1] != b"/" or d[i + 2] != b"/":
         return False
-    c = loc[i + 3]
-    return 33 <= <int>c <= 126 and c not in u"/?#"
+    c = d[i + 3]
+    return 33 <= c <= 126 and c != b"/" and c != b"?" and c != b"#"
 
 
-cdef inline bint _dotted_quad(str loc, Py_ssize_t start, Py_ssize_t end) noexcept:
-    """``loc[start:end]`` is an IPv4 address as ``ipaddress.IPv4Address`` reads one: four
+cdef inline bint _dotted_quad(const unsigned char* d, Py_ssize_t start, Py_ssize_t end) noexcept:
+    """``d[start:end]`` is an IPv4 address as ``ipaddress.IPv4Address`` reads one: four
     labels of 1-3 digits, each at most 255, no leading zero (the loopback hosts of the
     tests and benchmarks, so not handed to Python each time)."""
     cdef Py_ssize_t i, labels = 0, digits = 0
     cdef long value = 0
-    cdef Py_UCS4 c
+    cdef unsigned char c
     for i in range(start, end + 1):
-        c = loc[i] if i < end else u"."
-        if c == u".":
-            if digits == 0 or value > 255 or (digits > 1 and loc[i - digits] == u"0"):
+        c = d[i] if i < end else b"."
+        if c == b".":
+            if digits == 0 or value > 255 or (digits > 1 and d[i - digits] == b"0"):
                 return False
             labels += 1
             digits = 0
             value = 0
-        elif u"0" <= c <= u"9" and digits < 3:
-            value = value * 10 + (<long>c - 48)
+        elif b"0" <= c <= b"9" and digits < 3:
+            value = value * 10 + (c - 48)
             digits += 1
         else:
             return False
     return labels == 4
 
 
-cdef inline bint _plain_authority(str loc) noexcept:
+cdef inline bint _plain_authority(const unsigned char* d, Py_ssize_t n) noexcept:
     """``urls.validate.valid_authority`` for the plain case, after ``_http_start`` said yes:
     a host of ASCII labels (``A-Z a-z 0-9 - _``, 1-63 each, at most 253 in all, no
     trailing dot), its last label not all digits unless it is an IPv4 address, no label
@@ -135,31 +142,31 @@ cdef inline bint _plain_authority(str loc) noexcept:
     (``EntrySink.accept``): it may still be valid (an IPv4 or IPv6 address, userinfo, a
     non-ASCII host or an A-label, a tab or newline to remove), so this never says no for
     Python."""
-    cdef Py_ssize_t n = len(loc), i, label = 0, host = 0, digits
-    cdef Py_UCS4 c
+    cdef Py_ssize_t i, label = 0, host = 0, digits
+    cdef unsigned char c
     cdef bint numeric = True  # the label so far is all digits
     cdef long port = 0
-    i = 8 if loc[4] in u"sS" else 7  # past "http(s)://" (_http_start checked it)
+    i = 8 if _lower_is(d[4], b"s") else 7  # past "http(s)://" (_http_start checked it)
     while i < n:
-        c = loc[i]
-        if c == u".":
+        c = d[i]
+        if c == b".":
             if label == 0:
                 return False  # an empty label
             label = 0
             numeric = True
         elif (
-            (u"a" <= c <= u"z") or (u"A" <= c <= u"Z") or (u"0" <= c <= u"9")
-            or c == u"-" or c == u"_"
+            (b"a" <= c <= b"z") or (b"A" <= c <= b"Z") or (b"0" <= c <= b"9")
+            or c == b"-" or c == b"_"
         ):
             if (
-                c == u"-" and label == 3 and loc[i - 1] == u"-"
-                and loc[i - 2] in u"nN" and loc[i - 3] in u"xX"
+                c == b"-" and label == 3 and d[i - 1] == b"-"
+                and _lower_is(d[i - 2], b"n") and _lower_is(d[i - 3], b"x")
             ):
                 return False  # an "xn--" label: Python checks that it decodes
             label += 1
             if label > 63:
                 return False
-            if not (u"0" <= c <= u"9"):
+            if not (b"0" <= c <= b"9"):
                 numeric = False
         else:
             break
@@ -167,18 +174,31 @@ cdef inline bint _plain_authority(str loc) noexcept:
         i += 1
     if label == 0 or host > 253:
         return False  # no host, a trailing dot (rare: Python decides), or a name too long
-    if numeric and not _dotted_quad(loc, i - host, i):
+    if numeric and not _dotted_quad(d, i - host, i):
         return False  # a numeric last label: an IPv4 address, or no name (Python decides)
-    if i < n and loc[i] == u":":
+    if i < n and d[i] == b":":
         i += 1
         digits = 0
-        while i < n and u"0" <= loc[i] <= u"9" and digits < 6:
-            port = port * 10 + (<long>loc[i] - 48)
+        while i < n and b"0" <= d[i] <= b"9" and digits < 6:
+            port = port * 10 + (d[i] - 48)
             digits += 1
             i += 1
         if digits == 0 or digits > 5 or port < 1 or port > 65535:
             return False
-    return i == n or loc[i] == u"/" or loc[i] == u"?" or loc[i] == u"#"
+    return i == n or d[i] == b"/" or d[i] == b"?" or d[i] == b"#"
+
+
+cdef inline bint _plain_loc(str loc) noexcept:
+    """The checks of ``EntrySink.accept`` on a trimmed loc, for the usual one, read as
+    bytes: not too long (``PROTOCOL_MAX_LOC``), ``_http_start``, ``_plain_authority``.
+    False for anything else, non-ASCII included: Python decides those (it may still
+    accept them), so the answer is never a no that Python would not give."""
+    cdef Py_ssize_t n = PyUnicode_GET_LENGTH(loc)
+    cdef const unsigned char* d
+    if n > PROTOCOL_MAX_LOC or not PyUnicode_IS_COMPACT_ASCII(loc):
+        return False
+    d = <const unsigned char*>PyUnicode_DATA(loc)
+    return _http_start(d, n) and _plain_authority(d, n)
 
 
 cdef class EntryContext:
@@ -345,7 +365,7 @@ cdef bint _entry_of(
     if raw_loc is None:
         return False
     loc = _strip(<str>raw_loc)
-    if len(loc) > PROTOCOL_MAX_LOC or not _http_start(loc) or not _plain_authority(loc):
+    if not _plain_loc(loc):
         return False
     key = None
     if seen is not None:
