@@ -26,7 +26,7 @@ would keep it (an image with no children yet, just before its end tag), so it to
 to the tree.
 """
 
-from libc.string cimport memcmp, strcmp
+from libc.string cimport memchr, memcmp, strcmp
 
 from lxml.includes cimport tree, xmlparser
 
@@ -303,7 +303,11 @@ cdef Py_ssize_t _decode_amp(char* text, Py_ssize_t n) noexcept:
     """Decode, in place, the "&#38;" by which libxml2's parser passes a '&' in an attribute
     value (its tree builder decodes it so): the new length, or -1 for a '&' in any other
     form (not seen from this parser: the tree decides then)."""
-    cdef Py_ssize_t i = 0, j = 0
+    cdef const char* amp = <const char*>memchr(text, b"&", n)
+    cdef Py_ssize_t i, j
+    if amp is NULL:
+        return n  # (most values: nothing to move, found at memchr's speed)
+    i = j = amp - text
     while i < n:
         if text[i] == b"&":
             if i + 5 > n or memcmp(text + i, b"&#38;", 5) != 0:

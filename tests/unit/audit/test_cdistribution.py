@@ -71,3 +71,16 @@ def test_the_compiled_count_past_the_caps_with_distinct_timestamps() -> None:
     compiled = counted(pairs, None, cdistribution.count_lastmods, 1024, 256)
     assert compiled["evicted"]
     assert compiled == counted(pairs, None, None, 1024, 256)
+
+
+def test_the_compiled_count_over_more_months_than_it_keeps_in_c() -> None:
+    # 100 months, visited back and forth in one call: the C slots (32) fill and are
+    # added to the dict more than once; the month histogram must still be the sum.
+    pairs: list[tuple[datetime | None, str | None]] = [
+        (datetime(2001 + (i * 7 % 100) // 12, (i * 7 % 100) % 12 + 1, 1 + i % 28, tzinfo=UTC), None)
+        for i in range(2000)
+    ]
+    pairs += [(T0 + timedelta(days=4000), None), (datetime(1990, 1, 1, tzinfo=UTC), None)] * 20
+    compiled = counted(pairs, None, cdistribution.count_lastmods, 4096, 256)
+    assert len(compiled["months"]) > 32
+    assert compiled == counted(pairs, None, None, 4096, 256)
