@@ -26,7 +26,7 @@ would keep it (an image with no children yet, just before its end tag), so it to
 to the tree.
 """
 
-from libc.string cimport memchr, memcmp, strcmp
+from libc.string cimport memcmp, strcmp
 
 from lxml.includes cimport tree, xmlparser
 
@@ -34,7 +34,8 @@ from harvester.reader._cparse cimport (
     Count, EntryContext, PyType_GenericAlloc, _put, _strip, _values_entry
 )
 from harvester.reader._ckept cimport (
-    _IMAGE_FIELD, _MAX_ATTRS, _MAX_CAPS, _MAX_TEXT, KeptUrl, _Attr, _Cap, _materialize
+    _IMAGE_FIELD, _MAX_CAPS, _MAX_TEXT, KeptUrl, _Attr, _Cap, _find, _keep_attributes,
+    _materialize,
 )
 from harvester.reader._clibxml cimport Functions, functions
 from harvester.reader._cwalk cimport (
@@ -262,65 +263,6 @@ cdef int _image_field(
     return -1
 
 
-cdef bint _keep_attributes(
-    KeptUrl self, int n, const tree.const_xmlChar** attributes
-) noexcept:
-    """Keep the ``n`` attributes of a link (SAX2's five pointers each): their values
-    as the tree builder would make them, the parser's "&#38;" decoded. False (nothing
-    kept) for a prefixed one, a '&' in any other form, or past the bounds."""
-    cdef int i, first = self._nattrs
-    cdef Py_ssize_t k, length, start
-    cdef const tree.const_xmlChar* value
-    cdef _Attr* attr
-    if first + n > _MAX_ATTRS:
-        return False
-    for i in range(n):
-        if attributes[5 * i + 1] is not NULL or attributes[5 * i + 2] is not NULL:
-            return False
-    start = self._text_len
-    for i in range(n):
-        value = attributes[5 * i + 3]
-        length = attributes[5 * i + 4] - value
-        if self._text_len + length + 1 > _MAX_TEXT or self._keep(value, <int>length) < 0:
-            self._text_len = start
-            return False
-        attr = &self._attrs[first + i]
-        attr.localname = attributes[5 * i]
-        attr.start = self._text_len - length
-        attr.length = _decode_amp(self._text + attr.start, length)
-        if attr.length < 0:
-            self._text_len = start
-            return False
-        self._text_len = attr.start + attr.length
-        if self._keep(<const tree.const_xmlChar*>b'"', 1) < 0:  # not NUL: see _replay
-            self._text_len = start
-            return False
-    self._nattrs = first + n
-    return True
-
-
-cdef Py_ssize_t _decode_amp(char* text, Py_ssize_t n) noexcept:
-    """Decode, in place, the "&#38;" by which libxml2's parser passes a '&' in an attribute
-    value (its tree builder decodes it so): the new length, or -1 for a '&' in any other
-    form (not seen from this parser: the tree decides then)."""
-    cdef const char* amp = <const char*>memchr(text, b"&", n)
-    cdef Py_ssize_t i, j
-    if amp is NULL:
-        return n  # (most values: nothing to move, found at memchr's speed)
-    i = j = amp - text
-    while i < n:
-        if text[i] == b"&":
-            if i + 5 > n or memcmp(text + i, b"&#38;", 5) != 0:
-                return -1
-            text[j] = b"&"
-            i += 5
-        else:
-            text[j] = text[i]
-            i += 1
-        j += 1
-    return j
-
-
 cdef object _fast_entry(
     _Cap* caps, int ncaps, _Attr* attrs, const char* text, EntryContext ctx, list out,
     Count* count,
@@ -417,14 +359,3 @@ cdef object _alternate(_Cap* cap, _Attr* attrs, const char* text, object alterna
         _strip(PyUnicode_DecodeUTF8(text + href.start, href.length, NULL)),
     ))
     return alternates
-
-
-cdef _Attr* _find(_Cap* cap, _Attr* attrs, const char* name) noexcept:
-    """A link's first attribute called ``name``, or NULL."""
-    cdef int k
-    cdef _Attr* attr
-    for k in range(cap.attr_count):
-        attr = &attrs[cap.attr_first + k]
-        if strcmp(<const char*>attr.localname, name) == 0:
-            return attr
-    return NULL

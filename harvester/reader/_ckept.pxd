@@ -72,3 +72,9 @@ cdef class KeptUrl:
 
 cdef bint _close_fast(KeptUrl self, xmlparser.xmlParserCtxt* ctxt) noexcept
 cdef void _materialize(KeptUrl self, xmlparser.xmlParserCtxt* ctxt) noexcept
+# A link's attributes kept in the <url>'s text (the parser's "&#38;" decoded), and the
+# first of them with a given name (_cfast's reading of links).
+cdef bint _keep_attributes(
+    KeptUrl self, int n, const tree.const_xmlChar** attributes
+) noexcept
+cdef _Attr* _find(_Cap* cap, _Attr* attrs, const char* name) noexcept

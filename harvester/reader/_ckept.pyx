@@ -8,7 +8,9 @@ parser's events inside it, as ``_cfast`` sorts them: each kept element opened
 Out: the caps and their text, from which ``_cfast._fast_entry`` makes the entry; or,
 when something inside the ``<url>`` is not for the fast path, the same events given to
 the tree builder (``_materialize``), and the rest of the ``<url>`` is built and read as
-before.
+before. A link's attributes are kept with the caps, their values in the same text
+(``_keep_attributes``: the parser's "&#38;" for '&' decoded), and found by name
+(``_find``).
 
 Why: libxml2's tree builder makes, for every ``<loc>``, ``<lastmod>``, ``<changefreq>``
 and ``<priority>``, an element node and a text node, links them, and the end of the
@@ -29,7 +31,7 @@ builder's tree makes libxml2 drop it.
 """
 
 from libc.stdlib cimport free, realloc
-from libc.string cimport memcpy, strcmp
+from libc.string cimport memchr, memcmp, memcpy, strcmp
 
 from lxml.includes cimport tree, xmlparser
 
@@ -203,3 +205,73 @@ cdef void _replay(KeptUrl self, xmlparser.xmlParserCtxt* ctxt, _Cap* cap) noexce
         )
     if cap.closed and cap.code != IMAGE:
         self._end(<void*>ctxt, cap.localname, cap.prefix, cap.uri)
+
+
+cdef bint _keep_attributes(
+    KeptUrl self, int n, const tree.const_xmlChar** attributes
+) noexcept:
+    """Keep the ``n`` attributes of a link (SAX2's five pointers each): their values
+    as the tree builder would make them, the parser's "&#38;" decoded. False (nothing
+    kept) for a prefixed one, a '&' in any other form, or past the bounds."""
+    cdef int i, first = self._nattrs
+    cdef Py_ssize_t k, length, start
+    cdef const tree.const_xmlChar* value
+    cdef _Attr* attr
+    if first + n > _MAX_ATTRS:
+        return False
+    for i in range(n):
+        if attributes[5 * i + 1] is not NULL or attributes[5 * i + 2] is not NULL:
+            return False
+    start = self._text_len
+    for i in range(n):
+        value = attributes[5 * i + 3]
+        length = attributes[5 * i + 4] - value
+        if self._text_len + length + 1 > _MAX_TEXT or self._keep(value, <int>length) < 0:
+            self._text_len = start
+            return False
+        attr = &self._attrs[first + i]
+        attr.localname = attributes[5 * i]
+        attr.start = self._text_len - length
+        attr.length = _decode_amp(self._text + attr.start, length)
+        if attr.length < 0:
+            self._text_len = start
+            return False
+        self._text_len = attr.start + attr.length
+        if self._keep(<const tree.const_xmlChar*>b'"', 1) < 0:  # not NUL: see _replay
+            self._text_len = start
+            return False
+    self._nattrs = first + n
+    return True
+
+
+cdef Py_ssize_t _decode_amp(char* text, Py_ssize_t n) noexcept:
+    """Decode, in place, the "&#38;" by which libxml2's parser passes a '&' in an attribute
+    value (its tree builder decodes it so): the new length, or -1 for a '&' in any other
+    form (not seen from this parser: the tree decides then)."""
+    cdef const char* amp = <const char*>memchr(text, b"&", n)
+    cdef Py_ssize_t i, j
+    if amp is NULL:
+        return n  # (most values: nothing to move, found at memchr's speed)
+    i = j = amp - text
+    while i < n:
+        if text[i] == b"&":
+            if i + 5 > n or memcmp(text + i, b"&#38;", 5) != 0:
+                return -1
+            text[j] = b"&"
+            i += 5
+        else:
+            text[j] = text[i]
+            i += 1
+        j += 1
+    return j
+
+
+cdef _Attr* _find(_Cap* cap, _Attr* attrs, const char* name) noexcept:
+    """A link's first attribute called ``name``, or NULL."""
+    cdef int k
+    cdef _Attr* attr
+    for k in range(cap.attr_count):
+        attr = &attrs[cap.attr_first + k]
+        if strcmp(<const char*>attr.localname, name) == 0:
+            return attr
+    return NULL
