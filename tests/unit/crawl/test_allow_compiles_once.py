@@ -59,3 +59,28 @@ def test_entries_do_not_share_their_lines() -> None:
     first, second = list(out.values())[:2]
     first["lines"].append(99)
     assert 99 not in second["lines"]
+
+
+def test_signals_build_no_compiled_matcher(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The signals read each group's rules, never a URL's verdict: the C matcher (about
+    # 25 µs a robots.txt with rules, for each token's group) is left unbuilt.
+    from harvester.crawl import robotsrules
+
+    if robotsrules._crobots is None:
+        pytest.skip("the compiled matcher is not built")
+    built: list[Any] = []
+
+    class Counting:
+        def __init__(self, *args: Any) -> None:
+            built.append(args)
+
+    monkeypatch.setattr(robotsrules._crobots, "Matcher", Counting)
+    for text in ROBOTS:
+        allow.signals(text, "https://e.com/robots.txt")
+    assert built == []
+    rules = compile_rules(parse_groups(ROBOTS[0]), "x")
+    first = rules.compiled  # built at the first read, then kept
+    assert isinstance(first, Counting)
+    assert rules.compiled is first
+    assert len(built) == 1
+    assert compile_rules(parse_groups(ROBOTS[1]), "x").compiled is None  # no disallow
