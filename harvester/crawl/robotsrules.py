@@ -56,7 +56,6 @@ _EOL = re.compile(r"\r\n|\r|\n").split
 # RFC 9309 §2.2.1: a product token is letters, '_' and '-'.
 _TOKEN = re.compile(r"[A-Za-z_-]+").match
 _ESCAPE = re.compile(r"%([0-9a-fA-F]{2})")
-_UNBUILT: Any = object()  # RobotsRules.compiled before its first read
 # Misspellings of "disallow" that Google's parser accepts; sites write them.
 _DISALLOW = frozenset({"disallow", "dissallow", "dissalow", "disalow", "diasllow", "disallaw"})
 _USER_AGENT = frozenset({"user-agent", "useragent", "user agent"})
@@ -209,7 +208,7 @@ class RobotsRules:
     every call (the fast path of most hosts).
     """
 
-    __slots__ = ("_allow", "_compiled", "_regexes", "agent", "matchable", "rules")
+    __slots__ = ("_allow", "_built", "_compiled", "_regexes", "agent", "matchable", "rules")
 
     def __init__(self, rules: list[tuple[bool, str, int]], agent: str) -> None:
         """``rules``: the applicable group's ``(allow, pattern, line)``; ``agent``: which
@@ -224,18 +223,19 @@ class RobotsRules:
         # need none of them. The compiled matcher is built at its first use too: the
         # AI crawler signals read only the rules, for a few dozen tokens a host.
         self._regexes: _Regexes | None = None
-        self._compiled: Any = _UNBUILT
+        self._compiled: Any = None
+        self._built = False  # (a flag, not a sentinel object: it survives a pickle)
 
     @property
     def compiled(self) -> Any:
         """The same rules matched in C (``_crobots.Matcher``: 1 allowed, 0 disallowed),
         built at the first read; None without the compiled module or without a rule that
         can match. The regular expressions stay the reference."""
-        if self._compiled is _UNBUILT:
-            self._compiled = None
+        if not self._built:
             if _crobots is not None and self.matchable:
                 c_rules = [_c_rule(p, int(allow)) for allow, p, _ in self.rules]
                 self._compiled = _crobots.Matcher(c_rules, 1, normalized_path, True)
+            self._built = True
         return self._compiled
 
     def _re(self) -> _Regexes:
